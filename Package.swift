@@ -1,0 +1,67 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 language mode is the package default;
+/// these add the upcoming-feature checks the model Swift server packages use.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Backline",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "backline", targets: ["backline"]),
+        .library(name: "RingBuffer", targets: ["RingBuffer"]),
+        .library(name: "AudioEngine", targets: ["AudioEngine"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C libraries, through pkg-config; apt names the packages that provide them.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+
+        // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
+        .target(name: "RingBuffer", swiftSettings: strictSettings),
+
+        // Decoder thread, output thread, control plane. No networking here.
+        .target(
+            name: "AudioEngine",
+            dependencies: [
+                "CALSA", "CMPG123", "RingBuffer",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // Benchmarks that `backline bench` runs and prints side by side with their references.
+        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine"], swiftSettings: strictSettings),
+
+        // The command-line front end: play, bench.
+        .executableTarget(
+            name: "backline",
+            dependencies: [
+                "AudioEngine", "BacklineBench",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // Test harness: private PulseAudio null sink, ALSA file capture, reference decodes, fixtures.
+        .target(name: "BacklineTestSupport", swiftSettings: strictSettings),
+
+        .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
+        .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "AudioEngineTests",
+            dependencies: ["AudioEngine", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
