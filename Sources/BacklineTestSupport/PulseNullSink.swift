@@ -1,0 +1,146 @@
+import Foundation
+
+/// A private PulseAudio server with one null sink, for paced real-time tests.
+///
+/// It runs in its own runtime directory (nothing of the user's session is touched), keeps one
+/// silent stream open so new streams do not hit the idle-sink start-up stall, and is watched by a
+/// small shell guard that stops it when this test process ends — however it ends (a failed
+/// expectation, a crash, a kill) — so nothing is left behind.
+///
+/// ALSA reaches it through the `pulse` plugin: ``alsaDevice`` names that device, and
+/// ``environment`` holds the `PULSE_*` variables a child process (or this one) needs.
+public final class PulseNullSink: @unchecked Sendable {
+    // @unchecked Sendable: all state is immutable after init except `guardProcess`, which only
+    // `stop()` touches, under `lock`.
+
+    /// The sink's sample rate (stereo, S16).
+    public static let rate = 44100
+    /// The sink's name; record from `\(sinkName).monitor`.
+    public let sinkName = "backline_null"
+    /// The private directory holding the socket, logs and state.
+    public let directory: URL
+    /// `PULSE_SERVER` and friends: pass to a child, or use ``exportToProcess()``.
+    public let environment: [String: String]
+    /// The ALSA device name that plays into this sink (ALSA's `pulse` plugin).
+    public let alsaDevice = "pulse"
+    private let guardProcess: SpawnedProcess
+    private let lock = NSLock()
+
+    /// The server every test in this process shares, started on first use.
+    public static func shared() throws -> PulseNullSink {
+        try sharedLock.withLock {
+            if let s = _shared { return s }
+            let s = try PulseNullSink()
+            s.exportToProcess()
+            _shared = s
+            return s
+        }
+    }
+    private static let sharedLock = NSLock()
+    nonisolated(unsafe) private static var _shared: PulseNullSink?  // guarded by sharedLock
+
+    /// Starts a new server and waits until it answers.
+    public init() throws {
+        directory = try Harness.makeTemporaryDirectory("backline-pulse")
+        let d = directory.path
+        let config = """
+            load-module module-native-protocol-unix auth-anonymous=1 socket=\(d)/native
+            load-module module-null-sink sink_name=\(sinkName) rate=\(Self.rate) channels=2
+            set-default-sink \(sinkName)
+
+            """
+        try config.write(toFile: "\(d)/default.pa", atomically: true, encoding: .utf8)
+        environment = [
+            "PULSE_SERVER": "unix:\(d)/native",
+            "PULSE_RUNTIME_PATH": "\(d)/run",
+            "PULSE_STATE_PATH": "\(d)/state",
+            "PULSE_COOKIE": "\(d)/cookie",
+        ]
+        // The guard: runs the server in the foreground plus a silent keep-alive stream, and
+        // kills both when the test process (its parent) is gone or when it is told to stop.
+        let script = """
+            trap 'kill $k $pa 2>/dev/null; wait; exit 0' TERM INT
+            pulseaudio -n -F "\(d)/default.pa" --daemonize=no --exit-idle-time=-1 --use-pid-file=no \
+              --disallow-exit --log-target=file:"\(d)/log" &
+            pa=$!
+            for i in $(seq 100); do pactl info >/dev/null 2>&1 && break; sleep 0.1; done
+            pacat --playback --raw --format=s16le --rate=\(Self.rate) --channels=2 --latency-msec=100 \
+              --stream-name=keepalive /dev/zero &
+            k=$!
+            while kill -0 \(getpid()) 2>/dev/null && kill -0 $pa 2>/dev/null; do sleep 0.5 & wait $!; done
+            kill $k $pa 2>/dev/null; wait
+            """
+        guardProcess = try SpawnedProcess("/bin/sh", ["-c", script], environment: environment)
+        // Ready when `pactl info` answers and the keep-alive stream is up.
+        for _ in 0..<100 {
+            let r = try? runProcess("pactl", ["list", "short", "sink-inputs"], environment: environment)
+            if let r, r.status == 0, !r.stdoutText.isEmpty { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        stop()
+        let log = (try? String(contentsOfFile: "\(d)/log", encoding: .utf8)) ?? "(no log)"
+        throw HarnessError("PulseAudio null sink did not start within 10 s. Log:\n\(log)")
+    }
+
+    /// Sets the `PULSE_*` variables in this process, so in-process ALSA `pulse` devices reach this server.
+    public func exportToProcess() {
+        for (k, v) in environment { setenv(k, v, 1) }
+    }
+
+    /// Stops the server and its keep-alive stream.
+    public func stop() {
+        lock.withLock {
+            guardProcess.signal(SIGTERM)
+            _ = try? guardProcess.wait(timeout: 10)
+        }
+    }
+
+    deinit { stop() }
+
+    /// Starts recording the sink's monitor (S16LE stereo at ``rate``) into a raw file.
+    public func startRecording() throws -> MonitorRecording {
+        try MonitorRecording(sink: self)
+    }
+
+    /// Records the monitor for as long as `body` runs, stopping the recorder even when `body` throws.
+    public func record<T>(_ body: () throws -> T) throws -> (result: T, recording: [Int16]) {
+        let rec = try startRecording()
+        let result: T
+        do { result = try body() } catch {
+            _ = try? rec.stop()
+            throw error
+        }
+        return (result, try rec.stop())
+    }
+}
+
+/// A running `parec` of the null sink's monitor.
+public final class MonitorRecording: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only stopped once, from the owner's thread.
+    /// The raw S16LE stereo file being written.
+    public let file: URL
+    private let process: SpawnedProcess
+
+    init(sink: PulseNullSink) throws {
+        file = sink.directory.appendingPathComponent("monitor-\(UUID().uuidString.prefix(8)).raw")
+        process = try SpawnedProcess(
+            "parec",
+            [
+                "-d", "\(sink.sinkName).monitor", "--raw", "--format=s16le", "--rate=\(PulseNullSink.rate)",
+                "--channels=2", "--latency-msec=20", file.path,
+            ], environment: sink.environment)
+        // Wait until the recorder is actually connected (its stream shows up as a source output).
+        for _ in 0..<50 {
+            let r = try runProcess("pactl", ["list", "short", "source-outputs"], environment: sink.environment)
+            if !r.stdoutText.isEmpty { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    /// Stops recording and returns the interleaved stereo samples.
+    public func stop() throws -> [Int16] {
+        process.signal(SIGINT)
+        try process.wait(timeout: 10)
+        return try PCM.readS16(file)
+    }
+}
