@@ -29,9 +29,9 @@ public final class SPSCRing: @unchecked Sendable {
 
     /// Capacity in bytes, a power of two.
     public let capacity: Int
-    let mask: Int
-    let base: UnsafeMutableRawPointer
-    let lines: UnsafeMutableRawPointer
+    @usableFromInline let mask: Int
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let lines: UnsafeMutableRawPointer
     private let producerMade = Atomic<Bool>(false)
     private let consumerMade = Atomic<Bool>(false)
 
@@ -101,15 +101,15 @@ public final class SPSCRing: @unchecked Sendable {
 /// The writing side of an ``SPSCRing``. Owned by exactly one thread.
 public struct RingProducer: ~Copyable, @unchecked Sendable {
     // @unchecked Sendable: it is moved (never copied) to the one thread that writes.
-    private let ring: SPSCRing
-    private let base: UnsafeMutableRawPointer
-    private let counter: UnsafeMutablePointer<Atomic<Int>>
-    private let other: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let ring: SPSCRing
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let counter: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let other: UnsafeMutablePointer<Atomic<Int>>
     /// Capacity of the ring in bytes.
     public let capacity: Int
-    private let mask: Int
-    private var written = 0
-    private var cachedRead = 0
+    @usableFromInline let mask: Int
+    @usableFromInline var written = 0
+    @usableFromInline var cachedRead = 0
 
     init(ring: SPSCRing) {
         self.ring = ring
@@ -124,7 +124,7 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
     public var position: Int { written }
 
     /// Bytes that can be written now (refreshes the cached read position).
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func availableToWrite() -> Int {
         cachedRead = other.pointee.load(ordering: .acquiring)
         return capacity &- (written &- cachedRead)
@@ -132,7 +132,7 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
 
     /// Up to `max` bytes of free space as at most two regions (the second is empty unless the
     /// space wraps). Write into them, then ``commit(_:)`` how many bytes were filled.
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func writableRegions(max: Int) -> (UnsafeMutableRawBufferPointer, UnsafeMutableRawBufferPointer) {
         if capacity &- (written &- cachedRead) < max {
             cachedRead = other.pointee.load(ordering: .acquiring)
@@ -147,7 +147,7 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
     }
 
     /// Publishes `count` bytes written into the regions last returned by ``writableRegions(max:)``.
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func commit(_ count: Int) {
         precondition(count >= 0 && count <= capacity &- (written &- cachedRead), "commit beyond free space")
         written &+= count
@@ -156,7 +156,7 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
 
     /// Copies as much of `bytes` as fits and publishes it.
     /// - Returns: the number of bytes written (fewer than `bytes.count` when the ring is full).
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func write(_ bytes: UnsafeRawBufferPointer) -> Int {
         let (a, b) = writableRegions(max: bytes.count)
         guard let src = bytes.baseAddress, a.count > 0 else { return 0 }
@@ -170,15 +170,15 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
 /// The reading side of an ``SPSCRing``. Owned by exactly one thread.
 public struct RingConsumer: ~Copyable, @unchecked Sendable {
     // @unchecked Sendable: it is moved (never copied) to the one thread that reads.
-    private let ring: SPSCRing
-    private let base: UnsafeMutableRawPointer
-    private let counter: UnsafeMutablePointer<Atomic<Int>>
-    private let other: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let ring: SPSCRing
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let counter: UnsafeMutablePointer<Atomic<Int>>
+    @usableFromInline let other: UnsafeMutablePointer<Atomic<Int>>
     /// Capacity of the ring in bytes.
     public let capacity: Int
-    private let mask: Int
-    private var read = 0
-    private var cachedWrite = 0
+    @usableFromInline let mask: Int
+    @usableFromInline var read = 0
+    @usableFromInline var cachedWrite = 0
 
     init(ring: SPSCRing) {
         self.ring = ring
@@ -193,7 +193,7 @@ public struct RingConsumer: ~Copyable, @unchecked Sendable {
     public var position: Int { read }
 
     /// Bytes that can be read now (refreshes the cached write position).
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func availableToRead() -> Int {
         cachedWrite = other.pointee.load(ordering: .acquiring)
         return cachedWrite &- read
@@ -201,7 +201,7 @@ public struct RingConsumer: ~Copyable, @unchecked Sendable {
 
     /// Up to `max` readable bytes as at most two regions (the second is empty unless the data
     /// wraps). Read from them, then ``commit(_:)`` how many bytes were consumed.
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func readableRegions(max: Int) -> (UnsafeRawBufferPointer, UnsafeRawBufferPointer) {
         if cachedWrite &- read < max {
             cachedWrite = other.pointee.load(ordering: .acquiring)
@@ -216,7 +216,7 @@ public struct RingConsumer: ~Copyable, @unchecked Sendable {
     }
 
     /// Frees `count` bytes after they have been read (or skipped).
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func commit(_ count: Int) {
         precondition(count >= 0 && count <= cachedWrite &- read, "commit beyond readable data")
         read &+= count
@@ -225,7 +225,7 @@ public struct RingConsumer: ~Copyable, @unchecked Sendable {
 
     /// Copies up to `buffer.count` bytes out of the ring and frees them.
     /// - Returns: the number of bytes read (fewer when the ring holds less).
-    @_noLocks @_noAllocation
+    @inlinable @_noLocks @_noAllocation
     public mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         let (a, b) = readableRegions(max: buffer.count)
         guard let dst = buffer.baseAddress, a.count > 0 else { return 0 }

@@ -1,0 +1,125 @@
+import CALSA
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An error from alsa-lib: the negative errno-style code, its message, and the call that failed.
+public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The (negative) return code.
+    public var code: Int32
+    /// `snd_strerror(code)`.
+    public var message: String
+    /// The ALSA function (and device) involved.
+    public var function: String
+
+    public init(code: Int32, function: String) {
+        self.code = code
+        self.message = String(cString: snd_strerror(code))
+        self.function = function
+    }
+
+    public var description: String { "\(function): \(message) (ALSA code \(code))" }
+}
+
+/// Sample format written to the device.
+public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
+    /// 32-bit float, little-endian: the decoder's own format, copied bit-exact.
+    case float32
+    /// 16-bit signed, little-endian: converted with rounding and clipping.
+    case s16
+
+    var alsa: snd_pcm_format_t { self == .float32 ? SND_PCM_FORMAT_FLOAT_LE : SND_PCM_FORMAT_S16_LE }
+    /// Bytes per sample.
+    public var bytes: Int { self == .float32 ? 4 : 2 }
+    public var description: String { self == .float32 ? "float32" : "s16" }
+}
+
+/// What the device agreed to.
+public struct DeviceConfiguration: Sendable, Equatable {
+    public var rate: Int
+    public var channels: Int
+    public var sampleFormat: DeviceSampleFormat
+    /// Device buffer and period, in frames.
+    public var bufferFrames: Int
+    public var periodFrames: Int
+    /// Whether `snd_pcm_pause` works on this device.
+    public var canPause: Bool
+}
+
+/// A thin typed wrapper over one playback `snd_pcm_t`, owned by the output thread.
+///
+/// Blocking mode, RW interleaved access; the output loop only ever writes what `avail` says fits,
+/// after `snd_pcm_wait`, so a write never blocks for long.
+final class ALSAPCM {
+    let pcm: OpaquePointer
+    let device: String
+    let configuration: DeviceConfiguration
+
+    /// Opens `device` and negotiates the format: `preferred` first, else the other of float32/S16.
+    init(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
+         bufferMicros: Int, periodMicros: Int) throws(ALSAError) {
+        var p: OpaquePointer?
+        let r = snd_pcm_open(&p, device, SND_PCM_STREAM_PLAYBACK, 0)
+        guard r >= 0, let p else { throw ALSAError(code: r, function: "snd_pcm_open(\(device))") }
+        pcm = p
+        self.device = device
+        do {
+            configuration = try Self.configure(p, device: device, rate: rate, channels: channels,
+                                                preferred: preferred, bufferMicros: bufferMicros,
+                                                periodMicros: periodMicros)
+        } catch {
+            snd_pcm_close(p)
+            throw error
+        }
+    }
+
+    deinit { snd_pcm_close(pcm) }
+
+    private static func configure(_ pcm: OpaquePointer, device: String, rate: Int, channels: Int,
+                                  preferred: DeviceSampleFormat, bufferMicros: Int,
+                                  periodMicros: Int) throws(ALSAError) -> DeviceConfiguration {
+        func check(_ r: Int32, _ f: String) throws(ALSAError) {
+            if r < 0 { throw ALSAError(code: r, function: "\(f)(\(device))") }
+        }
+        var hw: OpaquePointer?
+        try check(snd_pcm_hw_params_malloc(&hw), "snd_pcm_hw_params_malloc")
+        defer { snd_pcm_hw_params_free(hw) }
+        try check(snd_pcm_hw_params_any(pcm, hw), "snd_pcm_hw_params_any")
+        try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "set_access")
+        var format = preferred
+        if snd_pcm_hw_params_set_format(pcm, hw, format.alsa) < 0 {
+            format = preferred == .float32 ? .s16 : .float32
+            try check(snd_pcm_hw_params_set_format(pcm, hw, format.alsa), "snd_pcm_hw_params_set_format")
+        }
+        try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(channels)), "snd_pcm_hw_params_set_channels")
+        try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 1), "set_rate_resample")
+        var exactRate = UInt32(rate)
+        try check(snd_pcm_hw_params_set_rate(pcm, hw, exactRate, 0), "snd_pcm_hw_params_set_rate")
+        var buffer = UInt32(bufferMicros), period = UInt32(periodMicros)
+        var dir: Int32 = 0
+        try check(snd_pcm_hw_params_set_buffer_time_near(pcm, hw, &buffer, &dir), "set_buffer_time_near")
+        dir = 0
+        try check(snd_pcm_hw_params_set_period_time_near(pcm, hw, &period, &dir), "set_period_time_near")
+        try check(snd_pcm_hw_params(pcm, hw), "snd_pcm_hw_params")
+        var bufferFrames: snd_pcm_uframes_t = 0, periodFrames: snd_pcm_uframes_t = 0
+        snd_pcm_hw_params_get_buffer_size(hw, &bufferFrames)
+        snd_pcm_hw_params_get_period_size(hw, &periodFrames, &dir)
+        snd_pcm_hw_params_get_rate(hw, &exactRate, &dir)
+        let canPause = snd_pcm_hw_params_can_pause(hw) == 1
+
+        var sw: OpaquePointer?
+        try check(snd_pcm_sw_params_malloc(&sw), "snd_pcm_sw_params_malloc")
+        defer { snd_pcm_sw_params_free(sw) }
+        try check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current")
+        // Start once the buffer is nearly full (less one period), wake per period.
+        let start = bufferFrames > periodFrames ? bufferFrames - periodFrames : bufferFrames
+        try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, start), "set_start_threshold")
+        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, periodFrames), "set_avail_min")
+        try check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params")
+        try check(snd_pcm_prepare(pcm), "snd_pcm_prepare")
+        return DeviceConfiguration(rate: Int(exactRate), channels: channels, sampleFormat: format,
+                                   bufferFrames: Int(bufferFrames), periodFrames: Int(periodFrames),
+                                   canPause: canPause)
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import RingBuffer
+import Synchronization
+
+/// One item for the decoder: an identity, a file, and where to start.
+struct DecodeItem: Sendable {
+    var id: UInt64
+    var path: String
+    var startFrame: Int
+}
+
+/// What the decoder learns about an item, reported to the control plane as soon as it opens.
+enum DecoderReport: Sendable {
+    case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata)
+    case failed(id: UInt64, error: MPG123Error)
+}
+
+/// The decoder thread: owns the `MPG123Decoder`s, decodes the current item and then the next
+/// ones ahead into the PCM ring (as far as the ring's capacity allows), and writes in-band
+/// markers before each item's audio.
+///
+/// Commands arrive through a mailbox (a `Mutex`-guarded list plus a semaphore to wake it); this
+/// thread is not real-time and may block, allocate and log.
+final class DecoderThread: @unchecked Sendable {
+    // @unchecked Sendable: `producer`, `markers` and the decode state are touched only by the
+    // thread itself; the mailbox is a Mutex.
+    enum Command: Sendable {
+        /// Replace the whole plan (a flush): decode `items` for `generation`.
+        case load([DecodeItem], generation: UInt32)
+        /// Add items at the end of the plan.
+        case append([DecodeItem])
+    }
+
+    private let shared: EngineShared
+    private var producer: RingProducer
+    private var markers: RingProducer
+    private let mailbox = Mutex<[Command]>([])
+    private let wake = DispatchSemaphore(value: 0)
+    private let report: @Sendable (DecoderReport) -> Void
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    private var plan: [DecodeItem] = []
+    private var index = 0
+    private var generation: UInt32 = 0
+    private var current: MPG123Decoder?
+    private var currentItem: DecodeItem?
+    private let chunkBytes = 16_384
+
+    init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
+         report: @escaping @Sendable (DecoderReport) -> Void) {
+        self.shared = shared
+        self.producer = producer
+        self.markers = markers
+        self.report = report
+    }
+
+    func start() {
+        let t = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        t.name = "backline-decoder"
+        thread = t
+        t.start()
+    }
+
+    func send(_ command: Command) {
+        mailbox.withLock { $0.append(command) }
+        wake.signal()
+    }
+
+    func join() {
+        wake.signal()
+        finished.wait()
+    }
+
+    private func run() {
+        while shared.running.load(ordering: .acquiring) {
+            for command in mailbox.withLock({ box in defer { box = [] }; return box }) {
+                handle(command)
+            }
+            if !decodeStep() {
+                _ = wake.wait(timeout: .now() + .milliseconds(idle ? 100 : 5))
+            }
+        }
+        current = nil
+    }
+
+    private var idle: Bool { current == nil && index >= plan.count }
+
+    private func handle(_ command: Command) {
+        switch command {
+        case .load(let items, let g):
+            plan = items
+            index = 0
+            generation = g
+            current = nil
+            currentItem = nil
+            shared.endPosition.store(-1, ordering: .releasing)
+        case .append(let items):
+            plan += items
+            shared.endPosition.store(-1, ordering: .releasing)
+        }
+    }
+
+    /// Does one unit of work. Returns false when it could not progress (ring full, or idle).
+    private func decodeStep() -> Bool {
+        if shared.generation.load(ordering: .acquiring) != generation {
+            // A flush is on its way through the mailbox; write nothing stale meanwhile.
+            return false
+        }
+        if current == nil {
+            guard index < plan.count else {
+                if shared.endPosition.load(ordering: .relaxed) != producer.position {
+                    shared.endGeneration.store(generation, ordering: .relaxed)
+                    shared.endPosition.store(producer.position, ordering: .releasing)
+                }
+                return false
+            }
+            return openNext()
+        }
+        guard let decoder = current, let item = currentItem else { return false }
+        let bytesPerFrame = decoder.format.bytesPerFrame
+        let (region, _) = producer.writableRegions(max: chunkBytes)
+        let usable = region.count - region.count % bytesPerFrame
+        guard usable > 0 else { return false }
+        do {
+            let (bytes, status) = try decoder.read(into: UnsafeMutableRawBufferPointer(rebasing: region[..<usable]))
+            producer.commit(bytes)
+            if status == .done {
+                guard pushMarker(.end, item: item, format: decoder.format) else { return false }
+                finishCurrent()
+            }
+        } catch let error as MPG123Error {
+            guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
+            report(.failed(id: item.id, error: error))
+            finishCurrent()
+        } catch {
+            finishCurrent()
+        }
+        return true
+    }
+
+    private func finishCurrent() {
+        current = nil
+        currentItem = nil
+        index += 1
+    }
+
+    private func openNext() -> Bool {
+        let item = plan[index]
+        do {
+            let decoder = try MPG123Decoder(path: item.path)
+            if item.startFrame > 0 { try decoder.seek(toFrame: item.startFrame) }
+            report(.opened(id: item.id, format: decoder.format, lengthFrames: decoder.lengthFrames,
+                           metadata: decoder.metadata))
+            // Align to 8 bytes (filler the output skips), then the start marker goes in
+            // before any of the item's audio.
+            let misalignment = producer.position % 8
+            if misalignment != 0 {
+                while !pushMarker(.pad, item: item, format: decoder.format) {
+                    if shared.generation.load(ordering: .acquiring) != generation { return false }
+                    _ = wake.wait(timeout: .now() + .milliseconds(5))
+                }
+                while !writeFiller(8 - misalignment) {
+                    if shared.generation.load(ordering: .acquiring) != generation { return false }
+                    _ = wake.wait(timeout: .now() + .milliseconds(5))
+                }
+            }
+            while !pushMarker(.start, item: item, format: decoder.format) {
+                if shared.generation.load(ordering: .acquiring) != generation { return false }
+                _ = wake.wait(timeout: .now() + .milliseconds(5))
+            }
+            current = decoder
+            currentItem = item
+        } catch let error as MPG123Error {
+            report(.failed(id: item.id, error: error))
+            while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
+                if shared.generation.load(ordering: .acquiring) != generation { return false }
+                _ = wake.wait(timeout: .now() + .milliseconds(5))
+            }
+            index += 1
+        } catch {
+            index += 1
+        }
+        return true
+    }
+
+    private var fillerPending = 0
+
+    /// Writes `count` filler bytes after a pad marker; returns false (to be retried) while the ring is full.
+    private func writeFiller(_ count: Int) -> Bool {
+        if fillerPending == 0 { fillerPending = count }
+        let (a, _) = producer.writableRegions(max: fillerPending)
+        producer.commit(a.count)
+        fillerPending -= a.count
+        return fillerPending == 0
+    }
+
+    private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat) -> Bool {
+        let m = Marker(kind: kind, generation: generation, position: producer.position, item: item.id,
+                       rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: Int64(item.startFrame))
+        return markers.push(m)
+    }
+}

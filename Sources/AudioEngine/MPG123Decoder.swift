@@ -1,0 +1,241 @@
+import CMPG123
+import Foundation
+
+/// An error from libmpg123: the C code, its message, and the file it concerns.
+public struct MPG123Error: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The `mpg123_errors` code (`MPG123_ERR` = -1 when the handle's code was not available).
+    public var code: Int32
+    /// libmpg123's message for the code, or our own explanation.
+    public var message: String
+    /// The file being decoded.
+    public var path: String
+
+    public init(code: Int32, message: String, path: String) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    public var description: String { "\(path): \(message) (mpg123 code \(code))" }
+}
+
+/// Tags read from an MP3's ID3v2 (preferred) or ID3v1 tag.
+public struct TrackMetadata: Sendable, Equatable {
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    public var albumArtist: String?
+    /// Track number and total, from `TRCK` ("3/9").
+    public var trackNumber: Int?
+    public var trackCount: Int?
+    /// Disc number and total, from `TPOS`.
+    public var discNumber: Int?
+    public var discCount: Int?
+    public var genre: String?
+    public var year: String?
+    /// The first embedded picture (APIC), front cover preferred.
+    public var artwork: Artwork?
+
+    public init() {}
+
+    /// Embedded picture bytes and their MIME type.
+    public struct Artwork: Sendable, Equatable {
+        public var data: [UInt8]
+        public var mimeType: String
+        public init(data: [UInt8], mimeType: String) {
+            self.data = data
+            self.mimeType = mimeType
+        }
+    }
+}
+
+/// The PCM format of decoded audio: interleaved native-endian float32.
+public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
+    /// Frames per second.
+    public var rate: Int
+    /// 1 (mono) or 2 (stereo).
+    public var channels: Int
+    /// Bytes per frame (4 × channels).
+    public var bytesPerFrame: Int { 4 * channels }
+
+    public init(rate: Int, channels: Int) {
+        self.rate = rate
+        self.channels = channels
+    }
+
+    public var description: String { "\(rate) Hz \(channels == 1 ? "mono" : "stereo") f32" }
+}
+
+/// A thin typed wrapper over one `mpg123_handle`, decoding one file to float32.
+///
+/// Gapless decoding is on (LAME/Info encoder delay and padding removed), the length is exact
+/// (`mpg123_scan` when the file has no Info header), seeking is sample-accurate.
+/// Not thread-safe: one decoder belongs to one thread (the decoder thread), as the handle does.
+public final class MPG123Decoder {
+    private let handle: OpaquePointer
+    /// The file being decoded.
+    public let path: String
+    /// The output format (fixed for the whole file: libmpg123 is told not to change it).
+    public private(set) var format: StreamFormat
+    /// Exact length in frames.
+    public private(set) var lengthFrames: Int
+    /// Tags from the file.
+    public private(set) var metadata: TrackMetadata
+    /// Duration in seconds.
+    public var duration: Double { Double(lengthFrames) / Double(format.rate) }
+
+    /// Opens `path` and reads its format, exact length and tags.
+    /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, or not MPEG audio.
+    public init(path: String) throws {
+        self.path = path
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "no such file", path: path)
+        }
+        guard !isDir.boolValue else {
+            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "is a directory", path: path)
+        }
+        var err: Int32 = 0
+        guard let h = mpg123_new(nil, &err) else {
+            throw MPG123Error(code: err, message: String(cString: mpg123_plain_strerror(err)), path: path)
+        }
+        handle = h
+        format = StreamFormat(rate: 0, channels: 0)
+        lengthFrames = 0
+        metadata = TrackMetadata()
+        // Every stored property is set: from here a throw runs deinit, which frees the handle.
+        do {
+            try check(mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue | MPG123_PICTURE.rawValue
+                | MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue), 0))
+            try check(mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_AUTO_RESAMPLE.rawValue), 0))
+            try check(mpg123_format_none(h))
+            try check(mpg123_format2(h, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue),
+                                     Int32(MPG123_ENC_FLOAT_32.rawValue)))
+            try check(mpg123_open(h, path))
+            var rate = 0, channels: Int32 = 0, enc: Int32 = 0
+            let r = mpg123_getformat(h, &rate, &channels, &enc)
+            if r == MPG123_DONE.rawValue || r == MPG123_NEED_MORE.rawValue {
+                throw MPG123Error(code: r, message: "no MPEG audio frames found (empty or not an MP3 file)", path: path)
+            }
+            try check(r)
+            guard enc == Int32(MPG123_ENC_FLOAT_32.rawValue), channels == 1 || channels == 2, rate > 0 else {
+                throw MPG123Error(code: MPG123_BAD_OUTFORMAT.rawValue,
+                                  message: "unsupported stream format (\(rate) Hz, \(channels) channels)", path: path)
+            }
+            format = StreamFormat(rate: rate, channels: Int(channels))
+            // Exact length: scan every frame (fills the seek index, restores the position).
+            try check(mpg123_scan(h))
+            let length = mpg123_length(h)
+            guard length > 0 else {
+                throw MPG123Error(code: MPG123_ERR.rawValue, message: "no audio frames", path: path)
+            }
+            lengthFrames = length
+            metadata = readMetadata()
+        }
+    }
+
+    deinit {
+        mpg123_close(handle)
+        mpg123_delete(handle)
+    }
+
+    private func check(_ code: Int32) throws {
+        guard code == MPG123_OK.rawValue else { throw currentError(code) }
+    }
+
+    private func currentError(_ code: Int32) -> MPG123Error {
+        let c = code == MPG123_ERR.rawValue ? mpg123_errcode(handle) : code
+        let msg = c == MPG123_ERR.rawValue ? String(cString: mpg123_strerror(handle))
+            : String(cString: mpg123_plain_strerror(c))
+        return MPG123Error(code: c, message: msg, path: path)
+    }
+
+    /// What one ``read(into:)`` produced.
+    public enum ReadStatus: Sendable, Equatable {
+        /// More audio follows.
+        case more
+        /// The end of the stream: no more audio.
+        case done
+    }
+
+    /// Decodes into `buffer` (whole frames), returning the bytes written and whether more follows.
+    ///
+    /// Bytes are returned together with an end or error: callers must keep what was written
+    /// before acting on the status. A decoding error after some audio throws only on the next call.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> (bytes: Int, status: ReadStatus) {
+        if let e = pendingError { throw e }
+        var done = 0
+        let r = mpg123_read(handle, buffer.baseAddress, buffer.count, &done)
+        switch r {
+        case MPG123_OK.rawValue, MPG123_NEW_FORMAT.rawValue:
+            return (done, .more)
+        case MPG123_DONE.rawValue:
+            return (done, .done)
+        default:
+            if done > 0 { pendingError = currentError(r); return (done, .more) }
+            throw currentError(r)
+        }
+    }
+    private var pendingError: MPG123Error?
+
+    /// Moves to `frame` (sample-accurate, counted from the start after gapless trimming).
+    public func seek(toFrame frame: Int) throws {
+        let r = mpg123_seek(handle, off_t(max(0, min(frame, lengthFrames))), SEEK_SET)
+        if r < 0 { throw currentError(Int32(r)) }
+    }
+
+    private func readMetadata() -> TrackMetadata {
+        var meta = TrackMetadata()
+        var v1: UnsafeMutablePointer<mpg123_id3v1>?
+        var v2: UnsafeMutablePointer<mpg123_id3v2>?
+        guard mpg123_id3(handle, &v1, &v2) == MPG123_OK.rawValue else { return meta }
+        if let t = v2?.pointee {
+            for i in 0..<t.texts {
+                let text = t.text[i]
+                let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
+                guard let value = Self.string(text.text) else { continue }
+                switch id {
+                case "TIT2": meta.title = value
+                case "TPE1": meta.artist = value
+                case "TALB": meta.album = value
+                case "TPE2": meta.albumArtist = value
+                case "TCON": meta.genre = value
+                case "TYER", "TDRC": meta.year = value
+                case "TRCK": (meta.trackNumber, meta.trackCount) = Self.numberPair(value)
+                case "TPOS": (meta.discNumber, meta.discCount) = Self.numberPair(value)
+                default: break
+                }
+            }
+            var best: mpg123_picture?
+            for i in 0..<t.pictures where best == nil || t.picture[i].type == 3 { best = t.picture[i] }
+            if let p = best, let data = p.data, p.size > 0 {
+                meta.artwork = .init(data: Array(UnsafeBufferPointer(start: data, count: p.size)),
+                                     mimeType: Self.string(p.mime_type) ?? "application/octet-stream")
+            }
+        }
+        if let t = v1?.pointee, meta.title == nil {
+            func field<T>(_ f: T) -> String? {
+                let s = withUnsafeBytes(of: f) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    .trimmingCharacters(in: .whitespaces)
+                return s.isEmpty ? nil : s
+            }
+            meta.title = field(t.title)
+            meta.artist = field(t.artist)
+            meta.album = field(t.album)
+            meta.year = field(t.year)
+        }
+        return meta
+    }
+
+    private static func string(_ s: mpg123_string) -> String? {
+        guard let p = s.p, s.fill > 1 else { return nil }
+        // The first of possibly several NUL-separated values.
+        let v = String(cString: p).trimmingCharacters(in: .whitespaces)
+        return v.isEmpty ? nil : v
+    }
+
+    private static func numberPair(_ s: String) -> (Int?, Int?) {
+        let parts = s.split(separator: "/").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return (parts.first ?? nil, parts.count > 1 ? parts[1] : nil)
+    }
+}

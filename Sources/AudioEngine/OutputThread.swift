@@ -1,0 +1,313 @@
+import CALSA
+import RingBuffer
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Output settings.
+public struct OutputSettings: Sendable, Equatable {
+    /// ALSA PCM name.
+    public var device: String
+    /// Device buffer length (default 200 ms) and period (default 50 ms).
+    public var bufferMillis: Int
+    public var periodMillis: Int
+    /// Device sample format to try first (the other is the fallback).
+    public var preferredFormat: DeviceSampleFormat
+    /// Ask for SCHED_FIFO on the output thread.
+    public var realtime: Bool
+
+    public init(device: String = "default", bufferMillis: Int = 200, periodMillis: Int? = nil,
+                preferredFormat: DeviceSampleFormat = .float32, realtime: Bool = true) {
+        self.device = device
+        self.bufferMillis = bufferMillis
+        self.periodMillis = periodMillis ?? max(5, bufferMillis / 4)
+        self.preferredFormat = preferredFormat
+        self.realtime = realtime
+    }
+}
+
+/// The ALSA output thread: owns the `snd_pcm_t`, drains the PCM ring through the ``Renderer``,
+/// follows in-band markers, and publishes position and events.
+///
+/// The loop touches only its own stack state, preallocated buffers, atomics and ALSA: no locks
+/// of ours, no allocation (except when the device is reopened for a new format, which is not
+/// the steady state), no logging, no Swift concurrency. Opening an ALSA device allocates inside
+/// alsa-lib; that happens only at item boundaries that change format.
+final class OutputThread: @unchecked Sendable {
+    // @unchecked Sendable: after `start()` every mutable field is used only by the thread itself;
+    // the rest is `let`.
+    private let shared: EngineShared
+    private let settings: OutputSettings
+    private var consumer: RingConsumer
+    private var markers: RingConsumer
+    private var events: RingProducer
+    private var renderer = Renderer()
+    private let periodBuffer: UnsafeMutableRawPointer
+    private let periodBufferFrames = 16_384
+    private var pcm: ALSAPCM?
+    private var framesWritten = 0
+    private var generation: UInt32 = 0
+    /// Generation and format of the segment whose bytes are next in the ring.
+    private var segmentGeneration: UInt32 = .max
+    private var segmentChannels = 2
+    private var segmentRate = 0
+    private var segmentItem: UInt64 = 0
+    private var endReported = false
+    private var thread: pthread_t?
+
+    init(shared: EngineShared, settings: OutputSettings, consumer: consuming RingConsumer,
+         markers: consuming RingConsumer, events: consuming RingProducer) {
+        self.shared = shared
+        self.settings = settings
+        self.consumer = consumer
+        self.markers = markers
+        self.events = events
+        periodBuffer = UnsafeMutableRawPointer.allocate(byteCount: periodBufferFrames * 8, alignment: 64)
+        periodBuffer.initializeMemory(as: UInt8.self, repeating: 0, count: periodBufferFrames * 8)
+    }
+
+    deinit { periodBuffer.deallocate() }
+
+    func start() {
+        let ctx = Unmanaged.passRetained(self).toOpaque()
+        var t = pthread_t()
+        let r = pthread_create(&t, nil, { ctx in
+            let me = Unmanaged<OutputThread>.fromOpaque(ctx!).takeRetainedValue()
+            me.run()
+            return nil
+        }, ctx)
+        precondition(r == 0, "pthread_create failed: \(r)")
+        thread = t
+    }
+
+    func join() {
+        if let t = thread { pthread_join(t, nil) }
+        thread = nil
+    }
+
+    private func requestRealtime() {
+        var param = sched_param()
+        param.sched_priority = 10
+        let ok = settings.realtime && pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &param) == 0
+        shared.realtimeStatus.store(ok ? 1 : 2, ordering: .releasing)
+    }
+
+    // MARK: - The loop
+
+    private func run() {
+        requestRealtime()
+        while shared.running.load(ordering: .acquiring) {
+            step()
+        }
+        if let pcm { snd_pcm_drop(pcm.pcm) }
+        pcm = nil
+    }
+
+    private func emit(_ kind: OutputEvent.Kind, item: UInt64 = 0, itemFrame: Int64 = 0, code: Int32 = 0) {
+        let e = OutputEvent(kind: kind, generation: generation, item: item, deviceFrame: framesWritten,
+                            itemFrame: itemFrame, rate: Int32(segmentRate), code: code)
+        // The control plane drains this queue every few ms; if it is ever full the event is
+        // dropped rather than blocking audio (the queue holds 1024 events).
+        _ = events.push(e)
+    }
+
+    private func sleepMillis(_ ms: Int) {
+        var ts = timespec(tv_sec: 0, tv_nsec: ms * 1_000_000)
+        nanosleep(&ts, nil)
+    }
+
+    private func publishPosition() {
+        var delay: snd_pcm_sframes_t = 0
+        if let pcm, snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        shared.publish(framesWritten: framesWritten, delay: max(0, delay))
+    }
+
+    /// One pass: flush check, pause, markers, then one write.
+    private func step() {
+        let requested = shared.generation.load(ordering: .acquiring)
+        if requested != generation {
+            generation = requested
+            if let pcm { snd_pcm_drop(pcm.pcm); snd_pcm_prepare(pcm.pcm) }
+            endReported = false
+            publishPosition()
+        }
+        if shared.pauseRequested.load(ordering: .acquiring) {
+            holdPause()
+            return
+        }
+        // Read the data counter before the markers: any data visible now has its marker visible too.
+        let readable = consumer.availableToRead()
+        var limit = readable
+        while let m = markers.peekMarker() {
+            if m.position > consumer.position {
+                limit = min(limit, m.position - consumer.position)
+                break
+            }
+            markers.commit(Marker.stride)
+            apply(m)
+        }
+        let stale = segmentGeneration != generation
+        if stale {
+            // Bytes of a flushed generation: discard them without playing.
+            if limit > 0 { consumer.commit(limit) } else { sleepMillis(2) }
+            return
+        }
+        guard let pcm else {
+            if limit == 0 { sleepMillis(2) } else { consumer.commit(limit) }  // device failed: skip audio
+            return
+        }
+        if limit == 0 {
+            checkEndOfInput(pcm)
+            return
+        }
+        write(pcm, limitBytes: limit)
+    }
+
+    private func apply(_ m: Marker) {
+        guard m.generation == generation else {
+            segmentGeneration = m.generation  // a flushed item: its bytes will be discarded
+            return
+        }
+        switch m.kind {
+        case .start:
+            segmentGeneration = m.generation
+            segmentItem = m.item
+            let needsOpen = pcm.map {
+                $0.configuration.rate != Int(m.rate) || $0.configuration.channels != Int(m.channels)
+            } ?? true
+            segmentChannels = Int(m.channels)
+            segmentRate = Int(m.rate)
+            if needsOpen { reopen(rate: Int(m.rate), channels: Int(m.channels)) }
+            emit(.segmentStarted, item: m.item, itemFrame: m.itemFrame)
+        case .end:
+            emit(.itemEnded, item: m.item)
+        case .failed:
+            emit(.itemFailed, item: m.item)
+        case .pad:
+            segmentGeneration = .max  // discard the filler up to the next marker
+        }
+    }
+
+    private func reopen(rate: Int, channels: Int) {
+        if let old = pcm {
+            drain(old)
+            pcm = nil
+        }
+        do {
+            pcm = try ALSAPCM(device: settings.device, rate: rate, channels: channels,
+                              preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
+                              periodMicros: settings.periodMillis * 1000)
+            emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
+        } catch {
+            emit(.deviceError, code: error.code)
+        }
+    }
+
+    /// Plays out what the device holds (interruptibly until the last period), then stops it.
+    private func drain(_ pcm: ALSAPCM) {
+        if snd_pcm_state(pcm.pcm) == SND_PCM_STATE_PREPARED { snd_pcm_start(pcm.pcm) }
+        let period = pcm.configuration.periodFrames
+        while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
+            var delay: snd_pcm_sframes_t = 0
+            if snd_pcm_delay(pcm.pcm, &delay) < 0 || delay <= period { break }
+            shared.publish(framesWritten: framesWritten, delay: delay)
+            sleepMillis(max(1, settings.periodMillis / 2))
+        }
+        if shared.generation.load(ordering: .acquiring) == generation {
+            snd_pcm_drain(pcm.pcm)
+        } else {
+            snd_pcm_drop(pcm.pcm)
+        }
+        shared.publish(framesWritten: framesWritten, delay: 0)
+    }
+
+    private func checkEndOfInput(_ pcm: ALSAPCM) {
+        let end = shared.endPosition.load(ordering: .acquiring)
+        if !endReported, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {
+            drain(pcm)
+            self.pcm = nil  // release the device while idle
+            endReported = true
+            emit(.endOfInput)
+            return
+        }
+        // Waiting for the decoder (or an underrun in progress).
+        publishPosition()
+        sleepMillis(1)
+    }
+
+    private func write(_ pcm: ALSAPCM, limitBytes: Int) {
+        let cfg = pcm.configuration
+        let r = snd_pcm_wait(pcm.pcm, Int32(max(10, settings.periodMillis)))
+        if r < 0 { recover(pcm, Int32(r)); return }
+        let avail = snd_pcm_avail_update(pcm.pcm)
+        if avail < 0 { recover(pcm, Int32(avail)); return }
+        let bytesPerFrame = 4 * segmentChannels
+        let frames = min(Int(avail), limitBytes / bytesPerFrame, periodBufferFrames * 2 / segmentChannels)
+        if frames == 0 { publishPosition(); return }
+        let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
+        let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
+                                       channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
+                                       rampFrames: cfg.rate / 50)
+        let w = snd_pcm_writei(pcm.pcm, periodBuffer, snd_pcm_uframes_t(rendered))
+        if w < 0 { recover(pcm, Int32(w)); return }
+        consumer.commit(Int(w) * bytesPerFrame)
+        framesWritten += Int(w)
+        publishPosition()
+    }
+
+    /// Recovers from a write/wait error by the PCM's state; unrecoverable errors close the device.
+    private func recover(_ pcm: ALSAPCM, _ code: Int32) {
+        switch code {
+        case -EAGAIN, -EINTR:
+            return
+        case -EPIPE:
+            shared.underruns.add(1, ordering: .relaxed)
+            emit(.underrun, item: segmentItem)
+            if snd_pcm_prepare(pcm.pcm) >= 0 { return }
+        case -ESTRPIPE:
+            var r = snd_pcm_resume(pcm.pcm)
+            for _ in 0..<100 where r == -EAGAIN {
+                sleepMillis(10)
+                r = snd_pcm_resume(pcm.pcm)
+            }
+            if r < 0, snd_pcm_prepare(pcm.pcm) >= 0 { return }
+            if r >= 0 { return }
+        default:
+            break
+        }
+        emit(.deviceError, item: segmentItem, code: code)
+        self.pcm = nil
+    }
+
+    /// Holds the device paused (hardware pause when possible) until resumed or flushed.
+    private func holdPause() {
+        guard let pcm else {
+            sleepMillis(5)
+            return
+        }
+        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
+        var hwPaused = false
+        if running && pcm.configuration.canPause {
+            hwPaused = snd_pcm_pause(pcm.pcm, 1) >= 0
+        }
+        if running && !hwPaused {
+            // No hardware pause: drop what the device holds and tell the control plane how many
+            // frames were lost, so it can re-seek there and nothing is skipped.
+            var delay: snd_pcm_sframes_t = 0
+            snd_pcm_delay(pcm.pcm, &delay)
+            snd_pcm_drop(pcm.pcm)
+            snd_pcm_prepare(pcm.pcm)
+            emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(delay))
+        }
+        shared.outputPaused.store(true, ordering: .releasing)
+        publishPosition()
+        while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
+              shared.generation.load(ordering: .acquiring) == generation {
+            sleepMillis(2)
+        }
+        if hwPaused { snd_pcm_pause(pcm.pcm, 0) }
+        shared.outputPaused.store(false, ordering: .releasing)
+    }
+}

@@ -1,0 +1,455 @@
+import Foundation
+import Logging
+import RingBuffer
+import Synchronization
+
+/// Identifies one entry given to the engine (the same file queued twice gets two ids).
+public struct ItemID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public var description: String { "#\(rawValue)" }
+}
+
+/// What the engine knows about an item once the decoder has opened it.
+public struct ItemInfo: Sendable, Equatable {
+    public var id: ItemID
+    public var path: String
+    public var format: StreamFormat
+    public var durationFrames: Int
+    public var metadata: TrackMetadata
+    /// Duration in seconds.
+    public var duration: Double { Double(durationFrames) / Double(format.rate) }
+}
+
+/// Engine events. Item events fire when the listener *hears* them (position-based), not when decoded.
+public enum EngineEvent: Sendable, Equatable {
+    /// An item's first sample (or its first sample after a seek, with `fromSeek`) became audible.
+    case itemStarted(ItemInfo, fromSeek: Bool)
+    /// An item's last sample was heard.
+    case itemEnded(ItemID)
+    /// An item could not be (fully) decoded; whatever decoded was played first.
+    case itemFailed(ItemID, path: String, error: MPG123Error)
+    /// The output ran dry (the decoder fell behind); playback continues when data arrives.
+    case underrun(count: Int)
+    /// The device could not be opened or failed.
+    case deviceError(ALSAError)
+    /// Everything queued has been played; the device is released.
+    case endOfInput
+}
+
+/// The audible position.
+public struct PlaybackPosition: Sendable, Equatable {
+    /// The item being heard.
+    public var item: ItemID
+    /// Frames into the item (after gapless trimming).
+    public var frame: Int
+    /// Sample rate of the item.
+    public var rate: Int
+    /// Seconds into the item.
+    public var seconds: Double { Double(frame) / Double(rate) }
+}
+
+/// Engine configuration.
+public struct EngineConfiguration: Sendable {
+    /// ALSA output settings.
+    public var output: OutputSettings
+    /// How far ahead the decoder may run, in seconds of 48 kHz stereo float (sets the ring size).
+    public var decodeAheadSeconds: Double
+    /// Where the engine logs (from the control plane only).
+    public var logger: Logger
+
+    public init(output: OutputSettings = OutputSettings(), decodeAheadSeconds: Double = 2,
+                logger: Logger = Logger(label: "backline.engine")) {
+        self.output = output
+        self.decodeAheadSeconds = decodeAheadSeconds
+        self.logger = logger
+    }
+}
+
+/// The playback engine's control plane: a queue of files played gaplessly through one decoder
+/// thread, a lock-free PCM ring, and one ALSA output thread.
+///
+/// Every method may be called from any thread. Commands reach the threads through atomics and the
+/// decoder's mailbox; nothing here blocks on a C call. Events are delivered on the engine's own
+/// monitor thread to ``onEvent`` handlers and to every ``events()`` stream.
+public final class PlaybackEngine: Sendable {
+    private let shared = EngineShared()
+    private let decoder: DecoderThread
+    private let output: OutputThread
+    private let monitor: MonitorThread
+    private let state: Mutex<State>
+    private let logger: Logger
+    /// The configuration the engine was made with.
+    public let configuration: EngineConfiguration
+
+    struct State {
+        var queue: [(id: ItemID, path: String)] = []
+        /// Index in `queue` of the item the decoder plan starts with.
+        var nextID: UInt64 = 1
+        var infos: [ItemID: ItemInfo] = [:]
+        var failures: [ItemID: MPG123Error] = [:]
+        /// Audible timeline: segment starts by device frame.
+        var segments: [(deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool)] = []
+        var pending: [(deviceFrame: Int, event: EngineEvent)] = []
+        var handlers: [UInt64: @Sendable (EngineEvent) -> Void] = [:]
+        var nextHandler: UInt64 = 1
+        var continuations: [UInt64: AsyncStream<EngineEvent>.Continuation] = [:]
+        var generation: UInt32 = 0
+        var paused = false
+        var volume: Float = 1
+        var muted = false
+        var playing = false
+        var seekOrigin: Set<ItemID> = []
+        var rtLogged = false
+        var pausedByDropFrames: Int?
+    }
+
+    /// Creates the engine and starts its threads (the device opens when something plays).
+    public init(configuration: EngineConfiguration = EngineConfiguration()) {
+        self.configuration = configuration
+        logger = configuration.logger
+        let bytes = Int(configuration.decodeAheadSeconds * 48_000 * 8)
+        let pcmRing = SPSCRing(minimumCapacity: max(bytes, 1 << 16))
+        pcmRing.lockMemory()
+        let markerRing = SPSCRing(minimumCapacity: Marker.stride * 1024)
+        let eventRing = SPSCRing(minimumCapacity: OutputEvent.stride * 1024)
+        state = Mutex(State())
+        let shared = self.shared
+        let reportBox = ReportBox()
+        decoder = DecoderThread(shared: shared, producer: pcmRing.makeProducer(), markers: markerRing.makeProducer(),
+                                report: { reportBox.engine?.decoderReport($0) })
+        output = OutputThread(shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
+                              markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
+        monitor = MonitorThread(events: eventRing.makeConsumer())
+        reportBox.engine = self
+        monitor.engine = self
+        decoder.start()
+        output.start()
+        monitor.start()
+    }
+
+    /// Stops playback and the engine's threads. The engine cannot be used afterwards.
+    public func shutdown() {
+        guard shared.running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        decoder.join()
+        output.join()
+        monitor.stop()
+        state.withLock { s in
+            for c in s.continuations.values { c.finish() }
+            s.continuations = [:]
+        }
+    }
+
+    deinit { shutdown() }
+
+    // MARK: - Queue and transport
+
+    /// Appends files to the queue; returns their ids. Playback continues gaplessly into them.
+    @discardableResult
+    public func enqueue(_ paths: [String]) -> [ItemID] {
+        let items = state.withLock { s -> [DecodeItem] in
+            paths.map { path in
+                let id = ItemID(rawValue: s.nextID)
+                s.nextID += 1
+                s.queue.append((id, path))
+                return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
+            }
+        }
+        decoder.send(.append(items))
+        return items.map { ItemID(rawValue: $0.id) }
+    }
+
+    /// Ids of the items not yet finished, the audible one first.
+    public var queuedItems: [ItemID] { state.withLock { $0.queue.map(\.id) } }
+
+    /// Info for an item the decoder has opened (nil before that, or for an unknown id).
+    public func info(for id: ItemID) -> ItemInfo? { state.withLock { $0.infos[id] } }
+
+    /// Pauses: the device holds its buffer (hardware pause) and resumes without losing or
+    /// repeating a sample.
+    public func pause() {
+        state.withLock { $0.paused = true }
+        shared.pauseRequested.store(true, ordering: .releasing)
+    }
+
+    /// Resumes after ``pause()``.
+    public func resume() {
+        let reseek = state.withLock { s -> Int? in
+            s.paused = false
+            defer { s.pausedByDropFrames = nil }
+            return s.pausedByDropFrames
+        }
+        if reseek != nil, let pos = position {
+            // The device had no hardware pause and dropped its buffer: continue exactly where
+            // the listener stopped hearing.
+            restart(at: pos.item, frame: pos.frame, seek: false)
+        }
+        shared.pauseRequested.store(false, ordering: .releasing)
+    }
+
+    /// Whether playback is paused.
+    public var isPaused: Bool { state.withLock { $0.paused } }
+
+    /// Stops: clears the queue, flushes the device and releases it.
+    public func stop() {
+        state.withLock { s in
+            s.queue = []
+            s.segments = []
+            s.pending = []
+        }
+        flush(with: [])
+        shared.pauseRequested.store(false, ordering: .releasing)
+        state.withLock { $0.paused = false }
+    }
+
+    /// Seeks within the audible item to `seconds` (sample-accurate). Returns false with nothing playing.
+    @discardableResult
+    public func seek(to seconds: Double) -> Bool {
+        guard let pos = position else { return false }
+        let frame = Int((seconds * Double(pos.rate)).rounded())
+        restart(at: pos.item, frame: max(0, frame), seek: true)
+        return true
+    }
+
+    /// Skips to the next item (the audible one is dropped from the queue).
+    public func skipToNext() {
+        let current = position?.item ?? state.withLock { $0.queue.first?.id }
+        guard let current else { return }
+        state.withLock { s in
+            if let i = s.queue.firstIndex(where: { $0.id == current }) { s.queue.removeSubrange(...i) }
+        }
+        let items = state.withLock { s in s.queue.map { DecodeItem(id: $0.id.rawValue, path: $0.path, startFrame: 0) } }
+        flush(with: items)
+    }
+
+    /// Software volume 0…1 (smoothed over 20 ms, so changes never click).
+    public var volume: Float {
+        get { state.withLock { $0.volume } }
+        set {
+            let v = min(1, max(0, newValue))
+            let g = state.withLock { s -> Float in s.volume = v; return s.muted ? 0 : v }
+            shared.gainBits.store(g.bitPattern, ordering: .relaxed)
+        }
+    }
+
+    /// Mute (keeps ``volume``).
+    public var isMuted: Bool {
+        get { state.withLock { $0.muted } }
+        set {
+            let g = state.withLock { s -> Float in s.muted = newValue; return newValue ? 0 : s.volume }
+            shared.gainBits.store(g.bitPattern, ordering: .relaxed)
+        }
+    }
+
+    /// Underruns since the engine started.
+    public var underrunCount: Int { shared.underruns.load(ordering: .relaxed) }
+
+    /// Whether the output thread got real-time scheduling (nil until it has tried).
+    public var isRealtime: Bool? {
+        switch shared.realtimeStatus.load(ordering: .acquiring) {
+        case 1: true
+        case 2: false
+        default: nil
+        }
+    }
+
+    private func restart(at item: ItemID, frame: Int, seek: Bool) {
+        let items = state.withLock { s -> [DecodeItem] in
+            guard let i = s.queue.firstIndex(where: { $0.id == item }) else { return [] }
+            s.queue.removeSubrange(..<i)
+            if seek { s.seekOrigin.insert(item) }
+            return s.queue.enumerated().map { n, q in
+                DecodeItem(id: q.id.rawValue, path: q.path, startFrame: n == 0 ? frame : 0)
+            }
+        }
+        flush(with: items)
+    }
+
+    private func flush(with items: [DecodeItem]) {
+        let g = state.withLock { s -> UInt32 in
+            s.generation &+= 1
+            // Everything not yet heard is discarded with the flush.
+            s.pending = []
+            return s.generation
+        }
+        decoder.send(.load(items, generation: g))
+        shared.generation.store(g, ordering: .releasing)
+    }
+
+    // MARK: - Position
+
+    /// The audible item and position: frames written to the device minus what it still holds,
+    /// mapped onto the item whose frames those are.
+    public var position: PlaybackPosition? {
+        let (fw, delay) = shared.position()
+        let heard = fw - delay
+        return state.withLock { s in
+            guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
+            let inItem = max(0, heard - seg.deviceFrame)
+            let length = s.infos[seg.item]?.durationFrames ?? Int.max
+            return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
+        }
+    }
+
+    // MARK: - Events
+
+    /// Registers a handler called (on the engine's monitor thread) for every event; returns a token.
+    @discardableResult
+    public func onEvent(_ handler: @escaping @Sendable (EngineEvent) -> Void) -> UInt64 {
+        state.withLock { s in
+            let t = s.nextHandler
+            s.nextHandler += 1
+            s.handlers[t] = handler
+            return t
+        }
+    }
+
+    /// Removes a handler added with ``onEvent(_:)``; no call starts after this returns.
+    public func removeHandler(_ token: UInt64) { _ = state.withLock { $0.handlers.removeValue(forKey: token) } }
+
+    /// A stream of every event from now on.
+    public func events() -> AsyncStream<EngineEvent> {
+        let (stream, continuation) = AsyncStream<EngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let token = state.withLock { s in
+            let t = s.nextHandler
+            s.nextHandler += 1
+            s.continuations[t] = continuation
+            return t
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    private func deliver(_ events: [EngineEvent]) {
+        guard !events.isEmpty else { return }
+        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
+        for e in events {
+            for h in handlers { h(e) }
+            for c in continuations { c.yield(e) }
+        }
+    }
+
+    // MARK: - Reports from the threads
+
+    fileprivate func decoderReport(_ r: DecoderReport) {
+        state.withLock { s in
+            switch r {
+            case .opened(let id, let format, let length, let metadata):
+                let path = s.queue.first { $0.id.rawValue == id }?.path ?? ""
+                s.infos[ItemID(rawValue: id)] = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
+                                                         durationFrames: length, metadata: metadata)
+            case .failed(let id, let error):
+                s.failures[ItemID(rawValue: id)] = error
+            }
+        }
+    }
+
+    /// Called by the monitor thread with output events; emits engine events when heard.
+    fileprivate func process(_ raw: [OutputEvent]) {
+        var immediate: [EngineEvent] = []
+        if !state.withLock({ $0.rtLogged }), let rt = isRealtime {
+            state.withLock { $0.rtLogged = true }
+            if rt {
+                logger.debug("output thread runs with SCHED_FIFO")
+            } else {
+                logger.info("output thread runs at normal priority (no permission for SCHED_FIFO)")
+            }
+        }
+        let (fw, delay) = shared.position()
+        let heard = fw - delay
+        let due: [EngineEvent] = state.withLock { s in
+            for e in raw where e.generation == s.generation {
+                let id = ItemID(rawValue: e.item)
+                switch e.kind {
+                case .segmentStarted:
+                    let seek = s.seekOrigin.remove(id) != nil
+                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, seek))
+                case .itemEnded:
+                    s.pending.append((e.deviceFrame, .itemEnded(id)))
+                case .itemFailed:
+                    let err = s.failures[id] ?? MPG123Error(code: -1, message: "decoding failed", path: "")
+                    let path = s.queue.first { $0.id == id }?.path ?? err.path
+                    s.pending.append((e.deviceFrame, .itemFailed(id, path: path, error: err)))
+                case .endOfInput:
+                    s.pending.append((e.deviceFrame, .endOfInput))
+                case .underrun:
+                    immediate.append(.underrun(count: shared.underruns.load(ordering: .relaxed)))
+                case .deviceError:
+                    immediate.append(.deviceError(ALSAError(code: e.code, function: "ALSA output (\(configuration.output.device))")))
+                case .deviceOpened:
+                    break
+                case .pausedByDrop:
+                    s.pausedByDropFrames = Int(e.itemFrame)
+                }
+            }
+            var out: [EngineEvent] = []
+            // Segment starts become audible...
+            for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame <= heard {
+                s.segments[i].announced = true
+                let seg = s.segments[i]
+                if let info = s.infos[seg.item] { out.append(.itemStarted(info, fromSeek: seg.seek)) }
+            }
+            // ...and so do ends, failures and the end of input, in order.
+            let ready = s.pending.filter { $0.deviceFrame <= heard }
+            s.pending.removeAll { $0.deviceFrame <= heard }
+            for (_, e) in ready {
+                switch e {
+                case .itemEnded(let id), .itemFailed(let id, _, _):
+                    s.queue.removeAll { $0.id == id }
+                case .endOfInput:
+                    s.segments = []
+                default: break
+                }
+                out.append(e)
+            }
+            // Keep only the audible segment and later ones.
+            if let last = s.segments.lastIndex(where: { $0.deviceFrame <= heard && $0.announced }), last > 0 {
+                s.segments.removeFirst(last)
+            }
+            return out
+        }
+        deliver(immediate + due)
+    }
+}
+
+private final class ReportBox: @unchecked Sendable {
+    // @unchecked Sendable: written once before the decoder thread starts.
+    weak var engine: PlaybackEngine?
+}
+
+/// Drains the output thread's event queue every few milliseconds on an ordinary thread and
+/// turns it into engine events (the output thread itself never signals or blocks).
+final class MonitorThread: @unchecked Sendable {
+    // @unchecked Sendable: `events` is used only by the monitor thread; `engine` is set before start.
+    private var events: RingConsumer
+    weak var engine: PlaybackEngine?
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(events: consuming RingConsumer) {
+        self.events = events
+    }
+
+    func start() {
+        let t = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                var batch: [OutputEvent] = []
+                while let e = events.peekEvent() {
+                    events.commit(OutputEvent.stride)
+                    batch.append(e)
+                }
+                engine?.process(batch)
+                usleep(5_000)
+            }
+            done.signal()
+        }
+        t.name = "backline-monitor"
+        t.start()
+    }
+
+    func stop() {
+        if running.exchange(false, ordering: .acquiringAndReleasing) { done.wait() }
+    }
+}

@@ -1,0 +1,140 @@
+import RingBuffer
+import Synchronization
+
+/// An in-band record from the decoder thread to the output thread, placed in the marker ring
+/// *before* the PCM bytes it describes. `position` is the PCM ring's absolute byte position at
+/// which it takes effect, so the output thread knows exactly which item every sample belongs to.
+struct Marker: BitwiseCopyable {
+    enum Kind: UInt32 {
+        /// Audio of `item` begins (from `itemFrame`), in format `rate`/`channels`.
+        case start = 1
+        /// `item` decoded to its end.
+        case end = 2
+        /// `item` failed; the audio before the failure (if any) precedes this marker.
+        case failed = 3
+        /// Filler up to the next marker, never played: keeps every item's frames aligned to 8
+        /// bytes, so no frame straddles the ring's wrap (a mono item can end half-way).
+        case pad = 4
+    }
+    var kind: Kind
+    var generation: UInt32
+    var position: Int
+    var item: UInt64
+    var rate: Int32
+    var channels: Int32
+    var itemFrame: Int64
+    static let stride = 64
+}
+
+/// An event from the output thread to the control plane. `deviceFrame` is the output's running
+/// frame count (frames ever written to any device) at the moment the event applies; the
+/// listener hears it when `framesWritten - delay` reaches it.
+struct OutputEvent: BitwiseCopyable {
+    enum Kind: UInt32 {
+        case segmentStarted = 1
+        case itemEnded = 2
+        case itemFailed = 3
+        case endOfInput = 4
+        case underrun = 5
+        case deviceOpened = 6
+        case deviceError = 7
+        case pausedByDrop = 8
+    }
+    var kind: Kind
+    var generation: UInt32
+    var item: UInt64
+    var deviceFrame: Int
+    var itemFrame: Int64
+    var rate: Int32
+    var code: Int32
+    static let stride = 64
+}
+
+extension RingProducer {
+    /// Writes one marker, or returns false when the marker ring is full.
+    mutating func push(_ record: Marker) -> Bool {
+        let (a, _) = writableRegions(max: Marker.stride)
+        guard a.count == Marker.stride, let base = a.baseAddress else { return false }
+        base.storeBytes(of: record, as: Marker.self)
+        commit(Marker.stride)
+        return true
+    }
+
+    /// Writes one output event, or returns false when the event ring is full.
+    @_noLocks @_noAllocation
+    mutating func push(_ record: OutputEvent) -> Bool {
+        let (a, _) = writableRegions(max: OutputEvent.stride)
+        guard a.count == OutputEvent.stride, let base = a.baseAddress else { return false }
+        base.storeBytes(of: record, as: OutputEvent.self)
+        commit(OutputEvent.stride)
+        return true
+    }
+}
+
+extension RingConsumer {
+    /// The next marker without consuming it, or nil.
+    @_noLocks @_noAllocation
+    mutating func peekMarker() -> Marker? {
+        let (a, _) = readableRegions(max: Marker.stride)
+        guard a.count == Marker.stride, let base = a.baseAddress else { return nil }
+        return base.loadUnaligned(as: Marker.self)
+    }
+
+    /// The next output event without consuming it, or nil.
+    mutating func peekEvent() -> OutputEvent? {
+        let (a, _) = readableRegions(max: OutputEvent.stride)
+        guard a.count == OutputEvent.stride, let base = a.baseAddress else { return nil }
+        return base.loadUnaligned(as: OutputEvent.self)
+    }
+}
+
+/// State shared between the control plane and the two engine threads: atomics only, plus a
+/// seqlock publishing the output position. Lives as long as the engine.
+final class EngineShared: Sendable {
+    /// Bumped by the control plane to flush: everything of an older generation is discarded.
+    let generation = Atomic<UInt32>(0)
+    /// Control → output: pause requested.
+    let pauseRequested = Atomic<Bool>(false)
+    /// Control → output: software gain target (Float bit pattern).
+    let gainBits = Atomic<UInt32>(Float(1).bitPattern)
+    /// Control → threads: keep running.
+    let running = Atomic<Bool>(true)
+    /// Decoder → output: PCM ring position where input ends (nothing more to decode), or -1.
+    /// Tagged with the generation in the upper 32 bits of `endGeneration`.
+    let endPosition = Atomic<Int>(-1)
+    let endGeneration = Atomic<UInt32>(0)
+    /// Output → control: underruns so far.
+    let underruns = Atomic<Int>(0)
+    /// Output → control: 1 real-time scheduling granted, 2 refused, 0 not yet known.
+    let realtimeStatus = Atomic<Int>(0)
+    /// Output → control: whether the output is holding a paused device.
+    let outputPaused = Atomic<Bool>(false)
+
+    // Seqlock over (framesWritten, delay).
+    private let seq = Atomic<UInt64>(0)
+    private let framesWritten = Atomic<Int>(0)
+    private let delay = Atomic<Int>(0)
+
+    /// Output thread only: publishes a consistent (framesWritten, delay) pair.
+    @_noLocks @_noAllocation
+    func publish(framesWritten fw: Int, delay d: Int) {
+        let s = seq.load(ordering: .relaxed)
+        seq.store(s &+ 1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+        framesWritten.store(fw, ordering: .relaxed)
+        delay.store(d, ordering: .relaxed)
+        seq.store(s &+ 2, ordering: .releasing)
+    }
+
+    /// Any thread: the latest consistent (framesWritten, delay) pair.
+    func position() -> (framesWritten: Int, delay: Int) {
+        while true {
+            let s1 = seq.load(ordering: .acquiring)
+            let fw = framesWritten.load(ordering: .relaxed)
+            let d = delay.load(ordering: .relaxed)
+            atomicMemoryFence(ordering: .acquiring)
+            let s2 = seq.load(ordering: .relaxed)
+            if s1 == s2 && s1 & 1 == 0 { return (fw, d) }
+        }
+    }
+}
