@@ -6,7 +6,9 @@ import Synchronization
 struct DecodeItem: Sendable {
     var id: UInt64
     var path: String
+    /// Where to start: a frame, or (when `startSeconds` is set) a time converted at the file's rate.
     var startFrame: Int
+    var startSeconds: Double? = nil
 }
 
 /// What the decoder learns about an item, reported to the control plane as soon as it opens.
@@ -151,7 +153,13 @@ final class DecoderThread: @unchecked Sendable {
     private func openNext() -> Bool {
         let item = plan[index]
         do {
+            var item = item
             let decoder = try MPG123Decoder(path: item.path)
+            if let seconds = item.startSeconds {
+                item.startFrame = min(decoder.lengthFrames, Int((seconds * Double(decoder.format.rate)).rounded()))
+                item.startSeconds = nil
+                plan[index] = item
+            }
             if item.startFrame > 0 { try decoder.seek(toFrame: item.startFrame) }
             report(.opened(id: item.id, format: decoder.format, lengthFrames: decoder.lengthFrames,
                            metadata: decoder.metadata))

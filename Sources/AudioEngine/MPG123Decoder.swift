@@ -131,6 +131,11 @@ public final class MPG123Decoder {
             }
             lengthFrames = length
             metadata = readMetadata()
+            // Reopen: decoding after the scan's seek back to 0 differs from a fresh decode by
+            // rounding in the first frames of MPEG-2 streams; a fresh open is bit-exact.
+            mpg123_close(h)
+            try check(mpg123_open(h, path))
+            try check(mpg123_getformat(h, &rate, &channels, &enc))
         }
     }
 

@@ -159,6 +159,20 @@ public final class PlaybackEngine: Sendable {
         return items.map { ItemID(rawValue: $0.id) }
     }
 
+    /// Appends one file that starts `seconds` in (sample-accurate), e.g. to restore a saved position.
+    @discardableResult
+    public func enqueue(_ path: String, startingAt seconds: Double) -> ItemID {
+        let item = state.withLock { s -> DecodeItem in
+            let id = ItemID(rawValue: s.nextID)
+            s.nextID += 1
+            s.queue.append((id, path))
+            s.seekOrigin.insert(id)
+            return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
+        }
+        decoder.send(.append([item]))
+        return ItemID(rawValue: item.id)
+    }
+
     /// Ids of the items not yet finished, the audible one first.
     public var queuedItems: [ItemID] { state.withLock { $0.queue.map(\.id) } }
 

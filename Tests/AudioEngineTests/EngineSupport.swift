@@ -1,0 +1,66 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import Synchronization
+
+/// Collects an engine's events and lets a test wait for one.
+final class EventLog: Sendable {
+    private let events = Mutex<[(time: Double, event: EngineEvent)]>([])
+    private let start = Date()
+
+    init(_ engine: PlaybackEngine) {
+        engine.onEvent { [self] e in
+            let t = Date().timeIntervalSince(start)
+            events.withLock { $0.append((t, e)) }
+        }
+    }
+
+    var all: [EngineEvent] { events.withLock { $0.map(\.event) } }
+    var timed: [(time: Double, event: EngineEvent)] { events.withLock { $0 } }
+
+    /// Waits until `predicate` holds for some event; returns its time, or nil on timeout.
+    @discardableResult
+    func wait(timeout: Double = 30, _ predicate: (EngineEvent) -> Bool) -> Double? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let hit = events.withLock({ $0.first { predicate($0.event) } }) { return hit.time }
+            usleep(5_000)
+        }
+        return nil
+    }
+
+    func waitForEnd(timeout: Double = 60) -> Bool {
+        wait(timeout: timeout) { if case .endOfInput = $0 { true } else { false } } != nil
+    }
+}
+
+/// An engine playing into `device`, real time off (tests run many at once).
+func makeEngine(device: String, format: DeviceSampleFormat = .float32, bufferMillis: Int = 200) -> PlaybackEngine {
+    PlaybackEngine(configuration: EngineConfiguration(
+        output: OutputSettings(device: device, bufferMillis: bufferMillis, preferredFormat: format, realtime: false)))
+}
+
+/// Plays `files` into a fresh ALSA file capture and returns the captured float32 samples and the events.
+func playToFile(_ files: [URL], format: DeviceSampleFormat = .float32) throws
+    -> (capture: ALSAFileCapture, events: [EngineEvent])
+{
+    let dir = try Harness.makeTemporaryDirectory()
+    let cap = ALSAFileCapture(in: dir)
+    let engine = makeEngine(device: cap.device, format: format)
+    defer { engine.shutdown() }
+    let log = EventLog(engine)
+    engine.enqueue(files.map(\.path))
+    guard log.waitForEnd() else { throw HarnessError("playback did not finish; events: \(log.all)") }
+    return (cap, log.all)
+}
+
+extension EngineEvent {
+    var startedPath: String? {
+        if case .itemStarted(let info, _) = self { return info.path }
+        return nil
+    }
+    var failedPath: String? {
+        if case .itemFailed(_, let path, _) = self { return path }
+        return nil
+    }
+}
