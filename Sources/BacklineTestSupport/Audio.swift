@@ -30,8 +30,9 @@ public enum PCM {
         s.firstIndex { abs(Int32($0)) > Int32(threshold) }
     }
 
-    /// The offset (in samples of `haystack`) where `needle` lines up best, searched over
-    /// `range`, by normalised cross-correlation; returns the offset and the correlation (−1…1).
+    /// The offset (in samples of `haystack`) where `needle` lines up best, searched over the even
+    /// offsets (frame starts) of `range`, by normalised cross-correlation; returns the offset and
+    /// the correlation (−1…1).
     public static func align(_ needle: ArraySlice<Int16>, in haystack: [Int16], offsets range: Range<Int>)
         -> (offset: Int, correlation: Double)
     {
@@ -40,7 +41,7 @@ public enum PCM {
         let needleArr = Array(needle)
         var nn = 0.0
         for v in needleArr { nn += Double(v) * Double(v) }
-        for off in range where off >= 0 && off + n <= haystack.count {
+        for off in stride(from: range.lowerBound, to: range.upperBound, by: 2) where off >= 0 && off + n <= haystack.count {
             var dot = 0.0, hh = 0.0
             haystack.withUnsafeBufferPointer { h in
                 for i in 0..<n {
@@ -53,6 +54,17 @@ public enum PCM {
             if c > best.correlation { best = (off, c) }
         }
         return best
+    }
+
+    /// Where the run `reference[at..<at+length]` appears in `recording`, searched within `radius`
+    /// samples (kept even, i.e. whole stereo frames) of `near`. Returns the recording index and the
+    /// normalised correlation there.
+    public static func locate(_ reference: [Int16], at: Int, length: Int = 2048, in recording: [Int16],
+                              near: Int, radius: Int) -> (index: Int, correlation: Double) {
+        let needle = reference[at..<min(reference.count, at + length)]
+        let lo = max(0, (near - radius) & ~1), hi = max(lo + 1, min(recording.count - needle.count, near + radius))
+        let r = align(needle, in: recording, offsets: lo..<hi)
+        return (r.offset, r.correlation)
     }
 
     /// Largest absolute difference between two equally long sample runs.

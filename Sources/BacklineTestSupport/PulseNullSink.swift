@@ -7,6 +7,10 @@ import Foundation
 /// small shell guard that stops it when this test process ends — however it ends (a failed
 /// expectation, a crash, a kill) — so nothing is left behind.
 ///
+/// The sink runs with `norewinds=1`: audio a stream already handed over is played, never taken
+/// back, so the monitor records exactly what a listener hears (with rewinds, a paused stream's
+/// last ~10 ms reach the monitor twice).
+///
 /// ALSA reaches it through the `pulse` plugin: ``alsaDevice`` names that device, and
 /// ``environment`` holds the `PULSE_*` variables a child process (or this one) needs.
 public final class PulseNullSink: @unchecked Sendable {
@@ -45,7 +49,7 @@ public final class PulseNullSink: @unchecked Sendable {
         let d = directory.path
         let config = """
             load-module module-native-protocol-unix auth-anonymous=1 socket=\(d)/native
-            load-module module-null-sink sink_name=\(sinkName) rate=\(Self.rate) channels=2
+            load-module module-null-sink sink_name=\(sinkName) rate=\(Self.rate) channels=2 norewinds=1
             set-default-sink \(sinkName)
 
             """
@@ -74,12 +78,26 @@ public final class PulseNullSink: @unchecked Sendable {
         // Ready when `pactl info` answers and the keep-alive stream is up.
         for _ in 0..<100 {
             let r = try? runProcess("pactl", ["list", "short", "sink-inputs"], environment: environment)
-            if let r, r.status == 0, !r.stdoutText.isEmpty { return }
+            if let r, r.status == 0, !r.stdoutText.isEmpty {
+                try warmUp()
+                return
+            }
             Thread.sleep(forTimeInterval: 0.1)
         }
         stop()
         let log = (try? String(contentsOfFile: "\(d)/log", encoding: .utf8)) ?? "(no log)"
         throw HarnessError("PulseAudio null sink did not start within 10 s. Log:\n\(log)")
+    }
+
+    /// Plays 0.3 s of silence through a separate stream and waits for it: the first streams on a
+    /// new null sink stall for up to ~2 s, and this takes that stall out of the tests' timings.
+    private func warmUp() throws {
+        let silence = directory.appendingPathComponent("warmup.raw")
+        try Data(count: 44100 * 4 * 3 / 10).write(to: silence)
+        for _ in 0..<2 {
+            try runProcess("pacat", ["--playback", "--raw", "--format=s16le", "--rate=44100", "--channels=2",
+                                     silence.path], environment: environment)
+        }
     }
 
     /// Sets the `PULSE_*` variables in this process, so in-process ALSA `pulse` devices reach this server.
