@@ -58,6 +58,11 @@ let package = Package(
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(
+            name: "BacklineCLITests",
+            dependencies: ["backline", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "BacklineTestSupport"],
             swiftSettings: strictSettings

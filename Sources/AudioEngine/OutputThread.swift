@@ -55,6 +55,9 @@ final class OutputThread: @unchecked Sendable {
     private var segmentRate = 0
     private var segmentItem: UInt64 = 0
     private var endReported = false
+    /// Whether any marker of the current generation has arrived: the end of input is only
+    /// reported after some input (an engine with nothing queued yet has nothing to end).
+    private var sawInput = false
     private var thread: pthread_t?
 
     init(shared: EngineShared, settings: OutputSettings, consumer: consuming RingConsumer,
@@ -131,6 +134,7 @@ final class OutputThread: @unchecked Sendable {
             generation = requested
             if let pcm { snd_pcm_drop(pcm.pcm); snd_pcm_prepare(pcm.pcm) }
             endReported = false
+            sawInput = false
             publishPosition()
         }
         if shared.pauseRequested.load(ordering: .acquiring) {
@@ -148,18 +152,17 @@ final class OutputThread: @unchecked Sendable {
             markers.commit(Marker.stride)
             apply(m)
         }
-        let stale = segmentGeneration != generation
-        if stale {
-            // Bytes of a flushed generation: discard them without playing.
-            if limit > 0 { consumer.commit(limit) } else { sleepMillis(2) }
+        if limit == 0 {
+            checkEndOfInput(pcm)
+            return
+        }
+        if segmentGeneration != generation {
+            // Bytes of a flushed generation (or filler): discard them without playing.
+            consumer.commit(limit)
             return
         }
         guard let pcm else {
-            if limit == 0 { sleepMillis(2) } else { consumer.commit(limit) }  // device failed: skip audio
-            return
-        }
-        if limit == 0 {
-            checkEndOfInput(pcm)
+            consumer.commit(limit)  // no device (it failed to open): skip this item's audio
             return
         }
         write(pcm, limitBytes: limit)
@@ -170,6 +173,7 @@ final class OutputThread: @unchecked Sendable {
             segmentGeneration = m.generation  // a flushed item: its bytes will be discarded
             return
         }
+        sawInput = true
         switch m.kind {
         case .start:
             segmentGeneration = m.generation
@@ -223,10 +227,10 @@ final class OutputThread: @unchecked Sendable {
         shared.publish(framesWritten: framesWritten, delay: 0)
     }
 
-    private func checkEndOfInput(_ pcm: ALSAPCM) {
+    private func checkEndOfInput(_ pcm: ALSAPCM?) {
         let end = shared.endPosition.load(ordering: .acquiring)
-        if !endReported, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {
-            drain(pcm)
+        if !endReported, sawInput, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {
+            if let pcm { drain(pcm) }
             self.pcm = nil  // release the device while idle
             endReported = true
             emit(.endOfInput)

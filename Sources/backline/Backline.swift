@@ -1,6 +1,10 @@
 import ArgumentParser
 import BacklineBench
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `backline`: the command-line front end.
 @main
 struct Backline: ParsableCommand {
@@ -9,4 +13,20 @@ struct Backline: ParsableCommand {
         abstract: "Gapless, sample-exact MP3 playback on Linux (ALSA + libmpg123).",
         subcommands: [Play.self, Bench.self]
     )
+
+    /// Like `ParsableCommand.main()`, but usage errors exit with 1 (as documented), not 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                let message = fullMessage(for: error)
+                if !message.isEmpty { Terminal.error(message, tty: false) }
+                Glibc.exit(1)
+            }
+            exit(withError: error)
+        }
+    }
 }

@@ -1,0 +1,96 @@
+import BacklineTestSupport
+import Foundation
+import Testing
+
+/// The `backline` executable built next to this test bundle.
+let backline: String = {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let candidate = dir.appendingPathComponent("backline").path
+    return FileManager.default.isExecutableFile(atPath: candidate)
+        ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
+}()
+
+@Suite("backline play", Harness.audioTools)
+struct PlayCommandTests {
+    @Test("plays every file into the device bit-exact and exits 0")
+    func playsAll() throws {
+        let (a, b) = try Fixtures.gaplessPair()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let r = try runProcess(backline, ["play", "--device", cap.device, a.path, b.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.hasPrefix("▶") }.count == 2)
+        #expect(r.stdoutText.contains("gapless-a-44100.mp3") && r.stdoutText.contains("[0:02]"))
+        let ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b)
+        let same = try cap.f32() == ref
+        #expect(same)
+    }
+
+    @Test("prints title and artist from the tags")
+    func tags() throws {
+        let demo = try #require(Fixtures.demoTracks.first)
+        let r = try runProcess(backline, ["play", "--device", "null", demo.path])
+        #expect(r.status == 0)
+        #expect(r.stdoutText.contains("▶ Sunrise Chord — Backline  [0:08]"))
+    }
+
+    @Test("bad inputs: each named with its reason on stderr, the good items still play, exit 2")
+    func badInputs() throws {
+        let bad = try Fixtures.badInputs()
+        let good = try Fixtures.tone("cli-good", seconds: 1.2, frequency: 660)
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let order = ["missing", "empty", "random", "text", "truncated", "directory"]
+        let args = order.flatMap { [bad[$0]!.path, good.path] }
+        let r = try runProcess(backline, ["play", "--device", cap.device] + args)
+        #expect(r.status == 2, "exit status \(r.status); stderr: \(r.stderr)")
+        for name in ["missing", "empty", "random", "text", "directory"] {
+            let path = bad[name]!.path
+            #expect(r.stderr.contains("cannot play \(path): "), "no error line for \(name): \(r.stderr)")
+        }
+        #expect(r.stderr.contains("no such file"))
+        #expect(r.stderr.contains("is a directory"))
+        #expect(r.stderr.contains("\(bad["empty"]!.path): no MPEG audio frames found"))
+        // Six good items played, each announced.
+        #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.contains("cli-good.mp3") }.count == 6)
+        // The device was never reopened (same format), so the capture holds every good copy in full.
+        let ref = try ReferenceDecoder.decodeF32(good)
+        let got = try cap.f32()
+        #expect(got.count >= 6 * ref.count)
+        let lastCopy = Array(got.suffix(ref.count))
+        #expect(lastCopy == ref)
+    }
+
+    @Test("nothing playable: exit 1; usage errors: exit 1 with a message; --help documents it")
+    func exitCodes() throws {
+        let r = try runProcess(backline, ["play", "--device", "null", "/nonexistent/x.mp3"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("cannot play /nonexistent/x.mp3: no such file"))
+        let u = try runProcess(backline, ["play"])
+        #expect(u.status != 0)
+        #expect(u.stderr.contains("Missing expected argument") || u.stderr.contains("give at least one file"))
+        let h = try runProcess(backline, ["play", "--help"])
+        #expect(h.status == 0)
+        #expect(h.stdoutText.contains("--buffer-ms") && h.stdoutText.contains("Exit status"))
+        let d = try runProcess(backline, ["play", "--device", "no_such_device_xyz", try Fixtures.tone("cli-dev", seconds: 0.5).path])
+        #expect(d.status == 1)
+        #expect(d.stderr.contains("audio device no_such_device_xyz"))
+    }
+
+    @Test("Ctrl-C stops at once: device closed, exit 130")
+    func interrupt() throws {
+        let sink = try PulseNullSink.shared()
+        let long = try Fixtures.tone("cli-long", seconds: 20)
+        let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, long.path], environment: sink.environment)
+        // Wait until it is playing (the item line is out), then interrupt.
+        let deadline = Date().addingTimeInterval(10)
+        while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
+        usleep(300_000)
+        let t0 = Date()
+        p.signal(SIGINT)
+        let status = try p.wait(timeout: 5)
+        #expect(status == 130)
+        #expect(Date().timeIntervalSince(t0) < 1, "took \(Date().timeIntervalSince(t0)) s to stop")
+        // Its stream is gone from the sound server: the device was closed.
+        let inputs = try runProcess("pactl", ["list", "short", "sink-inputs"], environment: sink.environment)
+        #expect(!inputs.stdoutText.contains("ALSA plug-in [backline]"), "\(inputs.stdoutText)")
+    }
+}
