@@ -91,9 +91,13 @@ final class OutputThread: @unchecked Sendable {
     }
 
     private func requestRealtime() {
+        guard settings.realtime else {
+            shared.realtimeStatus.store(3, ordering: .releasing)
+            return
+        }
         var param = sched_param()
         param.sched_priority = 10
-        let ok = settings.realtime && pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &param) == 0
+        let ok = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &param) == 0
         shared.realtimeStatus.store(ok ? 1 : 2, ordering: .releasing)
     }
 

@@ -262,7 +262,7 @@ public final class PlaybackEngine: Sendable {
     public var isRealtime: Bool? {
         switch shared.realtimeStatus.load(ordering: .acquiring) {
         case 1: true
-        case 2: false
+        case 2, 3: false
         default: nil
         }
     }
@@ -363,9 +363,12 @@ public final class PlaybackEngine: Sendable {
     /// Called by the monitor thread with output events; emits engine events when heard.
     fileprivate func process(_ raw: [OutputEvent]) {
         var immediate: [EngineEvent] = []
-        if !state.withLock({ $0.rtLogged }), let rt = isRealtime {
+        let rtStatus = shared.realtimeStatus.load(ordering: .acquiring)
+        if rtStatus != 0, !state.withLock({ $0.rtLogged }), let rt = isRealtime {
             state.withLock { $0.rtLogged = true }
-            if rt {
+            if rtStatus == 3 {
+                logger.debug("output thread runs at normal priority (real-time not requested)")
+            } else if rt {
                 logger.debug("output thread runs with SCHED_FIFO")
             } else {
                 logger.info("output thread runs at normal priority (no permission for SCHED_FIFO)")

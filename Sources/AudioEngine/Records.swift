@@ -105,7 +105,7 @@ final class EngineShared: Sendable {
     let endGeneration = Atomic<UInt32>(0)
     /// Output → control: underruns so far.
     let underruns = Atomic<Int>(0)
-    /// Output → control: 1 real-time scheduling granted, 2 refused, 0 not yet known.
+    /// Output → control: 1 real-time scheduling granted, 2 refused, 3 not requested, 0 not yet known.
     let realtimeStatus = Atomic<Int>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)

@@ -40,6 +40,16 @@ public final class PulseNullSink: @unchecked Sendable {
             return s
         }
     }
+    /// Runs `body` with the shared sink to itself: tests in different suites run in parallel, and
+    /// two of them playing into one sink would hear each other. Every test that plays into or
+    /// records the sink goes through here.
+    public static func exclusive<T>(_ body: (PulseNullSink) throws -> T) throws -> T {
+        let sink = try shared()
+        exclusiveLock.lock()
+        defer { exclusiveLock.unlock() }
+        return try body(sink)
+    }
+    private static let exclusiveLock = NSLock()
     private static let sharedLock = NSLock()
     nonisolated(unsafe) private static var _shared: PulseNullSink?  // guarded by sharedLock
 

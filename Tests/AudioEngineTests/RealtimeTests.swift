@@ -35,105 +35,109 @@ struct RealtimeTests {
 
     @Test("a 3 s item takes 3 s (±10 %), and the recording matches the decode")
     func pacingAndContent() throws {
-        let sink = try PulseNullSink.shared()
-        let file = try Self.sweep("rt-sweep-3s", seconds: 3)
-        let engine = makeEngine(device: sink.alsaDevice)
-        defer { engine.shutdown() }
-        let log = EventLog(engine)
-        let (elapsed, rec) = try sink.record { () -> Double in
-            let t0 = Date()
-            engine.enqueue([file.path])
-            #expect(log.waitForEnd(timeout: 20))
-            return Date().timeIntervalSince(t0)
+        try PulseNullSink.exclusive { sink in
+            let file = try Self.sweep("rt-sweep-3s", seconds: 3)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (elapsed, rec) = try sink.record { () -> Double in
+                let t0 = Date()
+                engine.enqueue([file.path])
+                #expect(log.waitForEnd(timeout: 20))
+                return Date().timeIntervalSince(t0)
+            }
+            #expect(elapsed > 2.7 && elapsed < 3.3, "3 s of audio took \(elapsed) s")
+            let ref = try ReferenceDecoder.decodeS16(file)
+            let got = removingSilence(rec, minRun: 400)
+            try expectSameAudio(got, ref)
         }
-        #expect(elapsed > 2.7 && elapsed < 3.3, "3 s of audio took \(elapsed) s")
-        let ref = try ReferenceDecoder.decodeS16(file)
-        let got = removingSilence(rec, minRun: 400)
-        try expectSameAudio(got, ref)
     }
 
     @Test("pause 1 s and resume: with the silence removed, the recording is the continuous decode")
     func pauseLosesNothing() throws {
-        let sink = try PulseNullSink.shared()
-        let file = try Self.sweep("rt-sweep-pause", seconds: 3)
-        let engine = makeEngine(device: sink.alsaDevice)
-        defer { engine.shutdown() }
-        let log = EventLog(engine)
-        let (_, rec) = try sink.record {
-            engine.enqueue([file.path])
-            Thread.sleep(forTimeInterval: 1.3)
-            engine.pause()
-            Thread.sleep(forTimeInterval: 1.0)
-            #expect(engine.isPaused)
-            engine.resume()
-            #expect(log.waitForEnd(timeout: 20))
+        try PulseNullSink.exclusive { sink in
+            let file = try Self.sweep("rt-sweep-pause", seconds: 3)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                engine.enqueue([file.path])
+                Thread.sleep(forTimeInterval: 1.3)
+                engine.pause()
+                Thread.sleep(forTimeInterval: 1.0)
+                #expect(engine.isPaused)
+                engine.resume()
+                #expect(log.waitForEnd(timeout: 20))
+            }
+            // The recording really went silent for about a second in the middle.
+            let ref = try ReferenceDecoder.decodeS16(file)
+            #expect(rec.count > ref.count + 2 * 44100 * 8 / 10, "recording shows the pause (\(rec.count) samples)")
+            let got = removingSilence(rec, minRun: 400)
+            // The same alignment before and after the pause: nothing lost, nothing repeated.
+            let before = PCM.locate(ref, at: 44100, in: got, near: 44100, radius: 4410)
+            let after = PCM.locate(ref, at: 5 * 44100, in: got, near: 5 * 44100, radius: 4410)
+            #expect(before.correlation > 0.999 && after.correlation > 0.999)
+            #expect(before.index - 44100 == after.index - 5 * 44100,
+                    "shift before the pause \(before.index - 44100), after \(after.index - 5 * 44100) samples")
+            try expectSameAudio(got, ref)
         }
-        // The recording really went silent for about a second in the middle.
-        let ref = try ReferenceDecoder.decodeS16(file)
-        #expect(rec.count > ref.count + 2 * 44100 * 8 / 10, "recording shows the pause (\(rec.count) samples)")
-        let got = removingSilence(rec, minRun: 400)
-        // The same alignment before and after the pause: nothing lost, nothing repeated.
-        let before = PCM.locate(ref, at: 44100, in: got, near: 44100, radius: 4410)
-        let after = PCM.locate(ref, at: 5 * 44100, in: got, near: 5 * 44100, radius: 4410)
-        #expect(before.correlation > 0.999 && after.correlation > 0.999)
-        #expect(before.index - 44100 == after.index - 5 * 44100,
-                "shift before the pause \(before.index - 44100), after \(after.index - 5 * 44100) samples")
-        try expectSameAudio(got, ref)
     }
 
     @Test("reported position advances with the device clock, within one period")
     func positionTracksDevice() throws {
-        let sink = try PulseNullSink.shared()
-        let file = try Self.sweep("rt-sweep-pos", seconds: 3)
-        let engine = makeEngine(device: sink.alsaDevice)
-        defer { engine.shutdown() }
-        let log = EventLog(engine)
-        engine.enqueue([file.path])
-        // Wait until sound is flowing, then compare position steps with wall-clock steps.
-        var samples: [(wall: Double, pos: Double)] = []
-        let t0 = Date()
-        while Date().timeIntervalSince(t0) < 2.6 {
-            if let p = engine.position, p.seconds > 0.3 {
-                samples.append((Date().timeIntervalSince(t0), p.seconds))
+        try PulseNullSink.exclusive { sink in
+            let file = try Self.sweep("rt-sweep-pos", seconds: 3)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            engine.enqueue([file.path])
+            // Wait until sound is flowing, then compare position steps with wall-clock steps.
+            var samples: [(wall: Double, pos: Double)] = []
+            let t0 = Date()
+            while Date().timeIntervalSince(t0) < 2.6 {
+                if let p = engine.position, p.seconds > 0.3 {
+                    samples.append((Date().timeIntervalSince(t0), p.seconds))
+                }
+                usleep(20_000)
             }
-            usleep(20_000)
+            #expect(log.waitForEnd(timeout: 10))
+            let first = try #require(samples.first), last = try #require(samples.last)
+            #expect(last.wall - first.wall > 1.5)
+            let period = Double(engine.configuration.output.periodMillis) / 1000
+            for s in samples {
+                let drift = (s.pos - first.pos) - (s.wall - first.wall)
+                #expect(abs(drift) <= period, "position drifted \(drift) s from the clock at \(s.wall) s")
+            }
+            #expect(engine.underrunCount == 0)
         }
-        #expect(log.waitForEnd(timeout: 10))
-        let first = try #require(samples.first), last = try #require(samples.last)
-        #expect(last.wall - first.wall > 1.5)
-        let period = Double(engine.configuration.output.periodMillis) / 1000
-        for s in samples {
-            let drift = (s.pos - first.pos) - (s.wall - first.wall)
-            #expect(abs(drift) <= period, "position drifted \(drift) s from the clock at \(s.wall) s")
-        }
-        #expect(engine.underrunCount == 0)
     }
 
     @Test("seek while playing: audio continues from the new position")
     func seekWhilePlaying() throws {
-        let sink = try PulseNullSink.shared()
-        let file = try Self.sweep("rt-sweep-seek", seconds: 4)
-        let engine = makeEngine(device: sink.alsaDevice)
-        defer { engine.shutdown() }
-        let log = EventLog(engine)
-        let (_, rec) = try sink.record {
-            engine.enqueue([file.path])
-            Thread.sleep(forTimeInterval: 0.8)
-            #expect(engine.seek(to: 3.0))
-            Thread.sleep(forTimeInterval: 0.1)
-            let p = engine.position
-            #expect(p != nil && p!.seconds >= 2.99 && p!.seconds < 3.3, "position after seek \(String(describing: p))")
-            #expect(log.waitForEnd(timeout: 10))
+        try PulseNullSink.exclusive { sink in
+            let file = try Self.sweep("rt-sweep-seek", seconds: 4)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                engine.enqueue([file.path])
+                Thread.sleep(forTimeInterval: 0.8)
+                #expect(engine.seek(to: 3.0))
+                Thread.sleep(forTimeInterval: 0.1)
+                let p = engine.position
+                #expect(p != nil && p!.seconds >= 2.99 && p!.seconds < 3.3, "position after seek \(String(describing: p))")
+                #expect(log.waitForEnd(timeout: 10))
+            }
+            let ref = try ReferenceDecoder.decodeS16(file)
+            // The audio after the seek is the decode from 3.0 s on: it ends the recording.
+            let got = removingSilence(rec, minRun: 400)
+            let seekPoint = 3 * 44100 * 2
+            let tail = PCM.locate(ref, at: seekPoint + 4410, in: got, near: got.count - (ref.count - seekPoint), radius: 44100)
+            #expect(tail.correlation > 0.999, "the audio after the seek is the decode at 3 s (correlation \(tail.correlation))")
+            let n = ref.count - seekPoint - 4410
+            #expect(PCM.maxDifference(got[tail.index..<(tail.index + n)], ref[(seekPoint + 4410)...]) <= 2)
+            #expect(got.count < Int(2.3 * 44100 * 2), "skipped audio was not played (\(got.count) samples)")
         }
-        let ref = try ReferenceDecoder.decodeS16(file)
-        // The audio after the seek is the decode from 3.0 s on: it ends the recording.
-        let got = removingSilence(rec, minRun: 400)
-        let seekPoint = 3 * 44100 * 2
-        let tail = PCM.locate(ref, at: seekPoint + 4410, in: got, near: got.count - (ref.count - seekPoint), radius: 44100)
-        #expect(tail.correlation > 0.999, "the audio after the seek is the decode at 3 s (correlation \(tail.correlation))")
-        let n = ref.count - seekPoint - 4410
-        #expect(PCM.maxDifference(got[tail.index..<(tail.index + n)], ref[(seekPoint + 4410)...]) <= 2)
-        #expect(got.count < Int(2.3 * 44100 * 2), "skipped audio was not played (\(got.count) samples)")
     }
 }
 

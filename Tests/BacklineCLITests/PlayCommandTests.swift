@@ -77,20 +77,21 @@ struct PlayCommandTests {
 
     @Test("Ctrl-C stops at once: device closed, exit 130")
     func interrupt() throws {
-        let sink = try PulseNullSink.shared()
-        let long = try Fixtures.tone("cli-long", seconds: 20)
-        let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, long.path], environment: sink.environment)
-        // Wait until it is playing (the item line is out), then interrupt.
-        let deadline = Date().addingTimeInterval(10)
-        while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
-        usleep(300_000)
-        let t0 = Date()
-        p.signal(SIGINT)
-        let status = try p.wait(timeout: 5)
-        #expect(status == 130)
-        #expect(Date().timeIntervalSince(t0) < 1, "took \(Date().timeIntervalSince(t0)) s to stop")
-        // Its stream is gone from the sound server: the device was closed.
-        let inputs = try runProcess("pactl", ["list", "short", "sink-inputs"], environment: sink.environment)
-        #expect(!inputs.stdoutText.contains("ALSA plug-in [backline]"), "\(inputs.stdoutText)")
+        try PulseNullSink.exclusive { sink in
+            let long = try Fixtures.tone("cli-long", seconds: 20)
+            let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, long.path], environment: sink.environment)
+            // Wait until it is playing (the item line is out), then interrupt.
+            let deadline = Date().addingTimeInterval(10)
+            while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
+            usleep(300_000)
+            let t0 = Date()
+            p.signal(SIGINT)
+            let status = try p.wait(timeout: 5)
+            #expect(status == 130)
+            #expect(Date().timeIntervalSince(t0) < 1, "took \(Date().timeIntervalSince(t0)) s to stop")
+            // Its stream is gone from the sound server: the device was closed.
+            let inputs = try runProcess("pactl", ["list", "short", "sink-inputs"], environment: sink.environment)
+            #expect(!inputs.stdoutText.contains("ALSA plug-in [backline]"), "\(inputs.stdoutText)")
+        }
     }
 }

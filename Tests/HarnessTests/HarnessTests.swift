@@ -20,20 +20,21 @@ struct HarnessTests {
 
     @Test("the private null sink paces playback in real time and its monitor records it")
     func pulseNullSink() throws {
-        let sink = try PulseNullSink.shared()
-        let wav = try Fixtures.wav("harness-tone", seconds: 2, synth: ["sine", "1000"], effects: ["gain", "-6"])
-        let start = Date()
-        let (r, rec) = try sink.record {
-            try runProcess("aplay", ["-q", "-D", sink.alsaDevice, wav.path], environment: sink.environment)
+        try PulseNullSink.exclusive { sink in
+            let wav = try Fixtures.wav("harness-tone", seconds: 2, synth: ["sine", "1000"], effects: ["gain", "-6"])
+            let start = Date()
+            let (r, rec) = try sink.record {
+                try runProcess("aplay", ["-q", "-D", sink.alsaDevice, wav.path], environment: sink.environment)
+            }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(elapsed > 1.8 && elapsed < 4, "2 s of audio took \(elapsed) s")
+            let first = try #require(PCM.firstNonSilent(rec))
+            let tone = rec[first..<min(rec.count, first + 2 * 44100)]
+            // A −6 dBFS sine has RMS 0.5/√2 ≈ 0.354.
+            #expect(abs(PCM.rms(tone) - 0.354) < 0.03, "rms \(PCM.rms(tone))")
+            #expect(rec.count >= 2 * 2 * 44100 * 95 / 100, "about 2 s of stereo recorded, got \(rec.count) samples")
         }
-        let elapsed = Date().timeIntervalSince(start)
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(elapsed > 1.8 && elapsed < 4, "2 s of audio took \(elapsed) s")
-        let first = try #require(PCM.firstNonSilent(rec))
-        let tone = rec[first..<min(rec.count, first + 2 * 44100)]
-        // A −6 dBFS sine has RMS 0.5/√2 ≈ 0.354.
-        #expect(abs(PCM.rms(tone) - 0.354) < 0.03, "rms \(PCM.rms(tone))")
-        #expect(rec.count >= 2 * 2 * 44100 * 95 / 100, "about 2 s of stereo recorded, got \(rec.count) samples")
     }
 
     @Test("the guard process stops a server when asked; its socket disappears")
