@@ -81,6 +81,11 @@ public final class MPG123Decoder {
     public private(set) var lengthFrames: Int
     /// Tags from the file.
     public private(set) var metadata: TrackMetadata
+    /// Whether ``lengthFrames`` came from the file's Info header (not a scan): then a stream that
+    /// ends early is reported as truncated.
+    public private(set) var lengthFromHeader = false
+    /// Frames delivered so far (from the start of the file, seeks included).
+    public private(set) var position = 0
     /// Duration in seconds.
     public var duration: Double { Double(lengthFrames) / Double(format.rate) }
 
@@ -123,19 +128,26 @@ public final class MPG123Decoder {
                                   message: "unsupported stream format (\(rate) Hz, \(channels) channels)", path: path)
             }
             format = StreamFormat(rate: rate, channels: Int(channels))
-            // Exact length: scan every frame (fills the seek index, restores the position).
-            try check(mpg123_scan(h))
+            metadata = readMetadata()
+            // Exact length: from the LAME/Info header when there is one (libmpg123 then reports
+            // accurate positions); otherwise scan every frame, and reopen, because decoding after
+            // the scan's seek back to 0 differs from a fresh decode in the first frames of
+            // MPEG-2 streams by rounding, and a fresh open is bit-exact.
+            var accurate = 0
+            var unused = 0.0
+            mpg123_getstate2(h, Int32(MPG123_ACCURATE.rawValue), &accurate, &unused)
+            lengthFromHeader = accurate == 1
+            if !lengthFromHeader {
+                try check(mpg123_scan(h))
+                mpg123_close(h)
+                try check(mpg123_open(h, path))
+                try check(mpg123_getformat(h, &rate, &channels, &enc))
+            }
             let length = mpg123_length(h)
             guard length > 0 else {
                 throw MPG123Error(code: MPG123_ERR.rawValue, message: "no audio frames", path: path)
             }
             lengthFrames = length
-            metadata = readMetadata()
-            // Reopen: decoding after the scan's seek back to 0 differs from a fresh decode by
-            // rounding in the first frames of MPEG-2 streams; a fresh open is bit-exact.
-            mpg123_close(h)
-            try check(mpg123_open(h, path))
-            try check(mpg123_getformat(h, &rate, &channels, &enc))
         }
     }
 
@@ -171,10 +183,18 @@ public final class MPG123Decoder {
         if let e = pendingError { throw e }
         var done = 0
         let r = mpg123_read(handle, buffer.baseAddress, buffer.count, &done)
+        position += done / format.bytesPerFrame
         switch r {
         case MPG123_OK.rawValue, MPG123_NEW_FORMAT.rawValue:
             return (done, .more)
         case MPG123_DONE.rawValue:
+            // The header promised more than the file holds: the file was cut short.
+            if lengthFromHeader && position < lengthFrames - 1152 {
+                pendingError = MPG123Error(
+                    code: MPG123_ERR.rawValue,
+                    message: "file is truncated: it ends after \(position) of \(lengthFrames) frames", path: path)
+                return (done, .more)
+            }
             return (done, .done)
         default:
             if done > 0 { pendingError = currentError(r); return (done, .more) }
@@ -187,6 +207,7 @@ public final class MPG123Decoder {
     public func seek(toFrame frame: Int) throws {
         let r = mpg123_seek(handle, off_t(max(0, min(frame, lengthFrames))), SEEK_SET)
         if r < 0 { throw currentError(Int32(r)) }
+        position = Int(r)
     }
 
     private func readMetadata() -> TrackMetadata {

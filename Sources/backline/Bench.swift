@@ -1,5 +1,6 @@
 import ArgumentParser
 import BacklineBench
+import Foundation
 
 /// `backline bench`: benchmarks side by side with their references, in one run.
 struct Bench: ParsableCommand {
@@ -15,10 +16,22 @@ struct Bench: ParsableCommand {
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
     var ringMiB = 1024
 
+    @Option(help: "Device for the real-time rows (a paced device, e.g. pulse via scripts/bench).")
+    var device: String?
+
     func run() throws {
         var results: [BenchResult] = []
         func want(_ group: String) -> Bool { only.map { group.contains($0) } ?? true }
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
+        if want("pipeline") { results += try PipelineBench.throughput() }
+        if want("cpu") {
+            if let device {
+                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+                results += try PipelineBench.realtime(device: device, executable: me)
+            } else {
+                FileHandle.standardError.write(Data("bench: cpu rows skipped: give --device (scripts/bench does)\n".utf8))
+            }
+        }
         if json {
             for r in results { print(r.json) }
         } else {

@@ -42,12 +42,13 @@ struct PlayCommandTests {
         let args = order.flatMap { [bad[$0]!.path, good.path] }
         let r = try runProcess(backline, ["play", "--device", cap.device] + args)
         #expect(r.status == 2, "exit status \(r.status); stderr: \(r.stderr)")
-        for name in ["missing", "empty", "random", "text", "directory"] {
+        for name in ["missing", "empty", "random", "text", "truncated", "directory"] {
             let path = bad[name]!.path
             #expect(r.stderr.contains("cannot play \(path): "), "no error line for \(name): \(r.stderr)")
         }
         #expect(r.stderr.contains("no such file"))
         #expect(r.stderr.contains("is a directory"))
+        #expect(r.stderr.contains("\(bad["truncated"]!.path): file is truncated"))
         #expect(r.stderr.contains("\(bad["empty"]!.path): no MPEG audio frames found"))
         // Six good items played, each announced.
         #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.contains("cli-good.mp3") }.count == 6)
