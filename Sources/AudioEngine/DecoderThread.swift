@@ -48,6 +48,9 @@ final class DecoderThread: @unchecked Sendable {
     private var current: MPG123Decoder?
     private var currentItem: DecodeItem?
     private let chunkBytes = 16_384
+    /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
+    private var refilling = true
+    private var backoffMillis = 5
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
          report: @escaping @Sendable (DecoderReport) -> Void) {
@@ -83,7 +86,7 @@ final class DecoderThread: @unchecked Sendable {
                 handle(command)
             }
             if !decodeStep() {
-                _ = wake.wait(timeout: .now() + .milliseconds(idle ? 100 : 5))
+                _ = wake.wait(timeout: .now() + .milliseconds(idle ? 1000 : backoffMillis))
             }
         }
         current = nil
@@ -124,6 +127,18 @@ final class DecoderThread: @unchecked Sendable {
         }
         guard let decoder = current, let item = currentItem else { return false }
         let bytesPerFrame = decoder.format.bytesPerFrame
+        // Decode in bursts: once the ring is full, wait until a quarter of it is free again,
+        // sleeping about as long as the output needs to play that quarter (a few wake-ups per
+        // second instead of one per period).
+        let free = producer.availableToWrite()
+        if free < (refilling ? bytesPerFrame : producer.capacity / 4) {
+            refilling = false
+            let bytesPerSecond = Double(decoder.format.rate * bytesPerFrame)
+            let needed = Double(producer.capacity / 4 - free)
+            backoffMillis = max(5, min(250, Int(needed / bytesPerSecond * 1000)))
+            return false
+        }
+        refilling = true
         let (region, _) = producer.writableRegions(max: chunkBytes)
         let usable = region.count - region.count % bytesPerFrame
         guard usable > 0 else { return false }

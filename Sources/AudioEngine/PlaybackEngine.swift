@@ -102,6 +102,10 @@ public final class PlaybackEngine: Sendable {
         var seekOrigin: Set<ItemID> = []
         var rtLogged = false
         var pausedByDropFrames: Int?
+        /// After a flush: the position to report until the new generation's first segment is
+        /// registered (the seek target), and whether that segment is still awaited.
+        var flushTarget: PlaybackPosition?
+        var awaitingSegment = false
     }
 
     /// Creates the engine and starts its threads (the device opens when something plays).
@@ -156,6 +160,7 @@ public final class PlaybackEngine: Sendable {
             }
         }
         decoder.send(.append(items))
+        monitor.poke()
         return items.map { ItemID(rawValue: $0.id) }
     }
 
@@ -170,6 +175,7 @@ public final class PlaybackEngine: Sendable {
             return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
         }
         decoder.send(.append([item]))
+        monitor.poke()
         return ItemID(rawValue: item.id)
     }
 
@@ -231,6 +237,9 @@ public final class PlaybackEngine: Sendable {
         guard let current else { return }
         state.withLock { s in
             if let i = s.queue.firstIndex(where: { $0.id == current }) { s.queue.removeSubrange(...i) }
+            // Nothing is audible until the next item's segment registers (a few ms).
+            s.flushTarget = nil
+            s.segments = []
         }
         let items = state.withLock { s in s.queue.map { DecodeItem(id: $0.id.rawValue, path: $0.path, startFrame: 0) } }
         flush(with: items)
@@ -272,6 +281,9 @@ public final class PlaybackEngine: Sendable {
             guard let i = s.queue.firstIndex(where: { $0.id == item }) else { return [] }
             s.queue.removeSubrange(..<i)
             if seek { s.seekOrigin.insert(item) }
+            if let rate = s.infos[item]?.format.rate {
+                s.flushTarget = PlaybackPosition(item: item, frame: frame, rate: rate)
+            }
             return s.queue.enumerated().map { n, q in
                 DecodeItem(id: q.id.rawValue, path: q.path, startFrame: n == 0 ? frame : 0)
             }
@@ -284,10 +296,13 @@ public final class PlaybackEngine: Sendable {
             s.generation &+= 1
             // Everything not yet heard is discarded with the flush.
             s.pending = []
+            s.awaitingSegment = !items.isEmpty
+            if items.isEmpty { s.flushTarget = nil }
             return s.generation
         }
         decoder.send(.load(items, generation: g))
         shared.generation.store(g, ordering: .releasing)
+        monitor.poke()
     }
 
     // MARK: - Position
@@ -298,6 +313,7 @@ public final class PlaybackEngine: Sendable {
         let (fw, delay) = shared.position()
         let heard = fw - delay
         return state.withLock { s in
+            if let target = s.flushTarget { return target }
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
             let inItem = max(0, heard - seg.deviceFrame)
             let length = s.infos[seg.item]?.durationFrames ?? Int.max
@@ -361,7 +377,9 @@ public final class PlaybackEngine: Sendable {
     }
 
     /// Called by the monitor thread with output events; emits engine events when heard.
-    fileprivate func process(_ raw: [OutputEvent]) {
+    /// - Returns: how long the monitor may sleep before the next event can become audible
+    ///   (microseconds): short just before a due event, longer while nothing is pending.
+    fileprivate func process(_ raw: [OutputEvent]) -> UInt32 {
         var immediate: [EngineEvent] = []
         let rtStatus = shared.realtimeStatus.load(ordering: .acquiring)
         if rtStatus != 0, !state.withLock({ $0.rtLogged }), let rt = isRealtime {
@@ -376,11 +394,13 @@ public final class PlaybackEngine: Sendable {
         }
         let (fw, delay) = shared.position()
         let heard = fw - delay
-        let due: [EngineEvent] = state.withLock { s in
+        let due: ([EngineEvent], UInt32) = state.withLock { s in
             for e in raw where e.generation == s.generation {
                 let id = ItemID(rawValue: e.item)
                 switch e.kind {
                 case .segmentStarted:
+                    s.flushTarget = nil
+                    s.awaitingSegment = false
                     let seek = s.seekOrigin.remove(id) != nil
                     s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, seek))
                 case .itemEnded:
@@ -425,9 +445,23 @@ public final class PlaybackEngine: Sendable {
             if let last = s.segments.lastIndex(where: { $0.deviceFrame <= heard && $0.announced }), last > 0 {
                 s.segments.removeFirst(last)
             }
-            return out
+            // Sleep until the next event is due (at least 1 ms, at most 100 ms; commands wake
+            // the monitor at once through `poke()`).
+            let rate = max(1, s.segments.last?.rate ?? 44100)
+            let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame))
+                .min().map { $0 - heard }
+            let sleep: UInt32
+            if s.awaitingSegment {
+                sleep = 2_000  // a flush is on its way through: register its segment promptly
+            } else if let nextFrames {
+                sleep = UInt32(max(1_000, min(100_000, nextFrames * 1_000_000 / rate)))
+            } else {
+                sleep = 100_000
+            }
+            return (out, sleep)
         }
-        deliver(immediate + due)
+        deliver(immediate + due.0)
+        return due.1
     }
 }
 
@@ -444,6 +478,10 @@ final class MonitorThread: @unchecked Sendable {
     weak var engine: PlaybackEngine?
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
+    private let wake = DispatchSemaphore(value: 0)
+
+    /// Wakes the monitor now (after a command: the next events come sooner than its sleep).
+    func poke() { wake.signal() }
 
     init(events: consuming RingConsumer) {
         self.events = events
@@ -457,8 +495,8 @@ final class MonitorThread: @unchecked Sendable {
                     events.commit(OutputEvent.stride)
                     batch.append(e)
                 }
-                engine?.process(batch)
-                usleep(5_000)
+                let sleep = engine?.process(batch) ?? 20_000
+                _ = wake.wait(timeout: .now() + .microseconds(Int(sleep)))
             }
             done.signal()
         }
@@ -467,6 +505,9 @@ final class MonitorThread: @unchecked Sendable {
     }
 
     func stop() {
-        if running.exchange(false, ordering: .acquiringAndReleasing) { done.wait() }
+        if running.exchange(false, ordering: .acquiringAndReleasing) {
+            wake.signal()
+            done.wait()
+        }
     }
 }

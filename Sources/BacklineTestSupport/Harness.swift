@@ -74,35 +74,22 @@ public struct HarnessError: Error, CustomStringConvertible {
 }
 
 /// Runs a program to completion, collecting its output.
+///
+/// Output goes through files, not pipes: a pipe's write end inherited by a concurrently spawned
+/// long-lived child (the test sound server) would keep the read from ever ending.
 /// - Parameters:
 ///   - executable: a name on `PATH` or an absolute path.
 ///   - environment: variables added to (overriding) this process's environment.
-///   - stdin: a file to connect to standard input (default: /dev/null).
 @discardableResult
-public func runProcess(
-    _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: URL? = nil
-) throws -> ProcessResult {
-    let p = Process()
-    guard let path = executable.hasPrefix("/") ? executable : Harness.which(executable) else {
-        throw HarnessError("\(executable) is not installed: run scripts/bootstrap --test")
-    }
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = arguments
-    p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = try stdin.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
-    try p.run()
-    // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
-    let errData = LockedBox(Data())
-    let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) { errData.value = err.fileHandleForReading.readDataToEndOfFile() }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    p.waitUntilExit()
-    let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
-    return ProcessResult(status: status, stdout: outData, stderr: String(decoding: errData.value, as: UTF8.self))
+public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String] = [:])
+    throws -> ProcessResult
+{
+    let p = try SpawnedProcess(executable, arguments, environment: environment)
+    let status = try p.wait()
+    let out = (try? Data(contentsOf: p.stdoutFile)) ?? Data()
+    let err = p.stderr
+    try? FileManager.default.removeItem(at: p.stdoutFile.deletingLastPathComponent())
+    return ProcessResult(status: status, stdout: out, stderr: err)
 }
 
 /// A value guarded by a lock, for handing results between threads in tests and helpers.
