@@ -233,6 +233,13 @@ final class OutputThread: @unchecked Sendable {
 
     private func checkEndOfInput(_ pcm: ALSAPCM?) {
         let end = shared.endPosition.load(ordering: .acquiring)
+        if !sawInput, pcm != nil, end == consumer.position,
+           shared.endGeneration.load(ordering: .acquiring) == generation {
+            // Stopped (flushed to an empty queue): the buffer was dropped; release the device.
+            self.pcm = nil
+            shared.publish(framesWritten: framesWritten, delay: 0)
+            return
+        }
         if !endReported, sawInput, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {
             if let pcm { drain(pcm) }
             self.pcm = nil  // release the device while idle

@@ -421,26 +421,30 @@ public final class PlaybackEngine: Sendable {
                     s.pausedByDropFrames = Int(e.itemFrame)
                 }
             }
-            var out: [EngineEvent] = []
-            // Segment starts become audible...
+            // Everything now audible, in timeline order; at one device frame an item's end
+            // comes before the next item's start, and the end of input last.
+            var due: [(frame: Int, rank: Int, event: EngineEvent)] = []
             for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame <= heard {
                 s.segments[i].announced = true
                 let seg = s.segments[i]
-                if let info = s.infos[seg.item] { out.append(.itemStarted(info, fromSeek: seg.seek)) }
+                if let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
             }
-            // ...and so do ends, failures and the end of input, in order.
-            let ready = s.pending.filter { $0.deviceFrame <= heard }
-            s.pending.removeAll { $0.deviceFrame <= heard }
-            for (_, e) in ready {
+            for (frame, e) in s.pending where frame <= heard {
                 switch e {
                 case .itemEnded(let id), .itemFailed(let id, _, _):
                     s.queue.removeAll { $0.id == id }
+                    due.append((frame, 0, e))
                 case .endOfInput:
                     s.segments = []
-                default: break
+                    due.append((frame, 2, e))
+                default:
+                    due.append((frame, 1, e))
                 }
-                out.append(e)
             }
+            s.pending.removeAll { $0.deviceFrame <= heard }
+            let out = due.enumerated().sorted {
+                ($0.element.frame, $0.element.rank, $0.offset) < ($1.element.frame, $1.element.rank, $1.offset)
+            }.map(\.element.event)
             // Keep only the audible segment and later ones.
             if let last = s.segments.lastIndex(where: { $0.deviceFrame <= heard && $0.announced }), last > 0 {
                 s.segments.removeFirst(last)

@@ -116,3 +116,32 @@ func describeDifference(_ a: [Float], _ b: [Float]) -> String {
     let maxDiff = zip(a, b).map { abs($0 - $1) }.max() ?? 0
     return "lengths \(a.count) vs \(b.count); first difference at sample \(first) (\(a[first]) vs \(b[first])); max |diff| \(maxDiff)"
 }
+
+@Suite("Engine events", Harness.audioTools)
+struct EngineEventStreamTests {
+    @Test("the AsyncStream delivers item and end events in order; failed items carry path and reason")
+    func asyncStream() async throws {
+        let good = try Fixtures.tone("events-good", seconds: 0.7)
+        let bad = try #require(Fixtures.badInputs()["text"])
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let engine = makeEngine(device: cap.device)
+        defer { engine.shutdown() }
+        let stream = engine.events()
+        let ids = engine.enqueue([good.path, bad.path, good.path])
+        var seen: [String] = []
+        for await event in stream {
+            switch event {
+            case .itemStarted(let info, _): seen.append("start \(info.id)")
+            case .itemEnded(let id): seen.append("end \(id)")
+            case .itemFailed(let id, let path, let error):
+                seen.append("fail \(id)")
+                #expect(path == bad.path)
+                #expect(error.message.contains("no MPEG audio frames"))
+            case .endOfInput: seen.append("eoi")
+            default: break
+            }
+            if event == .endOfInput { break }
+        }
+        #expect(seen == ["start \(ids[0])", "end \(ids[0])", "fail \(ids[1])", "start \(ids[2])", "end \(ids[2])", "eoi"])
+    }
+}

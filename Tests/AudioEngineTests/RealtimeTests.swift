@@ -141,6 +141,35 @@ struct RealtimeTests {
     }
 }
 
+extension RealtimeTests {
+    @Test("skip to next: the next item is heard at once; stop: silence, no end event, device released")
+    func skipAndStop() throws {
+        try PulseNullSink.exclusive { sink in
+            let a = try Fixtures.tone("rt-skip-a", seconds: 4, frequency: 330)
+            let b = try Fixtures.tone("rt-skip-b", seconds: 4, frequency: 880)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let ids = engine.enqueue([a.path, b.path])
+            Thread.sleep(forTimeInterval: 0.6)
+            #expect(engine.position?.item == ids[0])
+            engine.skipToNext()
+            #expect(log.wait(timeout: 2) { $0.startedPath == b.path } != nil)
+            Thread.sleep(forTimeInterval: 0.3)
+            let p = try #require(engine.position)
+            #expect(p.item == ids[1] && p.seconds > 0.1 && p.seconds < 0.6, "\(p)")
+            #expect(engine.queuedItems == [ids[1]])
+            engine.stop()
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(engine.position == nil)
+            #expect(engine.queuedItems.isEmpty)
+            #expect(!log.all.contains(.endOfInput), "stop is not the end of the queue")
+            let inputs = try runProcess("pactl", ["list", "short", "sink-inputs"], environment: sink.environment)
+            #expect(inputs.stdoutText.split(separator: "\n").count == 1, "only the keep-alive stream: \(inputs.stdoutText)")
+        }
+    }
+}
+
 /// The recording (silence removed) holds the whole decode, sample for sample (±2 LSB for the
 /// sound server's float→S16 conversion), except at most the first 20 ms, which a new PulseAudio
 /// stream delivers as zeros (see harness.md): nothing else missing, nothing extra.
