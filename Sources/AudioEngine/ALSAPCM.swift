@@ -49,11 +49,12 @@ public struct DeviceConfiguration: Sendable, Equatable {
 
 /// A thin typed wrapper over one playback `snd_pcm_t`, owned by the output thread.
 ///
+/// A plain value (a C pointer and what was negotiated), so passing it around the real-time loop
+/// costs no reference counting; the owner calls ``close()`` exactly once.
 /// Blocking mode, RW interleaved access; the output loop only ever writes what `avail` says fits,
 /// after `snd_pcm_wait`, so a write never blocks for long.
-final class ALSAPCM {
+struct ALSAPCM {
     let pcm: OpaquePointer
-    let device: String
     let configuration: DeviceConfiguration
 
     /// Opens `device` and negotiates the format: `preferred` first, else the other of float32/S16.
@@ -63,7 +64,6 @@ final class ALSAPCM {
         let r = snd_pcm_open(&p, device, SND_PCM_STREAM_PLAYBACK, 0)
         guard r >= 0, let p else { throw ALSAError(code: r, function: "snd_pcm_open(\(device))") }
         pcm = p
-        self.device = device
         do {
             configuration = try Self.configure(p, device: device, rate: rate, channels: channels,
                                                 preferred: preferred, bufferMicros: bufferMicros,
@@ -74,7 +74,8 @@ final class ALSAPCM {
         }
     }
 
-    deinit { snd_pcm_close(pcm) }
+    /// Closes the device (without draining).
+    func close() { snd_pcm_close(pcm) }
 
     private static func configure(_ pcm: OpaquePointer, device: String, rate: Int, channels: Int,
                                   preferred: DeviceSampleFormat, bufferMicros: Int,
