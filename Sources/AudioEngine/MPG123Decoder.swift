@@ -91,14 +91,37 @@ public final class MPG123Decoder {
 
     /// Opens `path` and reads its format, exact length and tags.
     /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, or not MPEG audio.
-    public init(path: String) throws {
-        self.path = path
+    public convenience init(path: String) throws {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
             throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "no such file", path: path)
         }
         guard !isDir.boolValue else {
             throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "is a directory", path: path)
+        }
+        try self.init(source: .path(path), name: path)
+    }
+
+    /// Decodes from an open, seekable file descriptor (which stays open and owned by the caller;
+    /// decoding starts from its beginning). `name` labels errors.
+    public convenience init(fileDescriptor fd: Int32, name: String) throws {
+        try self.init(source: .fileDescriptor(fd), name: name)
+    }
+
+    private enum Source {
+        case path(String)
+        case fileDescriptor(Int32)
+    }
+
+    private init(source: Source, name path: String) throws {
+        self.path = path
+        func open(_ h: OpaquePointer) -> Int32 {
+            switch source {
+            case .path(let p): return mpg123_open(h, p)
+            case .fileDescriptor(let fd):
+                lseek(fd, 0, SEEK_SET)
+                return mpg123_open_fd(h, fd)
+            }
         }
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -116,7 +139,7 @@ public final class MPG123Decoder {
             try check(mpg123_format_none(h))
             try check(mpg123_format2(h, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue),
                                      Int32(MPG123_ENC_FLOAT_32.rawValue)))
-            try check(mpg123_open(h, path))
+            try check(open(h))
             var rate = 0, channels: Int32 = 0, enc: Int32 = 0
             let r = mpg123_getformat(h, &rate, &channels, &enc)
             if r == MPG123_DONE.rawValue || r == MPG123_NEED_MORE.rawValue {
@@ -140,7 +163,7 @@ public final class MPG123Decoder {
             if !lengthFromHeader {
                 try check(mpg123_scan(h))
                 mpg123_close(h)
-                try check(mpg123_open(h, path))
+                try check(open(h))
                 try check(mpg123_getformat(h, &rate, &channels, &enc))
             }
             let length = mpg123_length(h)

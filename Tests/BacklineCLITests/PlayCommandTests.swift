@@ -95,4 +95,23 @@ struct PlayCommandTests {
             #expect(!inputs.stdoutText.contains("ALSA plug-in [backline]"), "\(inputs.stdoutText)")
         }
     }
+
+    @Test("a stalled process underruns: the underrun is recovered, counted and reported, playback completes")
+    func underrunRecovered() throws {
+        try PulseNullSink.exclusive { sink in
+            let file = try Fixtures.tone("cli-underrun", seconds: 3)
+            let p = try SpawnedProcess(backline, ["play", "--verbose", "--device", sink.alsaDevice, file.path],
+                                       environment: sink.environment)
+            let deadline = Date().addingTimeInterval(10)
+            while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
+            usleep(800_000)
+            // Freeze the whole player for 0.6 s (longer than its 200 ms device buffer).
+            kill(p.pid, SIGSTOP)
+            usleep(600_000)
+            kill(p.pid, SIGCONT)
+            let status = try p.wait(timeout: 15)
+            #expect(status == 0, "\(p.stderr)")
+            #expect(p.stderr.contains("backline: underrun (1)"), "\(p.stderr)")
+        }
+    }
 }
