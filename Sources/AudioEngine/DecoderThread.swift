@@ -51,6 +51,8 @@ final class DecoderThread: @unchecked Sendable {
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
     private var backoffMillis = 5
+    /// (time, bytes consumed) at the previous full ring, to measure the drain rate over a cycle.
+    private var lastDrainSample: (UInt64, Int)?
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
          report: @escaping @Sendable (DecoderReport) -> Void) {
@@ -130,12 +132,24 @@ final class DecoderThread: @unchecked Sendable {
         // Decode in bursts: once the ring is full, wait until a quarter of it is free again,
         // sleeping about as long as the output needs to play that quarter (a few wake-ups per
         // second instead of one per period).
+        // The drain rate is measured (real time on a sound card, far faster into ALSA's `null`).
         let free = producer.availableToWrite()
         if free < (refilling ? bytesPerFrame : producer.capacity / 4) {
             refilling = false
-            let bytesPerSecond = Double(decoder.format.rate * bytesPerFrame)
+            let t = DispatchTime.now().uptimeNanoseconds
+            let consumed = producer.position - (producer.capacity - free)
             let needed = Double(producer.capacity / 4 - free)
-            backoffMillis = max(5, min(250, Int(needed / bytesPerSecond * 1000)))
+            if let (t0, c0) = lastDrainSample, t > t0 {
+                // At least real-time speed; faster when measured so (keep the older sample
+                // until the consumer has moved, so a short look never reads as "stopped").
+                let measured = consumed > c0 ? Double(consumed - c0) * 1e9 / Double(t - t0) : 0
+                let bytesPerSecond = max(Double(decoder.format.rate * bytesPerFrame), measured)
+                backoffMillis = max(1, min(250, Int(needed / bytesPerSecond * 1000)))
+                if consumed > c0 { lastDrainSample = (t, consumed) }
+            } else {
+                backoffMillis = 2  // no drain rate measured yet: look again soon
+                lastDrainSample = (t, consumed)
+            }
             return false
         }
         refilling = true
