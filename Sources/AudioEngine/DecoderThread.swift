@@ -88,7 +88,8 @@ final class DecoderThread: @unchecked Sendable {
                 handle(command)
             }
             if !decodeStep() {
-                _ = wake.wait(timeout: .now() + .milliseconds(idle ? 1000 : backoffMillis))
+                let flushPending = shared.generation.load(ordering: .acquiring) != generation
+                _ = wake.wait(timeout: .now() + .milliseconds(idle && !flushPending ? 1000 : backoffMillis))
             }
         }
         current = nil
@@ -115,6 +116,7 @@ final class DecoderThread: @unchecked Sendable {
     private func decodeStep() -> Bool {
         if shared.generation.load(ordering: .acquiring) != generation {
             // A flush is on its way through the mailbox; write nothing stale meanwhile.
+            backoffMillis = 1
             return false
         }
         if current == nil {

@@ -300,8 +300,10 @@ public final class PlaybackEngine: Sendable {
             if items.isEmpty { s.flushTarget = nil }
             return s.generation
         }
-        decoder.send(.load(items, generation: g))
+        // Generation first: the output starts discarding at once, and the decoder, woken by the
+        // load, never sees its new plan with an old generation.
         shared.generation.store(g, ordering: .releasing)
+        decoder.send(.load(items, generation: g))
         monitor.poke()
     }
 
