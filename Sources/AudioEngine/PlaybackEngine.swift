@@ -84,7 +84,7 @@ public final class PlaybackEngine: Sendable {
 
     struct State {
         var queue: [(id: ItemID, path: String)] = []
-        /// Index in `queue` of the item the decoder plan starts with.
+        /// The id the next enqueued item gets.
         var nextID: UInt64 = 1
         var infos: [ItemID: ItemInfo] = [:]
         var failures: [ItemID: MPG123Error] = [:]
@@ -98,7 +98,6 @@ public final class PlaybackEngine: Sendable {
         var paused = false
         var volume: Float = 1
         var muted = false
-        var playing = false
         var seekOrigin: Set<ItemID> = []
         var rtLogged = false
         var pausedByDropFrames: Int?

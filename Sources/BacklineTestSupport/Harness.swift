@@ -91,16 +91,3 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     try? FileManager.default.removeItem(at: p.stdoutFile.deletingLastPathComponent())
     return ProcessResult(status: status, stdout: out, stderr: err)
 }
-
-/// A value guarded by a lock, for handing results between threads in tests and helpers.
-public final class LockedBox<T>: @unchecked Sendable {
-    // @unchecked Sendable: every access goes through `lock`.
-    private let lock = NSLock()
-    private var _value: T
-    public init(_ value: T) { _value = value }
-    /// The guarded value.
-    public var value: T {
-        get { lock.withLock { _value } }
-        set { lock.withLock { _value = newValue } }
-    }
-}

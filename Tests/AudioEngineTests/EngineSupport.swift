@@ -16,7 +16,6 @@ final class EventLog: Sendable {
     }
 
     var all: [EngineEvent] { events.withLock { $0.map(\.event) } }
-    var timed: [(time: Double, event: EngineEvent)] { events.withLock { $0 } }
 
     /// Waits until `predicate` holds for some event; returns its time, or nil on timeout.
     @discardableResult
