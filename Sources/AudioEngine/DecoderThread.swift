@@ -165,11 +165,9 @@ final class DecoderThread: @unchecked Sendable {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
                 finishCurrent()
             }
-        } catch let error as MPG123Error {
-            guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
-            report(.failed(id: item.id, error: error))
-            finishCurrent()
         } catch {
+            guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
+            report(.failed(id: item.id, error: Self.mpg123Error(error, path: item.path)))
             finishCurrent()
         }
         return true
@@ -213,17 +211,20 @@ final class DecoderThread: @unchecked Sendable {
             }
             current = decoder
             currentItem = item
-        } catch let error as MPG123Error {
-            report(.failed(id: item.id, error: error))
+        } catch {
+            report(.failed(id: item.id, error: Self.mpg123Error(error, path: item.path)))
             while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
                 _ = wake.wait(timeout: .now() + .milliseconds(5))
             }
             index += 1
-        } catch {
-            index += 1
         }
         return true
+    }
+
+    /// The decoder throws only `MPG123Error`; anything else still fails the item visibly.
+    private static func mpg123Error(_ error: any Error, path: String) -> MPG123Error {
+        (error as? MPG123Error) ?? MPG123Error(code: -1, message: "\(error)", path: path)
     }
 
     private var fillerPending = 0

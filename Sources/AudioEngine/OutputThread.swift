@@ -255,9 +255,10 @@ final class OutputThread: @unchecked Sendable {
             emit(.endOfInput)
             return
         }
-        // Waiting for the decoder (or an underrun in progress).
+        // Waiting for the decoder: with a device open an underrun is near, so look again soon;
+        // with none (idle, or before the first item) a slower poll keeps an idle engine cheap.
         publishPosition()
-        sleepMillis(1)
+        sleepMillis(pcm == nil ? 10 : 1)
     }
 
     // Not annotated: the performance checker rejects every C call ("not available in this
@@ -331,7 +332,7 @@ final class OutputThread: @unchecked Sendable {
         publishPosition()
         while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
               shared.generation.load(ordering: .acquiring) == generation {
-            sleepMillis(2)
+            sleepMillis(5)  // resume latency ≤ 5 ms, 200 wake-ups/s while paused
         }
         if hwPaused { snd_pcm_pause(pcm.pcm, 0) }
         shared.outputPaused.store(false, ordering: .releasing)

@@ -335,7 +335,8 @@ public final class PlaybackEngine: Sendable {
         }
     }
 
-    /// Removes a handler added with ``onEvent(_:)``; no call starts after this returns.
+    /// Removes a handler added with ``onEvent(_:)``. Events are delivered outside the engine's
+    /// lock, so a delivery already under way when this is called may still reach the handler once.
     public func removeHandler(_ token: UInt64) { _ = state.withLock { $0.handlers.removeValue(forKey: token) } }
 
     /// A stream of every event from now on.

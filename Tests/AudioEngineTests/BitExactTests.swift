@@ -105,6 +105,20 @@ struct BitExactTests {
         let halved = zip(got[settled...], ref[settled...]).allSatisfy { $0 == $1 * 0.5 }
         #expect(halved)
         #expect(zip(got[..<4], ref[..<4]).allSatisfy { abs($0) <= abs($1) })
+
+        // Mute: after the ramp down, silence; the volume setting itself is kept.
+        let muteCap = ALSAFileCapture(in: dir, name: "muted")
+        let muted = makeEngine(device: muteCap.device)
+        defer { muted.shutdown() }
+        muted.volume = 0.5
+        muted.isMuted = true
+        #expect(muted.volume == 0.5)
+        let mlog = EventLog(muted)
+        muted.enqueue([file.path])
+        #expect(mlog.waitForEnd())
+        let silent = try muteCap.f32()
+        #expect(silent.count == ref.count)
+        #expect(silent[settled...].allSatisfy { $0 == 0 }, "muted output is silent after the ramp")
     }
 }
 
