@@ -10,7 +10,11 @@ import Glibc
 public struct OutputSettings: Sendable, Equatable {
     /// ALSA PCM name.
     public var device: String
-    /// Device buffer length (default 200 ms) and period (default 50 ms).
+    /// Device buffer length (default 500 ms, as mpg123 and mpd) and period (default a quarter of it).
+    ///
+    /// A longer buffer means fewer wake-ups (8 a second at 500 ms) and more safety against a
+    /// stalled process; pause, stop, seek and skip stay immediate (hardware pause or drop), but a
+    /// volume change is heard only after what the device already holds (up to the buffer length).
     public var bufferMillis: Int
     public var periodMillis: Int
     /// Device sample format to try first (the other is the fallback).
@@ -18,7 +22,7 @@ public struct OutputSettings: Sendable, Equatable {
     /// Ask for SCHED_FIFO on the output thread.
     public var realtime: Bool
 
-    public init(device: String = "default", bufferMillis: Int = 200, periodMillis: Int? = nil,
+    public init(device: String = "default", bufferMillis: Int = 500, periodMillis: Int? = nil,
                 preferredFormat: DeviceSampleFormat = .float32, realtime: Bool = true) {
         self.device = device
         self.bufferMillis = bufferMillis

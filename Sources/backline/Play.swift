@@ -21,7 +21,7 @@ struct Play: ParsableCommand {
     var device = "default"
 
     @Option(name: .customLong("buffer-ms"), help: "Device buffer length in milliseconds (period = a quarter).")
-    var bufferMs = 200
+    var bufferMs = 500
 
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
     var format = "float32"
