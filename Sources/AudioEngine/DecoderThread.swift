@@ -15,6 +15,8 @@ struct DecodeItem: Sendable {
 enum DecoderReport: Sendable {
     case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata)
     case failed(id: UInt64, error: MPG123Error)
+    /// A `.splice` came too late (an item after its anchor was already opened) for `generation`.
+    case spliceFailed(generation: UInt32)
 }
 
 /// The decoder thread: owns the `MPG123Decoder`s, decodes the current item and then the next
@@ -31,6 +33,8 @@ final class DecoderThread: @unchecked Sendable {
         case load([DecodeItem], generation: UInt32)
         /// Add items at the end of the plan.
         case append([DecodeItem])
+        /// Replace the plan after item `after` with `items`, if nothing after it has been opened.
+        case splice(after: UInt64, items: [DecodeItem], generation: UInt32)
     }
 
     private let shared: EngineShared
@@ -108,6 +112,16 @@ final class DecoderThread: @unchecked Sendable {
             shared.endPosition.store(-1, ordering: .releasing)
         case .append(let items):
             plan += items
+            shared.endPosition.store(-1, ordering: .releasing)
+        case .splice(let anchor, let items, let g):
+            guard g == generation else { return }  // a newer load already carries the new plan
+            // Opened so far: plan[..<index], and plan[index] while `current` is set.
+            let firstUnopened = current == nil ? index : index + 1
+            guard let a = plan.firstIndex(where: { $0.id == anchor }), a + 1 >= firstUnopened else {
+                report(.spliceFailed(generation: g))
+                return
+            }
+            plan = Array(plan[...a]) + items
             shared.endPosition.store(-1, ordering: .releasing)
         }
     }

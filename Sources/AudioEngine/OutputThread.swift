@@ -140,7 +140,9 @@ final class OutputThread: @unchecked Sendable {
     private func publishPosition() {
         var delay: snd_pcm_sframes_t = 0
         if let pcm, snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
-        shared.publish(framesWritten: framesWritten, delay: max(0, delay))
+        let running = pcm.map { snd_pcm_state($0.pcm) == SND_PCM_STATE_RUNNING } ?? false
+        shared.publish(framesWritten: framesWritten, delay: max(0, delay), stampNanos: monotonicNanos(),
+                       advancing: running && !shared.pauseRequested.load(ordering: .relaxed))
     }
 
     /// One pass: flush check, pause, markers, then one write.
@@ -232,7 +234,7 @@ final class OutputThread: @unchecked Sendable {
         while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
             var delay: snd_pcm_sframes_t = 0
             if snd_pcm_delay(pcm.pcm, &delay) < 0 || delay <= period { break }
-            shared.publish(framesWritten: framesWritten, delay: delay)
+            shared.publish(framesWritten: framesWritten, delay: delay, stampNanos: monotonicNanos(), advancing: true)
             sleepMillis(max(1, periodMillis / 2))
         }
         if shared.generation.load(ordering: .acquiring) == generation {
@@ -340,5 +342,6 @@ final class OutputThread: @unchecked Sendable {
         }
         if hwPaused { snd_pcm_pause(pcm.pcm, 0) }
         shared.outputPaused.store(false, ordering: .releasing)
+        publishPosition()  // advancing again: the position moves from here, not from the next write
     }
 }

@@ -35,6 +35,9 @@ public enum EngineEvent: Sendable, Equatable {
     case deviceError(ALSAError)
     /// Everything queued has been played; the device is released.
     case endOfInput
+    /// The decoder opened an item (ahead of it being heard; again when a seek reopens it):
+    /// its format, exact length and tags are known. Delivered as soon as it happens.
+    case itemLoaded(ItemInfo)
 }
 
 /// The audible position.
@@ -77,6 +80,7 @@ public final class PlaybackEngine: Sendable {
     private let decoder: DecoderThread
     private let output: OutputThread
     private let monitor: MonitorThread
+    typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool)
     private let state: Mutex<State>
     private let logger: Logger
     /// The configuration the engine was made with.
@@ -89,7 +93,7 @@ public final class PlaybackEngine: Sendable {
         var infos: [ItemID: ItemInfo] = [:]
         var failures: [ItemID: MPG123Error] = [:]
         /// Audible timeline: segment starts by device frame.
-        var segments: [(deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool)] = []
+        var segments: [Segment] = []
         var pending: [(deviceFrame: Int, event: EngineEvent)] = []
         var handlers: [UInt64: @Sendable (EngineEvent) -> Void] = [:]
         var nextHandler: UInt64 = 1
@@ -99,6 +103,10 @@ public final class PlaybackEngine: Sendable {
         var volume: Float = 1
         var muted = false
         var seekOrigin: Set<ItemID> = []
+        /// Items restarted to continue where they were heard (no new `itemStarted`).
+        var quietRestart: Set<ItemID> = []
+        /// Events delivered at the monitor's next pass, ahead of the timeline's.
+        var immediate: [EngineEvent] = []
         var rtLogged = false
         var pausedByDropFrames: Int?
         /// After a flush: the position to report until the new generation's first segment is
@@ -230,6 +238,29 @@ public final class PlaybackEngine: Sendable {
         return true
     }
 
+    /// Replaces the items queued after `anchor` with `paths` (insert, remove, reorder), keeping
+    /// what plays now untouched and gapless: when the decoder has not yet opened anything after
+    /// `anchor`, its plan is edited in place; otherwise playback is re-planned from the audible
+    /// frame (sample-exact, with a refill of the device buffer).
+    /// - Returns: the new items' ids (`paths` order), or nil if `anchor` is not queued.
+    @discardableResult
+    public func replaceItems(after anchor: ItemID, with paths: [String]) -> [ItemID]? {
+        let planned = state.withLock { s -> ([DecodeItem], UInt32)? in
+            guard let i = s.queue.firstIndex(where: { $0.id == anchor }) else { return nil }
+            let items = paths.map { path -> DecodeItem in
+                let id = ItemID(rawValue: s.nextID)
+                s.nextID += 1
+                return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
+            }
+            s.queue = Array(s.queue[...i]) + items.map { (ItemID(rawValue: $0.id), $0.path) }
+            return (items, s.generation)
+        }
+        guard let (items, generation) = planned else { return nil }
+        decoder.send(.splice(after: anchor.rawValue, items: items, generation: generation))
+        monitor.poke()
+        return items.map { ItemID(rawValue: $0.id) }
+    }
+
     /// Skips to the next item (the audible one is dropped from the queue).
     public func skipToNext() {
         let current = position?.item ?? state.withLock { $0.queue.first?.id }
@@ -279,7 +310,7 @@ public final class PlaybackEngine: Sendable {
         let items = state.withLock { s -> [DecodeItem] in
             guard let i = s.queue.firstIndex(where: { $0.id == item }) else { return [] }
             s.queue.removeSubrange(..<i)
-            if seek { s.seekOrigin.insert(item) }
+            if seek { s.seekOrigin.insert(item) } else { s.quietRestart.insert(item) }
             if let rate = s.infos[item]?.format.rate {
                 s.flushTarget = PlaybackPosition(item: item, frame: frame, rate: rate)
             }
@@ -311,15 +342,29 @@ public final class PlaybackEngine: Sendable {
     /// The audible item and position: frames written to the device minus what it still holds,
     /// mapped onto the item whose frames those are.
     public var position: PlaybackPosition? {
-        let (fw, delay) = shared.position()
-        let heard = fw - delay
+        let reading = shared.position()
         return state.withLock { s in
             if let target = s.flushTarget { return target }
+            let heard = Self.heardFrame(reading, segments: s.segments)
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
             let inItem = max(0, heard - seg.deviceFrame)
             let length = s.infos[seg.item]?.durationFrames ?? Int.max
             return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
         }
+    }
+
+    /// The device frame heard now: the last (framesWritten − delay) reading, advanced by the
+    /// time since at the playing segment's rate (the reading is refreshed once per period), and
+    /// never past what was written.
+    private static func heardFrame(_ r: (framesWritten: Int, delay: Int, stampNanos: Int?),
+                                   segments: [Segment]) -> Int {
+        var heard = r.framesWritten - r.delay
+        if let t = r.stampNanos {
+            let rate = (segments.last(where: { $0.deviceFrame <= heard }) ?? segments.first)?.rate ?? 0
+            let elapsed = max(0, monotonicNanos() - t)
+            heard = min(r.framesWritten, heard + Int(Double(elapsed) * Double(rate) / 1e9))
+        }
+        return heard
     }
 
     // MARK: - Events
@@ -370,11 +415,25 @@ public final class PlaybackEngine: Sendable {
             switch r {
             case .opened(let id, let format, let length, let metadata):
                 let path = s.queue.first { $0.id.rawValue == id }?.path ?? ""
-                s.infos[ItemID(rawValue: id)] = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
-                                                         durationFrames: length, metadata: metadata)
+                let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
+                                    durationFrames: length, metadata: metadata)
+                s.infos[info.id] = info
+                s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):
                 s.failures[ItemID(rawValue: id)] = error
+            case .spliceFailed:
+                break
             }
+        }
+        switch r {
+        case .opened: monitor.poke()
+        case .failed: break
+        case .spliceFailed(let generation):
+            // The decoder had already opened an item after the splice point: re-plan from what
+            // is heard now (sample-exact; the device buffer is refilled).
+            guard state.withLock({ $0.generation == generation }) else { return }
+            let at = position ?? state.withLock { s in s.queue.first.map { PlaybackPosition(item: $0.id, frame: 0, rate: 0) } }
+            if let at { restart(at: at.item, frame: at.frame, seek: false) }
         }
     }
 
@@ -394,9 +453,11 @@ public final class PlaybackEngine: Sendable {
                 logger.info("output thread runs at normal priority (no permission for SCHED_FIFO)")
             }
         }
-        let (fw, delay) = shared.position()
-        let heard = fw - delay
+        let reading = shared.position()
         let due: ([EngineEvent], UInt32) = state.withLock { s in
+            let heard = Self.heardFrame(reading, segments: s.segments)
+            immediate = s.immediate + immediate
+            s.immediate = []
             for e in raw where e.generation == s.generation {
                 let id = ItemID(rawValue: e.item)
                 switch e.kind {
@@ -404,7 +465,8 @@ public final class PlaybackEngine: Sendable {
                     s.flushTarget = nil
                     s.awaitingSegment = false
                     let seek = s.seekOrigin.remove(id) != nil
-                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, seek))
+                    let quiet = s.quietRestart.remove(id) != nil
+                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), quiet, seek))
                 case .itemEnded:
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
                 case .itemFailed:

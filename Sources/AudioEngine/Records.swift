@@ -1,5 +1,8 @@
 import RingBuffer
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An in-band record from the decoder thread to the output thread, placed in the marker ring
 /// *before* the PCM bytes it describes. `position` is the PCM ring's absolute byte position at
@@ -110,31 +113,45 @@ final class EngineShared: Sendable {
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
 
-    // Seqlock over (framesWritten, delay).
+    // Seqlock over (framesWritten, delay, stamp): stamp is CLOCK_MONOTONIC nanoseconds of the
+    // delay reading, negated while the device is not running (paused, prepared, stopped).
     private let seq = Atomic<UInt64>(0)
     private let framesWritten = Atomic<Int>(0)
     private let delay = Atomic<Int>(0)
+    private let stamp = Atomic<Int>(0)
 
-    /// Output thread only: publishes a consistent (framesWritten, delay) pair.
+    /// Output thread only: publishes a consistent (framesWritten, delay) pair, measured at
+    /// `stampNanos` (monotonic); `advancing` says whether the device is playing it out.
     @_noLocks @_noAllocation
-    func publish(framesWritten fw: Int, delay d: Int) {
+    func publish(framesWritten fw: Int, delay d: Int, stampNanos: Int = 0, advancing: Bool = false) {
         let s = seq.load(ordering: .relaxed)
         seq.store(s &+ 1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
         framesWritten.store(fw, ordering: .relaxed)
         delay.store(d, ordering: .relaxed)
+        stamp.store(advancing ? stampNanos : -1, ordering: .relaxed)
         seq.store(s &+ 2, ordering: .releasing)
     }
 
-    /// Any thread: the latest consistent (framesWritten, delay) pair.
-    func position() -> (framesWritten: Int, delay: Int) {
+    /// Any thread: the latest consistent (framesWritten, delay) pair and when it was measured
+    /// (nil while the device is not advancing).
+    func position() -> (framesWritten: Int, delay: Int, stampNanos: Int?) {
         while true {
             let s1 = seq.load(ordering: .acquiring)
             let fw = framesWritten.load(ordering: .relaxed)
             let d = delay.load(ordering: .relaxed)
+            let t = stamp.load(ordering: .relaxed)
             atomicMemoryFence(ordering: .acquiring)
             let s2 = seq.load(ordering: .relaxed)
-            if s1 == s2 && s1 & 1 == 0 { return (fw, d) }
+            if s1 == s2 && s1 & 1 == 0 { return (fw, d, t >= 0 ? t : nil) }
         }
     }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+@inline(__always)
+func monotonicNanos() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }

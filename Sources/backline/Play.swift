@@ -73,6 +73,8 @@ struct Play: ParsableCommand {
             case .endOfInput:
                 status.withLock { $0.finished = true }
                 done.signal()
+            case .itemLoaded:
+                break
             }
         }
 
