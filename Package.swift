@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "backline", targets: ["backline"]),
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
+        .library(name: "Player", targets: ["Player"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -39,6 +40,10 @@ let package = Package(
         ),
 
         // Benchmarks that `backline bench` runs and prints side by side with their references.
+        // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
+        .target(name: "Player", dependencies: ["AudioEngine"], swiftSettings: strictSettings),
+        // The README's AVQueuePlayer-style example.
+        .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
         .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine"], swiftSettings: strictSettings),
 
         // The command-line front end: play, bench.

@@ -1,0 +1,122 @@
+import AudioEngine
+import Foundation
+import Synchronization
+
+/// Why an item could not be played: the file, the reason, and libmpg123's code.
+public struct PlayerItemError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file.
+    public var path: String
+    /// What went wrong, in words.
+    public var message: String
+    /// The libmpg123 error code (`-1` when the failure did not come from libmpg123).
+    public var code: Int32
+
+    public init(path: String, message: String, code: Int32) {
+        self.path = path
+        self.message = message
+        self.code = code
+    }
+
+    init(_ e: MPG123Error, path: String) {
+        self.init(path: path, message: e.message, code: e.code)
+    }
+
+    public var description: String { "\(path): \(message)" }
+}
+
+/// One playable file, as `AVPlayerItem`: its loading status, exact duration and tags.
+///
+/// An item has an identity: it can sit in one queue at one place only (see
+/// ``QueuePlayer/canInsert(_:after:)``); to play a file twice, make two items. Items are
+/// reference types and safe to use from any thread.
+public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
+    /// Loading status, as `AVPlayerItem.Status`.
+    public enum Status: Int, Sendable {
+        /// Not loaded yet (items load when the player gets near them).
+        case unknown = 0
+        /// Opened: ``duration`` and ``metadata`` are known.
+        case readyToPlay = 1
+        /// Cannot be played; terminal. ``error`` says why.
+        case failed = 2
+    }
+
+    /// The file's path.
+    public let path: String
+    /// The file's URL.
+    public var url: URL { URL(fileURLWithPath: path) }
+
+    struct State {
+        var status = Status.unknown
+        var error: PlayerItemError?
+        var durationFrames: Int?
+        var rate = 0
+        var metadata = TrackMetadata()
+        /// The player this item is queued in (an item belongs to one queue at a time).
+        var owner: ObjectIdentifier?
+    }
+
+    let state = Mutex(State())
+
+    /// An item for a file URL.
+    public convenience init(url: URL) {
+        self.init(path: url.path)
+    }
+
+    /// An item for a file path.
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Loading status. Items are loaded by the player that queues them, shortly before they play.
+    public var status: Status { state.withLock { $0.status } }
+
+    /// Why the item failed; nil unless ``status`` is `.failed`.
+    public var error: PlayerItemError? { state.withLock { $0.error } }
+
+    /// Exact duration in seconds (gapless: encoder delay and padding removed); nil until loaded
+    /// (`kCMTimeIndefinite` in AVFoundation).
+    public var duration: Double? {
+        state.withLock { s in s.durationFrames.map { Double($0) / Double(max(1, s.rate)) } }
+    }
+
+    /// Exact duration in sample frames, and the sample rate; nil until loaded.
+    public var durationFrames: (frames: Int, rate: Int)? {
+        state.withLock { s in s.durationFrames.map { ($0, s.rate) } }
+    }
+
+    /// Tags from the file (ID3v1/ID3v2); empty until loaded.
+    public var metadata: TrackMetadata { state.withLock { $0.metadata } }
+
+    /// Title, else the file name: what a player shows for this item.
+    public var displayName: String {
+        let m = metadata
+        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (path as NSString).lastPathComponent
+    }
+
+    public var description: String { "PlayerItem(\((path as NSString).lastPathComponent))" }
+
+    public static func == (a: PlayerItem, b: PlayerItem) -> Bool { a === b }
+    public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
+
+    /// Marks the item loaded; returns whether its status changed.
+    func markLoaded(_ info: ItemInfo) -> Bool {
+        state.withLock { s in
+            guard s.status == .unknown else { return false }
+            s.status = .readyToPlay
+            s.durationFrames = info.durationFrames
+            s.rate = info.format.rate
+            s.metadata = info.metadata
+            return true
+        }
+    }
+
+    /// Marks the item failed (terminal); returns whether its status changed.
+    func markFailed(_ error: PlayerItemError) -> Bool {
+        state.withLock { s in
+            guard s.status != .failed else { return false }
+            s.status = .failed
+            s.error = error
+            return true
+        }
+    }
+}

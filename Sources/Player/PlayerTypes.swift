@@ -1,0 +1,85 @@
+import AudioEngine
+
+/// What the player does when an item plays to its end (`AVPlayer.ActionAtItemEnd`).
+public enum ActionAtItemEnd: Int, Sendable {
+    /// Go on to the next item (gapless). The default for a queue player.
+    case advance = 0
+    /// Set the rate to 0; the item stays current, at its end.
+    case pause = 1
+    /// Do nothing: rate and current item stay as they are. Changing the action later applies
+    /// the new one at once.
+    case none = 2
+}
+
+/// Whether playback is advancing (`AVPlayer.TimeControlStatus`).
+public enum TimeControlStatus: Int, Sendable {
+    /// Rate 0.
+    case paused = 0
+    /// A non-zero rate was asked for but nothing is heard yet; see ``WaitingReason``.
+    case waitingToPlayAtSpecifiedRate = 1
+    /// Audio of the current item is being heard.
+    case playing = 2
+}
+
+/// Why the player waits (`AVPlayer.WaitingReason`).
+public enum WaitingReason: String, Sendable {
+    /// The output ran dry (an underrun) and is refilling.
+    case toMinimizeStalls
+    /// The current item is opening and its first audio is on its way to the device.
+    case evaluatingBufferingRate
+    /// There is no current item; playback starts as soon as one is inserted.
+    case noItemToPlay
+}
+
+/// Why the rate changed (`AVPlayer.RateDidChangeReason`, plus Backline's own).
+public enum RateChangeReason: String, Sendable {
+    /// `play()`, `pause()` or `setRate(_:)`.
+    case setRateCalled
+    /// A rate the player cannot play was asked for; the rate did not change.
+    case setRateFailed
+    /// The audio session was interrupted.
+    case audioSessionInterrupted
+    /// The app went to the background without permission to play there.
+    case appBackgrounded
+    /// The current item ended with ``ActionAtItemEnd/pause``.
+    case reachedEndOfItem
+    /// The audio device failed or disappeared.
+    case outputFailed
+}
+
+/// A rate the player cannot play.
+public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The rate asked for.
+    public var rate: Float
+    public var description: String {
+        "unsupported playback rate \(rate): only 0 (paused) and 1 (natural speed) are supported (no time-stretching yet)"
+    }
+}
+
+/// Player notifications (the `AVPlayerItem…Notification`s and AVPlayer's observable properties).
+public enum PlayerEvent: Sendable {
+    /// `currentItem` changed (nil: the queue ran out or was emptied).
+    case currentItemChanged(PlayerItem?)
+    /// An item's status changed (to `.readyToPlay` when loaded, `.failed` when it failed).
+    case itemStatusChanged(PlayerItem, PlayerItem.Status)
+    /// `AVPlayerItemDidPlayToEndTime`: the item's last sample was heard.
+    case itemDidPlayToEnd(PlayerItem)
+    /// `AVPlayerItemFailedToPlayToEndTime`: the item failed (what could be decoded was played);
+    /// it has been removed from the queue and playback goes on with the next item.
+    case itemFailedToPlayToEnd(PlayerItem, PlayerItemError)
+    /// `AVPlayerItemTimeJumped`: the current time changed discontinuously (a seek), now `time`.
+    case timeJumped(PlayerItem, time: Double)
+    /// `AVPlayerItemPlaybackStalled`: the output ran dry; it refills by itself.
+    case playbackStalled(PlayerItem?)
+    /// `rate` changed.
+    case rateChanged(Float, reason: RateChangeReason)
+    /// `timeControlStatus` changed (with the reason while waiting).
+    case timeControlStatusChanged(TimeControlStatus, reason: WaitingReason?)
+    /// The audio device failed; the player paused.
+    case outputFailed(ALSAError)
+}
+
+/// An opaque token for a time observer or an event handler; pass it back to remove it.
+public struct ObserverToken: Hashable, Sendable {
+    let id: UInt64
+}

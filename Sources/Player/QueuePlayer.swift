@@ -1,0 +1,512 @@
+import AudioEngine
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A queue of ``PlayerItem``s played gaplessly, with `AVQueuePlayer` semantics.
+///
+/// - Played, failed and skipped items leave the queue; ``items()`` lists the current item first.
+/// - Item changes and "did play to end" happen when the boundary is *heard* (the engine's
+///   device position), not when it is decoded.
+/// - Every method may be called from any thread or task. Callbacks run on the queues their
+///   owners chose and never while the player holds its lock.
+///
+/// ```swift
+/// let player = QueuePlayer(items: paths.map { PlayerItem(path: $0) })
+/// let token = player.addPeriodicTimeObserver(forInterval: 1, queue: .global()) { t in print(t) }
+/// player.play()
+/// ```
+public final class QueuePlayer: Sendable {
+    /// The engine behind the player (one decoder thread, one output thread).
+    public let engine: PlaybackEngine
+
+    struct State {
+        var items: [PlayerItem] = []
+        var rate: Float = 0
+        var action = ActionAtItemEnd.advance
+        var status = TimeControlStatus.paused
+        var waitingReason: WaitingReason?
+        /// The engine's id for the current item, and for every item it was given.
+        var currentEngineID: ItemID?
+        var engineItems: [ItemID: PlayerItem] = [:]
+        /// The current item's audio has been heard since it became current (or since a replan).
+        var heardCurrent = false
+        /// The current item played to its end with `.pause`/`.none`: the engine holds nothing.
+        var atEnd = false
+        /// Time to report while nothing is heard (before start, after a seek while paused).
+        var parkedTime: Double = 0
+        var pendingSeek: (id: UInt64, completion: (@Sendable (Bool) -> Void)?)?
+        var nextSeekID: UInt64 = 0
+        var handlers: [UInt64: (queue: DispatchQueue, handler: @Sendable (PlayerEvent) -> Void)] = [:]
+        var continuations: [UInt64: AsyncStream<PlayerEvent>.Continuation] = [:]
+        var nextToken: UInt64 = 1
+        var volume: Float = 1
+        var muted = false
+        /// The item last announced with `currentItemChanged`.
+        var announced: PlayerItem?
+    }
+
+    let state = Mutex(State())
+    /// Orders event delivery: events are enqueued here under the lock, fanned out from here.
+    private let eventQueue = DispatchQueue(label: "backline.player.events")
+    let clock: ObserverClock
+    private let engineToken = Mutex<UInt64?>(nil)
+
+    /// A player over its own engine, with `items` queued (the first becomes current), paused.
+    public init(items: [PlayerItem] = [], configuration: EngineConfiguration = EngineConfiguration()) {
+        engine = PlaybackEngine(configuration: configuration)
+        engine.pause()
+        clock = ObserverClock()
+        clock.player = self
+        let token = engine.onEvent { [weak self] e in self?.handle(e) }
+        engineToken.withLock { $0 = token }
+        state.withLock { s in
+            for item in items where canInsert(item, in: s) {
+                item.state.withLock { $0.owner = ObjectIdentifier(self) }
+                s.items.append(item)
+            }
+            if !s.items.isEmpty { replan(&s, startingAt: nil) }
+            s.announced = s.items.first
+        }
+    }
+
+    deinit {
+        for item in state.withLock({ $0.items }) { item.state.withLock { $0.owner = nil } }
+        engine.shutdown()
+    }
+
+    // MARK: - Queue
+
+    /// The queued items, the current one first.
+    public func items() -> [PlayerItem] { state.withLock { $0.items } }
+
+    /// The item being played (or about to be), nil when the queue is empty.
+    public var currentItem: PlayerItem? { state.withLock { $0.items.first } }
+
+    /// Whether `item` can be inserted after `after` (nil: at the end): not when it is queued
+    /// anywhere already (one item, one place), when it failed (terminal), or when `after` is not
+    /// in this queue.
+    public func canInsert(_ item: PlayerItem, after: PlayerItem?) -> Bool {
+        state.withLock { s in canInsert(item, in: s) && (after.map { a in s.items.contains { $0 === a } } ?? true) }
+    }
+
+    private func canInsert(_ item: PlayerItem, in s: State) -> Bool {
+        item.state.withLock { $0.owner == nil && $0.status != .failed }
+    }
+
+    /// Inserts `item` after `after` (nil appends). Inserting into an empty queue makes it the
+    /// current item, and it starts playing at once if the rate is not 0. Upcoming items are
+    /// handed to the engine without disturbing what plays now (gapless).
+    /// - Returns: false (and nothing changes) when ``canInsert(_:after:)`` is false.
+    @discardableResult
+    public func insert(_ item: PlayerItem, after: PlayerItem?) -> Bool {
+        state.withLock { s in
+            guard canInsert(item, in: s) else { return false }
+            var index = s.items.count
+            if let after {
+                guard let i = s.items.firstIndex(where: { $0 === after }) else { return false }
+                index = i + 1
+            }
+            item.state.withLock { $0.owner = ObjectIdentifier(self) }
+            s.items.insert(item, at: index)
+            if index == 0 || s.items.count == 1 {
+                replan(&s, startingAt: nil)
+                announceCurrent(&s)
+                clock.jumped()
+            } else {
+                resplice(&s)
+            }
+            updateStatus(&s)
+            return true
+        }
+    }
+
+    /// Removes `item`; removing the current item is ``advanceToNextItem()``.
+    public func remove(_ item: PlayerItem) {
+        state.withLock { s in
+            guard let i = s.items.firstIndex(where: { $0 === item }) else { return }
+            if i == 0 {
+                advance(&s)
+            } else {
+                s.items.remove(at: i)
+                release(item)
+                resplice(&s)
+            }
+        }
+    }
+
+    /// Ends the current item now (no "did play to end"), removes it, and plays the next one
+    /// at the current rate.
+    public func advanceToNextItem() {
+        state.withLock { s in advance(&s) }
+    }
+
+    /// Empties the queue and stops playback (the device is released). The rate is kept: with a
+    /// rate of 1 the player waits (`noItemToPlay`) and plays the next item inserted.
+    public func removeAllItems() {
+        state.withLock { s in
+            let had = !s.items.isEmpty
+            for item in s.items { release(item) }
+            s.items = []
+            replan(&s, startingAt: nil)
+            if had { announceCurrent(&s) }
+            updateStatus(&s)
+        }
+    }
+
+    /// What happens when an item ends. Changing it applies at once: to the current item's end
+    /// if it is still playing, and immediately if the current item already sits at its end.
+    public var actionAtItemEnd: ActionAtItemEnd {
+        get { state.withLock { $0.action } }
+        set {
+            state.withLock { s in
+                guard s.action != newValue else { return }
+                s.action = newValue
+                if s.atEnd {
+                    switch newValue {
+                    case .advance: advance(&s)
+                    case .pause: setRateLocked(&s, 0, reason: .reachedEndOfItem)
+                    case .none: break
+                    }
+                } else {
+                    resplice(&s)
+                }
+            }
+        }
+    }
+
+    // MARK: - Rate
+
+    /// 0 (paused) or 1 (playing). While waiting (see ``timeControlStatus``) this is the rate
+    /// playback will use.
+    public var rate: Float { state.withLock { $0.rate } }
+
+    /// Sets the rate: 0 pauses, 1 plays; any other rate throws ``UnsupportedRateError`` (and a
+    /// `rateChanged` event with `.setRateFailed`) until time-stretching exists.
+    public func setRate(_ rate: Float) throws(UnsupportedRateError) {
+        guard rate == 0 || rate == 1 else {
+            state.withLock { s in post(&s, .rateChanged(s.rate, reason: .setRateFailed)) }
+            throw UnsupportedRateError(rate: rate)
+        }
+        state.withLock { s in setRateLocked(&s, rate, reason: .setRateCalled) }
+    }
+
+    /// Plays (rate 1).
+    public func play() { state.withLock { s in setRateLocked(&s, 1, reason: .setRateCalled) } }
+
+    /// Pauses (rate 0); nothing is lost or repeated across pause and play.
+    public func pause() { state.withLock { s in setRateLocked(&s, 0, reason: .setRateCalled) } }
+
+    /// Sets the rate for a reason other than the app's own call (interruption, background,
+    /// device loss): used by the audio-session and lifecycle layers.
+    public func setRate(_ rate: Float, reason: RateChangeReason) {
+        state.withLock { s in setRateLocked(&s, rate == 0 ? 0 : 1, reason: reason) }
+    }
+
+    /// Whether playback is advancing, waiting, or paused.
+    public var timeControlStatus: TimeControlStatus { state.withLock { $0.status } }
+
+    /// Why the player waits; nil unless ``timeControlStatus`` is `.waitingToPlayAtSpecifiedRate`.
+    public var reasonForWaitingToPlay: WaitingReason? { state.withLock { $0.waitingReason } }
+
+    /// Player volume 0…1 (software gain, smoothed), relative to other output.
+    public var volume: Float {
+        get { state.withLock { $0.volume } }
+        set { state.withLock { s in s.volume = min(1, max(0, newValue)); engine.volume = s.volume } }
+    }
+
+    /// Mutes this player only (keeps ``volume``).
+    public var isMuted: Bool {
+        get { state.withLock { $0.muted } }
+        set { state.withLock { s in s.muted = newValue; engine.isMuted = newValue } }
+    }
+
+    // MARK: - Time
+
+    /// The current item's time in seconds: what is heard now (0 with no current item).
+    public func currentTime() -> Double {
+        state.withLock { s in currentTimeLocked(s) }
+    }
+
+    func currentTimeLocked(_ s: State) -> Double {
+        guard let item = s.items.first else { return 0 }
+        if s.atEnd { return item.duration ?? s.parkedTime }
+        if s.heardCurrent, let pos = engine.position, pos.item == s.currentEngineID {
+            return pos.seconds
+        }
+        return s.parkedTime
+    }
+
+    /// Seeks the current item to `time` seconds. Backline always seeks sample-accurately, so
+    /// the tolerances only exist for AVFoundation compatibility. A newer seek completes an older
+    /// one at once with `false`; a seek that lands completes with `true` when its first sample is
+    /// heard (at once while paused). With no current item it completes with `false`.
+    public func seek(to time: Double, toleranceBefore: Double = 0, toleranceAfter: Double = 0,
+                     completion: (@Sendable (Bool) -> Void)? = nil) {
+        state.withLock { s in
+            if let old = s.pendingSeek?.completion { eventQueue.async { old(false) } }
+            s.pendingSeek = nil
+            guard let item = s.items.first else {
+                if let completion { eventQueue.async { completion(false) } }
+                return
+            }
+            let t = max(0, min(time, item.duration ?? .infinity))
+            s.nextSeekID += 1
+            let id = s.nextSeekID
+            if s.heardCurrent, !s.atEnd, let pos = engine.position, pos.item == s.currentEngineID {
+                engine.seek(to: t)
+            } else {
+                replan(&s, startingAt: t)
+            }
+            s.parkedTime = t
+            if s.rate == 0 {
+                // Paused: the frame is ready; the jump is what the listener will hear on play.
+                s.heardCurrent = false
+                post(&s, .timeJumped(item, time: t))
+                if let completion { eventQueue.async { completion(true) } }
+                clock.jumped()
+            } else {
+                s.pendingSeek = (id, completion)
+            }
+        }
+    }
+
+    // MARK: - Events
+
+    /// Calls `handler` on `queue` for every player event, in order; returns a token for
+    /// ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (PlayerEvent) -> Void) -> ObserverToken {
+        state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.handlers[t] = (queue, handler)
+            return ObserverToken(id: t)
+        }
+    }
+
+    /// Removes an event handler; no event is delivered to it once this returns (events already
+    /// queued for it are dropped).
+    public func removeObserver(_ token: ObserverToken) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: token.id) }
+    }
+
+    /// Every player event from now on, for async code.
+    public func events() -> AsyncStream<PlayerEvent> {
+        let (stream, continuation) = AsyncStream<PlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let token = state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.continuations[t] = continuation
+            return t
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.continuations.removeValue(forKey: token) }
+        }
+        return stream
+    }
+
+    /// Queues an event for delivery (called with the lock held; delivery happens outside it,
+    /// in the order events were posted).
+    private func post(_ s: inout State, _ event: PlayerEvent) {
+        let handlers = s.handlers
+        let continuations = Array(s.continuations.values)
+        eventQueue.async { [weak self] in
+            for c in continuations { c.yield(event) }
+            for (token, h) in handlers {
+                h.queue.async { [weak self] in
+                    // Removed meanwhile: not delivered.
+                    guard let self, self.state.withLock({ $0.handlers[token] != nil }) else { return }
+                    h.handler(event)
+                }
+            }
+        }
+    }
+
+    // MARK: - Internals (lock held)
+
+    private func release(_ item: PlayerItem) {
+        item.state.withLock { $0.owner = nil }
+    }
+
+    private func setRateLocked(_ s: inout State, _ rate: Float, reason: RateChangeReason) {
+        guard s.rate != rate else { return }
+        s.rate = rate
+        if rate == 0 {
+            engine.pause()
+        } else if s.atEnd {
+            // Playing an item that sits at its end: it ends again at once.
+            engine.resume()
+            post(&s, .rateChanged(rate, reason: reason))
+            itemReachedEnd(&s)
+            updateStatus(&s)
+            return
+        } else {
+            engine.resume()
+        }
+        post(&s, .rateChanged(rate, reason: reason))
+        updateStatus(&s)
+    }
+
+    /// Feeds the engine from scratch: the current item (from `startingAt`, else its start) and,
+    /// with `.advance`, the items after it.
+    private func replan(_ s: inout State, startingAt time: Double?) {
+        engine.stop()
+        if s.rate == 0 { engine.pause() }
+        s.engineItems = [:]
+        s.currentEngineID = nil
+        s.heardCurrent = false
+        s.atEnd = false
+        s.parkedTime = time ?? 0
+        guard let current = s.items.first else { return }
+        let id = time.map { engine.enqueue(current.path, startingAt: $0) } ?? engine.enqueue([current.path])[0]
+        s.currentEngineID = id
+        s.engineItems[id] = current
+        let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
+        for (item, eid) in zip(upcoming, engine.enqueue(upcoming.map(\.path))) { s.engineItems[eid] = item }
+    }
+
+    /// Hands the engine the items after the current one (all of them with `.advance`, none
+    /// otherwise) without touching the current item's audio.
+    private func resplice(_ s: inout State) {
+        guard let cid = s.currentEngineID, !s.atEnd, s.items.first != nil else { return }
+        let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
+        guard let ids = engine.replaceItems(after: cid, with: upcoming.map(\.path)) else {
+            replan(&s, startingAt: currentTimeLocked(s))
+            return
+        }
+        s.engineItems = s.engineItems.filter { $0.key == cid }
+        for (item, eid) in zip(upcoming, ids) { s.engineItems[eid] = item }
+    }
+
+    /// Drops the current item (no end event) and makes the next one current.
+    private func advance(_ s: inout State) {
+        guard !s.items.isEmpty else { return }
+        release(s.items.removeFirst())
+        replan(&s, startingAt: nil)
+        announceCurrent(&s)
+        updateStatus(&s)
+        clock.jumped()
+    }
+
+    /// Posts `currentItemChanged` if the current item is not the one last announced.
+    private func announceCurrent(_ s: inout State) {
+        guard s.items.first !== s.announced else { return }
+        s.announced = s.items.first
+        post(&s, .currentItemChanged(s.items.first))
+    }
+
+    /// The current item was heard to its end under `.pause`/`.none`.
+    private func itemReachedEnd(_ s: inout State) {
+        guard let item = s.items.first else { return }
+        s.atEnd = true
+        post(&s, .itemDidPlayToEnd(item))
+        if s.action == .pause, s.rate != 0 {
+            s.rate = 0
+            engine.pause()
+            post(&s, .rateChanged(0, reason: .reachedEndOfItem))
+        }
+    }
+
+    private func updateStatus(_ s: inout State) {
+        let (status, reason): (TimeControlStatus, WaitingReason?)
+        if s.rate == 0 {
+            (status, reason) = (.paused, nil)
+        } else if s.items.isEmpty {
+            (status, reason) = (.waitingToPlayAtSpecifiedRate, .noItemToPlay)
+        } else if !s.heardCurrent && !s.atEnd {
+            (status, reason) = (.waitingToPlayAtSpecifiedRate, .evaluatingBufferingRate)
+        } else {
+            (status, reason) = (.playing, nil)
+        }
+        guard status != s.status || reason != s.waitingReason else { return }
+        s.status = status
+        s.waitingReason = reason
+        post(&s, .timeControlStatusChanged(status, reason: reason))
+        clock.statusChanged()
+    }
+
+    // MARK: - Engine events (monitor thread)
+
+    private func handle(_ event: EngineEvent) {
+        state.withLock { s in
+            switch event {
+            case .itemLoaded(let info):
+                guard let item = s.engineItems[info.id], item.markLoaded(info) else { return }
+                post(&s, .itemStatusChanged(item, .readyToPlay))
+
+            case .itemStarted(let info, let fromSeek):
+                guard let item = s.engineItems[info.id], s.items.contains(where: { $0 === item }) else { return }
+                // A gapless change heard now: earlier items are done (their end came first).
+                while let first = s.items.first, first !== item {
+                    release(s.items.removeFirst())
+                }
+                announceCurrent(&s)
+                s.currentEngineID = info.id
+                s.heardCurrent = true
+                s.atEnd = false
+                if fromSeek, let seek = s.pendingSeek {
+                    s.pendingSeek = nil
+                    post(&s, .timeJumped(item, time: currentTimeLocked(s)))
+                    if let c = seek.completion { eventQueue.async { c(true) } }
+                }
+                updateStatus(&s)
+                clock.jumped()
+
+            case .itemEnded(let id):
+                guard let item = s.engineItems.removeValue(forKey: id) else { return }
+                guard item === s.items.first else { return }
+                if s.action == .advance {
+                    s.items.removeFirst()
+                    release(item)
+                    post(&s, .itemDidPlayToEnd(item))
+                    // The next item (if any) becomes current at the same device frame: its
+                    // `itemStarted` follows in this batch. With none left, the queue is done.
+                    if s.items.isEmpty {
+                        s.currentEngineID = nil
+                        s.heardCurrent = false
+                        announceCurrent(&s)
+                        updateStatus(&s)
+                    } else {
+                        // Gapless: audio goes on without a break, so the status stays `playing`.
+                        s.currentEngineID = s.engineItems.first { $0.value === s.items.first }?.key
+                    }
+                } else {
+                    itemReachedEnd(&s)
+                    updateStatus(&s)
+                }
+                clock.jumped()
+
+            case .itemFailed(let id, let path, let error):
+                guard let item = s.engineItems.removeValue(forKey: id) else { return }
+                let e = PlayerItemError(error, path: path)
+                if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
+                post(&s, .itemFailedToPlayToEnd(item, e))
+                guard let i = s.items.firstIndex(where: { $0 === item }) else { return }
+                s.items.remove(at: i)
+                release(item)
+                if i == 0 {
+                    if s.action == .advance && s.engineItems.values.contains(where: { $0 === s.items.first }) {
+                        // The engine goes straight on into the next item.
+                        s.currentEngineID = s.engineItems.first { $0.value === s.items.first }?.key
+                    } else {
+                        replan(&s, startingAt: nil)
+                    }
+                    announceCurrent(&s)
+                    updateStatus(&s)
+                    clock.jumped()
+                }
+
+            case .underrun:
+                post(&s, .playbackStalled(s.items.first))
+
+            case .deviceError(let e):
+                post(&s, .outputFailed(e))
+                setRateLocked(&s, 0, reason: .outputFailed)
+
+            case .endOfInput:
+                updateStatus(&s)
+            }
+        }
+    }
+}
