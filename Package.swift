@@ -68,6 +68,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PlayerTests",
+            dependencies: ["Player", "AudioEngine", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "BacklineTestSupport"],
             swiftSettings: strictSettings

@@ -51,6 +51,7 @@ public enum RateChangeReason: String, Sendable {
 public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The rate asked for.
     public var rate: Float
+    public init(rate: Float) { self.rate = rate }
     public var description: String {
         "unsupported playback rate \(rate): only 0 (paused) and 1 (natural speed) are supported (no time-stretching yet)"
     }

@@ -1,0 +1,152 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import Player
+import Testing
+
+@Suite("QueuePlayer: queue, actionAtItemEnd, failures (ALSA file capture)", Harness.audioTools)
+struct QueueTests {
+    static func files() throws -> (URL, URL, URL) {
+        (try PlayerFixtures.tone("q-a", seconds: 0.6, frequency: 330),
+         try PlayerFixtures.tone("q-b", seconds: 0.7, frequency: 550),
+         try PlayerFixtures.tone("q-c", seconds: 0.5, frequency: 770))
+    }
+
+    @Test("queue operations: identity, insert after current, remove, remove current = advance, removeAll")
+    func queueOperations() throws {
+        let (a, b, c) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        let log = PlayerLog(player)
+        #expect(player.items() == [ia, ib])
+        #expect(player.currentItem === ia)
+        #expect(player.rate == 0 && player.timeControlStatus == .paused)
+        #expect(!player.canInsert(ia, after: nil), "an item cannot be queued twice")
+        #expect(!player.canInsert(ic, after: PlayerItem(path: c.path)), "after must be in the queue")
+        let other = makePlayer([], device: "null")
+        #expect(!other.canInsert(ia, after: nil), "an item sits in one player's queue")
+        #expect(!player.insert(ia, after: ib))
+        #expect(player.insert(ic, after: ia), "insert after the current item")
+        #expect(player.items() == [ia, ic, ib])
+        player.remove(ic)
+        #expect(player.items() == [ia, ib])
+        #expect(other.insert(ic, after: nil), "a removed item can go elsewhere")
+        player.remove(ia)  // the current item: same as advanceToNextItem
+        #expect(player.currentItem === ib && player.items() == [ib])
+        #expect(log.wait(timeout: 5, isChange(to: ib)) != nil)
+        #expect(!log.all.contains(where: isEnd), "advancing is not playing to the end")
+        #expect(player.canInsert(ia, after: nil), "items that left the queue are free again")
+
+        player.removeAllItems()
+        #expect(player.items().isEmpty && player.currentItem == nil)
+        #expect(log.wait(timeout: 5, isCurrentNil) != nil)
+        player.play()
+        #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate)
+        #expect(player.reasonForWaitingToPlay == .noItemToPlay)
+
+        // An empty, finished queue with rate 1 starts playing what is inserted.
+        let again = PlayerItem(path: a.path)
+        #expect(player.insert(again, after: nil))
+        #expect(player.currentItem === again)
+        #expect(log.wait(timeout: 10) { if case .itemDidPlayToEnd(let i) = $0 { i === again } else { false } } != nil)
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a), "the inserted item played, bit-exact")
+        #expect(player.currentItem == nil && player.reasonForWaitingToPlay == .noItemToPlay)
+        #expect(player.rate == 1, "the rate stays 1 at the end of the queue")
+        #expect(ia.status == .unknown || ia.status == .readyToPlay)
+        #expect(again.status == .readyToPlay && again.duration.map { abs($0 - 0.6) < 0.001 } == true)
+        other.removeAllItems()
+    }
+
+    @Test("advance: items play gaplessly to the end, each leaves the queue when heard to its end")
+    func advance() throws {
+        let (a, b, _) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        let log = PlayerLog(player)
+        player.play()
+        #expect(log.wait(timeout: 10, isCurrentNil) != nil)
+        #expect(log.trace == ["end q-a", "current q-b", "end q-b", "current nil"])
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b))
+        #expect(player.items().isEmpty && player.rate == 1)
+        #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .noItemToPlay)
+    }
+
+    @Test("pause: at the item's end the rate drops to 0 and the item stays current, at its end")
+    func pauseAtEnd() throws {
+        let (a, b, _) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        player.actionAtItemEnd = .pause
+        let log = PlayerLog(player)
+        player.play()
+        #expect(log.wait(timeout: 10) { if case .rateChanged(0, .reachedEndOfItem) = $0 { true } else { false } } != nil)
+        #expect(player.rate == 0 && player.timeControlStatus == .paused)
+        #expect(player.currentItem === ia && player.items() == [ia, ib])
+        #expect(abs(player.currentTime() - 0.6) < 0.001)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a), "exactly the first item, nothing of the next")
+        #expect(log.trace == ["end q-a"])
+        player.advanceToNextItem()
+        #expect(player.currentItem === ib && player.rate == 0)
+        player.play()
+        #expect(log.wait(timeout: 10, { if case .itemDidPlayToEnd(let i) = $0 { i === ib } else { false } }) != nil)
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(b))
+    }
+
+    @Test("none: nothing happens at the end; switching to advance then applies at once")
+    func noneThenAdvance() throws {
+        let (a, b, _) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        player.actionAtItemEnd = .none
+        let log = PlayerLog(player)
+        player.play()
+        #expect(log.wait(timeout: 10, isEnd) != nil)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(player.rate == 1 && player.currentItem === ia && player.items() == [ia, ib])
+        #expect(abs(player.currentTime() - 0.6) < 0.001)
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a))
+        player.actionAtItemEnd = .advance
+        #expect(player.currentItem === ib, "the change applies immediately")
+        #expect(log.wait(timeout: 10, isCurrentNil) != nil)
+        #expect(log.trace == ["end q-a", "current q-b", "end q-b", "current nil"])
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(b))
+    }
+
+    @Test("a broken file mid-queue: failed event with file and reason, removed, the next item plays gaplessly")
+    func failureMidQueue() throws {
+        let (a, b) = try Fixtures.gaplessPair()
+        let bad = try #require(try Fixtures.badInputs()["empty"])
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ibad = PlayerItem(path: bad.path), ib = PlayerItem(path: b.path)
+        let player = makePlayer([ia, ibad, ib], device: cap.device)
+        let log = PlayerLog(player)
+        player.play()
+        #expect(log.wait(timeout: 15, isCurrentNil) != nil)
+        #expect(ibad.status == .failed)
+        let error = try #require(ibad.error)
+        #expect(error.path == bad.path && !error.message.isEmpty)
+        let failed = log.all.compactMap { e -> PlayerItemError? in
+            if case .itemFailedToPlayToEnd(let i, let e) = e, i === ibad { e } else { nil }
+        }
+        #expect(failed == [error])
+        #expect(log.trace.filter { !$0.hasPrefix("current") } == ["end gapless-a-44100", "failed empty", "end gapless-b-44100"])
+        #expect(player.rate == 1, "the queue went on at the same rate")
+        let got = try cap.f32(), ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b)
+        #expect(got.count == ref.count && got == ref, "gapless across the failed item")
+    }
+
+    @Test("rates other than 0 and 1 are refused with a clear error; the rate is unchanged")
+    func unsupportedRate() throws {
+        let player = makePlayer([], device: "null")
+        #expect(throws: UnsupportedRateError(rate: 1.5)) { try player.setRate(1.5) }
+        #expect(player.rate == 0)
+        #expect("\(UnsupportedRateError(rate: 2))".contains("unsupported playback rate 2"))
+        try player.setRate(1)
+        #expect(player.rate == 1)
+    }
+}
