@@ -53,6 +53,8 @@ final class OutputThread: @unchecked Sendable {
     private let periodBuffer: UnsafeMutableRawPointer
     private let periodBufferFrames = 16_384
     private var pcm: ALSAPCM?
+    /// The device's poll descriptors plus the wake pipe (preallocated, filled per wait).
+    private let pollFDs = UnsafeMutablePointer<pollfd>.allocate(capacity: 16)
     private var framesWritten = 0
     private var generation: UInt32 = 0
     /// Generation and format of the segment whose bytes are next in the ring.
@@ -78,7 +80,10 @@ final class OutputThread: @unchecked Sendable {
         periodBuffer.initializeMemory(as: UInt8.self, repeating: 0, count: periodBufferFrames * 8)
     }
 
-    deinit { periodBuffer.deallocate() }
+    deinit {
+        periodBuffer.deallocate()
+        pollFDs.deallocate()
+    }
 
     func start() {
         let ctx = Unmanaged.passRetained(self).toOpaque()
@@ -135,6 +140,47 @@ final class OutputThread: @unchecked Sendable {
     private func sleepMillis(_ ms: Int) {
         var ts = timespec(tv_sec: 0, tv_nsec: ms * 1_000_000)
         nanosleep(&ts, nil)
+    }
+
+    /// Sleeps up to `ms`, returning early when the control plane calls `wakeOutput()`.
+    private func sleepWakeable(_ ms: Int) {
+        pollFDs[0] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
+        if poll(pollFDs, 1, Int32(ms)) > 0 { drainWake() }
+    }
+
+    private func drainWake() {
+        // Drain every pending wake byte (a few at most) into a stack buffer.
+        var bytes: (UInt64, UInt64) = (0, 0)
+        while withUnsafeMutableBytes(of: &bytes, { read(shared.wakeFD, $0.baseAddress, 16) }) == 16 {}
+    }
+
+    /// `snd_pcm_wait` that the control plane can interrupt: polls the device's descriptors and
+    /// the wake pipe. Returns 1 when the device is writable, 0 when woken or timed out (the
+    /// caller re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
+    private func waitWritable(_ pcm: ALSAPCM, timeoutMillis: Int32) -> Int32 {
+        let count = snd_pcm_poll_descriptors_count(pcm.pcm)
+        guard count > 0, count < 16 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
+        let n = snd_pcm_poll_descriptors(pcm.pcm, pollFDs, UInt32(count))
+        guard n > 0 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
+        pollFDs[Int(n)] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
+        let r = poll(pollFDs, nfds_t(n + 1), timeoutMillis)
+        if r < 0 { return errno == EINTR ? 0 : -errno }
+        if r == 0 { return 0 }
+        if pollFDs[Int(n)].revents & Int16(POLLIN) != 0 {
+            drainWake()
+            return 0
+        }
+        var revents: UInt16 = 0
+        snd_pcm_poll_descriptors_revents(pcm.pcm, pollFDs, UInt32(n), &revents)
+        if revents & UInt16(POLLERR) != 0 {
+            switch snd_pcm_state(pcm.pcm) {
+            case SND_PCM_STATE_XRUN: return -EPIPE
+            case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
+            case SND_PCM_STATE_DISCONNECTED: return -ENODEV
+            default: return -EIO
+            }
+        }
+        return revents & UInt16(POLLOUT) != 0 ? 1 : 0
     }
 
     private func publishPosition() {
@@ -264,7 +310,7 @@ final class OutputThread: @unchecked Sendable {
         // Waiting for the decoder: with a device open an underrun is near, so look again soon;
         // with none (idle, or before the first item) a slower poll keeps an idle engine cheap.
         publishPosition()
-        sleepMillis(pcm == nil ? 10 : 1)
+        if pcm == nil { sleepWakeable(10) } else { sleepMillis(1) }
     }
 
     // Not annotated: the performance checker rejects every C call ("not available in this
@@ -272,8 +318,9 @@ final class OutputThread: @unchecked Sendable {
     // itself is plain integer work, atomics, and the annotated Renderer.
     private func write(_ pcm: ALSAPCM, limitBytes: Int) {
         let cfg = pcm.configuration
-        let r = snd_pcm_wait(pcm.pcm, Int32(max(10, periodMillis)))
-        if r < 0 { recover(pcm, Int32(r)); return }
+        let r = waitWritable(pcm, timeoutMillis: Int32(max(10, periodMillis)))
+        if r < 0 { recover(pcm, r); return }
+        if r == 0 && snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING { return }  // woken: re-check
         let avail = snd_pcm_avail_update(pcm.pcm)
         if avail < 0 { recover(pcm, Int32(avail)); return }
         let bytesPerFrame = 4 * segmentChannels
@@ -317,7 +364,7 @@ final class OutputThread: @unchecked Sendable {
     /// Holds the device paused (hardware pause when possible) until resumed or flushed.
     private func holdPause() {
         guard let pcm else {
-            sleepMillis(5)
+            sleepWakeable(100)
             return
         }
         let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
@@ -338,7 +385,7 @@ final class OutputThread: @unchecked Sendable {
         publishPosition()
         while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
               shared.generation.load(ordering: .acquiring) == generation {
-            sleepMillis(5)  // resume latency ≤ 5 ms, 200 wake-ups/s while paused
+            sleepWakeable(100)  // woken at once by resume or flush
         }
         if hwPaused { snd_pcm_pause(pcm.pcm, 0) }
         shared.outputPaused.store(false, ordering: .releasing)

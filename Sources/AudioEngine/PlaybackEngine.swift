@@ -113,6 +113,9 @@ public final class PlaybackEngine: Sendable {
         /// registered (the seek target), and whether that segment is still awaited.
         var flushTarget: PlaybackPosition?
         var awaitingSegment = false
+        /// Until this monotonic time (ns) the monitor looks every 2 ms: playback is (re)starting,
+        /// so the first events are due within milliseconds.
+        var watchClosely = 0
     }
 
     /// Creates the engine and starts its threads (the device opens when something plays).
@@ -159,7 +162,8 @@ public final class PlaybackEngine: Sendable {
     @discardableResult
     public func enqueue(_ paths: [String]) -> [ItemID] {
         let items = state.withLock { s -> [DecodeItem] in
-            paths.map { path in
+            s.watchClosely = monotonicNanos() + 1_000_000_000
+            return paths.map { path in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
                 s.queue.append((id, path))
@@ -179,6 +183,7 @@ public final class PlaybackEngine: Sendable {
             s.nextID += 1
             s.queue.append((id, path))
             s.seekOrigin.insert(id)
+            s.watchClosely = monotonicNanos() + 1_000_000_000
             return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
         }
         decoder.send(.append([item]))
@@ -197,12 +202,14 @@ public final class PlaybackEngine: Sendable {
     public func pause() {
         state.withLock { $0.paused = true }
         shared.pauseRequested.store(true, ordering: .releasing)
+        shared.wakeOutput()
     }
 
     /// Resumes after ``pause()``.
     public func resume() {
         let reseek = state.withLock { s -> Int? in
             s.paused = false
+            s.watchClosely = monotonicNanos() + 1_000_000_000
             defer { s.pausedByDropFrames = nil }
             return s.pausedByDropFrames
         }
@@ -212,6 +219,8 @@ public final class PlaybackEngine: Sendable {
             restart(at: pos.item, frame: pos.frame, seek: false)
         }
         shared.pauseRequested.store(false, ordering: .releasing)
+        shared.wakeOutput()
+        monitor.poke()
     }
 
     /// Whether playback is paused.
@@ -226,6 +235,7 @@ public final class PlaybackEngine: Sendable {
         }
         flush(with: [])
         shared.pauseRequested.store(false, ordering: .releasing)
+        shared.wakeOutput()
         state.withLock { $0.paused = false }
     }
 
@@ -333,6 +343,7 @@ public final class PlaybackEngine: Sendable {
         // Generation first: the output starts discarding at once, and the decoder, woken by the
         // load, never sees its new plan with an old generation.
         shared.generation.store(g, ordering: .releasing)
+        shared.wakeOutput()
         decoder.send(.load(items, generation: g))
         monitor.poke()
     }
@@ -519,7 +530,7 @@ public final class PlaybackEngine: Sendable {
             let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame))
                 .min().map { $0 - heard }
             let sleep: UInt32
-            if s.awaitingSegment {
+            if s.awaitingSegment || monotonicNanos() < s.watchClosely {
                 sleep = 2_000  // a flush is on its way through: register its segment promptly
             } else if let nextFrames {
                 sleep = UInt32(max(1_000, min(100_000, nextFrames * 1_000_000 / rate)))

@@ -112,6 +112,35 @@ final class EngineShared: Sendable {
     let realtimeStatus = Atomic<Int>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
+    /// Control → output: a non-blocking pipe the output thread polls beside the device, so a
+    /// pause, resume or flush is acted on at once instead of after the current period.
+    /// `wakeFD` is the read end; the control plane writes a byte to the other.
+    let wakeFD: Int32
+    private let wakeWriteFD: Int32
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            }
+        }
+        wakeFD = fds[0]
+        wakeWriteFD = fds[1]
+    }
+
+    deinit {
+        if wakeFD >= 0 { close(wakeFD) }
+        if wakeWriteFD >= 0 { close(wakeWriteFD) }
+    }
+
+    /// Any thread: wakes the output thread (from its device wait or its pause/idle wait).
+    /// A full pipe already means "wake up", so a failed write loses nothing.
+    func wakeOutput() {
+        var one: UInt8 = 1
+        _ = write(wakeWriteFD, &one, 1)
+    }
 
     // Seqlock over (framesWritten, delay, stamp): stamp is CLOCK_MONOTONIC nanoseconds of the
     // delay reading, negated while the device is not running (paused, prepared, stopped).

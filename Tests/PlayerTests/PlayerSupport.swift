@@ -24,10 +24,10 @@ final class PlayerLog: Sendable {
     @discardableResult
     func wait(timeout: Double = 30, _ predicate: (PlayerEvent) -> Bool) -> Double? {
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        repeat {
             if let hit = events.withLock({ $0.first { predicate($0.event) } }) { return hit.time }
             usleep(2_000)
-        }
+        } while Date() < deadline
         return nil
     }
 
