@@ -47,6 +47,8 @@ final class DecoderThread: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     private var plan: [DecodeItem] = []
+    /// Where recent items' audio ended in the ring (id → position), for late splices.
+    private var endPositions: [UInt64: Int] = [:]
     private var index = 0
     private var generation: UInt32 = 0
     private var current: MPG123Decoder?
@@ -117,9 +119,25 @@ final class DecoderThread: @unchecked Sendable {
             guard g == generation else { return }  // a newer load already carries the new plan
             // Opened so far: plan[..<index], and plan[index] while `current` is set.
             let firstUnopened = current == nil ? index : index + 1
-            guard let a = plan.firstIndex(where: { $0.id == anchor }), a + 1 >= firstUnopened else {
+            guard let a = plan.firstIndex(where: { $0.id == anchor }) else {
                 report(.spliceFailed(generation: g))
                 return
+            }
+            if a + 1 < firstUnopened {
+                // Items after the anchor are already in the ring. If the output has not reached
+                // the anchor's end, cut them out there and decode the new plan after them.
+                let consumed = producer.position - (producer.capacity - producer.availableToWrite())
+                guard let end = endPositions[anchor], consumed < end else {
+                    report(.spliceFailed(generation: g))
+                    return
+                }
+                current = nil
+                currentItem = nil
+                index = a + 1
+                shared.cutFrom.store(end, ordering: .relaxed)
+                shared.cutTo.store(producer.position, ordering: .relaxed)
+                shared.cutGeneration.store(generation, ordering: .relaxed)
+                shared.cutSeq.add(1, ordering: .releasing)
             }
             plan = Array(plan[...a]) + items
             shared.endPosition.store(-1, ordering: .releasing)
@@ -188,6 +206,7 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     private func finishCurrent() {
+        if let item = currentItem { noteEnd(item.id) }
         current = nil
         currentItem = nil
         index += 1
@@ -231,6 +250,7 @@ final class DecoderThread: @unchecked Sendable {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
                 _ = wake.wait(timeout: .now() + .milliseconds(5))
             }
+            noteEnd(item.id)
             index += 1
         }
         return true
@@ -239,6 +259,12 @@ final class DecoderThread: @unchecked Sendable {
     /// The decoder throws only `MPG123Error`; anything else still fails the item visibly.
     private static func mpg123Error(_ error: any Error, path: String) -> MPG123Error {
         (error as? MPG123Error) ?? MPG123Error(code: -1, message: "\(error)", path: path)
+    }
+
+    /// Remembers where `id`'s audio ended (the ring position of its end or failed marker).
+    private func noteEnd(_ id: UInt64) {
+        if endPositions.count > 64 { endPositions = [:] }
+        endPositions[id] = producer.position
     }
 
     private var fillerPending = 0

@@ -63,6 +63,9 @@ final class OutputThread: @unchecked Sendable {
     private var segmentRate = 0
     private var segmentItem: UInt64 = 0
     private var endReported = false
+    /// The last cut seen, and the one pending (bytes [from, to) to skip).
+    private var seenCut: UInt64 = 0
+    private var cut: (from: Int, to: Int)?
     /// Whether any marker of the current generation has arrived: the end of input is only
     /// reported after some input (an engine with nothing queued yet has nothing to end).
     private var sawInput = false
@@ -205,16 +208,41 @@ final class OutputThread: @unchecked Sendable {
             holdPause()
             return
         }
+        let cutSeq = shared.cutSeq.load(ordering: .acquiring)
+        if cutSeq != seenCut {
+            seenCut = cutSeq
+            let from = shared.cutFrom.load(ordering: .relaxed)
+            if shared.cutGeneration.load(ordering: .relaxed) == generation {
+                if consumer.position < from {  // strictly: markers at `from` not yet applied
+                    cut = (from, shared.cutTo.load(ordering: .relaxed))
+                } else {
+                    emit(.cutMissed)
+                }
+            }
+        }
         // Read the data counter before the markers: any data visible now has its marker visible too.
         let readable = consumer.availableToRead()
         var limit = readable
         while let m = markers.peekMarker() {
+            if let c = cut, m.position >= c.from, m.position < c.to,
+               !(m.position == c.from && (m.kind == .end || m.kind == .failed)) {
+                markers.commit(Marker.stride)  // an item the queue edit replaced
+                continue
+            }
             if m.position > consumer.position {
                 limit = min(limit, m.position - consumer.position)
                 break
             }
             markers.commit(Marker.stride)
             apply(m)
+        }
+        if let c = cut {
+            if consumer.position >= c.from {
+                consumer.commit(c.to - consumer.position)  // skip the replaced items' audio
+                cut = nil
+                return
+            }
+            limit = min(limit, c.from - consumer.position)
         }
         if limit == 0 {
             checkEndOfInput(pcm)
@@ -387,7 +415,8 @@ final class OutputThread: @unchecked Sendable {
               shared.generation.load(ordering: .acquiring) == generation {
             sleepWakeable(100)  // woken at once by resume or flush
         }
-        if hwPaused { snd_pcm_pause(pcm.pcm, 0) }
+        // Flushed while paused: stay paused; the flush drops the buffer without playing it.
+        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { snd_pcm_pause(pcm.pcm, 0) }
         shared.outputPaused.store(false, ordering: .releasing)
         publishPosition()  // advancing again: the position moves from here, not from the next write
     }

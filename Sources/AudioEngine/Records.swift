@@ -42,6 +42,8 @@ struct OutputEvent: BitwiseCopyable {
         case deviceOpened = 6
         case deviceError = 7
         case pausedByDrop = 8
+        /// A cut (see `EngineShared.cutSeq`) came after the output had passed its start.
+        case cutMissed = 9
     }
     var kind: Kind
     var generation: UInt32
@@ -110,6 +112,13 @@ final class EngineShared: Sendable {
     let underruns = Atomic<Int>(0)
     /// Output → control: 1 real-time scheduling granted, 2 refused, 3 not requested, 0 not yet known.
     let realtimeStatus = Atomic<Int>(0)
+    /// Decoder → output: a cut. The bytes in [cutFrom, cutTo) of the PCM ring, and the markers
+    /// there (but an item's end at `cutFrom`), are to be skipped: items decoded ahead that a
+    /// queue edit replaced. Published by bumping `cutSeq` (release) after the other three.
+    let cutFrom = Atomic<Int>(0)
+    let cutTo = Atomic<Int>(0)
+    let cutGeneration = Atomic<UInt32>(0)
+    let cutSeq = Atomic<UInt64>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
     /// Control → output: a non-blocking pipe the output thread polls beside the device, so a

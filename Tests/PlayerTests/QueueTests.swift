@@ -140,6 +140,39 @@ struct QueueTests {
         #expect(got.count == ref.count && got == ref, "gapless across the failed item")
     }
 
+    @Test("queue edits after items were decoded ahead: cut out of the ring, still gapless and bit-exact")
+    func lateEdits() throws {
+        let (a, b, c) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        let log = PlayerLog(player)
+        // Paused, the decoder runs ahead: both items are decoded into the ring already.
+        #expect(log.wait(timeout: 5) { if case .itemStatusChanged(let i, .readyToPlay) = $0 { i === ib } else { false } } != nil)
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(player.insert(ic, after: ia))
+        #expect(player.items() == [ia, ic, ib])
+        player.play()
+        #expect(log.wait(timeout: 10, isCurrentNil) != nil)
+        #expect(log.trace == ["end q-a", "current q-c", "end q-c", "current q-b", "end q-b", "current nil"])
+        let got = try cap.f32()
+        let ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(c) + ReferenceDecoder.decodeF32(b)
+        #expect(got.count == ref.count && got == ref, "A, C, B joined exactly (\(got.count) vs \(ref.count) samples)")
+
+        // Removing a decoded-ahead item: it is cut out, nothing of it is heard.
+        let cap2 = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ja = PlayerItem(path: a.path), jb = PlayerItem(path: b.path), jc = PlayerItem(path: c.path)
+        let player2 = makePlayer([ja, jb, jc], device: cap2.device)
+        let log2 = PlayerLog(player2)
+        #expect(log2.wait(timeout: 5) { if case .itemStatusChanged(let i, .readyToPlay) = $0 { i === jc } else { false } } != nil)
+        Thread.sleep(forTimeInterval: 0.1)
+        player2.remove(jb)
+        player2.play()
+        #expect(log2.wait(timeout: 10, isCurrentNil) != nil)
+        let got2 = try cap2.f32(), ref2 = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(c)
+        #expect(got2.count == ref2.count && got2 == ref2, "A and C joined exactly, B never heard")
+    }
+
     @Test("rates other than 0 and 1 are refused with a clear error; the rate is unchanged")
     func unsupportedRate() throws {
         let player = makePlayer([], device: "null")

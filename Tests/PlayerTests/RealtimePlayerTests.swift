@@ -100,6 +100,37 @@ struct RealtimePlayerTests {
         }
     }
 
+    @Test("insert after the current item while it plays: heard next, without a gap or a lost sample")
+    func insertWhilePlaying() throws {
+        try PulseNullSink.exclusive { sink in
+            let a = try Fixtures.mp3(from: Fixtures.wav("rt-ins-a", seconds: 1.5, synth: ["sine", "200-2000"], effects: ["gain", "-8"]), name: "rt-ins-a")
+            let b = try PlayerFixtures.tone("rt-ins-b", seconds: 0.8, frequency: 660)
+            let c = try Fixtures.mp3(from: Fixtures.wav("rt-ins-c", seconds: 0.9, synth: ["sine", "2500-300"], effects: ["gain", "-8"]), name: "rt-ins-c")
+            let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
+            let player = makePlayer([ia, ib], device: sink.alsaDevice)
+            let log = PlayerLog(player)
+            let (_, rec) = try sink.record { () -> Void in
+                player.play()
+                Thread.sleep(forTimeInterval: 0.7)
+                #expect(player.insert(ic, after: ia))
+                #expect(log.wait(timeout: 10, isCurrentNil) != nil)
+            }
+            #expect(log.trace == ["end rt-ins-a", "current rt-ins-c", "end rt-ins-c", "current rt-ins-b", "end rt-ins-b", "current nil"])
+            let ref = try ReferenceDecoder.decodeS16(a) + ReferenceDecoder.decodeS16(c) + ReferenceDecoder.decodeS16(b)
+            try expectSameAudio(removingSilence(rec, minRun: 400), ref)
+            // No gap either: between the first and the last sound there is no silent run longer
+            // than a zero crossing (a re-plan would leave one while the device refills).
+            let first = try #require(PCM.firstNonSilent(rec, threshold: 64))
+            let last = try #require(rec.lastIndex { abs(Int($0)) > 64 })
+            var run = 0, longest = 0
+            for x in rec[first...last] {
+                run = abs(Int(x)) <= 2 ? run + 1 : 0
+                longest = max(longest, run)
+            }
+            #expect(longest < 64, "a silent run of \(longest) samples inside the recording")
+        }
+    }
+
     @Test("seek: a newer seek completes the older with false; landing reports true, time jumped, and the position")
     func seeks() throws {
         try PulseNullSink.exclusive { sink in
