@@ -173,6 +173,27 @@ struct QueueTests {
         #expect(got2.count == ref2.count && got2 == ref2, "A and C joined exactly, B never heard")
     }
 
+    @Test("the AsyncStream of player events carries the same events, in order")
+    func asyncEvents() async throws {
+        let (a, b, _) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        let stream = player.events()
+        player.play()
+        var trace: [String] = []
+        for await e in stream {
+            switch e {
+            case .itemDidPlayToEnd(let i): trace.append("end \(PlayerLog.name(i))")
+            case .currentItemChanged(let i): trace.append("current \(i.map(PlayerLog.name) ?? "nil")")
+            case .rateChanged(let r, let why): trace.append("rate \(r) \(why)")
+            default: break
+            }
+            if case .currentItemChanged(nil) = e { break }
+        }
+        #expect(trace == ["rate 1.0 setRateCalled", "end q-a", "current q-b", "end q-b", "current nil"])
+    }
+
     @Test("rates other than 0 and 1 are refused with a clear error; the rate is unchanged")
     func unsupportedRate() throws {
         let player = makePlayer([], device: "null")

@@ -131,6 +131,40 @@ struct RealtimePlayerTests {
         }
     }
 
+    @Test("actionAtItemEnd .pause in real time: the first item is heard to its end, then silence; removeAllItems while playing stops at once")
+    func pauseAtEndAndRemoveAll() throws {
+        try PulseNullSink.exclusive { sink in
+            let a = try PlayerFixtures.tone("rt-end-a", seconds: 0.8, frequency: 440)
+            let b = try PlayerFixtures.tone("rt-end-b", seconds: 3, frequency: 660)
+            let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+            let player = makePlayer([ia, ib], device: sink.alsaDevice)
+            player.actionAtItemEnd = .pause
+            let log = PlayerLog(player)
+            let (_, rec) = try sink.record { () -> Void in
+                player.play()
+                #expect(log.wait(timeout: 5) { if case .rateChanged(0, .reachedEndOfItem) = $0 { true } else { false } } != nil)
+                Thread.sleep(forTimeInterval: 0.4)
+                #expect(player.currentItem === ia && player.timeControlStatus == .paused)
+                player.actionAtItemEnd = .advance  // applies at once: the player advances to B
+                #expect(player.currentItem === ib && player.rate == 0)
+                player.play()
+                #expect(log.wait(count: 2, timeout: 5) { if case .timeControlStatusChanged(.playing, _) = $0 { true } else { false } } != nil)
+                Thread.sleep(forTimeInterval: 0.5)
+                player.removeAllItems()
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .noItemToPlay)
+            // Sound: all of A (0.8 s), a pause, then B for about 0.5 s, then nothing.
+            let sound = rec.indices.filter { abs(Int(rec[$0])) > 64 }
+            let heard = Double(sound.count / 2) / Double(PulseNullSink.rate)
+            #expect(heard > 1.2 && heard < 1.45, "heard \(heard) s; \(log.timed.map { ($0.time, "\($0.event)".prefix(70)) })")
+            let trace = log.trace
+            #expect(trace == ["end rt-end-a", "current rt-end-b", "current nil"], "\(trace)")
+            let aSound = try ReferenceDecoder.decodeS16(a)
+            try expectSameAudio(Array(removingSilence(rec, minRun: 400).prefix(aSound.count)), aSound)
+        }
+    }
+
     @Test("seek: a newer seek completes the older with false; landing reports true, time jumped, and the position")
     func seeks() throws {
         try PulseNullSink.exclusive { sink in
