@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "Player", targets: ["Player"]),
+        .library(name: "Session", targets: ["Session"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,8 +41,12 @@ let package = Package(
         ),
 
         // Benchmarks that `backline bench` runs and prints side by side with their references.
+        // AVAudioSession semantics across processes (a registry of sessions in XDG_RUNTIME_DIR).
+        .target(name: "Session", swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["AudioEngine"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["AudioEngine", "Session"], swiftSettings: strictSettings),
+        // A second "app" for the cross-process audio-session tests.
+        .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
         .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine"], swiftSettings: strictSettings),
@@ -68,8 +73,13 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "SessionTests",
+            dependencies: ["Session", "Player", "AudioEngine", "BacklineTestSupport", "session-probe"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "PlayerTests",
-            dependencies: ["Player", "AudioEngine", "BacklineTestSupport"],
+            dependencies: ["Player", "AudioEngine", "Session", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import AudioEngine
 import Dispatch
 import Foundation
+import Session
 import Synchronization
 
 /// A queue of ``PlayerItem``s played gaplessly, with `AVQueuePlayer` semantics.
@@ -44,6 +45,10 @@ public final class QueuePlayer: Sendable {
         var muted = false
         /// The item last announced with `currentItemChanged`.
         var announced: PlayerItem?
+        /// Gain from the audio session (silenced 0, ducked < 1).
+        var sessionGain: Float = 1
+        /// Whether playback was running when the session was interrupted.
+        var playingWhenInterrupted = false
     }
 
     let state = Mutex(State())
@@ -52,8 +57,14 @@ public final class QueuePlayer: Sendable {
     let clock: ObserverClock
     private let engineToken = Mutex<UInt64?>(nil)
 
+    /// The audio session this player plays in: `play()` activates it; its interruptions pause
+    /// the player, its silencing and ducking lower the player's output.
+    public let session: AudioSession
+
     /// A player over its own engine, with `items` queued (the first becomes current), paused.
-    public init(items: [PlayerItem] = [], configuration: EngineConfiguration = EngineConfiguration()) {
+    public init(items: [PlayerItem] = [], configuration: EngineConfiguration = EngineConfiguration(),
+                session: AudioSession = .shared) {
+        self.session = session
         engine = PlaybackEngine(configuration: configuration)
         engine.pause()
         clock = ObserverClock()
@@ -68,6 +79,7 @@ public final class QueuePlayer: Sendable {
             if !s.items.isEmpty { replan(&s, startingAt: nil) }
             s.announced = s.items.first
         }
+        session.register(self)
     }
 
     deinit {
@@ -212,7 +224,7 @@ public final class QueuePlayer: Sendable {
     /// Player volume 0…1 (software gain, smoothed), relative to other output.
     public var volume: Float {
         get { state.withLock { $0.volume } }
-        set { state.withLock { s in s.volume = min(1, max(0, newValue)); engine.volume = s.volume } }
+        set { state.withLock { s in s.volume = min(1, max(0, newValue)); engine.volume = s.volume * s.sessionGain } }
     }
 
     /// Mutes this player only (keeps ``volume``).
@@ -331,6 +343,11 @@ public final class QueuePlayer: Sendable {
 
     private func setRateLocked(_ s: inout State, _ rate: Float, reason: RateChangeReason) {
         guard s.rate != rate else { return }
+        if rate != 0 {
+            // Players activate their session on play (interrupting others as its category says).
+            // A registry that cannot be used does not stop local playback.
+            try? session.setActive(true)
+        }
         s.rate = rate
         if rate == 0 {
             engine.pause()
@@ -507,6 +524,33 @@ public final class QueuePlayer: Sendable {
             case .endOfInput:
                 updateStatus(&s)
             }
+        }
+    }
+}
+
+extension QueuePlayer: AudioSessionParticipant {
+    /// Whether the player is playing (running I/O, for deactivation checks).
+    public var isRunningIO: Bool { state.withLock { $0.rate != 0 } }
+
+    public func sessionInterrupted() {
+        state.withLock { s in
+            s.playingWhenInterrupted = s.rate != 0
+            setRateLocked(&s, 0, reason: .audioSessionInterrupted)
+        }
+    }
+
+    public func sessionInterruptionEnded(shouldResume: Bool) {
+        let resume = state.withLock { s in
+            defer { s.playingWhenInterrupted = false }
+            return shouldResume && s.playingWhenInterrupted && s.rate == 0
+        }
+        if resume { play() }
+    }
+
+    public func sessionGainChanged(_ gain: Float) {
+        state.withLock { s in
+            s.sessionGain = gain
+            engine.volume = s.volume * gain
         }
     }
 }

@@ -2,6 +2,7 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import Player
+import Session
 import Synchronization
 
 /// Collects a player's events with their times (seconds since creation) and lets a test wait.
@@ -66,10 +67,16 @@ func isChange(to item: PlayerItem) -> (PlayerEvent) -> Bool {
     { if case .currentItemChanged(let i?) = $0 { i === item } else { false } }
 }
 
+/// The players' audio session: a private registry, so tests never touch the user's sessions.
+let testSession: AudioSession = {
+    let dir = (try? Harness.makeTemporaryDirectory().path) ?? NSTemporaryDirectory()
+    return AudioSession(registryDirectory: dir + "/sessions")
+}()
+
 /// A player on `device`, real-time scheduling off (tests run many at once).
 func makePlayer(_ items: [PlayerItem], device: String, bufferMillis: Int = 200) -> QueuePlayer {
     QueuePlayer(items: items, configuration: EngineConfiguration(
-        output: OutputSettings(device: device, bufferMillis: bufferMillis, realtime: false)))
+        output: OutputSettings(device: device, bufferMillis: bufferMillis, realtime: false)), session: testSession)
 }
 
 func items(_ urls: [URL]) -> [PlayerItem] { urls.map { PlayerItem(path: $0.path) } }

@@ -1,0 +1,387 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The audio session (`AVAudioSession`): category, mode and options, activation, and the
+/// coordination with every other Backline session of this user on this machine.
+///
+/// - Activating a non-mixable session interrupts every other active non-mixable session (their
+///   players pause; they get ``SessionEvent/interruptionBegan(reason:by:)``). Deactivating with
+///   ``SetActiveOptions/notifyOthersOnDeactivation`` ends those interruptions with
+///   `shouldResume`; deactivating without it ends them without (they stay paused).
+/// - `duckOthers` lowers every other active session while this one is active.
+/// - If the interrupting or ducking process dies (even `kill -9`), the others notice within
+///   about 200 ms: ducking is undone and the interruption ends with `shouldResume` (the other
+///   side can never send it any more; decision recorded in the README).
+/// - The silent switch and the screen lock silence `ambient` and `soloAmbient` sessions in
+///   every process; `playback` ignores both.
+public final class AudioSession: Sendable {
+    /// The process's session (the registry from `$XDG_RUNTIME_DIR`).
+    public static let shared = AudioSession()
+
+    /// This session's id in the registry (`PID-N`).
+    public let id: String
+    let registry: SessionRegistry?
+    private let registryError: AudioSessionError?
+    private let queue = DispatchQueue(label: "backline.session")
+    private static let counter = Atomic<Int>(0)
+
+    struct Weak { weak var participant: (any AudioSessionParticipant)? }
+
+    struct State {
+        var category = SessionCategory.soloAmbient
+        var mode = SessionMode.default
+        var options: SessionCategoryOptions = []
+        var active = false
+        var listenFD: Int32 = -1
+        /// Who interrupted us (while interrupted), whom we interrupted, who ducks us, whom we duck.
+        var interruptedBy: String?
+        var interruptedOthers: Set<String> = []
+        var duckedBy: Set<String> = []
+        var duckingOthers: Set<String> = []
+        var system = SessionRegistry.SystemInputs()
+        var participants: [Weak] = []
+        var handlers: [UInt64: (DispatchQueue, @Sendable (SessionEvent) -> Void)] = [:]
+        var continuations: [UInt64: AsyncStream<SessionEvent>.Continuation] = [:]
+        var nextToken: UInt64 = 1
+        var lastGain: Float = 1
+    }
+
+    private let state = Mutex(State())
+
+    /// The socket's read source and the peer-watch timer, created once by `startListening`.
+    private final class Sources: @unchecked Sendable {
+        // @unchecked Sendable: set once under the session lock (listenFD guards it), cancelled in deinit.
+        var read: (any DispatchSourceRead)?
+        var watch: (any DispatchSourceTimer)?
+    }
+    private let sources = Sources()
+
+    /// A session registered in `registryDirectory` (default: `$XDG_RUNTIME_DIR/backline/sessions`).
+    /// Several sessions in one process behave like separate apps (tests use this).
+    public init(registryDirectory: String? = nil) {
+        id = "\(getpid())-\(Self.counter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        do {
+            let r = try SessionRegistry(directory: registryDirectory ?? SessionRegistry.defaultDirectory)
+            registry = r
+            registryError = nil
+            let system = r.readSystem()
+            state.withLock { $0.system = system }
+        } catch {
+            registry = nil
+            registryError = error
+        }
+    }
+
+    deinit {
+        sources.read?.cancel()
+        sources.watch?.cancel()
+        registry?.remove(id)
+    }
+
+    // MARK: - Configuration
+
+    /// The category (default `soloAmbient`).
+    public var category: SessionCategory { state.withLock { $0.category } }
+    /// The mode (default `.default`).
+    public var mode: SessionMode { state.withLock { $0.mode } }
+    /// The options in effect (for `ambient` always `mixWithOthers`).
+    public var categoryOptions: SessionCategoryOptions { state.withLock { $0.options } }
+    /// Whether the session is active.
+    public var isActive: Bool { state.withLock { $0.active } }
+
+    /// Sets category, mode and options. Options do not survive a category change: pass them
+    /// every time. Invalid combinations throw `incompatibleCategory`: any option with
+    /// `soloAmbient`; `duckOthers` or `interruptSpokenAudioAndMixWithOthers` with `ambient`.
+    /// `duckOthers` and `interruptSpokenAudioAndMixWithOthers` imply `mixWithOthers`; `ambient`
+    /// always mixes.
+    public func setCategory(_ category: SessionCategory, mode: SessionMode = .default,
+                            options: SessionCategoryOptions = []) throws(AudioSessionError) {
+        var effective = options
+        switch category {
+        case .soloAmbient:
+            guard options.isEmpty else {
+                throw AudioSessionError(.incompatibleCategory, "soloAmbient accepts no category options (got \(options.rawValue))")
+            }
+        case .ambient:
+            guard options.subtracting(.mixWithOthers).isEmpty else {
+                throw AudioSessionError(.incompatibleCategory,
+                                        "ambient accepts only mixWithOthers (duckOthers and interruptSpokenAudioAndMixWithOthers need playback)")
+            }
+            effective = .mixWithOthers
+        case .playback:
+            if !options.isDisjoint(with: [.duckOthers, .interruptSpokenAudioAndMixWithOthers]) {
+                effective.insert(.mixWithOthers)
+            }
+        }
+        let changed = state.withLock { s -> Bool in
+            let changed = s.category != category
+            s.category = category
+            s.mode = mode
+            s.options = effective
+            return changed
+        }
+        publishEntry()
+        applyGain()
+        if changed { post(.routeChanged(reason: .categoryChange)) }
+    }
+
+    // MARK: - Activation
+
+    /// Activates or deactivates the session.
+    ///
+    /// Activation interrupts the other active non-mixable sessions (a non-mixable session),
+    /// the others' spoken audio (`interruptSpokenAudioAndMixWithOthers`), and ducks the others
+    /// (`duckOthers`). Deactivation is refused with `isBusy` while a player of this session is
+    /// running (pause it first); it ends the interruptions this session caused (with
+    /// `shouldResume` under `notifyOthersOnDeactivation`) and undoes its ducking.
+    public func setActive(_ active: Bool, options: SetActiveOptions = []) throws(AudioSessionError) {
+        if let registryError { throw registryError }
+        guard let registry else { return }
+        if active {
+            try startListening()
+            let (options, wasActive) = state.withLock { s -> (SessionCategoryOptions, Bool) in
+                defer { s.active = true; s.interruptedBy = nil }
+                return (s.options, s.active)
+            }
+            publishEntry()
+            if wasActive { return }
+            let others = registry.entries().filter { $0.id != id && $0.active }
+            var interrupted: Set<String> = [], ducked: Set<String> = []
+            for e in others {
+                let interrupt = options.contains(.interruptSpokenAudioAndMixWithOthers)
+                    ? e.spoken : (!options.contains(.mixWithOthers) && !e.mixable)
+                if interrupt, registry.send("began \(id)", to: e.id) { interrupted.insert(e.id) }
+                if options.contains(.duckOthers), !interrupt, registry.send("duck \(id)", to: e.id) { ducked.insert(e.id) }
+            }
+            state.withLock { s in
+                s.interruptedOthers.formUnion(interrupted)
+                s.duckingOthers.formUnion(ducked)
+            }
+        } else {
+            let busy = state.withLock { s in s.participants.contains { $0.participant?.isRunningIO == true } }
+            if busy {
+                throw AudioSessionError(.isBusy, "cannot deactivate an audio session that has running I/O: pause or stop its players first")
+            }
+            let (interrupted, ducked) = state.withLock { s -> (Set<String>, Set<String>) in
+                defer {
+                    s.active = false
+                    s.interruptedOthers = []
+                    s.duckingOthers = []
+                }
+                return (s.interruptedOthers, s.duckingOthers)
+            }
+            publishEntry()
+            let resume = options.contains(.notifyOthersOnDeactivation) ? 1 : 0
+            for other in interrupted { registry.send("ended \(id) \(resume)", to: other) }
+            for other in ducked { registry.send("unduck \(id)", to: other) }
+        }
+    }
+
+    // MARK: - System inputs
+
+    /// The silent switch (machine-wide for this user): silences `ambient` and `soloAmbient`.
+    public var silentSwitch: Bool {
+        get { state.withLock { $0.system.silentSwitch } }
+        set { updateSystem { $0.silentSwitch = newValue } }
+    }
+
+    /// The screen lock (machine-wide for this user): silences `ambient` and `soloAmbient`.
+    public var screenLocked: Bool {
+        get { state.withLock { $0.system.screenLocked } }
+        set { updateSystem { $0.screenLocked = newValue } }
+    }
+
+    /// Whether this session's output is silenced now (switch or lock, and a silenceable category).
+    public var isOutputSilenced: Bool {
+        state.withLock { s in s.category != .playback && (s.system.silentSwitch || s.system.screenLocked) }
+    }
+
+    /// Whether another session is ducking this one.
+    public var isDucked: Bool { state.withLock { !$0.duckedBy.isEmpty } }
+
+    private func updateSystem(_ change: (inout SessionRegistry.SystemInputs) -> Void) {
+        guard let registry else { return }
+        var system = registry.readSystem()
+        change(&system)
+        registry.writeSystem(system)
+        state.withLock { $0.system = system }
+        applyGain()
+        for e in registry.entries() where e.id != id { registry.send("system \(id)", to: e.id) }
+    }
+
+    // MARK: - Participants and events
+
+    /// Registers a player: it is paused on interruption, resumed on `.ended` + shouldResume if
+    /// it was playing, silenced and ducked as the session is.
+    public func register(_ participant: any AudioSessionParticipant) {
+        let gain = state.withLock { s -> Float in
+            s.participants.removeAll { $0.participant == nil }
+            s.participants.append(Weak(participant: participant))
+            return s.lastGain
+        }
+        participant.sessionGainChanged(gain)
+    }
+
+    /// Calls `handler` on `queue` for every session event; returns a token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (SessionEvent) -> Void) -> UInt64 {
+        state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.handlers[t] = (queue, handler)
+            return t
+        }
+    }
+
+    public func removeObserver(_ token: UInt64) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
+    }
+
+    /// Every session event from now on.
+    public func events() -> AsyncStream<SessionEvent> {
+        let (stream, c) = AsyncStream<SessionEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let t = state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.continuations[t] = c
+            return t
+        }
+        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
+        return stream
+    }
+
+    private func post(_ event: SessionEvent) {
+        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
+        for c in continuations { c.yield(event) }
+        for (q, h) in handlers { q.async { h(event) } }
+    }
+
+    private var participants: [any AudioSessionParticipant] {
+        state.withLock { s in s.participants.compactMap(\.participant) }
+    }
+
+    /// Recomputes the output gain (silenced 0, ducked 0.3, else 1) and tells players and observers.
+    private func applyGain() {
+        let (gain, old, silenced, wasSilenced) = state.withLock { s -> (Float, Float, Bool, Bool) in
+            let silenced = s.category != .playback && (s.system.silentSwitch || s.system.screenLocked)
+            let gain: Float = silenced ? 0 : (s.duckedBy.isEmpty ? 1 : 0.3)
+            let old = s.lastGain
+            s.lastGain = gain
+            return (gain, old, silenced, old == 0)
+        }
+        guard gain != old else { return }
+        for p in participants { p.sessionGainChanged(gain) }
+        if silenced != wasSilenced { post(.silencedChanged(silenced)) }
+    }
+
+    private func publishEntry() {
+        guard let registry else { return }
+        let e = state.withLock { s in
+            SessionRegistry.Entry(id: id, pid: getpid(), active: s.active, mixable: s.options.contains(.mixWithOthers),
+                                  spoken: s.mode == .spokenAudio, category: s.category.rawValue)
+        }
+        registry.write(e)
+    }
+
+    // MARK: - Messages from other sessions
+
+    private func startListening() throws(AudioSessionError) {
+        guard let registry, state.withLock({ s -> Bool in
+            guard s.listenFD == -1 else { return false }
+            s.listenFD = -2  // reserved: one caller binds
+            return true
+        }) else { return }
+        let fd = try registry.listen(id)
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.receive(fd) }
+        source.setCancelHandler { close(fd) }
+        state.withLock { $0.listenFD = fd }
+        sources.read = source
+        source.resume()
+        let watch = DispatchSource.makeTimerSource(queue: queue)
+        watch.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200))
+        watch.setEventHandler { [weak self] in self?.checkPeers() }
+        sources.watch = watch
+        watch.resume()
+    }
+
+    private func receive(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            guard n > 0 else { return }
+            let parts = String(decoding: buffer[..<n], as: UTF8.self).split(separator: " ").map(String.init)
+            guard parts.count >= 2 else { continue }
+            handle(parts[0], from: parts[1], argument: parts.count > 2 ? parts[2] : nil)
+        }
+    }
+
+    private func handle(_ message: String, from other: String, argument: String?) {
+        switch message {
+        case "began":
+            let wasActive = state.withLock { s -> Bool in
+                defer { s.active = false; s.interruptedBy = other }
+                return s.active
+            }
+            guard wasActive else { return }
+            publishEntry()
+            for p in participants { p.sessionInterrupted() }
+            post(.interruptionBegan(reason: .default, by: other))
+        case "ended":
+            endInterruption(from: other, shouldResume: argument == "1")
+        case "duck":
+            state.withLock { _ = $0.duckedBy.insert(other) }
+            applyGain()
+            post(.duckingChanged(true))
+        case "unduck":
+            undo(duckBy: other)
+        case "system":
+            if let registry {
+                let system = registry.readSystem()
+                state.withLock { $0.system = system }
+                applyGain()
+            }
+        default:
+            break
+        }
+    }
+
+    private func endInterruption(from other: String, shouldResume: Bool) {
+        let mine = state.withLock { s -> Bool in
+            guard s.interruptedBy == other else { return false }
+            s.interruptedBy = nil
+            return true
+        }
+        guard mine else { return }
+        post(.interruptionEnded(shouldResume: shouldResume))
+        for p in participants { p.sessionInterruptionEnded(shouldResume: shouldResume) }
+    }
+
+    private func undo(duckBy other: String) {
+        let changed = state.withLock { s -> Bool in s.duckedBy.remove(other) != nil && s.duckedBy.isEmpty }
+        guard changed else { return }
+        applyGain()
+        post(.duckingChanged(false))
+    }
+
+    /// A peer that interrupted or ducks us and has died (or left the registry) can no longer
+    /// end what it started: end it for it.
+    private func checkPeers() {
+        guard let registry else { return }
+        let (by, ducks, mine) = state.withLock { s in (s.interruptedBy, s.duckedBy, s.interruptedOthers.union(s.duckingOthers)) }
+        if let by, !registry.isLive(by) { endInterruption(from: by, shouldResume: true) }
+        for d in ducks where !registry.isLive(d) { undo(duckBy: d) }
+        let gone = mine.filter { !registry.isLive($0) }
+        if !gone.isEmpty {
+            state.withLock { s in
+                s.interruptedOthers.subtract(gone)
+                s.duckingOthers.subtract(gone)
+            }
+        }
+    }
+}

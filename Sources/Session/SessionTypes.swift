@@ -1,0 +1,106 @@
+/// Audio session category (`AVAudioSession.Category`): the basic behaviour.
+public enum SessionCategory: String, Sendable, CaseIterable, Codable {
+    /// Mixes with others; silenced by the silent switch and the screen lock; no background audio.
+    case ambient
+    /// The default: interrupts other non-mixable sessions; silenced by switch and lock.
+    case soloAmbient
+    /// Music playback: interrupts others unless mixable; ignores switch and lock; plays in the background.
+    case playback
+}
+
+/// Session mode (`AVAudioSession.Mode`), the two that mean something here.
+public enum SessionMode: String, Sendable, Codable {
+    case `default`
+    /// Spoken content (podcasts, audio books): paused by others'
+    /// ``SessionCategoryOptions/interruptSpokenAudioAndMixWithOthers``.
+    case spokenAudio
+}
+
+/// Category options (`AVAudioSession.CategoryOptions`), with Apple's raw values.
+public struct SessionCategoryOptions: OptionSet, Sendable, Hashable, Codable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// Mix with other active sessions instead of interrupting them.
+    public static let mixWithOthers = SessionCategoryOptions(rawValue: 0x1)
+    /// Lower other sessions' volume while active (implies ``mixWithOthers``).
+    public static let duckOthers = SessionCategoryOptions(rawValue: 0x2)
+    /// Interrupt others' spoken audio, mix with the rest (includes ``mixWithOthers``).
+    public static let interruptSpokenAudioAndMixWithOthers = SessionCategoryOptions(rawValue: 0x11)
+}
+
+/// Options for ``AudioSession/setActive(_:options:)``.
+public struct SetActiveOptions: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    /// On deactivation, tell the sessions we interrupted that they may resume.
+    public static let notifyOthersOnDeactivation = SetActiveOptions(rawValue: 1)
+}
+
+/// An audio-session error, with AVAudioSession's four-character codes.
+public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Int, Sendable {
+        /// `'!int'`: another session could not be interrupted.
+        case cannotInterruptOthers = 560557684
+        /// `'!act'`: deactivating while players are running.
+        case isBusy = 560030580
+        /// `'!cat'`: an option the category does not accept.
+        case incompatibleCategory = 560161140
+        /// `'msrv'`: the session registry could not be used.
+        case mediaServicesFailed = 1836282486
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "\(message) (AVAudioSession error \(code.rawValue))" }
+}
+
+/// Interruption reasons (`AVAudioSession.InterruptionReason`).
+public enum InterruptionReason: Int, Sendable {
+    /// Another session activated.
+    case `default` = 0
+    /// The app was suspended.
+    case appWasSuspended = 1
+    /// The output route went away.
+    case routeDisconnected = 4
+}
+
+/// Route-change reasons (`AVAudioSession.RouteChangeReason`).
+public enum RouteChangeReason: Int, Sendable {
+    case unknown = 0
+    case newDeviceAvailable = 1
+    case oldDeviceUnavailable = 2
+    case categoryChange = 3
+}
+
+/// Session notifications, with Apple's payloads.
+public enum SessionEvent: Sendable, Equatable {
+    /// `.began`: the session is already inactive and its players paused. `by` is the session
+    /// that interrupted (its registry id), when known.
+    case interruptionBegan(reason: InterruptionReason, by: String?)
+    /// `.ended`: the interruption is over; resume only with `shouldResume`.
+    case interruptionEnded(shouldResume: Bool)
+    /// The output route changed.
+    case routeChanged(reason: RouteChangeReason)
+    /// The sound server restarted: players were reset; nothing restarts by itself.
+    case mediaServicesWereReset
+    /// Whether this session's output is silenced (silent switch or screen lock, for
+    /// `ambient`/`soloAmbient`).
+    case silencedChanged(Bool)
+    /// Whether another session is ducking this one.
+    case duckingChanged(Bool)
+}
+
+/// What a session tells the players using it (QueuePlayer implements it).
+public protocol AudioSessionParticipant: AnyObject, Sendable {
+    /// Whether the participant is producing sound (rate ≠ 0): running I/O.
+    var isRunningIO: Bool { get }
+    /// The session was interrupted: stop playing (remember whether it was playing).
+    func sessionInterrupted()
+    /// The interruption ended; `shouldResume` says whether to resume if it was playing.
+    func sessionInterruptionEnded(shouldResume: Bool)
+    /// Output gain from the session: 0 silenced, < 1 ducked, 1 normal.
+    func sessionGainChanged(_ gain: Float)
+}

@@ -1,0 +1,231 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import Player
+import Session
+import Synchronization
+import Testing
+
+/// The `session-probe` executable built next to this test bundle.
+let probe: String = {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let candidate = dir.appendingPathComponent("session-probe").path
+    return FileManager.default.isExecutableFile(atPath: candidate)
+        ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/session-probe").path
+}()
+
+/// A session-probe process and its output lines.
+struct Probe {
+    let process: SpawnedProcess
+
+    init(registry: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+        process = try SpawnedProcess(probe, ["--registry", registry] + arguments, environment: environment)
+        guard waitFor("ready") else { throw HarnessError("probe did not start: \(process.stdout) \(process.stderr)") }
+    }
+
+    var lines: [String] { process.stdout.split(separator: "\n").map(String.init) }
+
+    /// Waits until a line containing `text` appears.
+    func waitFor(_ text: String, timeout: Double = 5) -> Bool {
+        eventuallyTrue(timeout: timeout) { lines.contains { $0.contains(text) } }
+    }
+
+    func stop() {
+        process.signal(SIGKILL)
+        _ = try? process.wait(timeout: 5)
+    }
+}
+
+func eventuallyTrue(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+        if condition() { return true }
+        usleep(5_000)
+    } while Date() < deadline
+    return false
+}
+
+/// Collects a session's events.
+final class SessionLog: Sendable {
+    let events = Mutex<[SessionEvent]>([])
+    init(_ session: AudioSession) {
+        session.addObserver(queue: DispatchQueue(label: "test.session")) { [self] e in events.withLock { $0.append(e) } }
+    }
+    var all: [SessionEvent] { events.withLock { $0 } }
+    func wait(timeout: Double = 5, _ predicate: @escaping (SessionEvent) -> Bool) -> Bool {
+        eventuallyTrue(timeout: timeout) { all.contains(where: predicate) }
+    }
+}
+
+@Suite("AudioSession: categories, options, activation rules")
+struct SessionRuleTests {
+    @Test("option validity by category; options reset on category change; ambient always mixes")
+    func options() throws {
+        let s = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
+        #expect(s.category == .soloAmbient && s.categoryOptions.isEmpty && s.mode == .default)
+        #expect(throws: AudioSessionError.self) { try s.setCategory(.soloAmbient, options: .mixWithOthers) }
+        #expect(throws: AudioSessionError.self) { try s.setCategory(.ambient, options: .duckOthers) }
+        do {
+            try s.setCategory(.ambient, options: .interruptSpokenAudioAndMixWithOthers)
+            Issue.record("ambient accepted interruptSpokenAudioAndMixWithOthers")
+        } catch {
+            #expect(error.code == .incompatibleCategory && error.message.contains("ambient"))
+        }
+        try s.setCategory(.ambient)
+        #expect(s.categoryOptions == .mixWithOthers)
+        try s.setCategory(.playback, options: .duckOthers)
+        #expect(s.categoryOptions == [.duckOthers, .mixWithOthers], "duckOthers implies mixWithOthers")
+        try s.setCategory(.playback)
+        #expect(s.categoryOptions.isEmpty, "options do not survive a category change")
+        try s.setCategory(.playback, mode: .spokenAudio, options: .interruptSpokenAudioAndMixWithOthers)
+        #expect(s.categoryOptions.contains(.mixWithOthers) && s.mode == .spokenAudio)
+    }
+
+    @Test("deactivating with a playing player is refused (isBusy); paused, it deactivates")
+    func busy() throws {
+        let s = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
+        try s.setCategory(.playback)
+        let tone = try Fixtures.tone("session-busy", seconds: 5, frequency: 440)
+        let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                 configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
+                                 session: s)
+        player.actionAtItemEnd = .none
+        player.play()
+        #expect(s.isActive, "players activate their session on play")
+        do {
+            try s.setActive(false)
+            Issue.record("deactivated with running I/O")
+        } catch {
+            #expect(error.code == .isBusy && error.message.contains("pause"))
+        }
+        #expect(s.isActive)
+        player.pause()
+        try s.setActive(false)
+        #expect(!s.isActive)
+    }
+}
+
+@Suite("AudioSession across processes", .serialized, Harness.audioTools)
+struct CrossProcessTests {
+    @Test("playback interrupts another process's playback; notify ends it with shouldResume and it resumes")
+    func interruptAndResume() throws {
+        try PulseNullSink.exclusive { sink in
+            let dir = try Harness.makeTemporaryDirectory().path
+            let tone = try Fixtures.tone("session-long", seconds: 30, frequency: 440)
+            let other = try Probe(registry: dir, ["--category", "playback", "--play", tone.path, "--device", sink.alsaDevice],
+                                  environment: sink.environment)
+            defer { other.stop() }
+            #expect(other.waitFor("player rate 1 setRateCalled"))
+            let me = AudioSession(registryDirectory: dir)
+            try me.setCategory(.playback)
+            try me.setActive(true)
+            #expect(other.waitFor("session interruptionBegan"), "\(other.lines)")
+            #expect(other.waitFor("player rate 0 audioSessionInterrupted"), "\(other.lines)")
+            try me.setActive(false, options: .notifyOthersOnDeactivation)
+            #expect(other.waitFor("session interruptionEnded shouldResume=true"), "\(other.lines)")
+            #expect(eventuallyTrue(timeout: 5) { other.lines.filter { $0 == "player rate 1 setRateCalled" }.count == 2 },
+                    "the interrupted player resumed: \(other.lines)")
+        }
+    }
+
+    @Test("mixable sessions are never interrupted; soloAmbient interrupts; no notify: ended without shouldResume")
+    func mixAndSolo() throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let other = try Probe(registry: dir, ["--category", "playback"])
+        defer { other.stop() }
+        let ambient = AudioSession(registryDirectory: dir)
+        try ambient.setCategory(.ambient)
+        try ambient.setActive(true)
+        let mixing = AudioSession(registryDirectory: dir)
+        try mixing.setCategory(.playback, options: .mixWithOthers)
+        try mixing.setActive(true)
+        Thread.sleep(forTimeInterval: 0.4)
+        #expect(!other.lines.contains { $0.contains("interruptionBegan") }, "mixable activation interrupted: \(other.lines)")
+        let solo = AudioSession(registryDirectory: dir)
+        try solo.setActive(true)  // the default category, soloAmbient
+        #expect(other.waitFor("session interruptionBegan"))
+        try solo.setActive(false)
+        #expect(other.waitFor("session interruptionEnded shouldResume=false"))
+        let log = SessionLog(ambient)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(!log.all.contains { if case .interruptionBegan = $0 { true } else { false } }, "the mixable ones were left alone")
+    }
+
+    @Test("duckOthers ducks another process while active and restores it after")
+    func duck() throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let other = try Probe(registry: dir, ["--category", "playback"])
+        defer { other.stop() }
+        let ducker = AudioSession(registryDirectory: dir)
+        try ducker.setCategory(.playback, options: .duckOthers)
+        try ducker.setActive(true)
+        #expect(other.waitFor("session ducking true"), "\(other.lines)")
+        #expect(!other.lines.contains { $0.contains("interruptionBegan") })
+        try ducker.setActive(false)
+        #expect(other.waitFor("session ducking false"), "\(other.lines)")
+    }
+
+    @Test("an interrupter or ducker killed with SIGKILL leaves nobody interrupted or ducked")
+    func crashedPeer() throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let me = AudioSession(registryDirectory: dir)
+        try me.setCategory(.playback)
+        try me.setActive(true)
+        let log = SessionLog(me)
+        let interrupter = try Probe(registry: dir, ["--category", "playback"])
+        #expect(log.wait { if case .interruptionBegan = $0 { true } else { false } })
+        #expect(!me.isActive)
+        interrupter.stop()  // kill -9
+        #expect(log.wait(timeout: 2) { $0 == .interruptionEnded(shouldResume: true) }, "\(log.all)")
+
+        try me.setActive(true)
+        let ducker = try Probe(registry: dir, ["--category", "playback", "--options", "duck"])
+        #expect(log.wait { $0 == .duckingChanged(true) } && me.isDucked)
+        ducker.stop()
+        #expect(log.wait(timeout: 2) { $0 == .duckingChanged(false) } && !me.isDucked, "\(log.all)")
+    }
+}
+
+@Suite("Silent switch and screen lock, heard", .serialized, Harness.audioTools)
+struct SilenceTests {
+    @Test("soloAmbient is silenced by the switch and the lock; playback ignores both")
+    func silencing() throws {
+        try PulseNullSink.exclusive { sink in
+            let dir = try Harness.makeTemporaryDirectory().path
+            let tone = try Fixtures.tone("session-silence", seconds: 3, frequency: 440)
+            func run(_ category: SessionCategory) throws -> [Int16] {
+                let s = AudioSession(registryDirectory: dir)
+                try s.setCategory(category)
+                let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                         configuration: EngineConfiguration(output: OutputSettings(
+                                             device: sink.alsaDevice, bufferMillis: 100, realtime: false)),
+                                         session: s)
+                let (_, rec) = try sink.record { () -> Void in
+                    player.play()
+                    Thread.sleep(forTimeInterval: 0.8)
+                    s.silentSwitch = true
+                    Thread.sleep(forTimeInterval: 0.8)
+                    s.silentSwitch = false
+                    s.screenLocked = true
+                    Thread.sleep(forTimeInterval: 0.8)
+                    s.screenLocked = false
+                    Thread.sleep(forTimeInterval: 0.4)
+                }
+                player.pause()
+                return rec
+            }
+            /// RMS in 0.2 s windows at the given seconds after the first sound.
+            func levels(_ rec: [Int16], at times: [Double]) throws -> [Double] {
+                let first = try #require(PCM.firstNonSilent(rec, threshold: 64))
+                return times.map { t in
+                    let i = first + Int(t * 44100) * 2
+                    return PCM.rms(rec[min(rec.count, i)..<min(rec.count, i + 8820)])
+                }
+            }
+            let solo = try levels(try run(.soloAmbient), at: [0.3, 1.1, 1.9, 2.5])
+            #expect(solo[0] > 0.1 && solo[1] < 0.001 && solo[2] < 0.001 && solo[3] > 0.1, "soloAmbient levels \(solo)")
+            let playback = try levels(try run(.playback), at: [0.3, 1.1, 1.9, 2.5])
+            #expect(playback.allSatisfy { $0 > 0.1 }, "playback levels \(playback)")
+        }
+    }
+}
