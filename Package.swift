@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "Player", targets: ["Player"]),
         .library(name: "Session", targets: ["Session"]),
+        .library(name: "Lifecycle", targets: ["Lifecycle"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,8 +44,10 @@ let package = Package(
         // Benchmarks that `backline bench` runs and prints side by side with their references.
         // AVAudioSession semantics across processes (a registry of sessions in XDG_RUNTIME_DIR).
         .target(name: "Session", swiftSettings: strictSettings),
+        // UIApplication semantics: states, background tasks, suspension.
+        .target(name: "Lifecycle", swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["AudioEngine", "Session"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle"], swiftSettings: strictSettings),
         // A second "app" for the cross-process audio-session tests.
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
@@ -74,7 +77,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SessionTests",
-            dependencies: ["Session", "Player", "AudioEngine", "BacklineTestSupport", "session-probe"],
+            dependencies: ["Session", "Lifecycle", "Player", "AudioEngine", "BacklineTestSupport", "session-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import AudioEngine
 import Dispatch
 import Foundation
+import Lifecycle
 import Session
 import Synchronization
 
@@ -61,10 +62,15 @@ public final class QueuePlayer: Sendable {
     /// the player, its silencing and ducking lower the player's output.
     public let session: AudioSession
 
+    /// The app whose life cycle the player follows: it keeps the app running in the background
+    /// while it plays in `playback`, and releases the device when the app is suspended.
+    public let application: Application
+
     /// A player over its own engine, with `items` queued (the first becomes current), paused.
     public init(items: [PlayerItem] = [], configuration: EngineConfiguration = EngineConfiguration(),
-                session: AudioSession = .shared) {
+                session: AudioSession = .shared, application: Application = .shared) {
         self.session = session
+        self.application = application
         engine = PlaybackEngine(configuration: configuration)
         engine.pause()
         clock = ObserverClock()
@@ -80,6 +86,7 @@ public final class QueuePlayer: Sendable {
             s.announced = s.items.first
         }
         session.register(self)
+        application.register(self)
     }
 
     deinit {
@@ -553,4 +560,32 @@ extension QueuePlayer: AudioSessionParticipant {
             engine.volume = s.volume * gain
         }
     }
+}
+
+extension QueuePlayer: ApplicationParticipant {
+    /// Playing audible audio in the `playback` category keeps the app running in the background.
+    public var keepsAppRunningInBackground: Bool {
+        let playing = state.withLock { s in s.rate != 0 && !s.items.isEmpty && !s.atEnd }
+        return playing && session.category == .playback && session.isActive
+    }
+
+    /// Outside `playback`, audio stops in the background (rate 0, reason `appBackgrounded`).
+    public func applicationDidEnterBackground() {
+        guard session.category != .playback else { return }
+        setRate(0, reason: .appBackgrounded)
+    }
+
+    /// Suspension: the device is released; the queue and the position are kept (paused there).
+    public func applicationWillSuspend() {
+        state.withLock { s in
+            if s.rate != 0 { setRateLocked(&s, 0, reason: .appBackgrounded) }
+            guard !s.items.isEmpty, !s.atEnd else {
+                engine.stop()  // holds nothing worth keeping (an item at its end stays current)
+                return
+            }
+            replan(&s, startingAt: currentTimeLocked(s))
+        }
+    }
+
+    public func applicationDidResume() {}
 }

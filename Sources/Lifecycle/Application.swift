@@ -1,0 +1,358 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Something that can keep an app running in the background, or needs to know about the app's
+/// state (QueuePlayer conforms).
+public protocol ApplicationParticipant: AnyObject, Sendable {
+    /// Whether this keeps the app running in the background (playing audio in `playback`).
+    var keepsAppRunningInBackground: Bool { get }
+    /// The app entered the background: stop what may not continue there (e.g. a player whose
+    /// session category is not `playback`).
+    func applicationDidEnterBackground()
+    /// The app is being suspended: release devices, save state.
+    func applicationWillSuspend()
+    /// The app resumed from suspension.
+    func applicationDidResume()
+}
+
+/// App states (`UIApplication.State`, plus the suspended state iOS does not expose).
+public enum ApplicationState: Int, Sendable {
+    case active = 0
+    case inactive = 1
+    case background = 2
+    /// In memory, running no code of its own: players released their devices.
+    case suspended = 3
+}
+
+/// Application notifications, in Apple's order for each transition.
+public enum ApplicationEvent: Sendable, Equatable {
+    case willResignActive
+    case didEnterBackground
+    case willEnterForeground
+    case didBecomeActive
+    case willTerminate
+    /// The app was suspended (after the suspension hooks ran). `reason` says why.
+    case didSuspend(reason: String)
+    /// The app resumed from suspension (into the background or the foreground).
+    case didResume
+    /// A background task's expiration handler was called.
+    case backgroundTaskExpiring(name: String?)
+    /// A background task was still open when the budget ran out; it was ended by force and the
+    /// app suspended anyway (Apple would terminate it).
+    case backgroundTaskLeaked(name: String?)
+}
+
+/// Identifies a background task (`UIBackgroundTaskIdentifier`).
+public struct BackgroundTaskIdentifier: Hashable, Sendable {
+    public let rawValue: Int
+    /// Returned when background running is not possible.
+    public static let invalid = BackgroundTaskIdentifier(rawValue: 0)
+}
+
+/// Timing of background execution.
+public struct ApplicationConfiguration: Sendable {
+    /// Background time for tasks after entering the background (iOS 13+: about 30 s).
+    public var backgroundTaskBudget: Double
+    /// How long before the budget ends the expiration handlers run.
+    public var expirationWarning: Double
+    /// How long the app may stay in the background with nothing keeping it running before it is
+    /// suspended (undocumented on iOS; "shortly").
+    public var suspensionGracePeriod: Double
+
+    public init(backgroundTaskBudget: Double = 30, expirationWarning: Double = 5, suspensionGracePeriod: Double = 5) {
+        self.backgroundTaskBudget = backgroundTaskBudget
+        self.expirationWarning = min(expirationWarning, backgroundTaskBudget)
+        self.suspensionGracePeriod = suspensionGracePeriod
+    }
+}
+
+/// The app's life cycle (`UIApplication`): states and their notifications, background tasks,
+/// and suspension once nothing keeps the app running in the background.
+///
+/// In the background the app keeps running only while a participant keeps it (a player playing
+/// in the `playback` category) or a background task is open; otherwise, after
+/// ``ApplicationConfiguration/suspensionGracePeriod``, the suspension hooks run (exactly once per
+/// suspension), participants release their devices, and the state becomes `.suspended`.
+/// ``resume(reason:)`` (a remote command), ``beginBackgroundTask(name:expirationHandler:)`` or
+/// ``enterForeground()`` reverse it.
+public final class Application: Sendable {
+    /// The process's application object.
+    public static let shared = Application()
+
+    public let configuration: ApplicationConfiguration
+    private let queue = DispatchQueue(label: "backline.application")
+
+    struct Task {
+        var name: String?
+        var expiration: (@Sendable () -> Void)?
+        var warned = false
+    }
+
+    struct Weak { weak var participant: (any ApplicationParticipant)? }
+
+    struct State {
+        var state = ApplicationState.active
+        var backgroundSince: Double?
+        /// Since when nothing has kept the app running in the background.
+        var idleSince: Double?
+        var tasks: [Int: Task] = [:]
+        var nextTask = 1
+        var participants: [Weak] = []
+        var hooks: [UInt64: @Sendable (ApplicationState) -> Void] = [:]
+        var handlers: [UInt64: (DispatchQueue, @Sendable (ApplicationEvent) -> Void)] = [:]
+        var continuations: [UInt64: AsyncStream<ApplicationEvent>.Continuation] = [:]
+        var nextToken: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+    private final class TimerBox: @unchecked Sendable {
+        // @unchecked Sendable: created once in init, used only on `queue`.
+        var timer: (any DispatchSourceTimer)?
+    }
+    private let timerBox = TimerBox()
+
+    public init(configuration: ApplicationConfiguration = ApplicationConfiguration()) {
+        self.configuration = configuration
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50))
+        timer.setEventHandler { [weak self] in self?.evaluate() }
+        timerBox.timer = timer
+        timer.resume()
+    }
+
+    deinit { timerBox.timer?.cancel() }
+
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    /// The current state.
+    public var applicationState: ApplicationState { state.withLock { $0.state } }
+
+    // MARK: - Transitions
+
+    /// active → inactive (a transient interruption): `willResignActive`.
+    public func resignActive() {
+        transition { s in
+            guard s.state == .active else { return [] }
+            s.state = .inactive
+            return [.willResignActive]
+        }
+    }
+
+    /// inactive → active: `didBecomeActive`.
+    public func becomeActive() {
+        transition { s in
+            guard s.state == .inactive else { return [] }
+            s.state = .active
+            return [.didBecomeActive]
+        }
+    }
+
+    /// To the background (home, app switch, lock): `willResignActive` (if active), `didEnterBackground`.
+    public func enterBackground() {
+        var entered = false
+        transition { s in
+            var events: [ApplicationEvent] = []
+            if s.state == .active { events.append(.willResignActive) }
+            guard s.state == .active || s.state == .inactive else { return [] }
+            s.state = .background
+            s.backgroundSince = Self.now()
+            s.idleSince = nil
+            entered = true
+            events.append(.didEnterBackground)
+            return events
+        }
+        if entered { for p in participants { p.applicationDidEnterBackground() } }
+        queue.async { [self] in evaluate() }
+    }
+
+    /// Back to the foreground: `willEnterForeground`, `didBecomeActive` (resuming first if suspended).
+    public func enterForeground() {
+        if applicationState == .suspended { resume(reason: "foreground") }
+        transition { s in
+            guard s.state == .background else { return [] }
+            s.state = .active
+            s.backgroundSince = nil
+            s.idleSince = nil
+            return [.willEnterForeground, .didBecomeActive]
+        }
+    }
+
+    /// The app is quitting while running: `willTerminate` (not sent when suspended, as on iOS).
+    public func terminate() {
+        transition { s in
+            guard s.state != .suspended else { return [] }
+            return [.willTerminate]
+        }
+    }
+
+    /// Wakes a suspended app into the background (a remote command, a timer): participants
+    /// take their devices back; the app is suspended again if nothing keeps it running.
+    public func resume(reason: String) {
+        var resumed = false
+        transition { s in
+            guard s.state == .suspended else { return [] }
+            s.state = .background
+            s.backgroundSince = Self.now()
+            s.idleSince = nil
+            resumed = true
+            return [.didResume]
+        }
+        if resumed { for p in participants { p.applicationDidResume() } }
+    }
+
+    private func transition(_ change: (inout State) -> [ApplicationEvent]) {
+        let events = state.withLock { s in change(&s) }
+        for e in events { post(e) }
+    }
+
+    // MARK: - Background tasks
+
+    /// Asks for time to finish work in the background. Returns `.invalid` when the budget is
+    /// spent. Every identifier must be passed to ``endBackgroundTask(_:)``; the expiration
+    /// handler runs shortly before the budget ends and must end the task. Beginning a task while
+    /// suspended resumes the app.
+    public func beginBackgroundTask(name: String? = nil, expirationHandler: (@Sendable () -> Void)? = nil)
+        -> BackgroundTaskIdentifier
+    {
+        if applicationState == .suspended { resume(reason: "background task \(name ?? "")") }
+        return state.withLock { s in
+            if s.state == .background, let since = s.backgroundSince,
+               Self.now() - since >= configuration.backgroundTaskBudget {
+                return .invalid
+            }
+            let id = s.nextTask
+            s.nextTask += 1
+            s.tasks[id] = Task(name: name, expiration: expirationHandler)
+            return BackgroundTaskIdentifier(rawValue: id)
+        }
+    }
+
+    /// Ends a background task (any thread). Unknown identifiers are ignored.
+    public func endBackgroundTask(_ id: BackgroundTaskIdentifier) {
+        _ = state.withLock { $0.tasks.removeValue(forKey: id.rawValue) }
+        queue.async { [self] in evaluate() }
+    }
+
+    /// Seconds of background time left: huge (`Double.greatestFiniteMagnitude`) in the
+    /// foreground; the budget minus the time spent in the background otherwise.
+    public var backgroundTimeRemaining: Double {
+        state.withLock { s in
+            guard s.state == .background || s.state == .suspended, let since = s.backgroundSince else {
+                return .greatestFiniteMagnitude
+            }
+            return max(0, configuration.backgroundTaskBudget - (Self.now() - since))
+        }
+    }
+
+    // MARK: - Participants, hooks, events
+
+    /// Registers a participant (players do this themselves).
+    public func register(_ participant: any ApplicationParticipant) {
+        state.withLock { s in
+            s.participants.removeAll { $0.participant == nil }
+            s.participants.append(Weak(participant: participant))
+        }
+    }
+
+    private var participants: [any ApplicationParticipant] {
+        state.withLock { $0.participants.compactMap(\.participant) }
+    }
+
+    /// Adds a suspension hook: called (on the app's queue, with `.suspended`) once each time the
+    /// app is suspended, before participants release their devices. Returns a token.
+    @discardableResult
+    public func addSuspensionHook(_ hook: @escaping @Sendable (ApplicationState) -> Void) -> UInt64 {
+        state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.hooks[t] = hook
+            return t
+        }
+    }
+
+    public func removeSuspensionHook(_ token: UInt64) {
+        _ = state.withLock { $0.hooks.removeValue(forKey: token) }
+    }
+
+    /// Calls `handler` on `queue` for every application event; returns a token.
+    @discardableResult
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (ApplicationEvent) -> Void) -> UInt64 {
+        state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.handlers[t] = (queue, handler)
+            return t
+        }
+    }
+
+    public func removeObserver(_ token: UInt64) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
+    }
+
+    /// Every application event from now on.
+    public func events() -> AsyncStream<ApplicationEvent> {
+        let (stream, c) = AsyncStream<ApplicationEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let t = state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.continuations[t] = c
+            return t
+        }
+        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
+        return stream
+    }
+
+    private func post(_ e: ApplicationEvent) {
+        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
+        for c in continuations { c.yield(e) }
+        for (q, h) in handlers { q.async { h(e) } }
+    }
+
+    // MARK: - Background execution (on `queue`, every 50 ms)
+
+    private func evaluate() {
+        let now = Self.now()
+        let (current, since, tasks) = state.withLock { s in (s.state, s.backgroundSince, s.tasks) }
+        guard current == .background, let since else { return }
+        let elapsed = now - since
+        // Expiration handlers, shortly before the budget ends.
+        if elapsed >= configuration.backgroundTaskBudget - configuration.expirationWarning {
+            for (id, task) in tasks where !task.warned {
+                state.withLock { $0.tasks[id]?.warned = true }
+                post(.backgroundTaskExpiring(name: task.name))
+                task.expiration?()
+            }
+        }
+        // Budget spent: tasks still open are reported and ended.
+        if elapsed >= configuration.backgroundTaskBudget {
+            let leaked = state.withLock { s -> [Task] in
+                defer { s.tasks = [:] }
+                return Array(s.tasks.values)
+            }
+            for t in leaked { post(.backgroundTaskLeaked(name: t.name)) }
+        }
+        let audio = participants.contains { $0.keepsAppRunningInBackground }
+        let busy = audio || !state.withLock { $0.tasks.isEmpty }
+        let idleSince = state.withLock { s -> Double? in
+            if busy { s.idleSince = nil } else if s.idleSince == nil { s.idleSince = now }
+            return s.idleSince
+        }
+        if let idleSince, now - idleSince >= configuration.suspensionGracePeriod {
+            suspend(reason: "nothing keeps the app running in the background")
+        }
+    }
+
+    private func suspend(reason: String) {
+        let hooks = state.withLock { s -> [@Sendable (ApplicationState) -> Void]? in
+            guard s.state == .background else { return nil }
+            s.state = .suspended
+            s.idleSince = nil
+            return Array(s.hooks.values)
+        }
+        guard let hooks else { return }
+        for h in hooks { h(.suspended) }
+        for p in participants { p.applicationWillSuspend() }
+        post(.didSuspend(reason: reason))
+    }
+}
