@@ -158,8 +158,9 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// `snd_pcm_wait` that the control plane can interrupt: polls the device's descriptors and
-    /// the wake pipe. Returns 1 when the device is writable, 0 when woken or timed out (the
-    /// caller re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
+    /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
+    /// asks the device, which reports a lost server or device), 0 when woken (the caller
+    /// re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
     private func waitWritable(_ pcm: ALSAPCM, timeoutMillis: Int32) -> Int32 {
         let count = snd_pcm_poll_descriptors_count(pcm.pcm)
         guard count > 0, count < 16 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
@@ -168,14 +169,15 @@ final class OutputThread: @unchecked Sendable {
         pollFDs[Int(n)] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
         let r = poll(pollFDs, nfds_t(n + 1), timeoutMillis)
         if r < 0 { return errno == EINTR ? 0 : -errno }
-        if r == 0 { return 0 }
+        if r == 0 { return 1 }
         if pollFDs[Int(n)].revents & Int16(POLLIN) != 0 {
             drainWake()
             return 0
         }
         var revents: UInt16 = 0
-        snd_pcm_poll_descriptors_revents(pcm.pcm, pollFDs, UInt32(n), &revents)
-        if revents & UInt16(POLLERR) != 0 {
+        let rr = snd_pcm_poll_descriptors_revents(pcm.pcm, pollFDs, UInt32(n), &revents)
+        if rr < 0 { return rr }  // e.g. the sound server went away
+        if revents & UInt16(POLLERR | POLLNVAL) != 0 {
             switch snd_pcm_state(pcm.pcm) {
             case SND_PCM_STATE_XRUN: return -EPIPE
             case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
@@ -183,7 +185,10 @@ final class OutputThread: @unchecked Sendable {
             default: return -EIO
             }
         }
-        return revents & UInt16(POLLOUT) != 0 ? 1 : 0
+        // Writable, or a wake-up without POLLOUT: either way ask the device (`avail_update`),
+        // which reports errors; never return 0 here, or a device that keeps its descriptor
+        // readable would spin this loop.
+        return 1
     }
 
     private func publishPosition() {
@@ -348,12 +353,18 @@ final class OutputThread: @unchecked Sendable {
         let cfg = pcm.configuration
         let r = waitWritable(pcm, timeoutMillis: Int32(max(10, periodMillis)))
         if r < 0 { recover(pcm, r); return }
-        if r == 0 && snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING { return }  // woken: re-check
+        if r == 0 { return }  // woken: re-check pause and flush first
         let avail = snd_pcm_avail_update(pcm.pcm)
         if avail < 0 { recover(pcm, Int32(avail)); return }
         let bytesPerFrame = 4 * segmentChannels
         let frames = min(Int(avail), limitBytes / bytesPerFrame, periodBufferFrames * 2 / segmentChannels)
-        if frames == 0 { publishPosition(); return }
+        if frames == 0 {
+            // Woken without room (a device whose descriptor fired for another reason): back off
+            // a millisecond rather than spin.
+            publishPosition()
+            sleepMillis(1)
+            return
+        }
         let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
         let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
                                        channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,

@@ -43,8 +43,8 @@ public enum RateChangeReason: String, Sendable {
     case appBackgrounded
     /// The current item ended with ``ActionAtItemEnd/pause``.
     case reachedEndOfItem
-    /// The audio device failed or disappeared.
-    case outputFailed
+    /// The audio device failed or disappeared (the route change `oldDeviceUnavailable`).
+    case oldDeviceUnavailable
 }
 
 /// A rate the player cannot play.

@@ -525,8 +525,12 @@ public final class QueuePlayer: Sendable {
                 post(&s, .playbackStalled(s.items.first))
 
             case .deviceError(let e):
+                // The device is gone (unplugged, sound server gone): pause, as AVPlayer does on
+                // `oldDeviceUnavailable`; nothing plays again by itself when it returns.
                 post(&s, .outputFailed(e))
-                setRateLocked(&s, 0, reason: .outputFailed)
+                setRateLocked(&s, 0, reason: .oldDeviceUnavailable)
+                let session = session
+                DispatchQueue.global().async { session.reportRouteChange(.oldDeviceUnavailable) }
 
             case .endOfInput:
                 updateStatus(&s)

@@ -214,6 +214,12 @@ public final class AudioSession: Sendable {
         for e in registry.entries() where e.id != id { registry.send("system \(id)", to: e.id) }
     }
 
+    /// Reports a route change seen by a player (e.g. its device disappeared): observers get
+    /// ``SessionEvent/routeChanged(reason:)``.
+    public func reportRouteChange(_ reason: RouteChangeReason) {
+        post(.routeChanged(reason: reason))
+    }
+
     // MARK: - Participants and events
 
     /// Registers a player: it is paused on interruption, resumed on `.ended` + shouldResume if

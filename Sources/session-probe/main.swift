@@ -45,6 +45,7 @@ session.addObserver(queue: .main) { e in
     case .interruptionEnded(let resume): say("session interruptionEnded shouldResume=\(resume)")
     case .duckingChanged(let on): say("session ducking \(on)")
     case .silencedChanged(let on): say("session silenced \(on)")
+    case .routeChanged(let reason): say("session routeChanged \(reason)")
     default: break
     }
 }

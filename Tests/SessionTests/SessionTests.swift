@@ -186,6 +186,27 @@ struct CrossProcessTests {
     }
 }
 
+@Suite("Route change: the device disappears")
+struct RouteChangeTests {
+    @Test("the sound server goes away while playing: the player pauses (oldDeviceUnavailable), the session reports the route change")
+    func deviceLost() throws {
+        guard Harness.which("pulseaudio") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let server = try PulseNullSink()  // a private server, killed below; the shared one is untouched
+        let dir = try Harness.makeTemporaryDirectory().path
+        let tone = try Fixtures.tone("route-long", seconds: 30, frequency: 440)
+        let p = try Probe(registry: dir, ["--category", "playback", "--play", tone.path, "--device", server.alsaDevice],
+                          environment: server.environment)
+        defer { p.stop() }
+        #expect(p.waitFor("player rate 1 setRateCalled"))
+        Thread.sleep(forTimeInterval: 0.5)
+        server.stop()
+        #expect(p.waitFor("player rate 0 oldDeviceUnavailable", timeout: 10), "\(p.lines) \(p.process.stderr)")
+        #expect(p.waitFor("session routeChanged oldDeviceUnavailable"), "\(p.lines)")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(p.lines.filter { $0.hasPrefix("player rate 1") }.count == 1, "nothing plays again by itself")
+    }
+}
+
 @Suite("Silent switch and screen lock, heard", .serialized, Harness.audioTools)
 struct SilenceTests {
     @Test("soloAmbient is silenced by the switch and the lock; playback ignores both")
