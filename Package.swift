@@ -58,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "backline",
             dependencies: [
-                "AudioEngine", "BacklineBench",
+                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

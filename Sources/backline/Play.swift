@@ -2,7 +2,10 @@ import ArgumentParser
 import AudioEngine
 import Dispatch
 import Foundation
+import Lifecycle
 import Logging
+import Player
+import Session
 import Synchronization
 
 /// `backline play FILE…`: plays files in order, gaplessly.
@@ -12,6 +15,11 @@ struct Play: ParsableCommand {
         discussion: """
             Prints one line per item (title and artist, or the file name, and duration) and, on a \
             terminal, a live elapsed/total line. Ctrl-C stops at once and closes the device.
+
+            Job control: in the terminal's background (Ctrl-Z then `bg`, or started with `&`) the \
+            `playback` category keeps playing; `soloAmbient` and `ambient` stop, and once nothing \
+            plays in the background the process stops itself (SIGSTOP) until `fg`, which makes it \
+            active and resumes what the background paused.
 
             Exit status: 0 every item played; 2 some items failed (each reported on stderr with \
             the file and the reason); 1 nothing was playable, or a usage error; 130 interrupted.
@@ -26,6 +34,13 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
     var format = "float32"
 
+    @Option(name: .long, help: "Audio session category: playback (keeps playing in the background), soloAmbient or ambient.")
+    var category = "playback"
+
+    @Option(name: .customLong("background-grace"),
+            help: "Seconds in the background with nothing playing before the process suspends itself.")
+    var backgroundGrace = 5.0
+
     @Flag(name: .long, help: "Print the device's negotiated settings and position checks to stderr.")
     var verbose = false
 
@@ -35,48 +50,93 @@ struct Play: ParsableCommand {
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
         guard ["float32", "s16"].contains(format) else { throw ValidationError("--format must be float32 or s16") }
+        guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
+        guard SessionCategory(rawValue: category) != nil else {
+            throw ValidationError("--category must be playback, soloAmbient or ambient")
+        }
         guard !files.isEmpty else { throw ValidationError("give at least one file") }
     }
 
     func run() throws {
         var logger = Logger(label: "backline")
         logger.logLevel = verbose ? .debug : .warning
-        let engine = PlaybackEngine(configuration: EngineConfiguration(
-            output: OutputSettings(device: device, bufferMillis: bufferMs,
-                                   preferredFormat: format == "s16" ? .s16 : .float32),
-            logger: logger))
+        let session = AudioSession.shared
+        do {
+            try session.setCategory(SessionCategory(rawValue: category) ?? .playback)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: backgroundGrace))
+        let items = files.map { PlayerItem(path: ($0 as NSString).expandingTildeInPath) }
+        let player = QueuePlayer(
+            items: items,
+            configuration: EngineConfiguration(
+                output: OutputSettings(device: device, bufferMillis: bufferMs,
+                                       preferredFormat: format == "s16" ? .s16 : .float32),
+                logger: logger),
+            session: session, application: app)
         let tty = isatty(STDOUT_FILENO) == 1
         let status = Mutex((failed: 0, played: 0, finished: false, deviceFailed: false))
         let done = DispatchSemaphore(value: 0)
-        let current = Mutex<ItemInfo?>(nil)
+        let foreground = Atomic<Bool>(true)
 
-        engine.onEvent { event in
+        // One line per item when its first sample is heard (the engine's own event, so even
+        // items shorter than the event delivery are announced, in order).
+        player.engine.onEvent { event in
+            guard case .itemStarted(let info, fromSeek: false) = event else { return }
+            let m = info.metadata
+            let name = m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
+            Terminal.line("▶ \(name)  [\(formatTime(info.duration))]", tty: tty)
+        }
+        let events = DispatchQueue(label: "backline.play.events")
+        player.addObserver(queue: events) { [player] event in
             switch event {
-            case .itemStarted(let info, let fromSeek):
-                guard !fromSeek else { return }
-                current.withLock { $0 = info }
-                let m = info.metadata
-                let name = m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t }
-                    ?? (info.path as NSString).lastPathComponent
-                Terminal.line("▶ \(name)  [\(formatTime(info.duration))]", tty: tty)
-            case .itemEnded:
+            case .currentItemChanged(nil):
+                status.withLock { $0.finished = true }
+                done.signal()
+            case .itemDidPlayToEnd:
                 status.withLock { $0.played += 1 }
-            case .itemFailed(_, let path, let error):
+            case .itemFailedToPlayToEnd(let item, let error):
                 status.withLock { $0.failed += 1 }
-                Terminal.error("backline: cannot play \(path): \(error.message)", tty: tty)
-            case .underrun(let n):
-                if verbose { Terminal.error("backline: underrun (\(n))", tty: tty) }
-            case .deviceError(let e):
+                Terminal.error("backline: cannot play \(item.path): \(error.message)", tty: tty)
+            case .playbackStalled:
+                if verbose { Terminal.error("backline: underrun (\(player.engine.underrunCount))", tty: tty) }
+            case .outputFailed(let e):
                 status.withLock { $0.deviceFailed = true }
                 Terminal.error("backline: audio device \(device): \(e.message) (ALSA code \(e.code))", tty: tty)
                 done.signal()
-            case .endOfInput:
-                status.withLock { $0.finished = true }
-                done.signal()
-            case .itemLoaded:
+            default:
                 break
             }
         }
+
+        // Job control: in the terminal's foreground process group the app is active; put in the
+        // background (Ctrl-Z then `bg`, or started with `&`) it is in the background. Once
+        // nothing keeps it running there, the suspension hook stops the process (SIGSTOP);
+        // `fg` continues it and makes it active again.
+        app.addSuspensionHook { _ in
+            Terminal.error("backline: suspended: nothing is playing in the background (category \(session.category.rawValue)); `fg` resumes", tty: false)
+            kill(getpid(), SIGSTOP)
+        }
+        let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let pausedByBackground = Atomic<Bool>(false)
+        player.addObserver(queue: events) { event in
+            if case .rateChanged(0, .appBackgrounded) = event { pausedByBackground.store(true, ordering: .relaxed) }
+        }
+        func followTerminal() {
+            guard terminal >= 0 else { return }
+            let isForeground = tcgetpgrp(terminal) == getpgrp()
+            guard isForeground != foreground.load(ordering: .relaxed) else { return }
+            foreground.store(isForeground, ordering: .relaxed)
+            if isForeground {
+                app.enterForeground()
+                if pausedByBackground.exchange(false, ordering: .relaxed) { player.play() }
+            } else {
+                Terminal.finish(tty: tty)
+                app.enterBackground()
+            }
+        }
+        followTerminal()
 
         // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal line.
         signal(SIGINT, SIG_IGN)
@@ -93,18 +153,26 @@ struct Play: ParsableCommand {
             sources.append(src)
         }
 
-        engine.enqueue(files.map { ($0 as NSString).expandingTildeInPath })
+        // In the background only `playback` may start playing; the others start on `fg`.
+        if foreground.load(ordering: .relaxed) || session.category == .playback {
+            player.play()
+        } else {
+            pausedByBackground.store(true, ordering: .relaxed)
+        }
 
-        // Progress: a live line on a terminal, nothing extra otherwise.
-        while done.wait(timeout: .now() + .milliseconds(tty ? 250 : 1000)) == .timedOut {
-            if tty, let pos = engine.position, let info = current.withLock({ $0 }), info.id == pos.item {
-                Terminal.progress("  \(formatTime(pos.seconds)) / \(formatTime(info.duration))")
+        // Progress: a live line on a terminal (in the foreground), nothing extra otherwise.
+        while done.wait(timeout: .now() + .milliseconds(tty ? 250 : 200)) == .timedOut {
+            followTerminal()
+            if tty, foreground.load(ordering: .relaxed), player.timeControlStatus == .playing,
+               let item = player.currentItem {
+                Terminal.progress("  \(formatTime(player.currentTime())) / \(formatTime(item.duration ?? 0))")
             }
         }
-        engine.stop()
-        engine.shutdown()
+        player.removeAllItems()
+        player.engine.shutdown()
         Terminal.finish(tty: tty)
         for s in sources { s.cancel() }
+        if terminal >= 0 { close(terminal) }
 
         if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
         let s = status.withLock { $0 }

@@ -10,13 +10,19 @@ let backline: String = {
         ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
 }()
 
+/// The environment for a `backline` child: its own `XDG_RUNTIME_DIR`, so the audio sessions of
+/// tests running side by side (and the user's own) never interrupt each other.
+func isolated(_ environment: [String: String] = [:]) throws -> [String: String] {
+    environment.merging(["XDG_RUNTIME_DIR": try Harness.makeTemporaryDirectory().path]) { a, _ in a }
+}
+
 @Suite("backline play", Harness.audioTools)
 struct PlayCommandTests {
     @Test("plays every file into the device bit-exact and exits 0")
     func playsAll() throws {
         let (a, b) = try Fixtures.gaplessPair()
         let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
-        let r = try runProcess(backline, ["play", "--device", cap.device, a.path, b.path])
+        let r = try runProcess(backline, ["play", "--device", cap.device, a.path, b.path], environment: try isolated())
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.hasPrefix("▶") }.count == 2)
         #expect(r.stdoutText.contains("gapless-a-44100.mp3") && r.stdoutText.contains("[0:02]"))
@@ -28,7 +34,7 @@ struct PlayCommandTests {
     @Test("prints title and artist from the tags")
     func tags() throws {
         let demo = try #require(Fixtures.demoTracks.first)
-        let r = try runProcess(backline, ["play", "--device", "null", demo.path])
+        let r = try runProcess(backline, ["play", "--device", "null", demo.path], environment: try isolated())
         #expect(r.status == 0)
         #expect(r.stdoutText.contains("▶ Sunrise Chord — Backline  [0:08]"))
     }
@@ -40,7 +46,7 @@ struct PlayCommandTests {
         let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
         let order = ["missing", "empty", "random", "text", "truncated", "directory"]
         let args = order.flatMap { [bad[$0]!.path, good.path] }
-        let r = try runProcess(backline, ["play", "--device", cap.device] + args)
+        let r = try runProcess(backline, ["play", "--device", cap.device] + args, environment: try isolated())
         #expect(r.status == 2, "exit status \(r.status); stderr: \(r.stderr)")
         for name in ["missing", "empty", "random", "text", "truncated", "directory"] {
             let path = bad[name]!.path
@@ -62,16 +68,16 @@ struct PlayCommandTests {
 
     @Test("nothing playable: exit 1; usage errors: exit 1 with a message; --help documents it")
     func exitCodes() throws {
-        let r = try runProcess(backline, ["play", "--device", "null", "/nonexistent/x.mp3"])
+        let r = try runProcess(backline, ["play", "--device", "null", "/nonexistent/x.mp3"], environment: try isolated())
         #expect(r.status == 1)
         #expect(r.stderr.contains("cannot play /nonexistent/x.mp3: no such file"))
-        let u = try runProcess(backline, ["play"])
+        let u = try runProcess(backline, ["play"], environment: try isolated())
         #expect(u.status != 0)
         #expect(u.stderr.contains("Missing expected argument") || u.stderr.contains("give at least one file"))
-        let h = try runProcess(backline, ["play", "--help"])
+        let h = try runProcess(backline, ["play", "--help"], environment: try isolated())
         #expect(h.status == 0)
         #expect(h.stdoutText.contains("--buffer-ms") && h.stdoutText.contains("Exit status"))
-        let d = try runProcess(backline, ["play", "--device", "no_such_device_xyz", try Fixtures.tone("cli-dev", seconds: 0.5).path])
+        let d = try runProcess(backline, ["play", "--device", "no_such_device_xyz", try Fixtures.tone("cli-dev", seconds: 0.5).path], environment: try isolated())
         #expect(d.status == 1)
         #expect(d.stderr.contains("audio device no_such_device_xyz"))
     }
@@ -80,7 +86,7 @@ struct PlayCommandTests {
     func interrupt() throws {
         try PulseNullSink.exclusive { sink in
             let long = try Fixtures.tone("cli-long", seconds: 20)
-            let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, long.path], environment: sink.environment)
+            let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, long.path], environment: try isolated(sink.environment))
             // Wait until it is playing (the item line is out), then interrupt.
             let deadline = Date().addingTimeInterval(10)
             while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
@@ -101,7 +107,7 @@ struct PlayCommandTests {
         try PulseNullSink.exclusive { sink in
             let file = try Fixtures.tone("cli-underrun", seconds: 3)
             let p = try SpawnedProcess(backline, ["play", "--verbose", "--device", sink.alsaDevice, file.path],
-                                       environment: sink.environment)
+                                       environment: try isolated(sink.environment))
             let deadline = Date().addingTimeInterval(10)
             while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
             usleep(800_000)
@@ -113,5 +119,45 @@ struct PlayCommandTests {
             #expect(status == 0, "\(p.stderr)")
             #expect(p.stderr.contains("backline: underrun (1)"), "\(p.stderr)")
         }
+    }
+
+    /// Runs `body` (bash) under `script`'s pseudo-terminal with job control on.
+    static func underTerminal(_ body: String, environment: [String: String]) throws -> ProcessResult {
+        let dir = try Harness.makeTemporaryDirectory()
+        let file = dir.appendingPathComponent("job.sh")
+        try ("set -m\n" + body).write(to: file, atomically: true, encoding: .utf8)
+        return try runProcess("script", ["-qfec", "bash --norc --noprofile \(file.path)", "/dev/null"], environment: environment)
+    }
+
+    @Test("job control: in the background soloAmbient stays silent and stops itself after the hook; fg resumes it; playback plays on")
+    func jobControl() throws {
+        let tone = try Fixtures.tone("cli-job", seconds: 1.0, frequency: 550)
+        let dir = try Harness.makeTemporaryDirectory()
+        let cap = ALSAFileCapture(in: dir)
+        let err = dir.appendingPathComponent("err.txt").path
+        let r = try Self.underTerminal("""
+            '\(backline)' play --category soloAmbient --background-grace 0.3 --device '\(cap.device)' '\(tone.path)' >/dev/null 2>'\(err)' &
+            pid=$!
+            sleep 1.5
+            echo "STAT $(ps -o stat= -p $pid)"
+            test -s '\(cap.file.path)' && echo "HEARD-IN-BACKGROUND"
+            fg %1 >/dev/null
+            echo "EXIT $?"
+            """, environment: try isolated())
+        #expect(r.stdoutText.contains("STAT T"), "stopped itself: \(r.stdoutText)")
+        #expect(!r.stdoutText.contains("HEARD-IN-BACKGROUND"), "soloAmbient played in the background")
+        #expect(r.stdoutText.contains("EXIT 0"), "fg resumed it and it played to the end: \(r.stdoutText)")
+        let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        #expect(stderr.contains("backline: suspended"), "the suspension hook ran: \(stderr)")
+        #expect(try cap.f32() == ReferenceDecoder.decodeF32(tone), "after fg the whole item played")
+
+        let cap2 = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let r2 = try Self.underTerminal("""
+            '\(backline)' play --device '\(cap2.device)' '\(tone.path)' >/dev/null 2>&1 &
+            wait $!
+            echo "EXIT $?"
+            """, environment: try isolated())
+        #expect(r2.stdoutText.contains("EXIT 0"), "\(r2.stdoutText)")
+        #expect(try cap2.f32() == ReferenceDecoder.decodeF32(tone), "playback played in the background")
     }
 }
