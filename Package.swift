@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Player", targets: ["Player"]),
         .library(name: "Session", targets: ["Session"]),
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
+        .library(name: "NowPlaying", targets: ["NowPlaying"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -48,6 +49,8 @@ let package = Package(
         .target(name: "Lifecycle", swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
         .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle"], swiftSettings: strictSettings),
+        // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
+        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
         // A second "app" for the cross-process audio-session tests.
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
@@ -78,6 +81,11 @@ let package = Package(
         .testTarget(
             name: "SessionTests",
             dependencies: ["Session", "Lifecycle", "Player", "AudioEngine", "BacklineTestSupport", "session-probe"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NowPlayingTests",
+            dependencies: ["NowPlaying", "Player", "Session", "AudioEngine", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

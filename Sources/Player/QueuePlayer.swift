@@ -50,6 +50,8 @@ public final class QueuePlayer: Sendable {
         var sessionGain: Float = 1
         /// Whether playback was running when the session was interrupted.
         var playingWhenInterrupted = false
+        /// Whether the session's interruption is in progress (until it ends or play is called).
+        var interrupted = false
     }
 
     let state = Mutex(State())
@@ -351,6 +353,7 @@ public final class QueuePlayer: Sendable {
     private func setRateLocked(_ s: inout State, _ rate: Float, reason: RateChangeReason) {
         guard s.rate != rate else { return }
         if rate != 0 {
+            s.interrupted = false
             // Players activate their session on play (interrupting others as its category says).
             // A registry that cannot be used does not stop local playback.
             try? session.setActive(true)
@@ -543,8 +546,12 @@ extension QueuePlayer: AudioSessionParticipant {
     /// Whether the player is playing (running I/O, for deactivation checks).
     public var isRunningIO: Bool { state.withLock { $0.rate != 0 } }
 
+    /// Whether the audio session was interrupted and the interruption has not ended yet.
+    public var isInterrupted: Bool { state.withLock { $0.interrupted } }
+
     public func sessionInterrupted() {
         state.withLock { s in
+            s.interrupted = true
             s.playingWhenInterrupted = s.rate != 0
             setRateLocked(&s, 0, reason: .audioSessionInterrupted)
         }
@@ -552,7 +559,7 @@ extension QueuePlayer: AudioSessionParticipant {
 
     public func sessionInterruptionEnded(shouldResume: Bool) {
         let resume = state.withLock { s in
-            defer { s.playingWhenInterrupted = false }
+            defer { s.playingWhenInterrupted = false; s.interrupted = false }
             return shouldResume && s.playingWhenInterrupted && s.rate == 0
         }
         if resume { play() }

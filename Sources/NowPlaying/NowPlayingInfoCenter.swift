@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What is playing (`MPNowPlayingInfoCenter.nowPlayingInfo`), with typed keys for the
+/// `MPMediaItemProperty*` and `MPNowPlayingInfoProperty*` entries.
+public struct NowPlayingInfo: Sendable, Equatable {
+    /// `MPNowPlayingInfoMediaType`.
+    public enum MediaType: Int, Sendable { case none = 0, audio = 1, video = 2 }
+
+    /// Embedded artwork: the bytes and their MIME type.
+    public struct Artwork: Sendable, Equatable {
+        public var data: [UInt8]
+        public var mimeType: String
+        public init(data: [UInt8], mimeType: String) {
+            self.data = data
+            self.mimeType = mimeType
+        }
+    }
+
+    public var title: String?
+    public var artist: String?
+    public var albumTitle: String?
+    public var albumArtist: String?
+    public var albumTrackNumber: Int?
+    public var albumTrackCount: Int?
+    public var discNumber: Int?
+    public var discCount: Int?
+    public var genre: String?
+    /// `MPMediaItemPropertyPlaybackDuration`, seconds.
+    public var playbackDuration: Double?
+    public var artwork: Artwork?
+    /// Position when this info was set; the center extrapolates from it.
+    public var elapsedPlaybackTime: Double?
+    /// 0 paused, 1 playing; absent means 1 (as on Apple platforms).
+    public var playbackRate: Double?
+    public var defaultPlaybackRate: Double?
+    /// Zero-based.
+    public var playbackQueueIndex: Int?
+    public var playbackQueueCount: Int?
+    public var mediaType: MediaType?
+    public var isLiveStream: Bool?
+
+    public init() {}
+}
+
+/// `MPNowPlayingPlaybackState`. On Linux it is authoritative (there is no system to infer it).
+public enum NowPlayingPlaybackState: Int, Sendable {
+    case unknown = 0, playing = 1, paused = 2, stopped = 3, interrupted = 4
+}
+
+/// Changes of the now-playing store.
+public enum NowPlayingEvent: Sendable, Equatable {
+    case infoChanged(NowPlayingInfo?)
+    case playbackStateChanged(NowPlayingPlaybackState)
+}
+
+/// The now-playing store (`MPNowPlayingInfoCenter`): the info is copied on set and stamped with
+/// a monotonic time; readers extrapolate the elapsed time from it, so it need not be written on
+/// every tick (and the binding never does).
+public final class NowPlayingInfoCenter: Sendable {
+    /// The process's store.
+    public static let `default` = NowPlayingInfoCenter()
+
+    private let clock: @Sendable () -> Double
+
+    struct State {
+        var info: NowPlayingInfo?
+        var stamp: Double = 0
+        var playbackState = NowPlayingPlaybackState.unknown
+        var writes = 0
+        var handlers: [UInt64: (DispatchQueue, @Sendable (NowPlayingEvent) -> Void)] = [:]
+        var continuations: [UInt64: AsyncStream<NowPlayingEvent>.Continuation] = [:]
+        var nextToken: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+
+    /// A store reading time from `clock` (seconds, monotonic; default `CLOCK_MONOTONIC`).
+    /// Tests pass a controllable clock.
+    public init(clock: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) {
+        self.clock = clock
+    }
+
+    /// The info (copied on set; nil clears it). Each set records the time for extrapolation.
+    public var nowPlayingInfo: NowPlayingInfo? {
+        get { state.withLock { $0.info } }
+        set {
+            let now = clock()
+            state.withLock { s in
+                s.info = newValue
+                s.stamp = now
+                s.writes += 1
+            }
+            post(.infoChanged(newValue))
+        }
+    }
+
+    /// The playback state (authoritative on Linux).
+    public var playbackState: NowPlayingPlaybackState {
+        get { state.withLock { $0.playbackState } }
+        set {
+            let changed = state.withLock { s -> Bool in
+                defer { s.playbackState = newValue }
+                return s.playbackState != newValue
+            }
+            if changed { post(.playbackStateChanged(newValue)) }
+        }
+    }
+
+    /// How many times ``nowPlayingInfo`` has been set.
+    public var writeCount: Int { state.withLock { $0.writes } }
+
+    /// The elapsed time now (or at `time` on the store's clock): `elapsed + rate × (t − stamp)`,
+    /// clamped to [0, duration]; the rate is 1 when absent. Nil without an elapsed time.
+    public func elapsed(at time: Double? = nil) -> Double? {
+        let t = time ?? clock()
+        return state.withLock { s in
+            guard let info = s.info, let elapsed = info.elapsedPlaybackTime else { return nil }
+            let rate = info.playbackRate ?? 1
+            var value = elapsed + rate * (t - s.stamp)
+            value = max(0, value)
+            if let d = info.playbackDuration { value = min(d, value) }
+            return value
+        }
+    }
+
+    /// Calls `handler` on `queue` for every change; returns a token.
+    @discardableResult
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (NowPlayingEvent) -> Void) -> UInt64 {
+        state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.handlers[t] = (queue, handler)
+            return t
+        }
+    }
+
+    public func removeObserver(_ token: UInt64) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
+    }
+
+    /// Every change from now on.
+    public func events() -> AsyncStream<NowPlayingEvent> {
+        let (stream, c) = AsyncStream<NowPlayingEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let t = state.withLock { s in
+            let t = s.nextToken
+            s.nextToken += 1
+            s.continuations[t] = c
+            return t
+        }
+        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
+        return stream
+    }
+
+    private func post(_ e: NowPlayingEvent) {
+        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
+        for c in continuations { c.yield(e) }
+        for (q, h) in handlers { q.async { h(e) } }
+    }
+}

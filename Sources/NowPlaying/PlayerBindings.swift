@@ -1,0 +1,216 @@
+import AudioEngine
+import Dispatch
+import Foundation
+import Player
+import Synchronization
+
+/// Connects a ``QueuePlayer`` to a ``NowPlayingInfoCenter`` (opt-in): fills the info from the
+/// current item's tags (the file name when untagged) and writes (elapsed, rate) on play, pause,
+/// seek, item change, stall and interruption — never on a timer, since readers extrapolate —
+/// keeping the queue index and count current.
+public final class NowPlayingBinding: Sendable {
+    public let player: QueuePlayer
+    public let center: NowPlayingInfoCenter
+    private let queue = DispatchQueue(label: "backline.nowplaying.binding")
+    private let token = Mutex<ObserverToken?>(nil)
+    /// Items that left the queue while bound (played, skipped, failed): the zero-based index.
+    private let done = Mutex(0)
+
+    public init(player: QueuePlayer, center: NowPlayingInfoCenter = .default) {
+        self.player = player
+        self.center = center
+        let t = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
+        token.withLock { $0 = t }
+        queue.async { [self] in write() }
+    }
+
+    /// Stops updating the center (the info stays as last written).
+    public func unbind() {
+        if let t = token.withLock({ $0 }) { player.removeObserver(t) }
+    }
+
+    deinit { unbind() }
+
+    private func handle(_ e: PlayerEvent) {
+        switch e {
+        case .itemDidPlayToEnd, .itemFailedToPlayToEnd:
+            done.withLock { $0 += 1 }
+        case .currentItemChanged, .rateChanged, .timeJumped, .playbackStalled, .timeControlStatusChanged:
+            write()
+        case .itemStatusChanged(let item, .readyToPlay) where item === player.currentItem:
+            write()
+        default:
+            break
+        }
+    }
+
+    private func write() {
+        let items = player.items()
+        guard let item = items.first else {
+            center.nowPlayingInfo = nil
+            center.playbackState = .stopped
+            return
+        }
+        var info = NowPlayingInfo()
+        let m = item.metadata
+        info.title = m.title ?? (item.path as NSString).lastPathComponent
+        info.artist = m.artist
+        info.albumTitle = m.album
+        info.albumArtist = m.albumArtist
+        info.albumTrackNumber = m.trackNumber
+        info.albumTrackCount = m.trackCount
+        info.discNumber = m.discNumber
+        info.discCount = m.discCount
+        info.genre = m.genre
+        info.playbackDuration = item.duration
+        info.artwork = m.artwork.map { NowPlayingInfo.Artwork(data: $0.data, mimeType: $0.mimeType) }
+        info.mediaType = .audio
+        info.isLiveStream = false
+        info.elapsedPlaybackTime = player.currentTime()
+        let status = player.timeControlStatus
+        // Only audible playback advances: a waiting or paused player is written with rate 0,
+        // so nothing drifts while it is not heard.
+        info.playbackRate = status == .playing ? Double(player.rate) : 0
+        info.defaultPlaybackRate = 1
+        let index = done.withLock { $0 }
+        info.playbackQueueIndex = index
+        info.playbackQueueCount = index + items.count
+        center.nowPlayingInfo = info
+        center.playbackState = player.rate != 0 ? .playing : (player.isInterrupted ? .interrupted : .paused)
+    }
+}
+
+/// The default remote-command handlers for a ``QueuePlayer``: play, pause, toggle, stop (pause
+/// and back to the start), next, previous (restarts the item when more than 3 s in, otherwise
+/// goes back to the item played before, from a history this binding keeps), seek
+/// (changePlaybackPosition), skip ±15 s, and the playback rate (1 only). Seek forward/backward
+/// (press and hold) need time-stretching and are disabled; repeat, shuffle and feedback are
+/// left without handlers (a play queue above the player provides them).
+public final class RemoteCommandBinding: Sendable {
+    public let player: QueuePlayer
+    public let center: RemoteCommandCenter
+    private let queue = DispatchQueue(label: "backline.remote.binding")
+    private let tokens = Mutex<[(RemoteCommand, UInt64)]>([])
+    private let observer = Mutex<ObserverToken?>(nil)
+    /// Paths of the items played before the current one (most recent last).
+    private let history = Mutex<[String]>([])
+    /// How far into an item "previous" restarts it instead of going back.
+    public static let restartThreshold = 3.0
+
+    public init(player: QueuePlayer, center: RemoteCommandCenter = .shared) {
+        self.player = player
+        self.center = center
+        let o = player.addObserver(queue: queue) { [weak self] e in
+            if case .itemDidPlayToEnd(let item) = e { self?.remember(item.path) }
+        }
+        observer.withLock { $0 = o }
+        center.seekForwardCommand.isEnabled = false
+        center.seekBackwardCommand.isEnabled = false
+        center.skipForwardCommand.preferredIntervals = [15]
+        center.skipBackwardCommand.preferredIntervals = [15]
+        center.changePlaybackRateCommand.supportedPlaybackRates = [1]
+
+        add(center.playCommand) { p, _ in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            p.play()
+            return .success
+        }
+        add(center.pauseCommand) { p, _ in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            p.pause()
+            return .success
+        }
+        add(center.togglePlayPauseCommand) { p, _ in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            if p.rate == 0 { p.play() } else { p.pause() }
+            return .success
+        }
+        add(center.stopCommand) { p, _ in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            p.pause()
+            p.seek(to: 0)
+            return .success
+        }
+        add(center.nextTrackCommand) { [weak self] p, _ in
+            let items = p.items()
+            guard items.count >= 2 else { return .noSuchContent }
+            self?.remember(items[0].path)
+            p.advanceToNextItem()
+            return .success
+        }
+        add(center.previousTrackCommand) { [weak self] p, _ in
+            guard let self else { return .commandFailed }
+            let current = p.currentItem
+            if current != nil, p.currentTime() > Self.restartThreshold {
+                p.seek(to: 0)
+                return .success
+            }
+            guard let path = history.withLock({ $0.popLast() }) else {
+                guard current != nil else { return .noActionableNowPlayingItem }
+                p.seek(to: 0)
+                return .success
+            }
+            let previous = PlayerItem(path: path)
+            guard let current else {
+                p.insert(previous, after: nil)
+                return .success
+            }
+            // Put the previous item first and the current one (a fresh copy) after it.
+            p.insert(previous, after: current)
+            p.insert(PlayerItem(path: current.path), after: previous)
+            p.advanceToNextItem()
+            return .success
+        }
+        add(center.changePlaybackPositionCommand) { p, e in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            guard case .position(let t) = e.payload else { return .commandFailed }
+            p.seek(to: t)
+            return .success
+        }
+        add(center.skipForwardCommand) { p, e in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            guard case .skip(let interval) = e.payload else { return .commandFailed }
+            p.seek(to: p.currentTime() + interval)
+            return .success
+        }
+        add(center.skipBackwardCommand) { p, e in
+            guard p.currentItem != nil else { return .noActionableNowPlayingItem }
+            guard case .skip(let interval) = e.payload else { return .commandFailed }
+            p.seek(to: max(0, p.currentTime() - interval))
+            return .success
+        }
+        add(center.changePlaybackRateCommand) { p, e in
+            guard case .rate(let r) = e.payload else { return .commandFailed }
+            do { try p.setRate(r) } catch { return .commandFailed }
+            return .success
+        }
+    }
+
+    private func add(_ command: RemoteCommand,
+                     _ handler: @escaping @Sendable (QueuePlayer, RemoteCommandEvent) -> RemoteCommandHandlerStatus) {
+        let t = command.addTarget { [weak self] e in
+            guard let self else { return .commandFailed }
+            return handler(player, e)
+        }
+        tokens.withLock { $0.append((command, t)) }
+    }
+
+    private func remember(_ path: String) {
+        history.withLock { h in
+            h.append(path)
+            if h.count > 200 { h.removeFirst(h.count - 200) }
+        }
+    }
+
+    /// The played-items history, oldest first.
+    public var playedPaths: [String] { history.withLock { $0 } }
+
+    /// Removes the handlers this binding added.
+    public func unbind() {
+        for (c, t) in tokens.withLock({ $0 }) { c.removeTarget(t) }
+        tokens.withLock { $0 = [] }
+        if let o = observer.withLock({ $0 }) { player.removeObserver(o) }
+    }
+
+    deinit { unbind() }
+}

@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What a command handler reports (`MPRemoteCommandHandlerStatus`).
+public enum RemoteCommandHandlerStatus: Int, Sendable {
+    case success = 0
+    case noSuchContent = 100
+    case noActionableNowPlayingItem = 110
+    case deviceNotFound = 120
+    case commandFailed = 200
+}
+
+/// The commands (`MPRemoteCommandCenter`'s properties).
+public enum RemoteCommandKind: String, Sendable, CaseIterable {
+    case play, pause, stop, togglePlayPause, nextTrack, previousTrack
+    case changePlaybackPosition, skipForward, skipBackward, seekForward, seekBackward
+    case changeRepeatMode, changeShuffleMode, changePlaybackRate
+    case like, dislike, bookmark
+}
+
+/// `MPRepeatType`.
+public enum RepeatType: Int, Sendable { case off = 0, one = 1, all = 2 }
+/// `MPShuffleType`.
+public enum ShuffleType: Int, Sendable { case off = 0, items = 1, collections = 2 }
+/// `MPSeekCommandEventType`.
+public enum SeekCommandEventType: Int, Sendable { case beginSeeking = 0, endSeeking = 1 }
+
+/// A command event (`MPRemoteCommandEvent` and its subclasses' fields).
+public struct RemoteCommandEvent: Sendable, Equatable {
+    public enum Payload: Sendable, Equatable {
+        case none
+        /// skipForward / skipBackward: seconds.
+        case skip(interval: Double)
+        /// seekForward / seekBackward: press and hold.
+        case seek(SeekCommandEventType)
+        /// changePlaybackPosition: seconds.
+        case position(Double)
+        /// changePlaybackRate: one of the command's supported rates.
+        case rate(Float)
+        case repeatMode(RepeatType, preservesRepeatMode: Bool)
+        case shuffleMode(ShuffleType, preservesShuffleMode: Bool)
+        /// like / dislike / bookmark: `isNegative` is "un-like", "remove bookmark".
+        case feedback(isNegative: Bool)
+    }
+
+    public var command: RemoteCommandKind
+    public var payload: Payload
+    /// Monotonic seconds when it was dispatched.
+    public var timestamp: Double
+
+    public init(command: RemoteCommandKind, payload: Payload = .none,
+                timestamp: Double = Double(DispatchTime.now().uptimeNanoseconds) / 1e9) {
+        self.command = command
+        self.payload = payload
+        self.timestamp = timestamp
+    }
+}
+
+/// The answer to a dispatched command: the status and, unless success, why.
+public struct RemoteCommandResult: Sendable, Equatable {
+    public var status: RemoteCommandHandlerStatus
+    public var reason: String?
+    public init(_ status: RemoteCommandHandlerStatus, _ reason: String? = nil) {
+        self.status = status
+        self.reason = reason
+    }
+}
+
+/// One command (`MPRemoteCommand` and subclasses): enabled state, targets, and the extra
+/// properties of its class.
+public final class RemoteCommand: Sendable {
+    public let kind: RemoteCommandKind
+
+    struct State {
+        var enabled = true
+        var targets: [(UInt64, @Sendable (RemoteCommandEvent) -> RemoteCommandHandlerStatus)] = []
+        var next: UInt64 = 1
+        var preferredIntervals: [Double] = [15]
+        var supportedPlaybackRates: [Float] = [1]
+        var currentRepeatType = RepeatType.off
+        var currentShuffleType = ShuffleType.off
+        var isActive = false
+        var localizedTitle = ""
+    }
+
+    let state = Mutex(State())
+
+    init(_ kind: RemoteCommandKind) { self.kind = kind }
+
+    /// Whether the command is enabled (a disabled command answers `commandFailed`).
+    public var isEnabled: Bool {
+        get { state.withLock { $0.enabled } }
+        set { state.withLock { $0.enabled = newValue } }
+    }
+
+    /// Adds a handler; returns a token for ``removeTarget(_:)``.
+    @discardableResult
+    public func addTarget(handler: @escaping @Sendable (RemoteCommandEvent) -> RemoteCommandHandlerStatus) -> UInt64 {
+        state.withLock { s in
+            let t = s.next
+            s.next += 1
+            s.targets.append((t, handler))
+            return t
+        }
+    }
+
+    /// Removes one handler, or all of them with nil (`removeTarget(nil)`).
+    public func removeTarget(_ token: UInt64?) {
+        state.withLock { s in
+            if let token { s.targets.removeAll { $0.0 == token } } else { s.targets = [] }
+        }
+    }
+
+    /// Whether any handler is registered.
+    public var hasTargets: Bool { state.withLock { !$0.targets.isEmpty } }
+
+    /// skipForward/skipBackward (`MPSkipIntervalCommand`): the intervals offered, seconds.
+    public var preferredIntervals: [Double] {
+        get { state.withLock { $0.preferredIntervals } }
+        set { state.withLock { $0.preferredIntervals = newValue } }
+    }
+
+    /// changePlaybackRate (`MPChangePlaybackRateCommand`): the rates offered.
+    public var supportedPlaybackRates: [Float] {
+        get { state.withLock { $0.supportedPlaybackRates } }
+        set { state.withLock { $0.supportedPlaybackRates = newValue } }
+    }
+
+    /// changeRepeatMode: the mode shown now.
+    public var currentRepeatType: RepeatType {
+        get { state.withLock { $0.currentRepeatType } }
+        set { state.withLock { $0.currentRepeatType = newValue } }
+    }
+
+    /// changeShuffleMode: the mode shown now.
+    public var currentShuffleType: ShuffleType {
+        get { state.withLock { $0.currentShuffleType } }
+        set { state.withLock { $0.currentShuffleType = newValue } }
+    }
+
+    /// like/dislike/bookmark (`MPFeedbackCommand`): whether the feedback is on, and its title.
+    public var isActive: Bool {
+        get { state.withLock { $0.isActive } }
+        set { state.withLock { $0.isActive = newValue } }
+    }
+
+    public var localizedTitle: String {
+        get { state.withLock { $0.localizedTitle } }
+        set { state.withLock { $0.localizedTitle = newValue } }
+    }
+
+    /// Runs the handlers. Several handlers: each runs, in the order added; the answer is the
+    /// first status that is not `success` (so any handler can veto), else `success`.
+    func dispatch(_ event: RemoteCommandEvent) -> RemoteCommandResult {
+        let (enabled, targets, rates) = state.withLock { s in (s.enabled, s.targets.map(\.1), s.supportedPlaybackRates) }
+        guard enabled else { return RemoteCommandResult(.commandFailed, "\(kind.rawValue) is disabled") }
+        guard !targets.isEmpty else { return RemoteCommandResult(.commandFailed, "\(kind.rawValue) has no handler") }
+        if case .rate(let r) = event.payload, !rates.contains(r) {
+            return RemoteCommandResult(.commandFailed, "playback rate \(r) is not supported (supported: \(rates.map { "\($0)" }.joined(separator: ", ")))")
+        }
+        var result = RemoteCommandResult(.success)
+        for handler in targets {
+            let status = handler(event)
+            if status != .success && result.status == .success {
+                result = RemoteCommandResult(status, "\(kind.rawValue): \(Self.describe(status))")
+            }
+        }
+        return result
+    }
+
+    static func describe(_ s: RemoteCommandHandlerStatus) -> String {
+        switch s {
+        case .success: "done"
+        case .noSuchContent: "no such content"
+        case .noActionableNowPlayingItem: "nothing is playing"
+        case .deviceNotFound: "device not found"
+        case .commandFailed: "command failed"
+        }
+    }
+}
+
+/// The remote commands (`MPRemoteCommandCenter`). ``dispatch(_:)`` delivers a command as the
+/// system would to the now-playing app, and returns the handler's answer.
+public final class RemoteCommandCenter: Sendable {
+    /// The process's command center.
+    public static let shared = RemoteCommandCenter()
+
+    public let playCommand = RemoteCommand(.play)
+    public let pauseCommand = RemoteCommand(.pause)
+    public let stopCommand = RemoteCommand(.stop)
+    public let togglePlayPauseCommand = RemoteCommand(.togglePlayPause)
+    public let nextTrackCommand = RemoteCommand(.nextTrack)
+    public let previousTrackCommand = RemoteCommand(.previousTrack)
+    public let changePlaybackPositionCommand = RemoteCommand(.changePlaybackPosition)
+    public let skipForwardCommand = RemoteCommand(.skipForward)
+    public let skipBackwardCommand = RemoteCommand(.skipBackward)
+    public let seekForwardCommand = RemoteCommand(.seekForward)
+    public let seekBackwardCommand = RemoteCommand(.seekBackward)
+    public let changeRepeatModeCommand = RemoteCommand(.changeRepeatMode)
+    public let changeShuffleModeCommand = RemoteCommand(.changeShuffleMode)
+    public let changePlaybackRateCommand = RemoteCommand(.changePlaybackRate)
+    public let likeCommand = RemoteCommand(.like)
+    public let dislikeCommand = RemoteCommand(.dislike)
+    public let bookmarkCommand = RemoteCommand(.bookmark)
+
+    public init() {}
+
+    /// The command object for `kind`.
+    public func command(_ kind: RemoteCommandKind) -> RemoteCommand {
+        switch kind {
+        case .play: playCommand
+        case .pause: pauseCommand
+        case .stop: stopCommand
+        case .togglePlayPause: togglePlayPauseCommand
+        case .nextTrack: nextTrackCommand
+        case .previousTrack: previousTrackCommand
+        case .changePlaybackPosition: changePlaybackPositionCommand
+        case .skipForward: skipForwardCommand
+        case .skipBackward: skipBackwardCommand
+        case .seekForward: seekForwardCommand
+        case .seekBackward: seekBackwardCommand
+        case .changeRepeatMode: changeRepeatModeCommand
+        case .changeShuffleMode: changeShuffleModeCommand
+        case .changePlaybackRate: changePlaybackRateCommand
+        case .like: likeCommand
+        case .dislike: dislikeCommand
+        case .bookmark: bookmarkCommand
+        }
+    }
+
+    /// Delivers `event` to its command's handlers. A disabled command, or one without a handler,
+    /// answers `commandFailed` with the reason; so does a rate the command does not support.
+    /// A skip without an interval uses the command's first preferred interval.
+    public func dispatch(_ event: RemoteCommandEvent) -> RemoteCommandResult {
+        let c = command(event.command)
+        var e = event
+        if (event.command == .skipForward || event.command == .skipBackward), event.payload == .none {
+            e.payload = .skip(interval: c.preferredIntervals.first ?? 15)
+        }
+        return c.dispatch(e)
+    }
+}

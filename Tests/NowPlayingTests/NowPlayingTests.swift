@@ -1,0 +1,230 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import NowPlaying
+import Player
+import Session
+import Synchronization
+import Testing
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    let now = Mutex(100.0)
+    func advance(_ s: Double) { now.withLock { $0 += s } }
+    var read: @Sendable () -> Double { { [self] in now.withLock { $0 } } }
+}
+
+let testSession: AudioSession = {
+    let dir = (try? Harness.makeTemporaryDirectory().path) ?? NSTemporaryDirectory()
+    return AudioSession(registryDirectory: dir + "/sessions")
+}()
+
+func makePlayer(_ paths: [String], device: String) -> QueuePlayer {
+    QueuePlayer(items: paths.map { PlayerItem(path: $0) },
+                configuration: EngineConfiguration(output: OutputSettings(device: device, bufferMillis: 200, realtime: false)),
+                session: testSession)
+}
+
+func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+        if condition() { return true }
+        usleep(5_000)
+    } while Date() < deadline
+    return false
+}
+
+@Suite("NowPlayingInfoCenter")
+struct InfoCenterTests {
+    @Test("extrapolation: elapsed + rate × (now − stamp), clamped to [0, duration]; absent rate is 1; rate 0 stands still")
+    func extrapolation() {
+        let clock = ManualClock()
+        let center = NowPlayingInfoCenter(clock: clock.read)
+        #expect(center.elapsed() == nil)
+        var info = NowPlayingInfo()
+        info.title = "t"
+        info.playbackDuration = 10
+        info.elapsedPlaybackTime = 2
+        info.playbackRate = 1
+        center.nowPlayingInfo = info
+        clock.advance(3)
+        #expect(center.elapsed() == 5)
+        clock.advance(100)
+        #expect(center.elapsed() == 10, "clamped to the duration")
+        info.playbackRate = 0
+        info.elapsedPlaybackTime = 4
+        center.nowPlayingInfo = info
+        clock.advance(50)
+        #expect(center.elapsed() == 4, "paused: no drift")
+        info.playbackRate = nil
+        center.nowPlayingInfo = info
+        clock.advance(1.5)
+        #expect(center.elapsed() == 5.5, "absent rate means 1")
+        info.playbackRate = 2
+        info.elapsedPlaybackTime = 1
+        center.nowPlayingInfo = info
+        #expect(center.elapsed(at: clock.read() - 10) == 0, "clamped at 0")
+        #expect(center.writeCount == 4)
+        center.nowPlayingInfo = nil
+        #expect(center.nowPlayingInfo == nil && center.elapsed() == nil)
+        center.playbackState = .interrupted
+        #expect(center.playbackState == .interrupted)
+    }
+}
+
+@Suite("RemoteCommandCenter")
+struct CommandCenterTests {
+    @Test("every command: no handler and disabled answer commandFailed with a reason; handlers' statuses come back; events carry their fields")
+    func commands() {
+        let center = RemoteCommandCenter()
+        let seen = Mutex<[RemoteCommandEvent]>([])
+        for kind in RemoteCommandKind.allCases {
+            let r = center.dispatch(RemoteCommandEvent(command: kind))
+            #expect(r.status == .commandFailed && r.reason == "\(kind.rawValue) has no handler")
+            let cmd = center.command(kind)
+            let token = cmd.addTarget { e in
+                seen.withLock { $0.append(e) }
+                return .success
+            }
+            #expect(center.dispatch(RemoteCommandEvent(command: kind)).status == .success)
+            cmd.isEnabled = false
+            let d = center.dispatch(RemoteCommandEvent(command: kind))
+            #expect(d.status == .commandFailed && d.reason == "\(kind.rawValue) is disabled")
+            cmd.isEnabled = true
+            cmd.removeTarget(token)
+            #expect(!cmd.hasTargets)
+        }
+        #expect(seen.withLock { $0.map(\.command) } == RemoteCommandKind.allCases)
+        // Each status comes back, with its reason.
+        for status in [RemoteCommandHandlerStatus.success, .noSuchContent, .noActionableNowPlayingItem, .deviceNotFound, .commandFailed] {
+            let t = center.nextTrackCommand.addTarget { _ in status }
+            let r = center.dispatch(RemoteCommandEvent(command: .nextTrack))
+            #expect(r.status == status)
+            #expect((r.reason == nil) == (status == .success))
+            center.nextTrackCommand.removeTarget(t)
+        }
+        // Several handlers: all run in order; the first non-success status is the answer.
+        let order = Mutex<[Int]>([])
+        center.likeCommand.addTarget { _ in order.withLock { $0.append(1) }; return .success }
+        center.likeCommand.addTarget { _ in order.withLock { $0.append(2) }; return .noSuchContent }
+        center.likeCommand.addTarget { _ in order.withLock { $0.append(3) }; return .deviceNotFound }
+        #expect(center.dispatch(RemoteCommandEvent(command: .like, payload: .feedback(isNegative: true))).status == .noSuchContent)
+        #expect(order.withLock { $0 } == [1, 2, 3])
+        center.likeCommand.removeTarget(nil)
+        #expect(!center.likeCommand.hasTargets)
+
+        // Payloads.
+        let got = Mutex<[RemoteCommandEvent.Payload]>([])
+        for kind in [RemoteCommandKind.skipForward, .skipBackward, .changePlaybackPosition, .changePlaybackRate,
+                     .seekForward, .changeRepeatMode, .changeShuffleMode] {
+            center.command(kind).addTarget { e in got.withLock { $0.append(e.payload) }; return .success }
+        }
+        center.skipForwardCommand.preferredIntervals = [30, 10]
+        _ = center.dispatch(RemoteCommandEvent(command: .skipForward))
+        _ = center.dispatch(RemoteCommandEvent(command: .skipBackward, payload: .skip(interval: 5)))
+        _ = center.dispatch(RemoteCommandEvent(command: .changePlaybackPosition, payload: .position(42.5)))
+        _ = center.dispatch(RemoteCommandEvent(command: .changePlaybackRate, payload: .rate(1)))
+        let badRate = center.dispatch(RemoteCommandEvent(command: .changePlaybackRate, payload: .rate(2)))
+        #expect(badRate.status == .commandFailed && badRate.reason?.contains("not supported") == true)
+        _ = center.dispatch(RemoteCommandEvent(command: .seekForward, payload: .seek(.beginSeeking)))
+        _ = center.dispatch(RemoteCommandEvent(command: .changeRepeatMode, payload: .repeatMode(.all, preservesRepeatMode: true)))
+        _ = center.dispatch(RemoteCommandEvent(command: .changeShuffleMode, payload: .shuffleMode(.items, preservesShuffleMode: false)))
+        #expect(got.withLock { $0 } == [.skip(interval: 30), .skip(interval: 5), .position(42.5), .rate(1), .seek(.beginSeeking),
+                                         .repeatMode(.all, preservesRepeatMode: true), .shuffleMode(.items, preservesShuffleMode: false)])
+    }
+}
+
+@Suite("Bindings drive and describe a real QueuePlayer (PulseAudio null sink)", .serialized, Harness.audioTools)
+struct BindingTests {
+    @Test("the info is written on transitions only (no per-tick writes in 10 s of playback), with tags, file names and queue index")
+    func writesOnTransitions() throws {
+        try PulseNullSink.exclusive { sink in
+            let tagged = try #require(Fixtures.demoTracks.first)  // tagged: title, artist, album, artwork
+            let w = try Fixtures.wav("np-untagged", seconds: 8.5, synth: ["sine", "500"], effects: ["gain", "-9"])
+            let untagged = try Fixtures.mp3(from: w, name: "np-untagged")
+            let player = makePlayer([untagged.path, tagged.path], device: sink.alsaDevice)
+            let center = NowPlayingInfoCenter()
+            let writes = Mutex<[(Double, NowPlayingInfo?)]>([])
+            let t0 = Date()
+            center.addObserver(queue: DispatchQueue(label: "w")) { e in
+                if case .infoChanged(let info) = e { writes.withLock { $0.append((Date().timeIntervalSince(t0), info)) } }
+            }
+            let binding = NowPlayingBinding(player: player, center: center)
+            #expect(eventually { center.nowPlayingInfo?.title == "np-untagged.mp3" }, "untagged: the file name")
+            player.play()
+            Thread.sleep(forTimeInterval: 10)
+            let all = writes.withLock { $0 }
+            let steady = all.filter { $0.0 > 1.5 && $0.0 < 8.0 }
+            #expect(steady.isEmpty, "no writes while nothing changes: \(steady.map(\.0))")
+            #expect(all.count <= 12, "\(all.count) writes")
+            let info = try #require(center.nowPlayingInfo)
+            #expect(info.title == "Sunrise Chord" && info.artist == "Backline" && info.artwork?.mimeType == "image/png")
+            #expect(info.playbackQueueIndex == 1 && info.playbackQueueCount == 2)
+            #expect(info.playbackRate == 1 && center.playbackState == .playing)
+            // The extrapolated elapsed time tracks the player.
+            let e = try #require(center.elapsed())
+            #expect(abs(e - player.currentTime()) < 0.1, "extrapolated \(e), player \(player.currentTime())")
+            let before = center.writeCount
+            player.pause()
+            #expect(eventually { center.nowPlayingInfo?.playbackRate == 0 && center.playbackState == .paused })
+            let pausedAt = try #require(center.elapsed())
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(center.elapsed() == pausedAt, "paused: no drift")
+            player.seek(to: 2)
+            #expect(eventually { center.nowPlayingInfo?.elapsedPlaybackTime == 2 })
+            #expect(center.writeCount - before <= 6)
+            binding.unbind()
+            player.removeAllItems()
+        }
+    }
+
+    @Test("remote commands drive the player: pause is heard as silence, next changes the audible item, position lands where asked")
+    func remoteCommands() throws {
+        try PulseNullSink.exclusive { sink in
+            let a = try Fixtures.mp3(from: Fixtures.wav("rc-a", seconds: 6, synth: ["sine", "440"], effects: ["gain", "-20"]), name: "rc-a")
+            let b = try Fixtures.mp3(from: Fixtures.wav("rc-b", seconds: 6, synth: ["sine", "440"], effects: ["gain", "-3"]), name: "rc-b")
+            let player = makePlayer([a.path, b.path], device: sink.alsaDevice)
+            let center = RemoteCommandCenter()
+            let binding = RemoteCommandBinding(player: player, center: center)
+            #expect(center.dispatch(RemoteCommandEvent(command: .seekForward, payload: .seek(.beginSeeking))).status == .commandFailed)
+            let (_, rec) = try sink.record { () -> Void in
+                #expect(center.dispatch(RemoteCommandEvent(command: .play)).status == .success)
+                Thread.sleep(forTimeInterval: 1.0)
+                #expect(center.dispatch(RemoteCommandEvent(command: .pause)).status == .success)   // ~1.0 s
+                Thread.sleep(forTimeInterval: 0.8)
+                #expect(center.dispatch(RemoteCommandEvent(command: .togglePlayPause)).status == .success)  // plays
+                Thread.sleep(forTimeInterval: 0.5)
+                #expect(center.dispatch(RemoteCommandEvent(command: .nextTrack)).status == .success)  // loud B
+                #expect(eventually { player.currentItem?.path == b.path })
+                Thread.sleep(forTimeInterval: 0.5)
+                #expect(center.dispatch(RemoteCommandEvent(command: .changePlaybackPosition, payload: .position(4.0))).status == .success)
+                Thread.sleep(forTimeInterval: 0.3)
+                let t = player.currentTime()
+                #expect(t >= 4.0 && t < 4.45, "position landed at \(t)")
+                #expect(center.dispatch(RemoteCommandEvent(command: .nextTrack)).status == .noSuchContent)
+                #expect(center.dispatch(RemoteCommandEvent(command: .previousTrack)).status == .success)  // > 3 s: restart
+                #expect(eventually { player.currentTime() < 0.5 })
+                #expect(center.dispatch(RemoteCommandEvent(command: .previousTrack)).status == .success)  // back to A
+                #expect(eventually { player.currentItem?.path == a.path })
+                #expect(player.items().map(\.path) == [a.path, b.path])
+                Thread.sleep(forTimeInterval: 0.3)
+                #expect(center.dispatch(RemoteCommandEvent(command: .stop)).status == .success)
+                Thread.sleep(forTimeInterval: 0.3)
+            }
+            #expect(player.rate == 0 && player.currentTime() == 0)
+            // The recording: quiet A ~1 s, a silent gap (the pause), quiet A again, then loud B.
+            let first = try #require(PCM.firstNonSilent(rec, threshold: 64))
+            func level(_ at: Double) -> Double {
+                let i = first + Int(at * 44100) * 2
+                return PCM.rms(rec[min(rec.count, i)..<min(rec.count, i + 4410)])
+            }
+            #expect(level(0.5) > 0.02 && level(0.5) < 0.1, "A playing: \(level(0.5))")
+            #expect(level(1.4) < 0.001, "paused: \(level(1.4))")
+            #expect(level(2.1) > 0.02 && level(2.1) < 0.1, "A again: \(level(2.1))")
+            #expect(level(2.65) > 0.3, "B, loud: \(level(2.65)); profile \(stride(from: 0.0, to: 6.0, by: 0.2).map { String(format: "%.1f:%.3f", $0, level($0)) })")
+            binding.unbind()
+            #expect(!center.playCommand.hasTargets)
+            player.removeAllItems()
+        }
+    }
+}
