@@ -50,7 +50,7 @@ let package = Package(
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
         .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
-        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
+        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // A second "app" for the cross-process audio-session tests.
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Session
 import Synchronization
 
 /// What a command handler reports (`MPRemoteCommandHandlerStatus`).
@@ -239,5 +240,62 @@ public final class RemoteCommandCenter: Sendable {
             e.payload = .skip(interval: c.preferredIntervals.first ?? 15)
         }
         return c.dispatch(e)
+    }
+
+    // MARK: - Across processes
+
+    /// Makes this center receive the commands sent to `session` while it is the now-playing app
+    /// (the last non-mixable session that played) from any process.
+    public func receiveCommands(for session: AudioSession) {
+        session.setRemoteCommandReceiver { [weak self] text in
+            guard let self, let event = RemoteCommandEvent(wire: text) else { return }
+            _ = dispatch(event)
+        }
+    }
+
+    /// Sends `event` to the now-playing app of `session`'s registry (which may be another
+    /// process). Returns the receiving session's id, or nil when no app is now playing.
+    @discardableResult
+    public static func send(_ event: RemoteCommandEvent, via session: AudioSession) -> String? {
+        session.sendToNowPlayingApp(event.wire)
+    }
+}
+
+extension RemoteCommandEvent {
+    /// `kind [argument]`: the one-line form sent between processes.
+    var wire: String {
+        switch payload {
+        case .none: command.rawValue
+        case .skip(let i): "\(command.rawValue) \(i)"
+        case .seek(let t): "\(command.rawValue) \(t.rawValue)"
+        case .position(let p): "\(command.rawValue) \(p)"
+        case .rate(let r): "\(command.rawValue) \(r)"
+        case .repeatMode(let r, let keep): "\(command.rawValue) \(r.rawValue) \(keep)"
+        case .shuffleMode(let s, let keep): "\(command.rawValue) \(s.rawValue) \(keep)"
+        case .feedback(let negative): "\(command.rawValue) \(negative)"
+        }
+    }
+
+    init?(wire: String) {
+        let parts = wire.split(separator: " ").map(String.init)
+        guard let first = parts.first, let kind = RemoteCommandKind(rawValue: first) else { return nil }
+        let a = parts.count > 1 ? parts[1] : nil
+        let b = parts.count > 2 ? parts[2] == "true" : false
+        var payload = Payload.none
+        switch kind {
+        case .skipForward, .skipBackward: if let a, let v = Double(a) { payload = .skip(interval: v) }
+        case .seekForward, .seekBackward: payload = .seek(SeekCommandEventType(rawValue: Int(a ?? "0") ?? 0) ?? .beginSeeking)
+        case .changePlaybackPosition:
+            guard let a, let v = Double(a) else { return nil }
+            payload = .position(v)
+        case .changePlaybackRate:
+            guard let a, let v = Float(a) else { return nil }
+            payload = .rate(v)
+        case .changeRepeatMode: payload = .repeatMode(RepeatType(rawValue: Int(a ?? "0") ?? 0) ?? .off, preservesRepeatMode: b)
+        case .changeShuffleMode: payload = .shuffleMode(ShuffleType(rawValue: Int(a ?? "0") ?? 0) ?? .off, preservesShuffleMode: b)
+        case .like, .dislike, .bookmark: payload = .feedback(isNegative: a == "true")
+        default: break
+        }
+        self.init(command: kind, payload: payload)
     }
 }

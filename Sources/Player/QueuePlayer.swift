@@ -357,6 +357,7 @@ public final class QueuePlayer: Sendable {
             // Players activate their session on play (interrupting others as its category says).
             // A registry that cannot be used does not stop local playback.
             try? session.setActive(true)
+            session.claimNowPlaying()
         }
         s.rate = rate
         if rate == 0 {

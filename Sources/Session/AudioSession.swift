@@ -49,6 +49,7 @@ public final class AudioSession: Sendable {
         var continuations: [UInt64: AsyncStream<SessionEvent>.Continuation] = [:]
         var nextToken: UInt64 = 1
         var lastGain: Float = 1
+        var remoteReceiver: (@Sendable (String) -> Void)?
     }
 
     private let state = Mutex(State())
@@ -220,6 +221,41 @@ public final class AudioSession: Sendable {
         post(.routeChanged(reason: reason))
     }
 
+    // MARK: - Now-playing app
+
+    /// Called by a player that starts playing: a non-mixable session becomes the now-playing app
+    /// (the one remote commands reach); a `mixWithOthers` session never does.
+    public func claimNowPlaying() {
+        guard let registry, !categoryOptions.contains(.mixWithOthers) else { return }
+        registry.setNowPlaying(id)
+    }
+
+    /// Whether this session is the now-playing app of its registry.
+    public var isNowPlayingApp: Bool { registry?.nowPlaying() == id }
+
+    /// The id of the now-playing app in the registry (this session's registry by default).
+    public func nowPlayingApp() -> String? { registry?.nowPlaying() }
+
+    /// Receives remote-command messages sent to this session (the now-playing app) by
+    /// ``sendToNowPlayingApp(_:)`` in any process. The NowPlaying module installs it.
+    public func setRemoteCommandReceiver(_ receiver: (@Sendable (String) -> Void)?) {
+        state.withLock { $0.remoteReceiver = receiver }
+        if receiver != nil { try? startListening() }
+    }
+
+    /// Sends a remote-command message to the now-playing app of this session's registry.
+    /// - Returns: the receiving session's id, or nil when there is no now-playing app.
+    @discardableResult
+    public func sendToNowPlayingApp(_ message: String) -> String? {
+        guard let registry, let target = registry.nowPlaying() else { return nil }
+        if target == id {
+            let receiver = state.withLock { $0.remoteReceiver }
+            queue.async { receiver?(message) }
+            return target
+        }
+        return registry.send("remote \(id) \(message)", to: target) ? target : nil
+    }
+
     // MARK: - Participants and events
 
     /// Registers a player: it is paused on interruption, resumed on `.ended` + shouldResume if
@@ -321,7 +357,8 @@ public final class AudioSession: Sendable {
         while true {
             let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
             guard n > 0 else { return }
-            let parts = String(decoding: buffer[..<n], as: UTF8.self).split(separator: " ").map(String.init)
+            let text = String(decoding: buffer[..<n], as: UTF8.self)
+            let parts = text.split(separator: " ", maxSplits: 2).map(String.init)
             guard parts.count >= 2 else { continue }
             handle(parts[0], from: parts[1], argument: parts.count > 2 ? parts[2] : nil)
         }
@@ -346,6 +383,8 @@ public final class AudioSession: Sendable {
             post(.duckingChanged(true))
         case "unduck":
             undo(duckBy: other)
+        case "remote":
+            if let argument, let receiver = state.withLock({ $0.remoteReceiver }) { receiver(argument) }
         case "system":
             if let registry {
                 let system = registry.readSystem()

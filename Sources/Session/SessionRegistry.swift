@@ -98,6 +98,19 @@ final class SessionRegistry: Sendable {
         return out
     }
 
+    private var nowPlayingPath: String { "\(directory)/nowplaying" }
+
+    /// The now-playing app: the last non-mixable session that played (nil if it is gone).
+    func nowPlaying() -> String? {
+        guard let data = FileManager.default.contents(atPath: nowPlayingPath) else { return nil }
+        let id = String(decoding: data, as: UTF8.self)
+        return isLive(id) ? id : nil
+    }
+
+    func setNowPlaying(_ id: String) {
+        atomicWrite(Data(id.utf8), to: nowPlayingPath)
+    }
+
     func readSystem() -> SystemInputs {
         guard let data = FileManager.default.contents(atPath: systemPath),
               let s = try? JSONDecoder().decode(SystemInputs.self, from: data) else { return SystemInputs() }

@@ -228,3 +228,49 @@ struct BindingTests {
         }
     }
 }
+
+@Suite("The now-playing app receives the remote commands")
+struct NowPlayingAppTests {
+    @Test("commands reach the last non-mixable session that played; a mixWithOthers session never becomes it")
+    func routing() throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let tone = try Fixtures.tone("np-route", seconds: 1, frequency: 440)
+        func app(_ options: SessionCategoryOptions) throws -> (AudioSession, QueuePlayer, RemoteCommandCenter, RemoteCommandBinding) {
+            let s = AudioSession(registryDirectory: dir)
+            try s.setCategory(.playback, options: options)
+            let p = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
+                                session: s)
+            p.actionAtItemEnd = .none  // stays current, rate 1, after its end
+            let c = RemoteCommandCenter()
+            let b = RemoteCommandBinding(player: p, center: c)
+            c.receiveCommands(for: s)
+            return (s, p, c, b)
+        }
+        let (s1, p1, _, b1) = try app([])
+        let (s2, p2, _, b2) = try app(.mixWithOthers)
+        let remote = AudioSession(registryDirectory: dir)  // a controller that never plays
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: remote) == nil, "no now-playing app yet")
+        p1.play()
+        p2.play()
+        #expect(s1.isNowPlayingApp && !s2.isNowPlayingApp)
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: remote) == s1.id)
+        #expect(eventually { p1.rate == 0 })
+        #expect(p2.rate == 1, "the mixable app got nothing")
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .togglePlayPause), via: remote) == s1.id)
+        #expect(eventually { p1.rate == 1 })
+
+        let (s3, p3, _, b3) = try app([])
+        let jumps = Mutex<[Double]>([])
+        p3.addObserver(queue: DispatchQueue(label: "j")) { e in
+            if case .timeJumped(_, let t) = e { jumps.withLock { $0.append(t) } }
+        }
+        p3.play()
+        #expect(s3.isNowPlayingApp && !s1.isNowPlayingApp, "the last non-mixable session that played")
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .changePlaybackPosition, payload: .position(0.25)), via: remote) == s3.id)
+        #expect(eventually { jumps.withLock { $0.contains { abs($0 - 0.25) < 0.01 } } }, "\(jumps.withLock { $0 })")
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: remote) == s3.id)
+        #expect(eventually { p3.rate == 0 })
+        _ = (b1, b2, b3)
+    }
+}
