@@ -113,8 +113,8 @@ public final class PlaybackEngine: Sendable {
         /// registered (the seek target), and whether that segment is still awaited.
         var flushTarget: PlaybackPosition?
         var awaitingSegment = false
-        /// Until this monotonic time (ns) the monitor looks every 2 ms: playback is (re)starting,
-        /// so the first events are due within milliseconds.
+        /// Until this monotonic time (ns), or until a segment is heard, the monitor looks every
+        /// 2 ms: items were just queued, so their first events are due within milliseconds.
         var watchClosely = 0
     }
 
@@ -209,7 +209,6 @@ public final class PlaybackEngine: Sendable {
     public func resume() {
         let reseek = state.withLock { s -> Int? in
             s.paused = false
-            s.watchClosely = monotonicNanos() + 1_000_000_000
             defer { s.pausedByDropFrames = nil }
             return s.pausedByDropFrames
         }
@@ -523,6 +522,7 @@ public final class PlaybackEngine: Sendable {
             var due: [(frame: Int, rank: Int, event: EngineEvent)] = []
             for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame <= heard {
                 s.segments[i].announced = true
+                s.watchClosely = 0  // the start was heard: back to sleeping until the next event
                 let seg = s.segments[i]
                 if let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
             }

@@ -1,3 +1,4 @@
+import CALSA
 import RingBuffer
 import Synchronization
 #if canImport(Glibc)

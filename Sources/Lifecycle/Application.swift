@@ -106,22 +106,30 @@ public final class Application: Sendable {
     }
 
     private let state = Mutex(State())
-    private final class TimerBox: @unchecked Sendable {
-        // @unchecked Sendable: created once in init, used only on `queue`.
-        var timer: (any DispatchSourceTimer)?
-    }
-    private let timerBox = TimerBox()
+    /// Whether the background evaluation loop is scheduled (it runs only in the background, so
+    /// a foreground app costs no wake-ups).
+    private let evaluating = Atomic<Bool>(false)
 
     public init(configuration: ApplicationConfiguration = ApplicationConfiguration()) {
         self.configuration = configuration
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50))
-        timer.setEventHandler { [weak self] in self?.evaluate() }
-        timerBox.timer = timer
-        timer.resume()
     }
 
-    deinit { timerBox.timer?.cancel() }
+    /// Evaluates now and every 50 ms while the app is in the background.
+    private func startEvaluating() {
+        guard !evaluating.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async { [weak self] in self?.evaluationTick() }
+    }
+
+    private func evaluationTick() {
+        evaluate()
+        guard applicationState == .background else {
+            evaluating.store(false, ordering: .releasing)
+            // A transition back to the background may have raced with this stop.
+            if applicationState == .background { startEvaluating() }
+            return
+        }
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in self?.evaluationTick() }
+    }
 
     private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
@@ -163,7 +171,7 @@ public final class Application: Sendable {
             return events
         }
         if entered { for p in participants { p.applicationDidEnterBackground() } }
-        queue.async { [self] in evaluate() }
+        startEvaluating()
     }
 
     /// Back to the foreground: `willEnterForeground`, `didBecomeActive` (resuming first if suspended).
@@ -199,6 +207,7 @@ public final class Application: Sendable {
             return [.didResume]
         }
         if resumed { for p in participants { p.applicationDidResume() } }
+        startEvaluating()
     }
 
     private func transition(_ change: (inout State) -> [ApplicationEvent]) {
@@ -309,7 +318,7 @@ public final class Application: Sendable {
         for (q, h) in handlers { q.async { h(e) } }
     }
 
-    // MARK: - Background execution (on `queue`, every 50 ms)
+    // MARK: - Background execution (on `queue`, every 50 ms while in the background)
 
     private func evaluate() {
         let now = Self.now()

@@ -58,8 +58,9 @@ public final class AudioSession: Sendable {
     private final class Sources: @unchecked Sendable {
         // @unchecked Sendable: set once under the session lock (listenFD guards it), cancelled in deinit.
         var read: (any DispatchSourceRead)?
-        var watch: (any DispatchSourceTimer)?
     }
+    /// Whether the peer watch runs (only while someone interrupts or ducks us, or we them).
+    private let watching = Atomic<Bool>(false)
     private let sources = Sources()
 
     /// A session registered in `registryDirectory` (default: `$XDG_RUNTIME_DIR/backline/sessions`).
@@ -80,7 +81,6 @@ public final class AudioSession: Sendable {
 
     deinit {
         sources.read?.cancel()
-        sources.watch?.cancel()
         registry?.remove(id)
     }
 
@@ -163,6 +163,7 @@ public final class AudioSession: Sendable {
                 s.interruptedOthers.formUnion(interrupted)
                 s.duckingOthers.formUnion(ducked)
             }
+            if !interrupted.isEmpty || !ducked.isEmpty { watchPeers() }
         } else {
             let busy = state.withLock { s in s.participants.contains { $0.participant?.isRunningIO == true } }
             if busy {
@@ -345,11 +346,6 @@ public final class AudioSession: Sendable {
         state.withLock { $0.listenFD = fd }
         sources.read = source
         source.resume()
-        let watch = DispatchSource.makeTimerSource(queue: queue)
-        watch.schedule(deadline: .now() + .milliseconds(200), repeating: .milliseconds(200))
-        watch.setEventHandler { [weak self] in self?.checkPeers() }
-        sources.watch = watch
-        watch.resume()
     }
 
     private func receive(_ fd: Int32) {
@@ -371,6 +367,7 @@ public final class AudioSession: Sendable {
                 defer { s.active = false; s.interruptedBy = other }
                 return s.active
             }
+            watchPeers()
             guard wasActive else { return }
             publishEntry()
             for p in participants { p.sessionInterrupted() }
@@ -379,6 +376,7 @@ public final class AudioSession: Sendable {
             endInterruption(from: other, shouldResume: argument == "1")
         case "duck":
             state.withLock { _ = $0.duckedBy.insert(other) }
+            watchPeers()
             applyGain()
             post(.duckingChanged(true))
         case "unduck":
@@ -412,6 +410,30 @@ public final class AudioSession: Sendable {
         guard changed else { return }
         applyGain()
         post(.duckingChanged(false))
+    }
+
+    /// Starts the 200 ms peer watch if it is not running; it stops by itself when there is
+    /// nobody left to watch.
+    private func watchPeers() {
+        guard !watching.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in self?.watchTick() }
+    }
+
+    private func watchTick() {
+        checkPeers()
+        let more = state.withLock { s in
+            s.interruptedBy != nil || !s.duckedBy.isEmpty || !s.interruptedOthers.isEmpty || !s.duckingOthers.isEmpty
+        }
+        if more {
+            queue.asyncAfter(deadline: .now() + .milliseconds(200)) { [weak self] in self?.watchTick() }
+        } else {
+            watching.store(false, ordering: .releasing)
+            // A relationship that began meanwhile found the watch still running: restart it.
+            let began = state.withLock { s in
+                s.interruptedBy != nil || !s.duckedBy.isEmpty || !s.interruptedOthers.isEmpty || !s.duckingOthers.isEmpty
+            }
+            if began { watchPeers() }
+        }
     }
 
     /// A peer that interrupted or ducks us and has died (or left the registry) can no longer

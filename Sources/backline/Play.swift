@@ -137,6 +137,12 @@ struct Play: ParsableCommand {
             }
         }
         followTerminal()
+        // The foreground changes only around a stop: Ctrl-Z then `bg`, or `fg`, both end with
+        // SIGCONT. Look then (and at start), instead of polling the terminal.
+        signal(SIGCONT, SIG_DFL)
+        let continued = DispatchSource.makeSignalSource(signal: SIGCONT, queue: events)
+        continued.setEventHandler { followTerminal() }
+        continued.resume()
 
         // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal line.
         signal(SIGINT, SIG_IGN)
@@ -160,8 +166,8 @@ struct Play: ParsableCommand {
             pausedByBackground.store(true, ordering: .relaxed)
         }
 
-        // Progress: a live line on a terminal (in the foreground), nothing extra otherwise.
-        while done.wait(timeout: .now() + .milliseconds(tty ? 250 : 200)) == .timedOut {
+        // Progress: a live line on a terminal (in the foreground); otherwise just wait.
+        while done.wait(timeout: tty ? .now() + .milliseconds(250) : .distantFuture) == .timedOut {
             followTerminal()
             if tty, foreground.load(ordering: .relaxed), player.timeControlStatus == .playing,
                let item = player.currentItem {
@@ -172,6 +178,7 @@ struct Play: ParsableCommand {
         player.engine.shutdown()
         Terminal.finish(tty: tty)
         for s in sources { s.cancel() }
+        continued.cancel()
         if terminal >= 0 { close(terminal) }
 
         if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
