@@ -160,4 +160,25 @@ struct PlayCommandTests {
         #expect(r2.stdoutText.contains("EXIT 0"), "\(r2.stdoutText)")
         #expect(try cap2.f32() == ReferenceDecoder.decodeF32(tone), "playback played in the background")
     }
+
+    @Test("on a terminal: a live elapsed/total line, cleared at the end; plain lines when stdout is not a TTY")
+    func progressLine() throws {
+        try PulseNullSink.exclusive { sink in
+            let tone = try Fixtures.tone("cli-progress", seconds: 1.6, frequency: 440)
+            let r = try Self.underTerminal("""
+                '\(backline)' play --device '\(sink.alsaDevice)' '\(tone.path)'
+                echo "EXIT $?"
+                """, environment: try isolated(sink.environment))
+            let out = r.stdoutText
+            #expect(out.contains("EXIT 0"), "\(out)")
+            #expect(out.contains("▶ cli-progress.mp3  [0:01]"))
+            let updates = out.components(separatedBy: "\r\u{1B}[2K").filter { $0.hasPrefix("  0:0") }
+            #expect(updates.count >= 3, "progress updates: \(updates)")
+            #expect(updates.contains { $0.hasPrefix("  0:01 / 0:01") }, "\(updates)")
+            #expect(updates.allSatisfy { $0.contains(" / 0:01") })
+            // Not a TTY (the other tests): no control sequences at all.
+            let plain = try runProcess(backline, ["play", "--device", "null", tone.path], environment: try isolated())
+            #expect(!plain.stdoutText.contains("\u{1B}") && !plain.stdoutText.contains("\r"))
+        }
+    }
 }
