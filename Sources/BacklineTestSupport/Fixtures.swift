@@ -44,6 +44,17 @@ public enum Fixtures {
         return url
     }
 
+    /// A sine tone as MPEG Layer II (`twolame`; MPEG-1 at 32/44.1/48 kHz, MPEG-2 LSF at 16–24 kHz).
+    public static func layer2Tone(_ name: String, seconds: Double, rate: Int, channels: Int, bitrate: Int) throws -> URL {
+        let w = try wav(name, rate: rate, channels: channels, seconds: seconds,
+                        synth: ["sine", "300-1200"], effects: ["gain", "-6"])
+        let url = try directory().appendingPathComponent("\(name).mp2")
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        let r = try runProcess("twolame", ["--quiet", "-b", "\(bitrate)", w.path, url.path])
+        guard r.status == 0 else { throw HarnessError("twolame failed: \(r.stderr)") }
+        return url
+    }
+
     /// A sine tone as MP3.
     public static func tone(_ name: String, seconds: Double, frequency: Double = 440, rate: Int = 44100,
                             channels: Int = 2, lameArgs: [String] = ["-b", "128"]) throws -> URL {

@@ -9,7 +9,8 @@ public import Testing
 /// (`CI` set), so a missing tool there fails loudly instead of skipping.
 public enum Harness {
     /// Tools the audio tests drive.
-    public static let requiredTools = ["pulseaudio", "pactl", "parec", "pacat", "aplay", "lame", "sox", "mpg123"]
+    public static let requiredTools = ["pulseaudio", "pactl", "parec", "pacat", "aplay", "lame", "sox", "mpg123",
+                                              "twolame", "script", "ps"]
 
     /// Absolute path of `tool` on `PATH`, or nil.
     public static func which(_ tool: String) -> String? {

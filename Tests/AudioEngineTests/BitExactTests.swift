@@ -5,13 +5,16 @@ import Testing
 
 @Suite("Engine output is bit-exact (ALSA file plugin)", Harness.audioTools)
 struct BitExactTests {
-    /// Every kind of stream we ship or generate: MPEG-1/2/2.5, mono/stereo, 8–48 kHz, CBR/VBR.
+    /// Every kind of stream we ship or generate: MPEG-1/2/2.5 Layer III, MPEG-1/2 Layer II,
+    /// mono/stereo, 8–48 kHz, CBR/VBR. (No Layer I encoder exists in Debian to make a fixture.)
     static func fixtures() throws -> [URL] {
         try Fixtures.demoTracks + [
             Fixtures.tone("mpeg2-22k-mono", seconds: 2.3, rate: 22050, channels: 1, lameArgs: ["-b", "64"]),
             Fixtures.tone("mpeg25-8k-stereo", seconds: 1.7, rate: 8000, channels: 2, lameArgs: ["-b", "16"]),
             Fixtures.tone("mpeg1-48k-vbr", seconds: 2.1, rate: 48000, channels: 2, lameArgs: ["-V", "0"]),
             Fixtures.tone("mpeg1-32k-mono-cbr", seconds: 1.1, rate: 32000, channels: 1, lameArgs: ["-b", "96"]),
+            Fixtures.layer2Tone("layer2-48k-stereo", seconds: 1.3, rate: 48000, channels: 2, bitrate: 192),
+            Fixtures.layer2Tone("layer2-24k-mono", seconds: 1.2, rate: 24000, channels: 1, bitrate: 64),
         ]
     }
 
