@@ -21,6 +21,10 @@ public struct OutputSettings: Sendable, Equatable {
     public var preferredFormat: DeviceSampleFormat
     /// Ask for SCHED_FIFO on the output thread.
     public var realtime: Bool
+    /// Use `snd_pcm_pause` where the device offers it (default). When false, or on a device
+    /// without it, pause drops the device buffer and resume re-seeks to the frame last heard
+    /// (for drivers whose hardware pause is broken).
+    public var hardwarePause: Bool = true
 
     public init(device: String = "default", bufferMillis: Int = 500, periodMillis: Int? = nil,
                 preferredFormat: DeviceSampleFormat = .float32, realtime: Bool = true) {
@@ -408,7 +412,7 @@ final class OutputThread: @unchecked Sendable {
         }
         let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
         var hwPaused = false
-        if running && pcm.configuration.canPause {
+        if running && pcm.configuration.canPause && settings.hardwarePause {
             hwPaused = snd_pcm_pause(pcm.pcm, 1) >= 0
         }
         if running && !hwPaused {
@@ -418,6 +422,9 @@ final class OutputThread: @unchecked Sendable {
             snd_pcm_delay(pcm.pcm, &delay)
             snd_pcm_drop(pcm.pcm)
             snd_pcm_prepare(pcm.pcm)
+            // The dropped frames were never heard: take them off the timeline, so the published
+            // position (and the re-seek on resume) is the last frame actually heard.
+            framesWritten -= max(0, Int(delay))
             emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(delay))
         }
         shared.outputPaused.store(true, ordering: .releasing)

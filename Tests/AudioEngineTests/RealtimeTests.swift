@@ -31,11 +31,14 @@ struct RealtimeTests {
         }
     }
 
-    @Test("pause 1 s and resume: with the silence removed, the recording is the continuous decode")
-    func pauseLosesNothing() throws {
+    @Test("pause 1 s and resume: with the silence removed, the recording is the continuous decode",
+          arguments: [true, false])
+    func pauseLosesNothing(hardwarePause: Bool) throws {
         try PulseNullSink.exclusive { sink in
             let file = try Self.sweep("rt-sweep-pause", seconds: 3)
-            let engine = makeEngine(device: sink.alsaDevice)
+            var settings = OutputSettings(device: sink.alsaDevice, bufferMillis: 200, realtime: false)
+            settings.hardwarePause = hardwarePause  // false: drop the buffer, re-seek on resume
+            let engine = PlaybackEngine(configuration: EngineConfiguration(output: settings))
             defer { engine.shutdown() }
             let log = EventLog(engine)
             let (_, rec) = try sink.record {
@@ -55,9 +58,16 @@ struct RealtimeTests {
             let before = PCM.locate(ref, at: 44100, in: got, near: 44100, radius: 4410)
             let after = PCM.locate(ref, at: 5 * 44100, in: got, near: 5 * 44100, radius: 4410)
             #expect(before.correlation > 0.999 && after.correlation > 0.999)
-            #expect(before.index - 44100 == after.index - 5 * 44100,
-                    "shift before the pause \(before.index - 44100), after \(after.index - 5 * 44100) samples")
-            try expectSameAudio(got, ref)
+            let shift = (after.index - 5 * 44100) - (before.index - 44100)
+            if hardwarePause {
+                #expect(shift == 0, "shift before the pause \(before.index - 44100), after \(after.index - 5 * 44100) samples")
+                try expectSameAudio(got, ref)
+            } else {
+                // Drop + re-seek resumes at the frame the device reported as heard. The harness's
+                // sink runs without rewinds, so what it had already rendered when the buffer was
+                // dropped (a few ms) is heard once more: at most 256 frames, never a loss.
+                #expect(shift >= 0 && shift <= 512, "resumed \(shift / 2) frames early (negative: frames lost)")
+            }
         }
     }
 
