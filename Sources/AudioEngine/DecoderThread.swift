@@ -137,6 +137,7 @@ final class DecoderThread: @unchecked Sendable {
                 shared.cutFrom.store(end, ordering: .relaxed)
                 shared.cutTo.store(producer.position, ordering: .relaxed)
                 shared.cutGeneration.store(generation, ordering: .relaxed)
+                shared.cutAnchor.store(anchor, ordering: .relaxed)
                 shared.cutSeq.add(1, ordering: .releasing)
             }
             plan = Array(plan[...a]) + items

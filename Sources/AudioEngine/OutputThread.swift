@@ -69,7 +69,7 @@ final class OutputThread: @unchecked Sendable {
     private var endReported = false
     /// The last cut seen, and the one pending (bytes [from, to) to skip).
     private var seenCut: UInt64 = 0
-    private var cut: (from: Int, to: Int)?
+    private var cut: (from: Int, to: Int, anchor: UInt64)?
     /// Whether any marker of the current generation has arrived: the end of input is only
     /// reported after some input (an engine with nothing queued yet has nothing to end).
     private var sawInput = false
@@ -223,7 +223,7 @@ final class OutputThread: @unchecked Sendable {
             let from = shared.cutFrom.load(ordering: .relaxed)
             if shared.cutGeneration.load(ordering: .relaxed) == generation {
                 if consumer.position < from {  // strictly: markers at `from` not yet applied
-                    cut = (from, shared.cutTo.load(ordering: .relaxed))
+                    cut = (from, shared.cutTo.load(ordering: .relaxed), shared.cutAnchor.load(ordering: .relaxed))
                 } else {
                     emit(.cutMissed)
                 }
@@ -234,7 +234,7 @@ final class OutputThread: @unchecked Sendable {
         var limit = readable
         while let m = markers.peekMarker() {
             if let c = cut, m.position >= c.from, m.position < c.to,
-               !(m.position == c.from && (m.kind == .end || m.kind == .failed)) {
+               !(m.position == c.from && m.item == c.anchor && (m.kind == .end || m.kind == .failed)) {
                 markers.commit(Marker.stride)  // an item the queue edit replaced
                 continue
             }

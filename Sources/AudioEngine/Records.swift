@@ -119,6 +119,8 @@ final class EngineShared: Sendable {
     let cutFrom = Atomic<Int>(0)
     let cutTo = Atomic<Int>(0)
     let cutGeneration = Atomic<UInt32>(0)
+    /// The item whose end marker sits at `cutFrom` and is kept.
+    let cutAnchor = Atomic<UInt64>(0)
     let cutSeq = Atomic<UInt64>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
