@@ -249,8 +249,9 @@ public final class PlaybackEngine: Sendable {
 
     /// Replaces the items queued after `anchor` with `paths` (insert, remove, reorder), keeping
     /// what plays now untouched and gapless: when the decoder has not yet opened anything after
-    /// `anchor`, its plan is edited in place; otherwise playback is re-planned from the audible
-    /// frame (sample-exact, with a refill of the device buffer).
+    /// `anchor`, its plan is edited in place; when it has (it decodes ahead) and the output has not
+    /// reached the anchor's end, the items after it are cut out of the ring; only when the output
+    /// is already past that point is playback re-planned from the audible frame (a short gap).
     /// - Returns: the new items' ids (`paths` order), or nil if `anchor` is not queued.
     @discardableResult
     public func replaceItems(after anchor: ItemID, with paths: [String]) -> [ItemID]? {
