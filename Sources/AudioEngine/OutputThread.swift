@@ -419,12 +419,16 @@ final class OutputThread: @unchecked Sendable {
             // No hardware pause: drop what the device holds and tell the control plane how many
             // frames were lost, so it can re-seek there and nothing is skipped.
             var delay: snd_pcm_sframes_t = 0
+            let before = monotonicNanos()
             snd_pcm_delay(pcm.pcm, &delay)
             snd_pcm_drop(pcm.pcm)
+            // Frames kept playing between the reading and the drop: those were heard.
+            let played = Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9)
+            delay = snd_pcm_sframes_t(max(0, Int(delay) - played))
             snd_pcm_prepare(pcm.pcm)
             // The dropped frames were never heard: take them off the timeline, so the published
             // position (and the re-seek on resume) is the last frame actually heard.
-            framesWritten -= max(0, Int(delay))
+            framesWritten -= Int(delay)
             emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(delay))
         }
         shared.outputPaused.store(true, ordering: .releasing)

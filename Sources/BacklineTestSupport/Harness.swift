@@ -82,11 +82,11 @@ public struct HarnessError: Error, CustomStringConvertible {
 ///   - executable: a name on `PATH` or an absolute path.
 ///   - environment: variables added to (overriding) this process's environment.
 @discardableResult
-public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String] = [:])
-    throws -> ProcessResult
+public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                       timeout: TimeInterval = 120) throws -> ProcessResult
 {
     let p = try SpawnedProcess(executable, arguments, environment: environment)
-    let status = try p.wait()
+    let status = try p.wait(timeout: timeout)  // a hung child fails its test instead of hanging the run
     let out = (try? Data(contentsOf: p.stdoutFile)) ?? Data()
     let err = p.stderr
     try? FileManager.default.removeItem(at: p.stdoutFile.deletingLastPathComponent())

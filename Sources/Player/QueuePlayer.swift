@@ -589,6 +589,8 @@ extension QueuePlayer: ApplicationParticipant {
 
     /// Suspension: the device is released; the queue and the position are kept (paused there).
     public func applicationWillSuspend() {
+        // Resumed meanwhile (the app came back while the hooks ran): nothing to release.
+        guard application.applicationState == .suspended else { return }
         state.withLock { s in
             if s.rate != 0 { setRateLocked(&s, 0, reason: .appBackgrounded) }
             guard !s.items.isEmpty, !s.atEnd else {

@@ -116,7 +116,11 @@ struct Play: ParsableCommand {
         // `fg` continues it and makes it active again.
         app.addSuspensionHook { _ in
             Terminal.error("backline: suspended: nothing is playing in the background (category \(session.category.rawValue)); `fg` resumes", tty: false)
-            kill(getpid(), SIGSTOP)
+        }
+        // Stop only once the suspension is complete (hooks run, device released), on the queue
+        // that also handles SIGCONT, so continuing never races the suspension.
+        app.addObserver(queue: events) { event in
+            if case .didSuspend = event { kill(getpid(), SIGSTOP) }
         }
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         let pausedByBackground = Atomic<Bool>(false)

@@ -126,7 +126,8 @@ struct PlayCommandTests {
         let dir = try Harness.makeTemporaryDirectory()
         let file = dir.appendingPathComponent("job.sh")
         try ("set -m\n" + body).write(to: file, atomically: true, encoding: .utf8)
-        return try runProcess("script", ["-qfec", "bash --norc --noprofile \(file.path)", "/dev/null"], environment: environment)
+        return try runProcess("script", ["-qfec", "bash --norc --noprofile \(file.path)", "/dev/null"],
+                              environment: environment, timeout: 60)
     }
 
     @Test("job control: in the background soloAmbient stays silent and stops itself after the hook; fg resumes it; playback plays on")
@@ -138,6 +139,7 @@ struct PlayCommandTests {
         let r = try Self.underTerminal("""
             '\(backline)' play --category soloAmbient --background-grace 0.3 --device '\(cap.device)' '\(tone.path)' >/dev/null 2>'\(err)' &
             pid=$!
+            ( sleep 20; kill -9 $pid 2>/dev/null ) &   # a watchdog: a hang fails, never blocks
             sleep 1.5
             echo "STAT $(ps -o stat= -p $pid)"
             test -s '\(cap.file.path)' && echo "HEARD-IN-BACKGROUND"
