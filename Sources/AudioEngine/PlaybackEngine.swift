@@ -1,3 +1,4 @@
+import CALSA
 import Foundation
 import Logging
 import RingBuffer
@@ -302,6 +303,19 @@ public final class PlaybackEngine: Sendable {
             let g = state.withLock { s -> Float in s.muted = newValue; return newValue ? 0 : s.volume }
             shared.gainBits.store(g.bitPattern, ordering: .relaxed)
         }
+    }
+
+    /// Whether the configured device can be opened now (opened and closed at once, from the
+    /// calling thread; the output thread is not involved). `soundServer` says whether it is a
+    /// sound-server plugin (PulseAudio/PipeWire: ALSA's I/O plugin type), whose return after a
+    /// loss means the media services restarted.
+    public func probeDevice() -> (available: Bool, soundServer: Bool) {
+        var p: OpaquePointer?
+        let r = snd_pcm_open(&p, configuration.output.device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+        guard r >= 0, let p else { return (false, false) }
+        let server = snd_pcm_type(p) == SND_PCM_TYPE_IOPLUG
+        snd_pcm_close(p)
+        return (true, server)
     }
 
     /// Underruns since the engine started.

@@ -27,7 +27,7 @@ public final class PulseNullSink: @unchecked Sendable {
     public let environment: [String: String]
     /// The ALSA device name that plays into this sink (ALSA's `pulse` plugin).
     public let alsaDevice = "pulse"
-    private let guardProcess: SpawnedProcess
+    private var guardProcess: SpawnedProcess  // replaced only by `restart()`, under `lock`
     private let lock = NSLock()
 
     /// The server every test in this process shares, started on first use.
@@ -84,6 +84,7 @@ public final class PulseNullSink: @unchecked Sendable {
             while kill -0 \(getpid()) 2>/dev/null && kill -0 $pa 2>/dev/null; do sleep 0.5 & wait $!; done
             kill $k $pa 2>/dev/null; wait
             """
+        guardScript = script
         guardProcess = try SpawnedProcess("/bin/sh", ["-c", script], environment: environment)
         // Ready when `pactl info` answers and the keep-alive stream is up.
         for _ in 0..<100 {
@@ -113,6 +114,21 @@ public final class PulseNullSink: @unchecked Sendable {
     /// Sets the `PULSE_*` variables in this process, so in-process ALSA `pulse` devices reach this server.
     public func exportToProcess() {
         for (k, v) in environment { setenv(k, v, 1) }
+    }
+
+    private let guardScript: String
+
+    /// Starts the server again after ``stop()``, on the same socket: clients see a sound-server
+    /// restart. Returns when it answers.
+    public func restart() throws {
+        try lock.withLock {
+            guardProcess = try SpawnedProcess("/bin/sh", ["-c", guardScript], environment: environment)
+        }
+        for _ in 0..<100 {
+            if let r = try? runProcess("pactl", ["info"], environment: environment), r.status == 0 { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        throw HarnessError("PulseAudio did not restart within 10 s")
     }
 
     /// Stops the server and its keep-alive stream.

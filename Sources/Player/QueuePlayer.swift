@@ -417,6 +417,19 @@ public final class QueuePlayer: Sendable {
         clock.jumped()
     }
 
+    /// After a device loss: probes the device every 500 ms until it opens again, then reports
+    /// `newDeviceAvailable` (and, for a sound server that came back, `mediaServicesWereReset`).
+    /// Nothing plays again by itself.
+    private func watchForDeviceReturn() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(500)) { [weak self] in
+            guard let self else { return }
+            let probe = engine.probeDevice()
+            guard probe.available else { return watchForDeviceReturn() }
+            if probe.soundServer { session.reportMediaServicesReset() }
+            session.reportRouteChange(.newDeviceAvailable)
+        }
+    }
+
     /// Posts `currentItemChanged` if the current item is not the one last announced.
     private func announceCurrent(_ s: inout State) {
         guard s.items.first !== s.announced else { return }
@@ -535,6 +548,7 @@ public final class QueuePlayer: Sendable {
                 setRateLocked(&s, 0, reason: .oldDeviceUnavailable)
                 let session = session
                 DispatchQueue.global().async { session.reportRouteChange(.oldDeviceUnavailable) }
+                watchForDeviceReturn()
 
             case .endOfInput:
                 updateStatus(&s)

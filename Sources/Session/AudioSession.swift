@@ -222,6 +222,12 @@ public final class AudioSession: Sendable {
         post(.routeChanged(reason: reason))
     }
 
+    /// Reports that the media services (the sound server) restarted: observers get
+    /// ``SessionEvent/mediaServicesWereReset``; nothing restarts by itself.
+    public func reportMediaServicesReset() {
+        post(.mediaServicesWereReset)
+    }
+
     // MARK: - Now-playing app
 
     /// Called by a player that starts playing: a non-mixable session becomes the now-playing app

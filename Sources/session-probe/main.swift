@@ -46,7 +46,7 @@ session.addObserver(queue: .main) { e in
     case .duckingChanged(let on): say("session ducking \(on)")
     case .silencedChanged(let on): say("session silenced \(on)")
     case .routeChanged(let reason): say("session routeChanged \(reason)")
-    default: break
+    case .mediaServicesWereReset: say("session mediaServicesWereReset")
     }
 }
 

@@ -188,7 +188,7 @@ struct CrossProcessTests {
 
 @Suite("Route change: the device disappears")
 struct RouteChangeTests {
-    @Test("the sound server goes away while playing: the player pauses (oldDeviceUnavailable), the session reports the route change")
+    @Test("the sound server goes away while playing: the player pauses (oldDeviceUnavailable); when it returns: media services reset, nothing auto-plays")
     func deviceLost() throws {
         guard Harness.which("pulseaudio") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let server = try PulseNullSink()  // a private server, killed below; the shared one is untouched
@@ -203,6 +203,16 @@ struct RouteChangeTests {
         #expect(p.waitFor("player rate 0 oldDeviceUnavailable", timeout: 10), "\(p.lines) \(p.process.stderr)")
         #expect(p.waitFor("session routeChanged oldDeviceUnavailable"), "\(p.lines)")
         Thread.sleep(forTimeInterval: 0.5)
+        #expect(p.lines.filter { $0.hasPrefix("player rate 1") }.count == 1, "nothing plays again by itself")
+        #expect(!p.lines.contains("session mediaServicesWereReset"), "the server is still down")
+
+        // The sound server comes back: media services were reset, a device is available again,
+        // and still nothing plays by itself.
+        try server.restart()
+        defer { server.stop() }
+        #expect(p.waitFor("session mediaServicesWereReset", timeout: 5), "\(p.lines)")
+        #expect(p.waitFor("session routeChanged newDeviceAvailable"), "\(p.lines)")
+        Thread.sleep(forTimeInterval: 0.3)
         #expect(p.lines.filter { $0.hasPrefix("player rate 1") }.count == 1, "nothing plays again by itself")
     }
 }
