@@ -417,14 +417,17 @@ public final class QueuePlayer: Sendable {
         clock.jumped()
     }
 
-    /// After a device loss: probes the device every 500 ms until it opens again, then reports
+    /// After a device loss: probes the device until it opens again, then reports
     /// `newDeviceAvailable` (and, for a sound server that came back, `mediaServicesWereReset`).
     /// Nothing plays again by itself.
-    private func watchForDeviceReturn() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(500)) { [weak self] in
+    private func watchForDeviceReturn(attempt: Int = 0) {
+        // Every 500 ms for the first minute, then every 5 s (a device that never comes back
+        // costs almost nothing).
+        let delay = attempt < 120 ? 500 : 5_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in
             guard let self else { return }
             let probe = engine.probeDevice()
-            guard probe.available else { return watchForDeviceReturn() }
+            guard probe.available else { return watchForDeviceReturn(attempt: attempt + 1) }
             if probe.soundServer { session.reportMediaServicesReset() }
             session.reportRouteChange(.newDeviceAvailable)
         }
