@@ -561,8 +561,11 @@ public final class PlaybackEngine: Sendable {
             if let last = s.segments.lastIndex(where: { $0.deviceFrame <= heard && $0.announced }), last > 0 {
                 s.segments.removeFirst(last)
             }
-            // Sleep until the next event is due (at least 1 ms, at most 100 ms; commands wake
-            // the monitor at once through `poke()`).
+            // Sleep until the next event is due: at least 1 ms, at most half the device buffer
+            // (20–250 ms): the output reports an item boundary when it reads it, a buffer ahead of
+            // it being heard, so half a buffer still announces it on time. Commands wake the
+            // monitor at once through `poke()`.
+            let cap = UInt32(min(250, max(20, configuration.output.bufferMillis / 2)) * 1_000)
             let rate = max(1, s.segments.last?.rate ?? 44100)
             let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame))
                 .min().map { $0 - heard }
@@ -570,9 +573,9 @@ public final class PlaybackEngine: Sendable {
             if s.awaitingSegment || monotonicNanos() < s.watchClosely {
                 sleep = 2_000  // a flush is on its way through: register its segment promptly
             } else if let nextFrames {
-                sleep = UInt32(max(1_000, min(100_000, nextFrames * 1_000_000 / rate)))
+                sleep = UInt32(max(1_000, min(Int(cap), nextFrames * 1_000_000 / rate)))
             } else {
-                sleep = 100_000
+                sleep = cap
             }
             return (out, sleep)
         }
