@@ -166,6 +166,12 @@ final class OutputThread: @unchecked Sendable {
     /// asks the device, which reports a lost server or device), 0 when woken (the caller
     /// re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
     private func waitWritable(_ pcm: ALSAPCM, timeoutMillis: Int32) -> Int32 {
+        // Room for a period already (as `snd_pcm_wait` checks first): no poll, no syscall.
+        // Devices such as `null` never signal their descriptor, so polling them would wait
+        // out the timeout.
+        let ready = snd_pcm_avail_update(pcm.pcm)
+        if ready < 0 { return Int32(ready) }
+        if Int(ready) >= pcm.configuration.periodFrames { return 1 }
         let count = snd_pcm_poll_descriptors_count(pcm.pcm)
         guard count > 0, count < 16 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
         let n = snd_pcm_poll_descriptors(pcm.pcm, pollFDs, UInt32(count))
