@@ -43,14 +43,16 @@ let package = Package(
         ),
 
         // Benchmarks that `backline bench` runs and prints side by side with their references.
+        // Event fan-out to observers on their queues and to AsyncStreams (no dependencies).
+        .target(name: "Broadcast", swiftSettings: strictSettings),
         // AVAudioSession semantics across processes (a registry of sessions in XDG_RUNTIME_DIR).
-        .target(name: "Session", swiftSettings: strictSettings),
+        .target(name: "Session", dependencies: ["Broadcast"], swiftSettings: strictSettings),
         // UIApplication semantics: states, background tasks, suspension.
-        .target(name: "Lifecycle", swiftSettings: strictSettings),
+        .target(name: "Lifecycle", dependencies: ["Broadcast"], swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
-        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
+        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A second "app" for the cross-process audio-session tests.
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.

@@ -1,3 +1,4 @@
+import Broadcast
 import Dispatch
 import Foundation
 import Synchronization
@@ -100,12 +101,11 @@ public final class Application: Sendable {
         var nextTask = 1
         var participants: [Weak] = []
         var hooks: [UInt64: @Sendable (ApplicationState) -> Void] = [:]
-        var handlers: [UInt64: (DispatchQueue, @Sendable (ApplicationEvent) -> Void)] = [:]
-        var continuations: [UInt64: AsyncStream<ApplicationEvent>.Continuation] = [:]
         var nextToken: UInt64 = 1
     }
 
     private let state = Mutex(State())
+    private let broadcaster = Broadcaster<ApplicationEvent>()
     /// Whether the background evaluation loop is scheduled (it runs only in the background, so
     /// a foreground app costs no wake-ups).
     private let evaluating = Atomic<Bool>(false)
@@ -284,39 +284,19 @@ public final class Application: Sendable {
         _ = state.withLock { $0.hooks.removeValue(forKey: token) }
     }
 
-    /// Calls `handler` on `queue` for every application event; returns a token.
+    /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
     public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (ApplicationEvent) -> Void) -> UInt64 {
-        state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.handlers[t] = (queue, handler)
-            return t
-        }
+        broadcaster.addObserver(queue: queue, handler)
     }
 
-    public func removeObserver(_ token: UInt64) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
-    }
+    /// Removes a handler added with ``addObserver(queue:_:)``.
+    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
 
-    /// Every application event from now on.
-    public func events() -> AsyncStream<ApplicationEvent> {
-        let (stream, c) = AsyncStream<ApplicationEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let t = state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.continuations[t] = c
-            return t
-        }
-        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
-        return stream
-    }
+    /// Every event from now on.
+    public func events() -> AsyncStream<ApplicationEvent> { broadcaster.events() }
 
-    private func post(_ e: ApplicationEvent) {
-        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
-        for c in continuations { c.yield(e) }
-        for (q, h) in handlers { q.async { h(e) } }
-    }
+    private func post(_ event: ApplicationEvent) { broadcaster.post(event) }
 
     // MARK: - Background execution (on `queue`, every 50 ms while in the background)
 

@@ -1,3 +1,4 @@
+import Broadcast
 import Dispatch
 import Foundation
 import Synchronization
@@ -69,12 +70,10 @@ public final class NowPlayingInfoCenter: Sendable {
         var stamp: Double = 0
         var playbackState = NowPlayingPlaybackState.unknown
         var writes = 0
-        var handlers: [UInt64: (DispatchQueue, @Sendable (NowPlayingEvent) -> Void)] = [:]
-        var continuations: [UInt64: AsyncStream<NowPlayingEvent>.Continuation] = [:]
-        var nextToken: UInt64 = 1
     }
 
     private let state = Mutex(State())
+    private let broadcaster = Broadcaster<NowPlayingEvent>()
 
     /// A store reading time from `clock` (seconds, monotonic; default `CLOCK_MONOTONIC`).
     /// Tests pass a controllable clock.
@@ -125,37 +124,17 @@ public final class NowPlayingInfoCenter: Sendable {
         }
     }
 
-    /// Calls `handler` on `queue` for every change; returns a token.
+    /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
     public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (NowPlayingEvent) -> Void) -> UInt64 {
-        state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.handlers[t] = (queue, handler)
-            return t
-        }
+        broadcaster.addObserver(queue: queue, handler)
     }
 
-    public func removeObserver(_ token: UInt64) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
-    }
+    /// Removes a handler added with ``addObserver(queue:_:)``.
+    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
 
-    /// Every change from now on.
-    public func events() -> AsyncStream<NowPlayingEvent> {
-        let (stream, c) = AsyncStream<NowPlayingEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let t = state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.continuations[t] = c
-            return t
-        }
-        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
-        return stream
-    }
+    /// Every event from now on.
+    public func events() -> AsyncStream<NowPlayingEvent> { broadcaster.events() }
 
-    private func post(_ e: NowPlayingEvent) {
-        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
-        for c in continuations { c.yield(e) }
-        for (q, h) in handlers { q.async { h(e) } }
-    }
+    private func post(_ event: NowPlayingEvent) { broadcaster.post(event) }
 }

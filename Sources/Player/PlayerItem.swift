@@ -2,27 +2,9 @@ import AudioEngine
 import Foundation
 import Synchronization
 
-/// Why an item could not be played: the file, the reason, and libmpg123's code.
-public struct PlayerItemError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The file.
-    public var path: String
-    /// What went wrong, in words.
-    public var message: String
-    /// The libmpg123 error code (`-1` when the failure did not come from libmpg123).
-    public var code: Int32
-
-    public init(path: String, message: String, code: Int32) {
-        self.path = path
-        self.message = message
-        self.code = code
-    }
-
-    init(_ e: MPG123Error, path: String) {
-        self.init(path: path, message: e.message, code: e.code)
-    }
-
-    public var description: String { "\(path): \(message)" }
-}
+/// Why an item could not be played: the engine's decoder error (the file, the reason, and
+/// libmpg123's code, `-1` when the failure did not come from libmpg123).
+public typealias PlayerItemError = MPG123Error
 
 /// One playable file, as `AVPlayerItem`: its loading status, exact duration and tags.
 ///

@@ -1,4 +1,5 @@
 import AudioEngine
+import Broadcast
 import Dispatch
 import Foundation
 import Lifecycle
@@ -39,9 +40,6 @@ public final class QueuePlayer: Sendable {
         var parkedTime: Double = 0
         var pendingSeek: (id: UInt64, completion: (@Sendable (Bool) -> Void)?)?
         var nextSeekID: UInt64 = 0
-        var handlers: [UInt64: (queue: DispatchQueue, handler: @Sendable (PlayerEvent) -> Void)] = [:]
-        var continuations: [UInt64: AsyncStream<PlayerEvent>.Continuation] = [:]
-        var nextToken: UInt64 = 1
         var volume: Float = 1
         var muted = false
         /// The item last announced with `currentItemChanged`.
@@ -57,6 +55,7 @@ public final class QueuePlayer: Sendable {
     let state = Mutex(State())
     /// Orders event delivery: events are enqueued here under the lock, fanned out from here.
     private let eventQueue = DispatchQueue(label: "backline.player.events")
+    private let broadcaster = Broadcaster<PlayerEvent>(buffering: 1024)
     let clock: ObserverClock
     private let engineToken = Mutex<UInt64?>(nil)
 
@@ -298,50 +297,20 @@ public final class QueuePlayer: Sendable {
     /// ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (PlayerEvent) -> Void) -> ObserverToken {
-        state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.handlers[t] = (queue, handler)
-            return ObserverToken(id: t)
-        }
+        ObserverToken(id: broadcaster.addObserver(queue: queue, handler))
     }
 
-    /// Removes an event handler; no event is delivered to it once this returns (events already
-    /// queued for it are dropped).
-    public func removeObserver(_ token: ObserverToken) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: token.id) }
-    }
+    /// Removes an event handler; no delivery to it starts once this returns.
+    public func removeObserver(_ token: ObserverToken) { broadcaster.removeObserver(token.id) }
 
     /// Every player event from now on, for async code.
-    public func events() -> AsyncStream<PlayerEvent> {
-        let (stream, continuation) = AsyncStream<PlayerEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let token = state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.continuations[t] = continuation
-            return t
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: token) }
-        }
-        return stream
-    }
+    public func events() -> AsyncStream<PlayerEvent> { broadcaster.events() }
 
-    /// Queues an event for delivery (called with the lock held; delivery happens outside it,
-    /// in the order events were posted).
+    /// Queues an event for delivery (called with the lock held): the serial event queue keeps
+    /// the posting order, and the fan-out happens there, outside the lock.
     private func post(_ s: inout State, _ event: PlayerEvent) {
-        let handlers = s.handlers
-        let continuations = Array(s.continuations.values)
-        eventQueue.async { [weak self] in
-            for c in continuations { c.yield(event) }
-            for (token, h) in handlers {
-                h.queue.async { [weak self] in
-                    // Removed meanwhile: not delivered.
-                    guard let self, self.state.withLock({ $0.handlers[token] != nil }) else { return }
-                    h.handler(event)
-                }
-            }
-        }
+        let broadcaster = broadcaster
+        eventQueue.async { broadcaster.post(event) }
     }
 
     // MARK: - Internals (lock held)
@@ -523,7 +492,8 @@ public final class QueuePlayer: Sendable {
 
             case .itemFailed(let id, let path, let error):
                 guard let item = s.engineItems.removeValue(forKey: id) else { return }
-                let e = PlayerItemError(error, path: path)
+                var e = error
+                e.path = path
                 if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
                 post(&s, .itemFailedToPlayToEnd(item, e))
                 guard let i = s.items.firstIndex(where: { $0 === item }) else { return }

@@ -1,3 +1,4 @@
+import Broadcast
 import Dispatch
 import Foundation
 import Synchronization
@@ -45,14 +46,12 @@ public final class AudioSession: Sendable {
         var duckingOthers: Set<String> = []
         var system = SessionRegistry.SystemInputs()
         var participants: [Weak] = []
-        var handlers: [UInt64: (DispatchQueue, @Sendable (SessionEvent) -> Void)] = [:]
-        var continuations: [UInt64: AsyncStream<SessionEvent>.Continuation] = [:]
-        var nextToken: UInt64 = 1
         var lastGain: Float = 1
         var remoteReceiver: (@Sendable (String) -> Void)?
     }
 
     private let state = Mutex(State())
+    private let broadcaster = Broadcaster<SessionEvent>()
 
     /// The socket's read source and the peer-watch timer, created once by `startListening`.
     private final class Sources: @unchecked Sendable {
@@ -149,8 +148,8 @@ public final class AudioSession: Sendable {
                 defer { s.active = true; s.interruptedBy = nil }
                 return (s.options, s.active)
             }
+            if wasActive { return }  // play() on an active session touches no file
             publishEntry()
-            if wasActive { return }
             let others = registry.entries().filter { $0.id != id && $0.active }
             var interrupted: Set<String> = [], ducked: Set<String> = []
             for e in others {
@@ -233,7 +232,7 @@ public final class AudioSession: Sendable {
     /// Called by a player that starts playing: a non-mixable session becomes the now-playing app
     /// (the one remote commands reach); a `mixWithOthers` session never does.
     public func claimNowPlaying() {
-        guard let registry, !categoryOptions.contains(.mixWithOthers) else { return }
+        guard let registry, !categoryOptions.contains(.mixWithOthers), registry.nowPlaying() != id else { return }
         registry.setNowPlaying(id)
     }
 
@@ -276,39 +275,19 @@ public final class AudioSession: Sendable {
         participant.sessionGainChanged(gain)
     }
 
-    /// Calls `handler` on `queue` for every session event; returns a token for ``removeObserver(_:)``.
+    /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
     public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (SessionEvent) -> Void) -> UInt64 {
-        state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.handlers[t] = (queue, handler)
-            return t
-        }
+        broadcaster.addObserver(queue: queue, handler)
     }
 
-    public func removeObserver(_ token: UInt64) {
-        _ = state.withLock { $0.handlers.removeValue(forKey: token) }
-    }
+    /// Removes a handler added with ``addObserver(queue:_:)``.
+    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
 
-    /// Every session event from now on.
-    public func events() -> AsyncStream<SessionEvent> {
-        let (stream, c) = AsyncStream<SessionEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
-        let t = state.withLock { s in
-            let t = s.nextToken
-            s.nextToken += 1
-            s.continuations[t] = c
-            return t
-        }
-        c.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.continuations.removeValue(forKey: t) } }
-        return stream
-    }
+    /// Every event from now on.
+    public func events() -> AsyncStream<SessionEvent> { broadcaster.events() }
 
-    private func post(_ event: SessionEvent) {
-        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
-        for c in continuations { c.yield(event) }
-        for (q, h) in handlers { q.async { h(event) } }
-    }
+    private func post(_ event: SessionEvent) { broadcaster.post(event) }
 
     private var participants: [any AudioSessionParticipant] {
         state.withLock { s in s.participants.compactMap(\.participant) }

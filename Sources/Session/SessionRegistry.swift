@@ -56,13 +56,14 @@ final class SessionRegistry: Sendable {
     private func entryPath(_ id: String) -> String { "\(directory)/\(id).json" }
     private var systemPath: String { "\(directory)/system.json" }
 
-    /// Writes `data` to `path` atomically (temp file, fsync, rename).
+    /// Writes `data` to `path` atomically (temp file, rename): readers see the old or the new
+    /// file, never a torn one. No fsync: this is runtime state (it lives in `XDG_RUNTIME_DIR`,
+    /// normally tmpfs) that a reboot discards anyway, and writes happen on play().
     private func atomicWrite(_ data: Data, to path: String) {
         let tmp = "\(path).tmp-\(getpid())"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         data.withUnsafeBytes { _ = Glibc.write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
         close(fd)
         rename(tmp, path)
     }
