@@ -92,3 +92,14 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     try? FileManager.default.removeItem(at: p.stdoutFile.deletingLastPathComponent())
     return ProcessResult(status: status, stdout: out, stderr: err)
 }
+
+/// Polls `condition` every 5 ms for up to `timeout` seconds (at least once); whether it held.
+@discardableResult
+public func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+        if condition() { return true }
+        usleep(5_000)
+    } while Date() < deadline
+    return false
+}

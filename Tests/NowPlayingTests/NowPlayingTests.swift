@@ -25,14 +25,6 @@ func makePlayer(_ paths: [String], device: String) -> QueuePlayer {
                 session: testSession)
 }
 
-func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    repeat {
-        if condition() { return true }
-        usleep(5_000)
-    } while Date() < deadline
-    return false
-}
 
 @Suite("NowPlayingInfoCenter")
 struct InfoCenterTests {

@@ -81,16 +81,6 @@ func makePlayer(_ items: [PlayerItem], device: String, bufferMillis: Int = 200) 
 
 func items(_ urls: [URL]) -> [PlayerItem] { urls.map { PlayerItem(path: $0.path) } }
 
-/// Polls `condition` for up to `timeout` seconds.
-@discardableResult
-func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
-}
 
 enum PlayerFixtures {
     static func tone(_ name: String, seconds: Double, frequency: Double, gain: Double = -6) throws -> URL {

@@ -39,7 +39,7 @@ struct LifecycleTests {
         #expect(remaining > 29 && remaining <= 30)
         app.enterForeground()
         app.terminate()
-        #expect(eventuallyTrue(timeout: 2) { log.all.count == 7 })
+        #expect(eventually(timeout: 2) { log.all.count == 7 })
         #expect(log.all == [.willResignActive, .didBecomeActive, .willResignActive, .didEnterBackground,
                             .willEnterForeground, .didBecomeActive, .willTerminate])
     }
@@ -57,12 +57,12 @@ struct LifecycleTests {
         let ended = app.beginBackgroundTask(name: "well-behaved") { expiredAt.withLock { $0 = Date().timeIntervalSince(log.start) } }
         #expect(ended != .invalid)
         let leaked = app.beginBackgroundTask(name: "leaky")
-        #expect(eventuallyTrue(timeout: 3) { expiredAt.withLock { $0 } != nil })
+        #expect(eventually(timeout: 3) { expiredAt.withLock { $0 } != nil })
         let at = try #require(expiredAt.withLock { $0 }) - entered
         #expect(at > 0.6 && at < 0.9, "expiration handler ran \(at) s after entering the background (budget 1 s, warning 0.3 s)")
         app.endBackgroundTask(ended)
         _ = leaked  // never ended
-        #expect(eventuallyTrue(timeout: 3) { app.applicationState == .suspended })
+        #expect(eventually(timeout: 3) { app.applicationState == .suspended })
         #expect(log.all.contains(.backgroundTaskLeaked(name: "leaky")))
         #expect(!log.all.contains(.backgroundTaskLeaked(name: "well-behaved")))
         let suspendedAt = try #require(log.time(of: isSuspend)) - entered
@@ -84,13 +84,13 @@ struct LifecycleTests {
         #expect(app.applicationState == .background, "an open task keeps the app running")
         app.endBackgroundTask(task)
         let t0 = Date()
-        #expect(eventuallyTrue(timeout: 2) { app.applicationState == .suspended })
+        #expect(eventually(timeout: 2) { app.applicationState == .suspended })
         #expect(Date().timeIntervalSince(t0) >= 0.25)
         Thread.sleep(forTimeInterval: 0.5)
         #expect(hooks.withLock { $0 } == 1, "one hook call per suspension")
         app.resume(reason: "remote command")
         #expect(app.applicationState == .background)
-        #expect(eventuallyTrue(timeout: 2) { app.applicationState == .suspended })
+        #expect(eventually(timeout: 2) { app.applicationState == .suspended })
         #expect(hooks.withLock { $0 } == 2)
         app.enterForeground()
         #expect(app.applicationState == .active)
@@ -121,7 +121,7 @@ struct BackgroundAudioTests {
                 player.play()
                 Thread.sleep(forTimeInterval: 0.3)
                 app.enterBackground()
-                #expect(eventuallyTrue(timeout: 4) { app.applicationState == .suspended })
+                #expect(eventually(timeout: 4) { app.applicationState == .suspended })
             }
             let endTime = try #require(ended.withLock { $0 })
             let hookTimes = hooks.withLock { $0 }
@@ -150,8 +150,8 @@ struct BackgroundAudioTests {
         }
         player.play()
         app.enterBackground()
-        #expect(eventuallyTrue(timeout: 2) { reasons.withLock { $0 } == [.appBackgrounded] })
+        #expect(eventually(timeout: 2) { reasons.withLock { $0 } == [.appBackgrounded] })
         #expect(player.rate == 0)
-        #expect(eventuallyTrue(timeout: 2) { app.applicationState == .suspended })
+        #expect(eventually(timeout: 2) { app.applicationState == .suspended })
     }
 }
