@@ -38,7 +38,7 @@ public final class QueuePlayer: Sendable {
         var atEnd = false
         /// Time to report while nothing is heard (before start, after a seek while paused).
         var parkedTime: Double = 0
-        var pendingSeek: (id: UInt64, completion: (@Sendable (Bool) -> Void)?)?
+        var pendingSeek: (id: UInt64, time: Double, completion: (@Sendable (Bool) -> Void)?)?
         var nextSeekID: UInt64 = 0
         var volume: Float = 1
         var muted = false
@@ -286,7 +286,7 @@ public final class QueuePlayer: Sendable {
                 if let completion { eventQueue.async { completion(true) } }
                 clock.jumped()
             } else {
-                s.pendingSeek = (id, completion)
+                s.pendingSeek = (id, t, completion)
             }
         }
     }
@@ -460,7 +460,8 @@ public final class QueuePlayer: Sendable {
                 s.atEnd = false
                 if fromSeek, let seek = s.pendingSeek {
                     s.pendingSeek = nil
-                    post(&s, .timeJumped(item, time: currentTimeLocked(s)))
+                    // The landing point (sample-exact), not the time when this event is handled.
+                    post(&s, .timeJumped(item, time: seek.time))
                     if let c = seek.completion { eventQueue.async { c(true) } }
                 }
                 updateStatus(&s)
