@@ -19,10 +19,14 @@ let package = Package(
         .library(name: "Session", targets: ["Session"]),
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
+        .library(name: "PlayQueue", targets: ["PlayQueue"]),
+        .library(name: "Daemon", targets: ["Daemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // C libraries, through pkg-config; apt names the packages that provide them.
@@ -53,6 +57,20 @@ let package = Package(
         .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
         .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
+        // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
+        .target(name: "PlayQueue", dependencies: ["Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
+        // `backline daemon`: protocol, control socket (SwiftNIO), persistence, hooks, sleep timer.
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // A second "app" for the cross-process audio-session tests.
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
@@ -63,8 +81,10 @@ let package = Package(
         .executableTarget(
             name: "backline",
             dependencies: [
-                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle",
+                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

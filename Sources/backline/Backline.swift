@@ -1,5 +1,6 @@
 import ArgumentParser
 import BacklineBench
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -11,14 +12,22 @@ struct Backline: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backline",
         abstract: "Gapless, sample-exact MP3 playback on Linux (ALSA + libmpg123).",
-        subcommands: [Play.self, Bench.self]
+        version: Backline.version,
+        subcommands: [Play.self, DaemonCommand.self, Ctl.self, Bench.self]
     )
+
+    /// The version `--version`, `backline daemon` and `ctl version` report.
+    static let version = "0.3.0"
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 1 (as documented), not 64.
     static func main() {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if let async = command as? any AsyncParsableCommand {
+                try runBlocking(async)
+            } else {
+                try command.run()
+            }
         } catch {
             let code = exitCode(for: error)
             if code == .validationFailure {
@@ -28,5 +37,22 @@ struct Backline: ParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// Runs an async subcommand (the daemon) to completion from this synchronous main: the
+    /// commands `play` and `bench` keep the main thread to themselves, as before.
+    private static func runBlocking(_ command: any AsyncParsableCommand) throws {
+        final class Outcome: @unchecked Sendable {  // written by the task before the signal, read after
+            var error: (any Error)?
+        }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var command = command
+        Task.detached {
+            do { try await command.run() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let e = outcome.error { throw e }
     }
 }

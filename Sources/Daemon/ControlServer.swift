@@ -1,0 +1,334 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the server could not start.
+public struct ServerError: Error, CustomStringConvertible, Sendable {
+    public let code: Int32
+    public let message: String
+    public var description: String { message + (code != 0 ? " (\(String(cString: strerror(code))))" : "") }
+}
+
+/// The control socket (and the optional loopback TCP listener): newline-delimited JSON, one
+/// reply per request in request order, events to subscribers.
+///
+/// Limits: ``DaemonConfig/maxConnections`` at once; a request line longer than
+/// ``DaemonConfig/maxRequestBytes`` gets an error and the connection is closed; a client whose
+/// unread output passes ``DaemonConfig/maxOutputBytes`` stops being read (requests) or is dropped
+/// (events), so a stuck client costs bounded memory and never blocks anyone else.
+public final class ControlServer: Sendable {
+    let config: DaemonConfig
+    let logger: Logger
+    let group: MultiThreadedEventLoopGroup
+    private let channels = Mutex<[any Channel]>([])
+    private let clients = Mutex<[UInt64: any Channel]>([:])
+    private let connectionCount = Atomic<Int>(0)
+    private let nextClient = Atomic<UInt64>(1)
+    private let lockFD = Mutex<Int32>(-1)
+
+    public init(config: DaemonConfig, logger: Logger) {
+        self.config = config
+        self.logger = logger
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    }
+
+    /// Takes the socket's lock: throws when another daemon owns the socket. Call before
+    /// building the core, so a second daemon touches nothing.
+    public func claim() throws {
+        try claimSocket(config.socketPath)
+    }
+
+    /// Starts listening (after ``claim()``), serving `core`.
+    public func start(core: DaemonCore) async throws {
+        let path = config.socketPath
+        let old = umask(0o177)  // the socket is born 0600
+        defer { umask(old) }
+        let unix = try await bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).get()
+        umask(old)
+        chmod(path, 0o600)
+        channels.withLock { $0.append(unix) }
+        logger.info("listening", metadata: ["socket": "\(path)"])
+        if let tcp = config.tcpListen {
+            let (host, port) = try Self.split(tcp)
+            let t = try await bootstrap(tcp: true, core: core).bind(host: host, port: port).get()
+            channels.withLock { $0.append(t) }
+            logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
+        }
+    }
+
+    /// Stops accepting, closes every connection and the event loop.
+    public func stop() async {
+        for c in channels.withLock({ $0 }) { try? await c.close() }
+        for c in clients.withLock({ Array($0.values) }) { try? await c.close() }
+        unlink(config.socketPath)
+        try? await group.shutdownGracefully()
+        lockFD.withLock { fd in
+            if fd >= 0 { close(fd); fd = -1 }
+        }
+    }
+
+    static func split(_ hostPort: String) throws -> (String, Int) {
+        guard let colon = hostPort.lastIndex(of: ":"), let port = Int(hostPort[hostPort.index(after: colon)...]),
+              (0...65535).contains(port)
+        else { throw ServerError(code: 0, message: "tcp: expected HOST:PORT, got '\(hostPort)'") }
+        var host = String(hostPort[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    /// Creates the socket's directory (0700), takes `PATH.lock` (flock), and removes a stale socket.
+    private func claimSocket(_ path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: dir) {
+            do {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ServerError(code: errno, message: "cannot create \(dir)")
+            }
+        }
+        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ServerError(code: errno, message: "cannot open \(path).lock") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            close(fd)
+            if e == EWOULDBLOCK {
+                throw ServerError(code: 0, message: "another backline daemon is already running on \(path)")
+            }
+            throw ServerError(code: e, message: "cannot lock \(path).lock")
+        }
+        lockFD.withLock { $0 = fd }
+        if Self.someoneListens(path) {
+            throw ServerError(code: 0, message: "another program is already listening on \(path)")
+        }
+        unlink(path)  // stale: its daemon is gone (we hold the lock)
+    }
+
+    static func someoneListens(_ path: String) -> Bool {
+        let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { return false }
+        defer { close(s) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return r == 0
+    }
+
+    private func bootstrap(tcp: Bool, core: DaemonCore) -> ServerBootstrap {
+        let max = config.maxConnections
+        let high = config.maxOutputBytes
+        return ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
+            .childChannelInitializer { [self] channel in
+                let n = connectionCount.wrappingAdd(1, ordering: .relaxed).newValue
+                channel.closeFuture.whenComplete { [self] _ in connectionCount.wrappingSubtract(1, ordering: .relaxed) }
+                if n > max {
+                    logger.warning("connection refused: too many connections", metadata: ["max": "\(max)"])
+                    return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(max) connections"))
+                }
+                if tcp { return accept(channel, core: core, needsToken: true) }
+                guard let provider = channel as? any SocketOptionProvider else { return accept(channel, core: core, needsToken: false) }
+                let peer: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+                    level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PeerCredentials.option))
+                return peer.flatMap { [self] cred in
+                    guard cred.uid == getuid() else {
+                        logger.warning("connection refused: another user", metadata: ["uid": "\(cred.uid)", "pid": "\(cred.pid)"])
+                        return refuse(channel, ProtocolError("forbidden", "only uid \(getuid()) may use this daemon"))
+                    }
+                    return accept(channel, core: core, needsToken: false)
+                }
+            }
+            .childChannelOption(.autoRead, value: true)
+    }
+
+    private func refuse(_ channel: any Channel, _ e: ProtocolError) -> EventLoopFuture<Void> {
+        var buf = channel.allocator.buffer(capacity: 128)
+        buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
+        return channel.writeAndFlush(buf).flatMap { channel.close() }
+    }
+
+    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool) -> EventLoopFuture<Void> {
+        let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
+        let hub = core.hub
+        let logger = self.logger
+        let client = ClientContext(id: id, needsToken: needsToken) { line in
+            channel.eventLoop.execute {
+                guard channel.isActive else { return }
+                guard channel.isWritable else {
+                    // A subscriber that does not read: drop it rather than buffer without end.
+                    logger.warning("subscriber not reading; connection dropped", metadata: ["client": "\(id)"])
+                    hub.unsubscribe(id)
+                    channel.close(promise: nil)
+                    return
+                }
+                var buf = channel.allocator.buffer(capacity: line.utf8.count)
+                buf.writeString(line)
+                channel.writeAndFlush(buf, promise: nil)
+            }
+        }
+        clients.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            hub.unsubscribe(id)
+            _ = clients.withLock { $0.removeValue(forKey: id) }
+        }
+        do {
+            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
+            try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    public var connections: Int { connectionCount.load(ordering: .relaxed) }
+}
+
+/// Linux's `struct ucred` (SO_PEERCRED), which Glibc's module does not export.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+    /// SO_PEERCRED on Linux.
+    static let option: Int32 = 17
+}
+
+/// A request line was longer than allowed.
+struct RequestTooLarge: Error {}
+
+/// Splits the byte stream into lines (without the newline); a line longer than `maximum` is an error.
+struct LineDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+    let maximum: Int
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        if let nl = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
+            let length = nl - buffer.readerIndex
+            guard length <= maximum else { throw RequestTooLarge() }
+            let line = buffer.readSlice(length: length)!
+            buffer.moveReaderIndex(forwardBy: 1)
+            context.fireChannelRead(wrapInboundOut(line))
+            return .continue
+        }
+        if buffer.readableBytes > maximum { throw RequestTooLarge() }
+        return .needMoreData
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0, let line = buffer.readSlice(length: buffer.readableBytes) {
+            context.fireChannelRead(wrapInboundOut(line))  // a last request without its newline
+        }
+        return .needMoreData
+    }
+}
+
+/// One connection: parses each line, runs it (slow commands off the event loop, one at a time,
+/// so replies keep request order), writes the reply.
+final class ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let core: DaemonCore
+    let client: ClientContext
+    let logger: Logger
+    private var busy = false
+    private var pending: [ByteBuffer] = []
+    private var closing = false
+
+    init(core: DaemonCore, client: ClientContext, logger: Logger) {
+        self.core = core
+        self.client = client
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let line = unwrapInboundIn(data)
+        if busy { pending.append(line); return }
+        handle(line, context: context)
+    }
+
+    private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        var bytes = buffer.readableBytesView
+        if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }  // blank lines are ignored
+        let request: JSON
+        do {
+            request = try JSON.parse(bytes)
+        } catch {
+            write(DaemonCore.errorReply(.null, ProtocolError("invalid-json", "not valid JSON: \(error)")), context: context)
+            return
+        }
+        let name = request["command"]?.string ?? ""
+        if DaemonCore.slowCommands.contains(name) {
+            busy = true
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let core = self.core, client = self.client
+            let loop = context.eventLoop
+            DispatchQueue.global(qos: .userInitiated).async {
+                let reply = core.execute(request, client: client)
+                loop.execute {
+                    let (handler, context) = bound.value
+                    handler.busy = false
+                    handler.write(reply, context: context)
+                    handler.drain(context: context)
+                }
+            }
+            return
+        }
+        write(core.execute(request, client: client), context: context)
+    }
+
+    private func drain(context: ChannelHandlerContext) {
+        while !busy, !pending.isEmpty, context.channel.isActive {
+            handle(pending.removeFirst(), context: context)
+        }
+    }
+
+    private func write(_ reply: JSON, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
+        var s = ""
+        reply.write(into: &s)
+        s += "\n"
+        var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
+        buf.writeString(s)
+        context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // Back-pressure: a client that does not read its replies is not read from either.
+        context.channel.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !closing else { return }
+        closing = true
+        if error is RequestTooLarge || (error as? ByteToMessageDecoderError) != nil {
+            let e = ProtocolError("request-too-large", "a request line may be at most \(core.config.maxRequestBytes) bytes; closing")
+            logger.warning("request too large; connection closed", metadata: ["client": "\(client.id)"])
+            var buf = context.channel.allocator.buffer(capacity: 160)
+            buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(buf)).whenComplete { _ in channel.close(promise: nil) }
+            return
+        }
+        logger.debug("connection error", metadata: ["client": "\(client.id)", "error": "\(error)"])
+        context.close(promise: nil)
+    }
+}

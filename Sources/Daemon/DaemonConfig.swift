@@ -1,0 +1,175 @@
+import Foundation
+
+/// The daemon's settings: defaults, then the config file, then command-line options.
+///
+/// The config file (`$XDG_CONFIG_HOME/backline/daemon.conf` unless `--config`) has one
+/// `key = value` per line; `#` starts a comment; values may be double-quoted. Unknown keys and
+/// bad values are errors (a typo must not silently change behaviour).
+public struct DaemonConfig: Sendable, Equatable {
+    /// The control socket (`$XDG_RUNTIME_DIR/backline/control.sock`).
+    public var socketPath: String
+    /// Relative paths in `add` resolve here; only files inside it can be added, unless
+    /// ``allowAbsolutePaths``.
+    public var musicDirectory: String
+    /// Absolute paths anywhere (still no directory escapes through `..` for relative ones).
+    public var allowAbsolutePaths = false
+    /// The saved state (`$XDG_STATE_HOME/backline/state.json`).
+    public var stateFile: String
+    /// ALSA device name.
+    public var device = "default"
+    /// Device buffer in milliseconds.
+    public var bufferMilliseconds = 200
+    /// Start playing when the saved state was playing (default: restore paused).
+    public var restorePlaying = false
+    /// Shell commands run on suspension and on resumption (state in the environment).
+    public var onSuspend: String?
+    public var onResume: String?
+    /// Seconds a hook may run before it is killed.
+    public var hookTimeout: Double = 10
+    /// Seconds in the background with nothing keeping the daemon running before it is suspended.
+    public var backgroundGrace: Double = 5
+    /// Whether the daemon starts in the background (a daemon has no UI; the default) or foreground.
+    public var startInBackground = true
+    /// Audio-session category: `playback` (default), `soloAmbient` or `ambient`.
+    public var category = "playback"
+    /// Optional TCP listener, `HOST:PORT` (loopback unless a host is named); needs ``token``.
+    public var tcpListen: String?
+    /// The token TCP clients must present with `auth` first.
+    public var token: String?
+    /// Connections at once; more are refused with an error and closed.
+    public var maxConnections = 256
+    /// Longest request line (bytes); longer gets an error and the connection is closed.
+    public var maxRequestBytes = 64 * 1024
+    /// Replies and events queued for a client that does not read; past it, the client is dropped.
+    public var maxOutputBytes = 1024 * 1024
+    /// Seconds between position events to subscribers (rate limit; at least 0.05).
+    public var positionInterval: Double = 1
+    /// Seconds between state saves while playing.
+    public var saveInterval: Double = 1
+    /// swift-log level name.
+    public var logLevel = "info"
+
+    /// The defaults for this user (XDG directories).
+    public static func defaults(environment env: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfig {
+        let home = env["HOME"] ?? NSHomeDirectory()
+        let runtime = env["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }.map { $0 + "/backline" }
+            ?? "/tmp/backline-\(getuid())"
+        let state = env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state"
+        let music = env["XDG_MUSIC_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/Music"
+        return DaemonConfig(socketPath: runtime + "/control.sock", musicDirectory: music,
+                            stateFile: state + "/backline/state.json")
+    }
+
+    /// The default config file path.
+    public static func defaultConfigFile(environment env: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let home = env["HOME"] ?? NSHomeDirectory()
+        let config = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config"
+        return config + "/backline/daemon.conf"
+    }
+
+    /// A config-file error, with the file and line.
+    public struct ParseError: Error, CustomStringConvertible, Equatable {
+        public let file: String
+        public let line: Int
+        public let message: String
+        public var description: String { "\(file):\(line): \(message)" }
+    }
+
+    /// Applies the settings in `text` (the contents of `file`).
+    public mutating func apply(configText text: String, file: String) throws(ParseError) {
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = Substring(raw)
+            if let hash = line.firstIndex(of: "#"), !line[..<hash].contains("\"") { line = line[..<hash] }
+            line = line.trimmingWhitespace()
+            if line.isEmpty { continue }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw ParseError(file: file, line: n + 1, message: "expected 'key = value'")
+            }
+            let key = String(line[..<eq].trimmingWhitespace())
+            var value = String(line[line.index(after: eq)...].trimmingWhitespace())
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            do {
+                try set(key, value)
+            } catch {
+                throw ParseError(file: file, line: n + 1, message: error.message)
+            }
+        }
+    }
+
+    /// A setting's value was not acceptable.
+    public struct BadValue: Error { public let message: String }
+
+    /// Applies one setting, as the config file would.
+    public mutating func set(_ key: String, _ value: String) throws(BadValue) {
+        func number(_ min: Double, _ max: Double) throws(BadValue) -> Double {
+            guard let d = Double(value), d >= min, d <= max else {
+                throw BadValue(message: "\(key): expected a number from \(min) to \(max), got '\(value)'")
+            }
+            return d
+        }
+        func flag() throws(BadValue) -> Bool {
+            switch value.lowercased() {
+            case "yes", "true", "on", "1": return true
+            case "no", "false", "off", "0": return false
+            default: throw BadValue(message: "\(key): expected yes or no, got '\(value)'")
+            }
+        }
+        switch key {
+        case "socket": socketPath = value
+        case "music-dir", "music-directory": musicDirectory = value
+        case "allow-absolute-paths": allowAbsolutePaths = try flag()
+        case "state-file": stateFile = value
+        case "device": device = value
+        case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
+        case "restore":
+            guard value == "paused" || value == "playing" else {
+                throw BadValue(message: "restore: expected paused or playing, got '\(value)'")
+            }
+            restorePlaying = value == "playing"
+        case "on-suspend": onSuspend = value.isEmpty ? nil : value
+        case "on-resume": onResume = value.isEmpty ? nil : value
+        case "hook-timeout": hookTimeout = try number(0.1, 3600)
+        case "background-grace": backgroundGrace = try number(0, 86400)
+        case "start-state":
+            guard value == "background" || value == "foreground" else {
+                throw BadValue(message: "start-state: expected background or foreground, got '\(value)'")
+            }
+            startInBackground = value == "background"
+        case "category":
+            guard ["playback", "soloAmbient", "ambient"].contains(value) else {
+                throw BadValue(message: "category: expected playback, soloAmbient or ambient, got '\(value)'")
+            }
+            category = value
+        case "tcp": tcpListen = value.isEmpty ? nil : value
+        case "token": token = value.isEmpty ? nil : value
+        case "max-connections": maxConnections = Int(try number(1, 100_000))
+        case "max-request-bytes": maxRequestBytes = Int(try number(256, 64 * 1024 * 1024))
+        case "max-output-bytes": maxOutputBytes = Int(try number(4096, 1024 * 1024 * 1024))
+        case "position-interval": positionInterval = try number(0.05, 3600)
+        case "save-interval": saveInterval = try number(0.2, 60)
+        case "log-level":
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(value) else {
+                throw BadValue(message: "log-level: unknown level '\(value)'")
+            }
+            logLevel = value
+        default:
+            throw BadValue(message: "unknown setting '\(key)'")
+        }
+    }
+
+    /// Checks settings that depend on each other.
+    public func validate() throws(ParseError) {
+        if tcpListen != nil, (token ?? "").count < 16 {
+            throw ParseError(file: "config", line: 0, message: "tcp needs a token of at least 16 characters")
+        }
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" || f == "\r" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" || l == "\r" { s = s.dropLast() }
+        return s
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Turns what a client asks to `add` into files to queue: files, directories (recursively, in
+/// name order) and M3U playlists, confined to the music directory.
+///
+/// Relative paths resolve against the music directory. Every file is resolved through its
+/// symlinks (`realpath`) and must lie inside the music directory, unless absolute paths are
+/// allowed; a symlink pointing out of it is refused like any other escape.
+public struct PathResolver: Sendable {
+    public let musicDirectory: String
+    public let allowAbsolutePaths: Bool
+    /// The music directory, resolved.
+    let root: String?
+
+    /// Extensions of the files taken from directories (MPEG audio) and of playlists.
+    public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "mpa", "mpga"]
+    public static let playlistExtensions: Set<String> = ["m3u", "m3u8"]
+
+    public init(musicDirectory: String, allowAbsolutePaths: Bool) {
+        self.musicDirectory = musicDirectory
+        self.allowAbsolutePaths = allowAbsolutePaths
+        root = Self.realPath(musicDirectory)
+    }
+
+    /// Why a path cannot be added.
+    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        public enum Code: String, Sendable { case notFound = "not-found", forbidden = "forbidden", unsupported = "unsupported" }
+        public let code: Code
+        public let path: String
+        public let message: String
+        public var description: String { "\(path): \(message)" }
+    }
+
+    /// The files `request` names, in order, and the entries skipped inside directories and
+    /// playlists (each with its reason). Throws when `request` itself cannot be used.
+    public func resolve(_ request: String) throws(Refusal) -> (files: [String], skipped: [Refusal]) {
+        var skipped: [Refusal] = []
+        let files = try expand(request, relativeTo: nil, depth: 0, skipped: &skipped)
+        return (files, skipped)
+    }
+
+    private func expand(_ request: String, relativeTo base: String?, depth: Int,
+                        skipped: inout [Refusal]) throws(Refusal) -> [String] {
+        let path = try locate(request, relativeTo: base)
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            throw Refusal(code: .notFound, path: request, message: "no such file or directory")
+        }
+        if isDir.boolValue {
+            guard let walker = FileManager.default.enumerator(atPath: path) else {
+                throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
+            }
+            var found: [String] = []
+            while let rel = walker.nextObject() as? String {
+                let ext = (rel as NSString).pathExtension.lowercased()
+                guard Self.audioExtensions.contains(ext) else { continue }
+                let full = path + "/" + rel
+                do { found.append(try confine(full, shown: full)) } catch { skipped.append(error) }
+            }
+            return found.sorted { $0.localizedStandardCompare($1) == .orderedAscending }
+        }
+        let ext = (path as NSString).pathExtension.lowercased()
+        if Self.playlistExtensions.contains(ext) {
+            guard depth < 4 else { throw Refusal(code: .unsupported, path: request, message: "playlists nested too deeply") }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw Refusal(code: .unsupported, path: request, message: "playlist is not UTF-8 text")
+            }
+            let dir = (path as NSString).deletingLastPathComponent
+            var files: [String] = []
+            for raw in text.split(whereSeparator: \.isNewline) {
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                let entry = line.hasPrefix("file://") ? (URL(string: line)?.path ?? line) : line
+                do { files += try expand(entry, relativeTo: dir, depth: depth + 1, skipped: &skipped) } catch { skipped.append(error) }
+            }
+            return files
+        }
+        return [path]
+    }
+
+    /// The absolute, symlink-free path of `request`, checked against the music directory.
+    private func locate(_ request: String, relativeTo base: String?) throws(Refusal) -> String {
+        guard !request.isEmpty, !request.contains("\0") else {
+            throw Refusal(code: .notFound, path: request, message: "empty path")
+        }
+        let joined: String
+        if request.hasPrefix("/") {
+            joined = request
+        } else {
+            guard let root = base ?? root else {
+                throw Refusal(code: .notFound, path: request, message: "the music directory \(musicDirectory) does not exist")
+            }
+            joined = root + "/" + request
+        }
+        return try confine(joined, shown: request)
+    }
+
+    /// Resolves symlinks and refuses anything outside the music directory (unless allowed).
+    private func confine(_ path: String, shown: String) throws(Refusal) -> String {
+        guard let real = Self.realPath(path) else {
+            throw Refusal(code: .notFound, path: shown, message: "no such file or directory")
+        }
+        if allowAbsolutePaths { return real }
+        guard let root, real == root || real.hasPrefix(root == "/" ? "/" : root + "/") else {
+            throw Refusal(code: .forbidden, path: shown, message: "outside the music directory \(musicDirectory)")
+        }
+        return real
+    }
+
+    static func realPath(_ p: String) -> String? {
+        guard let r = realpath(p, nil) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
+    }
+}

@@ -1,0 +1,34 @@
+import AudioEngine
+import Synchronization
+
+/// Tags and exact durations of queued files, read once per file (libmpg123: the ID3 tags and
+/// the Info header, or a scan) and kept while the daemon runs.
+public final class TagCache: Sendable {
+    /// What a file says about itself; `error` when it cannot be opened.
+    public struct Info: Sendable {
+        public var metadata: TrackMetadata
+        public var duration: Double?
+        public var error: String?
+    }
+
+    private let cache = Mutex<[String: Info]>([:])
+
+    public init() {}
+
+    /// The info for `path`, reading the file the first time.
+    public func info(_ path: String) -> Info {
+        if let i = cache.withLock({ $0[path] }) { return i }
+        let info: Info
+        do {
+            let d = try MPG123Decoder(path: path)
+            info = Info(metadata: d.metadata, duration: d.duration, error: nil)
+        } catch {
+            info = Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
+        }
+        cache.withLock { $0[path] = info }
+        return info
+    }
+
+    /// The info if it was read already.
+    public func cached(_ path: String) -> Info? { cache.withLock { $0[path] } }
+}

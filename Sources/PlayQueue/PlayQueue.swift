@@ -1,0 +1,624 @@
+import AudioEngine
+import Broadcast
+import Dispatch
+import Player
+import Synchronization
+
+/// One entry of the play queue: a stable id (never reused while the daemon runs, kept across
+/// restarts) and a file.
+public struct PlayQueueEntry: Sendable, Equatable, Codable {
+    public let id: Int
+    public let path: String
+    /// Why the item failed the last time it was played (it is then skipped by automatic
+    /// advance until played again by id).
+    public var failure: String?
+
+    public init(id: Int, path: String, failure: String? = nil) {
+        self.id = id
+        self.path = path
+        self.failure = failure
+    }
+}
+
+/// Repeat modes (MPRemoteCommandCenter's `changeRepeatModeCommand`, MPD's repeat/single).
+public enum RepeatMode: String, Sendable, Codable, CaseIterable {
+    /// Play to the end of the queue, then stop.
+    case off
+    /// Repeat the current item (next/previous still move).
+    case one
+    /// Wrap around from the last item to the first.
+    case all
+}
+
+/// Transport state of the play queue.
+public enum PlaybackState: String, Sendable, Codable {
+    case playing, paused, stopped
+}
+
+/// What the play queue reports to its observers (on their queues, in order).
+public enum PlayQueueEvent: Sendable, Equatable {
+    /// The transport state changed.
+    case state(PlaybackState)
+    /// The current entry changed (nil: none), heard by the listener.
+    case current(PlayQueueEntry?)
+    /// Entries were added, removed, moved or cleared; `version` bumps on every change.
+    case queue(version: Int, count: Int)
+    /// Repeat, shuffle or stop-after-current changed.
+    case modes(repeat: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool)
+    /// An entry failed to play (file and reason); playback went on.
+    case failed(PlayQueueEntry, reason: String)
+    /// The current item jumped (seek) to `time`.
+    case seeked(id: Int, time: Double)
+}
+
+/// A snapshot of the play queue for saving and restoring.
+public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
+    public var entries: [PlayQueueEntry]
+    public var nextID: Int
+    public var current: Int?
+    public var position: Double
+    public var state: PlaybackState
+    public var repeatMode: RepeatMode
+    public var shuffle: Bool
+    public var shuffleOrder: [Int]
+    public var stopAfterCurrent: Bool
+    public var history: [Int]
+
+    public init(entries: [PlayQueueEntry] = [], nextID: Int = 1, current: Int? = nil, position: Double = 0,
+                state: PlaybackState = .stopped, repeatMode: RepeatMode = .off, shuffle: Bool = false,
+                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = []) {
+        self.entries = entries
+        self.nextID = nextID
+        self.current = current
+        self.position = position
+        self.state = state
+        self.repeatMode = repeatMode
+        self.shuffle = shuffle
+        self.shuffleOrder = shuffleOrder
+        self.stopAfterCurrent = stopAfterCurrent
+        self.history = history
+    }
+}
+
+/// Errors of play-queue operations.
+public struct PlayQueueError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable { case noSuchItem = "no-such-item", emptyQueue = "empty-queue", notPlaying = "not-playing" }
+    public let code: Code
+    public let message: String
+    public var description: String { message }
+}
+
+/// A music player's play queue above a ``QueuePlayer``: stable ids, a current entry, repeat,
+/// shuffle, stop-after-current and a history for "previous".
+///
+/// The queue keeps the player fed with the current item and the one that plays after it, so the
+/// change is gapless; everything else stays in the queue until it is due. The current entry
+/// changes when the listener *hears* the change (the player's `currentItemChanged`).
+/// Stopped means the player holds nothing (the device is released); the current entry stays
+/// selected, and `play()` starts it from the beginning.
+/// Every method may be called from any thread.
+public final class PlayQueue: Sendable {
+    /// The player this queue feeds.
+    public let player: QueuePlayer
+
+    private struct State {
+        var entries: [PlayQueueEntry] = []
+        var nextID = 1
+        var current: Int?
+        var stopped = true
+        /// What the player holds, in order: its current item first.
+        var fed: [(id: Int, item: PlayerItem)] = []
+        var repeatMode: RepeatMode = .off
+        var shuffle = false
+        var shuffleOrder: [Int] = []
+        var stopAfterCurrent = false
+        var history: [Int] = []
+        var version = 0
+        var failuresInARow = 0
+        var lastState: PlaybackState = .stopped
+    }
+
+    private let state = Mutex(State())
+    private let broadcaster = Broadcaster<PlayQueueEvent>()
+    private let queue = DispatchQueue(label: "backline.playqueue")
+    private let observer = Mutex<ObserverToken?>(nil)
+    /// How far into an item `previous()` restarts it instead of going back (Apple's and most players' rule).
+    public static let restartThreshold = 3.0
+    /// Automatic advance stops after this many failed items in a row (all broken, repeat on).
+    public static let maximumFailuresInARow = 10
+    /// The history keeps this many entries.
+    public static let historyLimit = 500
+
+    /// A play queue feeding `player` (which should start empty; the queue owns its items from now on).
+    public init(player: QueuePlayer) {
+        self.player = player
+        let token = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
+        observer.withLock { $0 = token }
+    }
+
+    deinit {
+        if let t = observer.withLock({ $0 }) { player.removeObserver(t) }
+    }
+
+    // MARK: - Reading
+
+    /// The entries in queue order.
+    public var entries: [PlayQueueEntry] { state.withLock { $0.entries } }
+    /// The current entry (selected even while stopped).
+    public var current: PlayQueueEntry? { state.withLock { s in s.current.flatMap { id in s.entries.first { $0.id == id } } } }
+    /// The current entry's index in ``entries``.
+    public var currentIndex: Int? { state.withLock { s in s.current.flatMap { id in s.entries.firstIndex { $0.id == id } } } }
+    /// Playing, paused or stopped.
+    public var playbackState: PlaybackState { state.withLock { currentState($0) } }
+    /// Bumps on every change to the entries.
+    public var version: Int { state.withLock { $0.version } }
+    public var repeatMode: RepeatMode { state.withLock { $0.repeatMode } }
+    public var shuffle: Bool { state.withLock { $0.shuffle } }
+    public var stopAfterCurrent: Bool { state.withLock { $0.stopAfterCurrent } }
+    /// Ids of the entries played before the current one, most recent last.
+    public var history: [Int] { state.withLock { $0.history } }
+    /// The order automatic advance follows (the shuffled order when shuffle is on).
+    public var playOrder: [Int] { state.withLock { order($0) } }
+
+    /// The audible position in the current item (0 when stopped).
+    public var elapsed: Double {
+        state.withLock { s in s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()) }
+    }
+
+    /// A snapshot for saving.
+    public func snapshot() -> PlayQueueSnapshot {
+        state.withLock { s in
+            PlayQueueSnapshot(entries: s.entries, nextID: s.nextID, current: s.current,
+                              position: s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()),
+                              state: currentState(s), repeatMode: s.repeatMode, shuffle: s.shuffle,
+                              shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent, history: s.history)
+        }
+    }
+
+    // MARK: - Events
+
+    /// Adds an event handler called on `queue`; returns a token for ``removeObserver(_:)``.
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (PlayQueueEvent) -> Void) -> UInt64 {
+        broadcaster.addObserver(queue: queue, handler)
+    }
+
+    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
+
+    /// The events as an `AsyncStream`.
+    public func events() -> AsyncStream<PlayQueueEvent> { broadcaster.events() }
+
+    // MARK: - Editing
+
+    /// Appends `paths` (or inserts them at `position`, an index into ``entries``); returns their ids.
+    @discardableResult
+    public func add(_ paths: [String], at position: Int? = nil) -> [Int] {
+        state.withLock { s in
+            let new = paths.map { p -> PlayQueueEntry in
+                defer { s.nextID += 1 }
+                return PlayQueueEntry(id: s.nextID, path: p)
+            }
+            let at = max(0, min(position ?? s.entries.count, s.entries.count))
+            s.entries.insert(contentsOf: new, at: at)
+            if s.shuffle {
+                // New entries land at random places after the current one.
+                let start = s.current.flatMap { c in s.shuffleOrder.firstIndex(of: c) }.map { $0 + 1 } ?? 0
+                for e in new { s.shuffleOrder.insert(e.id, at: Int.random(in: start...s.shuffleOrder.count)) }
+            }
+            changed(&s)
+            return new.map(\.id)
+        }
+    }
+
+    /// Removes the entries with `ids`. Removing the current entry moves on to the one after it,
+    /// keeping the transport state. Throws when an id is unknown (nothing is removed then).
+    public func remove(_ ids: [Int]) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            let known = Set(s.entries.map(\.id))
+            if let bad = ids.first(where: { !known.contains($0) }) { throw noSuchItem(bad) }
+            let gone = Set(ids)
+            if let c = s.current, gone.contains(c) {
+                let order = order(s)
+                let i = order.firstIndex(of: c) ?? 0
+                let after = order[(i + 1)...].first { !gone.contains($0) && failure($0, s) == nil }
+                    ?? (s.repeatMode == .all ? order[..<i].first { !gone.contains($0) && failure($0, s) == nil } : nil)
+                s.entries.removeAll { gone.contains($0.id) }
+                s.shuffleOrder.removeAll { gone.contains($0) }
+                s.history.removeAll { gone.contains($0) }
+                jump(&s, to: after, keepRate: true)
+            } else {
+                s.entries.removeAll { gone.contains($0.id) }
+                s.shuffleOrder.removeAll { gone.contains($0) }
+                s.history.removeAll { gone.contains($0) }
+            }
+            changed(&s)
+        }
+    }
+
+    /// Moves the entry `id` to index `position` of ``entries`` (clamped).
+    public func move(_ id: Int, to position: Int) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
+            let e = s.entries.remove(at: i)
+            s.entries.insert(e, at: max(0, min(position, s.entries.count)))
+            changed(&s)
+        }
+    }
+
+    /// Empties the queue and stops.
+    public func clear() {
+        state.withLock { s in
+            s.entries = []
+            s.shuffleOrder = []
+            s.history = []
+            s.current = nil
+            stopPlayer(&s)
+            changed(&s)
+        }
+    }
+
+    // MARK: - Transport
+
+    /// Plays: resumes when paused; when stopped, starts the current entry (or the first) from its start.
+    public func play() throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            if s.stopped || s.fed.isEmpty {
+                let start = s.current ?? order(s).first { failure($0, s) == nil } ?? order(s).first
+                guard let start else { throw PlayQueueError(code: .emptyQueue, message: "the queue is empty") }
+                s.current = start
+                s.stopped = false
+                rebuild(&s)
+            }
+            player.play()
+            publishState(&s, forcing: .playing)
+        }
+    }
+
+    /// Plays the entry `id` from its start (a failed entry is retried).
+    public func play(id: Int) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
+            s.entries[i].failure = nil
+            if let c = s.current, c != id, !s.stopped { remember(&s, c) }
+            s.current = id
+            s.stopped = false
+            rebuild(&s)
+            player.play()
+            publishState(&s, forcing: .playing)
+        }
+    }
+
+    /// Pauses (no effect when stopped).
+    public func pause() {
+        state.withLock { s in
+            guard !s.stopped else { return }
+            player.pause()
+            publishState(&s, forcing: .paused)
+        }
+    }
+
+    /// Pauses when playing, plays otherwise.
+    public func toggle() throws(PlayQueueError) {
+        if playbackState == .playing { pause() } else { try play() }
+    }
+
+    /// Stops: the player lets go of its items (and the device); the current entry stays selected.
+    public func stop() {
+        state.withLock { s in stopPlayer(&s) }
+    }
+
+    /// Goes to the entry after the current one in play order (wrapping when repeat is on);
+    /// past the last entry, stops. Keeps playing or paused.
+    public func next() throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard let c = s.current else { throw PlayQueueError(code: .notPlaying, message: "nothing is current") }
+            let order = order(s)
+            let i = order.firstIndex(of: c) ?? 0
+            var succ = order[(i + 1)...].first { failure($0, s) == nil }
+            if succ == nil, s.repeatMode != .off { succ = order[...i].first { failure($0, s) == nil } }
+            if let succ, s.fed.count > 1, s.fed[1].id == succ, !s.stopped {
+                // The item after is loaded already: advance to it (AVQueuePlayer's
+                // advanceToNextItem: current at once).
+                remember(&s, c)
+                s.fed.removeFirst()
+                s.current = succ
+                player.advanceToNextItem()
+                post(.current(s.entries.first { $0.id == succ }))
+                refeed(&s)
+                return
+            }
+            if !s.stopped { remember(&s, c) }
+            guard let succ else {
+                s.current = nil
+                stopPlayer(&s)
+                post(.current(nil))
+                return
+            }
+            jump(&s, to: succ, keepRate: true)
+        }
+    }
+
+    /// Restarts the current item when more than ``restartThreshold`` s in; otherwise goes back to
+    /// the item played before (history), or the one before in play order.
+    public func previous() throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard let c = s.current else { throw PlayQueueError(code: .notPlaying, message: "nothing is current") }
+            if !s.stopped, !s.fed.isEmpty, player.currentTime() > Self.restartThreshold {
+                player.seek(to: 0)
+                return
+            }
+            let ids = Set(s.entries.map(\.id))
+            while let h = s.history.popLast() {
+                if ids.contains(h), h != c {
+                    jump(&s, to: h, keepRate: true)
+                    return
+                }
+            }
+            let order = order(s)
+            let i = order.firstIndex(of: c) ?? 0
+            if i > 0 {
+                jump(&s, to: order[i - 1], keepRate: true)
+            } else if s.repeatMode == .all, let last = order.last, last != c {
+                jump(&s, to: last, keepRate: true)
+            } else if !s.stopped {
+                player.seek(to: 0)
+            }
+        }
+    }
+
+    /// Seeks the current item to `time` seconds (clamped to [0, duration]).
+    public func seek(to time: Double, completion: (@Sendable (Bool) -> Void)? = nil) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard !s.stopped, !s.fed.isEmpty else { throw PlayQueueError(code: .notPlaying, message: "not playing") }
+            player.seek(to: max(0, time), completion: completion)
+        }
+    }
+
+    /// Sets the repeat mode; the item fed next follows it at once.
+    public func setRepeat(_ mode: RepeatMode) {
+        state.withLock { s in
+            s.repeatMode = mode
+            refeed(&s)
+            postModes(s)
+        }
+    }
+
+    /// Shuffle on: a new random order, the current entry first. Off: queue order.
+    public func setShuffle(_ on: Bool) {
+        state.withLock { s in
+            s.shuffle = on
+            if on {
+                var rest = s.entries.map(\.id).filter { $0 != s.current }
+                rest.shuffle()
+                s.shuffleOrder = (s.current.map { [$0] } ?? []) + rest
+            } else {
+                s.shuffleOrder = []
+            }
+            refeed(&s)
+            postModes(s)
+        }
+    }
+
+    /// Stop at the end of the current item (once: cleared when it takes effect).
+    public func setStopAfterCurrent(_ on: Bool) {
+        state.withLock { s in
+            s.stopAfterCurrent = on
+            refeed(&s)
+            postModes(s)
+        }
+    }
+
+    /// Restores a saved queue: entries, current entry at `position`, modes and history; paused
+    /// (or playing when `play` and the snapshot was playing). Replaces whatever was queued.
+    public func restore(_ snap: PlayQueueSnapshot, play: Bool = false) {
+        state.withLock { s in
+            stopPlayer(&s)
+            s.entries = snap.entries
+            s.nextID = max(snap.nextID, (snap.entries.map(\.id).max() ?? 0) + 1)
+            let ids = Set(snap.entries.map(\.id))
+            s.current = snap.current.flatMap { ids.contains($0) ? $0 : nil }
+            s.repeatMode = snap.repeatMode
+            s.shuffle = snap.shuffle
+            s.shuffleOrder = snap.shuffleOrder.filter { ids.contains($0) }
+            if s.shuffle { s.shuffleOrder += snap.entries.map(\.id).filter { !s.shuffleOrder.contains($0) } }
+            s.stopAfterCurrent = snap.stopAfterCurrent
+            s.history = snap.history.filter { ids.contains($0) }
+            if s.current != nil, snap.state != .stopped {
+                s.stopped = false
+                rebuild(&s, startingAt: snap.position)
+                if play, snap.state == .playing { player.play() }
+            }
+            changed(&s)
+            post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
+            postModes(s)
+            publishState(&s)
+        }
+    }
+
+    // MARK: - Internals (all with the state locked)
+
+    private func order(_ s: State) -> [Int] {
+        s.shuffle ? s.shuffleOrder : s.entries.map(\.id)
+    }
+
+    private func failure(_ id: Int, _ s: State) -> String? {
+        s.entries.first { $0.id == id }?.failure
+    }
+
+    private func noSuchItem(_ id: Int) -> PlayQueueError {
+        PlayQueueError(code: .noSuchItem, message: "no item with id \(id) in the queue")
+    }
+
+    private func currentState(_ s: State) -> PlaybackState {
+        if s.stopped || s.fed.isEmpty { return .stopped }
+        return player.rate == 0 ? .paused : .playing
+    }
+
+    /// The entry automatic advance plays after `id`.
+    private func automaticNext(after id: Int, _ s: State) -> Int? {
+        if s.stopAfterCurrent { return nil }
+        if s.repeatMode == .one { return failure(id, s) == nil ? id : nil }
+        let order = order(s)
+        guard let i = order.firstIndex(of: id) else { return nil }
+        if let n = order[(i + 1)...].first(where: { failure($0, s) == nil }) { return n }
+        if s.repeatMode == .all { return order[...i].first { failure($0, s) == nil } }
+        return nil
+    }
+
+    private func remember(_ s: inout State, _ id: Int) {
+        if s.history.last != id { s.history.append(id) }
+        if s.history.count > Self.historyLimit { s.history.removeFirst(s.history.count - Self.historyLimit) }
+    }
+
+    private func item(for id: Int, _ s: State) -> PlayerItem? {
+        s.entries.first { $0.id == id }.map { PlayerItem(path: $0.path) }
+    }
+
+    /// Makes `id` current, keeping playing/paused (stopped stays stopped, nil stops).
+    private func jump(_ s: inout State, to id: Int?, keepRate: Bool) {
+        guard let id else {
+            s.current = nil
+            stopPlayer(&s)
+            post(.current(nil))
+            return
+        }
+        s.current = id
+        if s.stopped {
+            post(.current(s.entries.first { $0.id == id }))
+            return
+        }
+        let playing = player.rate != 0
+        rebuild(&s)
+        if keepRate, playing { player.play() }
+    }
+
+    /// Replaces what the player holds by the current entry (from `startingAt`) and its successor.
+    private func rebuild(_ s: inout State, startingAt time: Double = 0) {
+        let wasPlaying = player.rate != 0
+        player.removeAllItems()
+        s.fed = []
+        guard let c = s.current, let item = item(for: c, s) else { return }
+        player.insert(item, after: nil)
+        s.fed = [(c, item)]
+        if time > 0 { player.seek(to: time) }
+        refeed(&s)
+        if wasPlaying { player.play() }
+        post(.current(s.entries.first { $0.id == c }))
+    }
+
+    /// Keeps the item after the current one in the player what automatic advance wants next.
+    private func refeed(_ s: inout State) {
+        guard let first = s.fed.first else { return }
+        let want = automaticNext(after: first.id, s)
+        if s.fed.count > 1, s.fed[1].id == want { return }
+        for extra in s.fed.dropFirst() { player.remove(extra.item) }
+        s.fed.removeSubrange(1...)
+        if let want, let item = item(for: want, s), player.insert(item, after: first.item) {
+            s.fed.append((want, item))
+        }
+    }
+
+    private func stopPlayer(_ s: inout State) {
+        s.stopped = true
+        s.fed = []
+        player.removeAllItems()
+        publishState(&s)
+    }
+
+    private func changed(_ s: inout State) {
+        s.version += 1
+        refeed(&s)
+        post(.queue(version: s.version, count: s.entries.count))
+    }
+
+    private func postModes(_ s: State) {
+        post(.modes(repeat: s.repeatMode, shuffle: s.shuffle, stopAfterCurrent: s.stopAfterCurrent))
+    }
+
+    private func publishState(_ s: inout State, forcing: PlaybackState? = nil) {
+        let now = forcing ?? currentState(s)
+        guard now != s.lastState else { return }
+        s.lastState = now
+        post(.state(now))
+    }
+
+    private func post(_ e: PlayQueueEvent) { broadcaster.post(e) }
+
+    // MARK: - Player events (on `queue`)
+
+    private func handle(_ e: PlayerEvent) {
+        state.withLock { s in
+            switch e {
+            case .currentItemChanged(let item):
+                guard let item else {
+                    // Ran out (not our own rebuild, which refills at once).
+                    guard !s.fed.isEmpty, player.items().isEmpty else { return }
+                    endOfQueue(&s)
+                    return
+                }
+                guard let k = s.fed.firstIndex(where: { $0.item === item }) else { return }
+                if k > 0 {
+                    for f in s.fed[..<k] { remember(&s, f.id) }
+                    s.fed.removeFirst(k)
+                    s.current = s.fed[0].id
+                    post(.current(s.entries.first { $0.id == s.fed[0].id }))
+                }
+                refeed(&s)
+            case .itemDidPlayToEnd(let item):
+                s.failuresInARow = 0
+                if s.fed.count == 1, s.fed[0].item === item { endOfQueue(&s) }
+            case .itemFailedToPlayToEnd(let item, let error):
+                guard let k = s.fed.firstIndex(where: { $0.item === item }) else { return }
+                let id = s.fed[k].id
+                let reason = error.message
+                if let i = s.entries.firstIndex(where: { $0.id == id }) {
+                    s.entries[i].failure = reason
+                    post(.failed(s.entries[i], reason: reason))
+                }
+                s.failuresInARow += 1
+                s.fed.remove(at: k)
+                if s.failuresInARow >= Self.maximumFailuresInARow {
+                    stopPlayer(&s)
+                    return
+                }
+                if s.fed.isEmpty {
+                    // The current item failed with nothing after it: what comes next, if anything.
+                    if let n = automaticNext(after: id, s) {
+                        s.current = n
+                        let playing = player.rate != 0 || s.lastState == .playing
+                        rebuild(&s)
+                        if playing { player.play() }
+                    } else {
+                        endOfQueue(&s)
+                    }
+                } else {
+                    refeed(&s)
+                }
+            case .timeJumped(let item, let time):
+                if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
+            case .rateChanged, .timeControlStatusChanged:
+                publishState(&s)
+            default:
+                break
+            }
+        }
+    }
+
+    /// The last fed item was heard to its end (or failed): stop. With stop-after-current, the
+    /// entry after it becomes current (stopped) and the flag clears.
+    private func endOfQueue(_ s: inout State) {
+        let last = s.fed.first?.id ?? s.current
+        if s.stopAfterCurrent, let last {
+            s.stopAfterCurrent = false
+            remember(&s, last)
+            s.current = automaticNext(after: last, s) ?? s.current
+            stopPlayer(&s)
+            post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
+            postModes(s)
+            return
+        }
+        if let last { remember(&s, last) }
+        s.current = nil
+        stopPlayer(&s)
+        post(.current(nil))
+    }
+}

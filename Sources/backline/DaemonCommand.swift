@@ -1,0 +1,89 @@
+import ArgumentParser
+import Daemon
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `backline daemon`: a long-running player controlled over a socket.
+struct DaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run the player as a daemon, controlled over a socket (see `backline ctl`).",
+        discussion: """
+            Listens on a Unix socket (newline-delimited JSON; docs/PROTOCOL.md), plays a queue, \
+            saves it (queue, current item, position, volume, modes) and restores it paused on the \
+            next start. SIGTERM or SIGINT: stop accepting, save, close the device, exit 0.
+
+            Settings come from the config file (`key = value` lines), then these options. \
+            Exit status: 0 after a graceful stop; 1 when it cannot start (another daemon owns \
+            the socket, a bad config file or option).
+            """)
+
+    @Option(name: .long, help: "Control socket (default: $XDG_RUNTIME_DIR/backline/control.sock).")
+    var socket: String?
+
+    @Option(name: .customLong("music-dir"), help: "Music directory: `add` resolves paths inside it (default: $XDG_MUSIC_DIR or ~/Music).")
+    var musicDir: String?
+
+    @Option(name: .customLong("state-file"), help: "Saved state (default: $XDG_STATE_HOME/backline/state.json).")
+    var stateFile: String?
+
+    @Option(name: .long, help: "Config file (default: $XDG_CONFIG_HOME/backline/daemon.conf, if it exists).")
+    var config: String?
+
+    @Option(name: .long, help: "ALSA PCM device name.")
+    var device: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String?
+
+    func run() async throws {
+        var settings = DaemonConfig.defaults()
+        let configFile = config ?? DaemonConfig.defaultConfigFile()
+        if let text = try? String(contentsOfFile: configFile, encoding: .utf8) {
+            do { try settings.apply(configText: text, file: configFile) } catch { fail("\(error)") }
+        } else if config != nil {
+            fail("cannot read the config file \(configFile)")
+        }
+        if let socket { settings.socketPath = socket }
+        if let musicDir { settings.musicDirectory = musicDir }
+        if let stateFile { settings.stateFile = stateFile }
+        if let device { settings.device = device }
+        if let logLevel {
+            do { try settings.set("log-level", logLevel) } catch { fail("--log-level: unknown level '\(logLevel)'") }
+        }
+        do { try settings.validate() } catch { fail(error.message) }
+
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "backline.daemon")
+
+        let server = ControlServer(config: settings, logger: logger)
+        do { try server.claim() } catch { fail("\(error)") }
+        let core: DaemonCore
+        do {
+            core = try DaemonCore(config: settings, logger: logger, version: Backline.version)
+        } catch {
+            fail("\(error)")
+        }
+        let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
+                                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        do {
+            try await group.run()
+        } catch {
+            logger.error("daemon failed", metadata: ["error": "\(error)"])
+            core.shutdown()
+            throw ExitCode(1)
+        }
+    }
+
+    private func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("backline daemon: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+}
