@@ -116,6 +116,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "DaemonTests",
+            dependencies: ["Daemon", "PlayQueue", "backline", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "BacklineTestSupport"],
             swiftSettings: strictSettings

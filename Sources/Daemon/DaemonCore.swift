@@ -516,7 +516,10 @@ public final class DaemonCore: Sendable {
             return [("stopAfterCurrent", .bool(on))]
         case "rate":
             guard let rate = try r.optionalNumber("rate") else { throw .badArgument("rate: \"rate\" is required") }
-            try dispatch(.changePlaybackRate, .rate(Float(rate)))
+            guard rate == 0 || rate == 1 else {
+                throw .badArgument("rate \(rate) is not supported: 1 plays, 0 pauses (no time-stretching yet)")
+            }
+            try dispatch(rate == 0 ? .pause : .play)
             return [("rate", .number(Double(player.rate)))]
 
         case "remove":

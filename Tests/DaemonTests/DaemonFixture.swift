@@ -1,0 +1,112 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// The `backline` executable built next to this test bundle.
+let backline: String = {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let candidate = dir.appendingPathComponent("backline").path
+    return FileManager.default.isExecutableFile(atPath: candidate)
+        ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
+}()
+
+/// A real `backline daemon` process in its own directories (runtime, state, config, music),
+/// playing into `device`.
+final class DaemonFixture: @unchecked Sendable {
+    let dir: URL
+    let music: String
+    let stateFile: String
+    let configFile: String
+    let socket: String
+    let environment: [String: String]
+    let device: String
+    private(set) var process: SpawnedProcess?
+    private(set) var logs: [String] = []
+
+    /// Files in the music directory: `a.mp3` (3 s, 440 Hz), `b.mp3` (4 s, 660 Hz), `c.mp3` (5 s,
+    /// 880 Hz) in `album/`, plus `long.mp3` (60 s).
+    static func musicFiles() throws -> [(String, URL)] {
+        [
+            ("album/a.mp3", try Fixtures.tone("daemon-a", seconds: 3, frequency: 440)),
+            ("album/b.mp3", try Fixtures.tone("daemon-b", seconds: 4, frequency: 660)),
+            ("album/c.mp3", try Fixtures.tone("daemon-c", seconds: 5, frequency: 880)),
+            ("long.mp3", try Fixtures.tone("daemon-long", seconds: 60, frequency: 330)),
+        ]
+    }
+
+    init(device: String, sinkEnvironment: [String: String] = [:], config: String = "") throws {
+        dir = try Harness.makeTemporaryDirectory("backline-daemon")
+        let d = dir.path
+        music = d + "/music"
+        stateFile = d + "/state/backline/state.json"
+        configFile = d + "/daemon.conf"
+        socket = d + "/run/backline/control.sock"
+        self.device = device
+        for (name, src) in try Self.musicFiles() {
+            let dst = music + "/" + name
+            try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: src.path, toPath: dst)
+        }
+        try config.write(toFile: configFile, atomically: true, encoding: .utf8)
+        environment = sinkEnvironment.merging([
+            "XDG_RUNTIME_DIR": d + "/run", "XDG_STATE_HOME": d + "/state", "XDG_CONFIG_HOME": d + "/config",
+        ]) { $1 }
+    }
+
+    /// Starts the daemon and waits until it answers `ping`.
+    func start(_ extra: [String] = []) throws {
+        let log = dir.appendingPathComponent("daemon-\(logs.count).log")
+        logs.append(log.path)
+        let p = try SpawnedProcess(backline, ["daemon", "--music-dir", music, "--device", device, "--config", configFile,
+                                              "--log-level", "debug"] + extra,
+                                   environment: environment, stderrFile: log)
+        process = p
+        let up = eventually(timeout: 20) { p.isRunning && ((try? ControlClient(socketPath: socket).request("ping")) != nil) }
+        guard up else { throw HarnessError("the daemon did not come up: \(p.stderr)") }
+    }
+
+    func log(of p: SpawnedProcess? = nil) -> String { (p ?? process)?.stderr ?? "" }
+
+    func client() throws -> ControlClient { try ControlClient(socketPath: socket) }
+
+    /// One request on a new connection; the reply.
+    @discardableResult
+    func request(_ command: String, _ args: [(String, JSON)] = []) throws -> JSON {
+        try client().request(command, args)
+    }
+
+    /// `backline ctl ARGS` against this daemon.
+    func ctl(_ args: [String]) throws -> ProcessResult {
+        try runProcess(backline, ["ctl", "--socket", socket] + args, environment: environment, timeout: 30)
+    }
+
+    /// SIGTERM, and its exit status.
+    func stop() throws -> Int32 {
+        guard let p = process else { return 0 }
+        p.signal(SIGTERM)
+        let s = try p.wait(timeout: 15)
+        process = nil
+        return s
+    }
+
+    func kill9() throws {
+        guard let p = process else { return }
+        p.signal(SIGKILL)
+        _ = try p.wait(timeout: 10)
+        process = nil
+    }
+
+    deinit {
+        if let p = process, p.isRunning {
+            p.signal(SIGKILL)
+            _ = try? p.wait(timeout: 5)
+        }
+    }
+}
+
+/// Field access for tests.
+extension JSON {
+    var ok: Bool { self["ok"]?.bool == true }
+    var errorCode: String? { self["error"]?["code"]?.string }
+}

@@ -1,0 +1,155 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// Every command over a raw connection to a real daemon playing (muted) into the shared
+/// PulseAudio null sink; a second connection subscribed to the events.
+@Suite("backline daemon: protocol", Harness.audioTools)
+struct ProtocolTests {
+    @Test("every command over the socket answers as documented; subscribers get the events in order")
+    func everyCommand() throws {
+        let sink = try PulseNullSink.shared()
+        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment,
+                                  config: "position-interval = 0.2\nbackground-grace = 60\nstart-state = foreground\n")
+        try d.start()
+        let c = try d.client()
+        let watcher = try d.client()
+        func ok(_ command: String, _ args: [(String, JSON)] = [], sourceLocation: SourceLocation = #_sourceLocation) throws -> JSON {
+            let r = try c.request(command, args)
+            #expect(r.ok, "\(command): \(r.text)", sourceLocation: sourceLocation)
+            return r
+        }
+        func refused(_ command: String, _ args: [(String, JSON)] = [], _ code: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let r = try c.request(command, args)
+            #expect(!r.ok && r.errorCode == code, "\(command): \(r.text)", sourceLocation: sourceLocation)
+            #expect(r["error"]?["message"]?.string?.isEmpty == false, sourceLocation: sourceLocation)
+        }
+        func status() throws -> JSON { try ok("status") }
+        func elapsed() throws -> Double { try status()["elapsed"]?.number ?? -1 }
+
+        let sub = try watcher.request("subscribe")
+        #expect(sub.ok && sub["events"]?.array?.count == EventHub.kinds.count)
+        #expect(try ok("mute", [("on", true)])["muted"] == true)  // the shared sink hears nothing from us
+
+        // Queue.
+        let added = try ok("add", [("paths", ["album"])])
+        #expect(added["items"] == [1, 2, 3] && added["skipped"] == [])
+        #expect(try ok("add", [("path", "long.mp3"), ("position", 0)])["items"] == [4])
+        var list = try ok("list")
+        #expect(list["items"]?.array?.compactMap { $0["id"]?.int } == [4, 1, 2, 3])
+        #expect(list["items"]?.array?.compactMap { $0["title"]?.string } == ["long.mp3", "a.mp3", "b.mp3", "c.mp3"])
+        #expect(list["items"]?.array?.compactMap { $0["duration"]?.number } == [60, 3, 4, 5])
+        #expect(list["current"] == .null)
+        try refused("remove", [("item", 99)], "no-such-item")
+        try refused("play", [("item", 99)], "no-such-item")
+        try refused("next", [], "not-playing")
+        try refused("seek", [("position", 1)], "not-playing")
+
+        // Transport.
+        #expect(try ok("play", [("item", 1)])["state"] == "playing")
+        #expect(eventually { (try? elapsed()) ?? 0 > 0.3 })
+        let s = try status()
+        #expect(s["state"] == "playing" && s["current"]?["id"] == 1 && s["index"] == 1 && s["count"] == 4 && s["duration"] == 3)
+        #expect(try ok("pause")["state"] == "paused")
+        let pausedAt = try elapsed()
+        usleep(300_000)
+        #expect(abs(try elapsed() - pausedAt) < 0.001, "paused: the position stands still")
+        #expect(try ok("seek", [("position", 1.0)])["position"] == 1)
+        #expect(eventually { abs(((try? elapsed()) ?? 0) - 1.0) < 0.01 })
+        _ = try ok("seek", [("offset", 0.5)])
+        #expect(eventually { abs(((try? elapsed()) ?? 0) - 1.5) < 0.01 })
+        try refused("seek", [("position", 1), ("offset", 1)], "bad-argument")
+        try refused("seek", [("position", "x")], "bad-argument")
+        _ = try ok("skip", [("seconds", 1)])
+        #expect(eventually { abs(((try? elapsed()) ?? 0) - 2.5) < 0.01 })
+        _ = try ok("skip", [("seconds", -2)])
+        #expect(eventually { abs(((try? elapsed()) ?? 0) - 0.5) < 0.01 })
+        #expect(try ok("toggle")["state"] == "playing")
+        #expect(try ok("toggle")["state"] == "paused")
+        #expect(try ok("next")["current"]?["id"] == 2)
+        #expect(try ok("previous")["current"]?["id"] == 1, "back to the item played before (under 3 s in)")
+        #expect(try ok("next")["current"]?["id"] == 2)
+        #expect(try ok("play")["state"] == "playing")
+        #expect(try ok("rate", [("rate", 1)])["rate"] == 1)
+        try refused("rate", [("rate", 2)], "bad-argument")
+
+        // Modes.
+        #expect(try ok("repeat", [("mode", "one")])["repeat"] == "one")
+        #expect(try ok("repeat")["repeat"] == "one")
+        try refused("repeat", [("mode", "twice")], "bad-argument")
+        #expect(try ok("repeat", [("mode", "off")])["repeat"] == "off")
+        #expect(try ok("shuffle", [("on", true)])["shuffle"] == true)
+        #expect(try ok("shuffle", [("on", false)])["shuffle"] == false)
+        #expect(try ok("single", [("on", true)])["stopAfterCurrent"] == true)
+        #expect(try ok("single")["stopAfterCurrent"] == false)
+        _ = try ok("pause")
+
+        // Volume and mute (paused: nothing reaches the shared sink).
+        #expect(try ok("volume", [("volume", 50)])["volume"] == 50)
+        #expect(try ok("volume", [("change", -10)])["volume"] == 40)
+        #expect(try ok("volume")["volume"] == 40)
+        try refused("volume", [("volume", 150)], "bad-argument")
+        #expect(try ok("mute")["muted"] == false)
+        #expect(try ok("mute")["muted"] == true)
+
+        // Session and life cycle.
+        let ses = try ok("session", [("category", "ambient"), ("options", ["mixWithOthers"])])
+        #expect(ses["category"] == "ambient" && ses["options"] == ["mixWithOthers"])
+        try refused("session", [("category", "soloAmbient"), ("options", ["duckOthers"])], "session-error")
+        #expect(try ok("session", [("silentSwitch", true)])["silenced"] == true)
+        #expect(try ok("session", [("silentSwitch", false), ("screenLocked", true)])["silenced"] == true)
+        #expect(try ok("session", [("screenLocked", false), ("category", "playback")])["silenced"] == false)
+        #expect(try status()["session"]?["category"] == "playback")
+        #expect(try ok("lifecycle", [("state", "background")])["app"] == "background")
+        #expect(try ok("lifecycle", [("state", "foreground")])["app"] == "active")
+        try refused("lifecycle", [("state", "sideways")], "bad-argument")
+
+        // Sleep timer.
+        let sl = try ok("sleep", [("minutes", 10), ("fade", 5)])
+        #expect((sl["sleep"]?["remaining"]?.number ?? 0) > 590)
+        #expect(try status()["sleep"]?["fade"] == 5)
+        #expect(try ok("sleep", [("cancel", true)])["sleep"] == .null)
+        try refused("sleep", [("minutes", -1)], "bad-argument")
+
+        // Now playing.
+        let np = try ok("now-playing")
+        #expect(np["item"] == 2 && np["info"]?["title"] == "b.mp3" && np["info"]?["playbackDuration"] == 4)
+        #expect(np["info"]?["playbackQueueIndex"] == 2 && np["info"]?["playbackQueueCount"] == 4)
+
+        // Editing.
+        #expect(try ok("move", [("item", 4), ("position", 3)])["index"] == 3)
+        #expect(try ok("insert", [("paths", ["album/c.mp3"]), ("position", 1)])["items"] == [5])
+        try refused("insert", [("paths", ["album/c.mp3"])], "bad-argument")
+        #expect(try ok("remove", [("items", [3, 5])])["count"] == 3)
+        list = try ok("list")
+        #expect(list["items"]?.array?.compactMap { $0["id"]?.int } == [1, 2, 4])
+        #expect(list["current"] == 2 && list["items"]?.array?[1]["current"] == true)
+        #expect(try ok("stop")["state"] == "stopped")
+        #expect(try status()["current"]?["id"] == 2, "stop keeps the current item selected")
+        _ = try ok("clear")
+        #expect(try ok("list")["items"] == [])
+
+        // The rest.
+        #expect(try ok("ping")["pong"] == true)
+        #expect(try ok("version")["protocol"] == 1)
+        let names = try ok("help")["commands"]?.array?.compactMap { $0["name"]?.string } ?? []
+        #expect(names == DaemonCore.commands.map(\.name))
+        try refused("frobnicate", [], "unknown-command")
+        try refused("status", [("verbose", true)], "bad-argument")
+        #expect(try ok("unsubscribe").ok)
+
+        // The watcher saw every kind of change, numbered in order.
+        var events: [JSON] = []
+        while let e = try watcher.nextEvent(timeout: 0.5) { events.append(e) }
+        let seqs = events.compactMap { $0["seq"]?.int }
+        #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
+        let kinds = Set(events.compactMap { $0["event"]?.string })
+        for k in ["state", "current", "queue", "modes", "seeked", "position", "volume", "session", "lifecycle", "sleep"] {
+            #expect(kinds.contains(k), "no \(k) event among \(kinds.sorted())")
+        }
+        let states = events.filter { $0["event"] == "state" }.compactMap { $0["state"]?.string }
+        #expect(states.first == "playing" && states.last == "stopped", "\(states)")
+        #expect(try d.stop() == 0)
+    }
+}
