@@ -50,6 +50,7 @@ struct Ctl: ParsableCommand {
     }
 
     private func perform() throws {
+        signal(SIGPIPE, SIG_IGN)  // a daemon that goes away is an error to report, not a signal to die of
         let path = socket ?? DaemonConfig.defaults().socketPath
         let client: ControlClient
         do {
@@ -199,10 +200,9 @@ struct Ctl: ParsableCommand {
             throw ExitCode(1)
         }
         while true {
-            guard let e = try? client.nextEvent(timeout: 3600) else {
-                if (try? client.request("ping", [], timeout: 5)) == nil { return }  // the daemon went away
-                continue
-            }
+            let event: JSON?
+            do { event = try client.nextEvent(timeout: 3600) } catch { return }  // the daemon went away
+            guard let e = event else { continue }
             if json { Terminal.line(e.text, tty: false); continue }
             let kind = e["event"]?.string ?? "?"
             guard case .object(let fields) = e else { continue }

@@ -27,13 +27,21 @@ final class DaemonFixture: @unchecked Sendable {
     /// Files in the music directory: `a.mp3` (3 s, 440 Hz), `b.mp3` (4 s, 660 Hz), `c.mp3` (5 s,
     /// 880 Hz) in `album/`, plus `long.mp3` (60 s).
     static func musicFiles() throws -> [(String, URL)] {
-        [
-            ("album/a.mp3", try Fixtures.tone("daemon-a", seconds: 3, frequency: 440)),
-            ("album/b.mp3", try Fixtures.tone("daemon-b", seconds: 4, frequency: 660)),
-            ("album/c.mp3", try Fixtures.tone("daemon-c", seconds: 5, frequency: 880)),
-            ("long.mp3", try Fixtures.tone("daemon-long", seconds: 60, frequency: 330)),
-        ]
+        // Made once: tests running side by side would otherwise write and read them at once.
+        try musicLock.withLock {
+            if let m = made { return m }
+            let m = [
+                ("album/a.mp3", try Fixtures.tone("daemon-a", seconds: 3, frequency: 440)),
+                ("album/b.mp3", try Fixtures.tone("daemon-b", seconds: 4, frequency: 660)),
+                ("album/c.mp3", try Fixtures.tone("daemon-c", seconds: 5, frequency: 880)),
+                ("long.mp3", try Fixtures.tone("daemon-long", seconds: 60, frequency: 330)),
+            ]
+            made = m
+            return m
+        }
     }
+    private static let musicLock = NSLock()
+    nonisolated(unsafe) private static var made: [(String, URL)]?  // guarded by musicLock
 
     init(device: String, sinkEnvironment: [String: String] = [:], config: String = "") throws {
         dir = try Harness.makeTemporaryDirectory("backline-daemon")
