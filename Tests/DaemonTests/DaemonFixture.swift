@@ -74,7 +74,8 @@ final class DaemonFixture: @unchecked Sendable {
         guard up else { throw HarnessError("the daemon did not come up: \(p.stderr)") }
     }
 
-    func log(of p: SpawnedProcess? = nil) -> String { (p ?? process)?.stderr ?? "" }
+    /// The log (stderr) of the latest daemon started, running or not.
+    func log() -> String { logs.last.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? "" }
 
     func client() throws -> ControlClient { try ControlClient(socketPath: socket) }
 
