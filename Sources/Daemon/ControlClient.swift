@@ -63,7 +63,7 @@ public final class ControlClient {
     public func sendRaw(_ bytes: [UInt8]) throws {
         var off = 0
         while off < bytes.count {
-            let n = bytes[off...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let n = bytes[off...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }  // EPIPE, not SIGPIPE
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ProtocolFailure(message: "write failed: \(String(cString: strerror(errno)))")

@@ -157,10 +157,11 @@ public final class ControlServer: Sendable {
             .childChannelOption(.autoRead, value: true)
     }
 
+    /// Answers the connection with `e` as soon as it is active, then closes it.
     private func refuse(_ channel: any Channel, _ e: ProtocolError) -> EventLoopFuture<Void> {
-        var buf = channel.allocator.buffer(capacity: 128)
-        buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
-        return channel.writeAndFlush(buf).flatMap { channel.close() }
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(RefuseHandler(reply: DaemonCore.errorReply(.null, e).text + "\n"))
+        }
     }
 
     private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool) -> EventLoopFuture<Void> {
@@ -206,6 +207,23 @@ struct PeerCredentials: Sendable {
     var gid: UInt32 = 0
     /// SO_PEERCRED on Linux.
     static let option: Int32 = 17
+}
+
+/// Writes one reply to a connection that is not served, and closes it.
+final class RefuseHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let reply: String
+    init(reply: String) { self.reply = reply }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var buf = context.channel.allocator.buffer(capacity: reply.utf8.count)
+        buf.writeString(reply)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(buf)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
 }
 
 /// A request line was longer than allowed.
