@@ -548,51 +548,11 @@ public final class PlayQueue: Sendable {
     private func handle(_ e: PlayerEvent) {
         state.withLock { s in
             switch e {
-            case .currentItemChanged(let item):
-                guard let item else {
-                    // Ran out (not our own rebuild, which refills at once).
-                    guard !s.fed.isEmpty, player.items().isEmpty else { return }
-                    endOfQueue(&s)
-                    return
-                }
-                guard let k = s.fed.firstIndex(where: { $0.item === item }) else { return }
-                if k > 0 {
-                    for f in s.fed[..<k] { remember(&s, f.id) }
-                    s.fed.removeFirst(k)
-                    s.current = s.fed[0].id
-                    post(.current(s.entries.first { $0.id == s.fed[0].id }))
-                }
-                refeed(&s)
+            case .currentItemChanged, .itemFailedToPlayToEnd:
+                settle(&s)
             case .itemDidPlayToEnd(let item):
                 s.failuresInARow = 0
                 if s.fed.count == 1, s.fed[0].item === item { endOfQueue(&s) }
-            case .itemFailedToPlayToEnd(let item, let error):
-                guard let k = s.fed.firstIndex(where: { $0.item === item }) else { return }
-                let id = s.fed[k].id
-                let reason = error.message
-                if let i = s.entries.firstIndex(where: { $0.id == id }) {
-                    s.entries[i].failure = reason
-                    post(.failed(s.entries[i], reason: reason))
-                }
-                s.failuresInARow += 1
-                s.fed.remove(at: k)
-                if s.failuresInARow >= Self.maximumFailuresInARow {
-                    stopPlayer(&s)
-                    return
-                }
-                if s.fed.isEmpty {
-                    // The current item failed with nothing after it: what comes next, if anything.
-                    if let n = automaticNext(after: id, s) {
-                        s.current = n
-                        let playing = player.rate != 0 || s.lastState == .playing
-                        rebuild(&s)
-                        if playing { player.play() }
-                    } else {
-                        endOfQueue(&s)
-                    }
-                } else {
-                    refeed(&s)
-                }
             case .timeJumped(let item, let time):
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
             case .rateChanged, .timeControlStatusChanged:
@@ -600,6 +560,65 @@ public final class PlayQueue: Sendable {
             default:
                 break
             }
+        }
+    }
+
+    /// Brings ``State/fed`` in line with what the player still holds: items it let go of were
+    /// heard to their end (into the history) or failed (marked, reported); the first one it
+    /// still holds is current. When it holds nothing after a failure, the queue goes on with
+    /// what comes next; after a normal end, the queue has ended.
+    private func settle(_ s: inout State) {
+        guard !s.stopped else { return }
+        let live = Set(player.items().map(ObjectIdentifier.init))
+        var lastDropped: (id: Int, failed: Bool)?
+        var frontChanged = false
+        var k = 0
+        while k < s.fed.count {
+            let f = s.fed[k]
+            if live.contains(ObjectIdentifier(f.item)) {
+                k += 1
+                continue
+            }
+            if f.item.status == .failed {
+                let reason = f.item.error?.message ?? "failed"
+                if let i = s.entries.firstIndex(where: { $0.id == f.id }) {
+                    s.entries[i].failure = reason
+                    post(.failed(s.entries[i], reason: reason))
+                }
+                s.failuresInARow += 1
+                lastDropped = (f.id, true)
+            } else if k == 0 {
+                remember(&s, f.id)
+                lastDropped = (f.id, false)
+            } else {
+                k += 1  // not failed, not heard: removed by someone else; keep the books as they are
+                continue
+            }
+            if k == 0 { frontChanged = true }
+            s.fed.remove(at: k)
+        }
+        if s.failuresInARow >= Self.maximumFailuresInARow {
+            s.failuresInARow = 0
+            stopPlayer(&s)
+            return
+        }
+        if let first = s.fed.first {
+            if frontChanged || first.id != s.current {
+                s.current = first.id
+                post(.current(s.entries.first { $0.id == first.id }))
+            }
+            refeed(&s)
+            return
+        }
+        guard let dropped = lastDropped else { return }
+        if dropped.failed, let n = automaticNext(after: dropped.id, s) {
+            let playing = player.rate != 0 || s.lastState == .playing
+            s.current = n
+            rebuild(&s)
+            if playing { player.play() }
+        } else {
+            s.current = dropped.id
+            endOfQueue(&s)
         }
     }
 
@@ -611,14 +630,14 @@ public final class PlayQueue: Sendable {
             s.stopAfterCurrent = false
             remember(&s, last)
             s.current = automaticNext(after: last, s) ?? s.current
-            stopPlayer(&s)
             post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
             postModes(s)
+            stopPlayer(&s)
             return
         }
         if let last { remember(&s, last) }
         s.current = nil
-        stopPlayer(&s)
         post(.current(nil))
+        stopPlayer(&s)
     }
 }

@@ -50,6 +50,9 @@ public final class QueuePlayer: Sendable {
         var playingWhenInterrupted = false
         /// Whether the session's interruption is in progress (until it ends or play is called).
         var interrupted = false
+        /// Suspended: the engine holds nothing (the device is closed); the current item waits at
+        /// `parkedTime` and is fed again on play.
+        var parked = false
     }
 
     let state = Mutex(State())
@@ -251,6 +254,8 @@ public final class QueuePlayer: Sendable {
     func currentTimeLocked(_ s: State) -> Double {
         guard let item = s.items.first else { return 0 }
         if s.atEnd { return item.duration ?? s.parkedTime }
+        // A seek not heard yet (paused right after it, say): its target, as AVPlayer reports.
+        if let seek = s.pendingSeek { return seek.time }
         if s.heardCurrent, let pos = engine.position, pos.item == s.currentEngineID {
             return pos.seconds
         }
@@ -273,7 +278,9 @@ public final class QueuePlayer: Sendable {
             let t = max(0, min(time, item.duration ?? .infinity))
             s.nextSeekID += 1
             let id = s.nextSeekID
-            if s.heardCurrent, !s.atEnd, let pos = engine.position, pos.item == s.currentEngineID {
+            if s.parked, s.rate == 0 {
+                // Suspended: only the waiting position moves; the engine stays idle.
+            } else if s.heardCurrent, !s.atEnd, let pos = engine.position, pos.item == s.currentEngineID {
                 engine.seek(to: t)
             } else {
                 replan(&s, startingAt: t)
@@ -329,6 +336,9 @@ public final class QueuePlayer: Sendable {
             session.claimNowPlaying()
         }
         s.rate = rate
+        if rate != 0, s.parked {
+            replan(&s, startingAt: s.parkedTime)  // back from suspension: feed the engine again
+        }
         if rate == 0 {
             engine.pause()
         } else if s.atEnd {
@@ -348,6 +358,7 @@ public final class QueuePlayer: Sendable {
     /// Feeds the engine from scratch: the current item (from `startingAt`, else its start) and,
     /// with `.advance`, the items after it.
     private func replan(_ s: inout State, startingAt time: Double?) {
+        s.parked = false
         engine.stop()
         if s.rate == 0 { engine.pause() }
         s.engineItems = [:]
@@ -585,7 +596,14 @@ extension QueuePlayer: ApplicationParticipant {
                 engine.stop()  // holds nothing worth keeping (an item at its end stays current)
                 return
             }
-            replan(&s, startingAt: currentTimeLocked(s))
+            // Park: the engine lets go of everything (and the device); play feeds it again.
+            let t = currentTimeLocked(s)
+            engine.stop()
+            s.engineItems = [:]
+            s.currentEngineID = nil
+            s.heardCurrent = false
+            s.parkedTime = t
+            s.parked = true
         }
     }
 

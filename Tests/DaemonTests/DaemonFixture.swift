@@ -25,7 +25,8 @@ final class DaemonFixture: @unchecked Sendable {
     private(set) var logs: [String] = []
 
     /// Files in the music directory: `a.mp3` (3 s, 440 Hz), `b.mp3` (4 s, 660 Hz), `c.mp3` (5 s,
-    /// 880 Hz) in `album/`, plus `long.mp3` (60 s).
+    /// 880 Hz) in `album/`, `long.mp3` (60 s), `short/1.mp3`…`3.mp3` (1 s each) and
+    /// `broken/bad.mp3` (random bytes).
     static func musicFiles() throws -> [(String, URL)] {
         // Made once: tests running side by side would otherwise write and read them at once.
         try musicLock.withLock {
@@ -35,6 +36,10 @@ final class DaemonFixture: @unchecked Sendable {
                 ("album/b.mp3", try Fixtures.tone("daemon-b", seconds: 4, frequency: 660)),
                 ("album/c.mp3", try Fixtures.tone("daemon-c", seconds: 5, frequency: 880)),
                 ("long.mp3", try Fixtures.tone("daemon-long", seconds: 60, frequency: 330)),
+                ("short/1.mp3", try Fixtures.tone("daemon-s1", seconds: 1, frequency: 500)),
+                ("short/2.mp3", try Fixtures.tone("daemon-s2", seconds: 1, frequency: 600)),
+                ("short/3.mp3", try Fixtures.tone("daemon-s3", seconds: 1, frequency: 700)),
+                ("broken/bad.mp3", try #require(try Fixtures.badInputs()["random"])),
             ]
             made = m
             return m
