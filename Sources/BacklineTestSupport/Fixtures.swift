@@ -17,6 +17,16 @@ public enum Fixtures {
         }
     }
 
+    /// Makes `url` once: `produce` writes a temporary file beside it (same extension), which is
+    /// then renamed into place, so tests running side by side never read half a file.
+    static func once(_ url: URL, _ produce: (URL) throws -> Void) throws -> URL {
+        if FileManager.default.fileExists(atPath: url.path) { return url }
+        let tmp = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)-\(url.lastPathComponent)")
+        try produce(tmp)
+        guard rename(tmp.path, url.path) == 0 else { throw HarnessError("cannot rename \(tmp.path) to \(url.path)") }
+        return url
+    }
+
     /// The bundled demo queue in `Resources/demo`.
     public static var demoTracks: [URL] {
         let dir = Harness.packageRoot.appendingPathComponent("Resources/demo")
@@ -27,32 +37,29 @@ public enum Fixtures {
     /// Creates (once) a WAV with `sox -n … synth` and the given synth arguments.
     public static func wav(_ name: String, rate: Int = 44100, channels: Int = 2, seconds: Double,
                            synth: [String] = ["sine", "440"], effects: [String] = []) throws -> URL {
-        let url = try directory().appendingPathComponent("\(name).wav")
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        let r = try runProcess("sox", ["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", url.path,
-                                       "synth", "\(seconds)"] + synth + effects)
-        guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
-        return url
+        try once(try directory().appendingPathComponent("\(name).wav")) { out in
+            let r = try runProcess("sox", ["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "16", out.path,
+                                           "synth", "\(seconds)"] + synth + effects)
+            guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+        }
     }
 
     /// Encodes a WAV to MP3 with lame (`lameArgs`, e.g. `["-b", "128"]` or `["-V", "2"]`).
     public static func mp3(from wav: URL, name: String, lameArgs: [String] = ["-b", "128"]) throws -> URL {
-        let url = try directory().appendingPathComponent("\(name).mp3")
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        let r = try runProcess("lame", ["--quiet"] + lameArgs + [wav.path, url.path])
-        guard r.status == 0 else { throw HarnessError("lame failed: \(r.stderr)") }
-        return url
+        try once(try directory().appendingPathComponent("\(name).mp3")) { out in
+            let r = try runProcess("lame", ["--quiet"] + lameArgs + [wav.path, out.path])
+            guard r.status == 0 else { throw HarnessError("lame failed: \(r.stderr)") }
+        }
     }
 
     /// A sine tone as MPEG Layer II (`twolame`; MPEG-1 at 32/44.1/48 kHz, MPEG-2 LSF at 16–24 kHz).
     public static func layer2Tone(_ name: String, seconds: Double, rate: Int, channels: Int, bitrate: Int) throws -> URL {
         let w = try wav(name, rate: rate, channels: channels, seconds: seconds,
                         synth: ["sine", "300-1200"], effects: ["gain", "-6"])
-        let url = try directory().appendingPathComponent("\(name).mp2")
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        let r = try runProcess("twolame", ["--quiet", "-b", "\(bitrate)", w.path, url.path])
-        guard r.status == 0 else { throw HarnessError("twolame failed: \(r.stderr)") }
-        return url
+        return try once(try directory().appendingPathComponent("\(name).mp2")) { out in
+            let r = try runProcess("twolame", ["--quiet", "-b", "\(bitrate)", w.path, out.path])
+            guard r.status == 0 else { throw HarnessError("twolame failed: \(r.stderr)") }
+        }
     }
 
     /// A sine tone as MP3.
@@ -72,10 +79,8 @@ public enum Fixtures {
                             synth: ["sine", "300-900", "sine", "450-1350"], effects: ["gain", "-6"])
         let dir = try directory()
         let a = dir.appendingPathComponent("gapless-a-\(rate).wav"), b = dir.appendingPathComponent("gapless-b-\(rate).wav")
-        if !FileManager.default.fileExists(atPath: b.path) {
-            try runProcess("sox", [whole.path, a.path, "trim", "0s", "\(splitSample)s"])
-            try runProcess("sox", [whole.path, b.path, "trim", "\(splitSample)s"])
-        }
+        _ = try once(a) { try runProcess("sox", [whole.path, $0.path, "trim", "0s", "\(splitSample)s"]) }
+        _ = try once(b) { try runProcess("sox", [whole.path, $0.path, "trim", "\(splitSample)s"]) }
         return (try mp3(from: a, name: "gapless-a-\(rate)"), try mp3(from: b, name: "gapless-b-\(rate)"))
     }
 
@@ -88,7 +93,7 @@ public enum Fixtures {
         var files: [String: URL] = [:]
         func make(_ name: String, _ data: Data) throws -> URL {
             let u = dir.appendingPathComponent(name)
-            try data.write(to: u)
+            try data.write(to: u, options: .atomic)
             return u
         }
         files["missing"] = dir.appendingPathComponent("does-not-exist.mp3")
