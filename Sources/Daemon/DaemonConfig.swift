@@ -114,11 +114,16 @@ public struct DaemonConfig: Sendable, Equatable {
             default: throw BadValue(message: "\(key): expected yes or no, got '\(value)'")
             }
         }
+        // `~/` at the start of a path is the home directory.
+        var path: String {
+            guard value.hasPrefix("~/") else { return value }
+            return (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + value.dropFirst(1)
+        }
         switch key {
-        case "socket": socketPath = value
-        case "music-dir", "music-directory": musicDirectory = value
+        case "socket": socketPath = path
+        case "music-dir", "music-directory": musicDirectory = path
         case "allow-absolute-paths": allowAbsolutePaths = try flag()
-        case "state-file": stateFile = value
+        case "state-file": stateFile = path
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
         case "restore":
