@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
-        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine"], swiftSettings: strictSettings),
+        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon"], swiftSettings: strictSettings),
 
         // The command-line front end: play, bench.
         .executableTarget(

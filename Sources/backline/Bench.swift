@@ -10,7 +10,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -30,6 +30,15 @@ struct Bench: ParsableCommand {
                 results += try PipelineBench.realtime(device: device, executable: me)
             } else {
                 FileHandle.standardError.write(Data("bench: cpu rows skipped: give --device (scripts/bench does)\n".utf8))
+            }
+        }
+        if want("daemon") {
+            if let device {
+                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+                let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
+                results += try DaemonBench.run(executable: me, device: device, sinkMonitor: monitor)
+            } else {
+                FileHandle.standardError.write(Data("bench: daemon rows skipped: give --device (scripts/bench does)\n".utf8))
             }
         }
         if json {

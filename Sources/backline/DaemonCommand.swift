@@ -41,7 +41,9 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
-        if let text = try? String(contentsOfFile: configFile, encoding: .utf8) {
+        // FileHandle, not FileManager.contents: it reads /dev/null and pipes too.
+        if let data = FileHandle(forReadingAtPath: configFile).flatMap({ try? $0.readToEnd() ?? Data() }) {
+            guard let text = String(data: data, encoding: .utf8) else { fail("\(configFile): not UTF-8 text") }
             do { try settings.apply(configText: text, file: configFile) } catch { fail("\(error)") }
         } else if config != nil {
             fail("cannot read the config file \(configFile)")

@@ -1,0 +1,311 @@
+import Daemon
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's control latency beside mpd's, measured the same way in the same run:
+/// request round trips (`ping`) over each one's Unix socket with 1 and with 100 connected
+/// clients, and the time from a pause request to silence on a PulseAudio null sink's monitor.
+public enum DaemonBench {
+    /// Runs the rows. `executable` is this `backline`; `device` a paced ALSA device (pulse);
+    /// `sinkMonitor` the source `parec` records (the null sink's monitor).
+    public static func run(executable: String, device: String, sinkMonitor: String) throws -> [BenchResult] {
+        let dir = NSTemporaryDirectory() + "backline-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let tone = dir + "/music/tone.mp3"
+        try shell("sox -n -r 44100 -c 2 -b 16 \(dir)/tone.wav synth 120 sine 440 gain -6 && lame --quiet -b 192 \(dir)/tone.wav \(tone)")
+
+        // Backline.
+        let socket = dir + "/run/control.sock"
+        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music",
+                                            "--state-file", dir + "/state.json", "--device", device, "--config", "/dev/null"],
+                               environment: ["XDG_RUNTIME_DIR": dir + "/rt"])
+        defer { daemon.stop() }
+        guard waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
+            throw BenchError("backline daemon did not start")
+        }
+        let blPing: () throws -> LineConnection = { try LineConnection(unix: socket, greeting: false) }
+        let bl1 = try roundTrips(connect: blPing, request: "{\"command\":\"ping\"}", others: 0)
+        let bl100 = try roundTrips(connect: blPing, request: "{\"command\":\"ping\"}", others: 99,
+                                   subscribe: "{\"command\":\"subscribe\"}")
+        let c = try ControlClient(socketPath: socket)
+        _ = try c.request("add", [("path", "tone.mp3")])
+        let blPause = try pauseLatency(monitor: sinkMonitor,
+                                       play: { _ = try c.request("play") }, pause: { _ = try c.request("pause") })
+        _ = try c.request("stop")
+        daemon.stop()
+
+        // mpd, same machine, same sink.
+        var results: [BenchResult] = []
+        let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        var mpd1: Latencies?, mpd100: Latencies?, mpdPause: Double?
+        if let mpdPath {
+            let msock = dir + "/mpd.sock"
+            let conf = """
+                music_directory "\(dir)/music"
+                db_file "\(dir)/mpd.db"
+                state_file "\(dir)/mpd.state"
+                bind_to_address "\(msock)"
+                max_connections "128"
+                audio_output {
+                    type "pulse"
+                    name "bench"
+                }
+                """
+            try conf.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
+            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
+            defer { mpd.stop() }
+            if waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
+                let mpdConnect: () throws -> LineConnection = { try LineConnection(unix: msock, greeting: true) }
+                mpd1 = try roundTrips(connect: mpdConnect, request: "ping", others: 0)
+                mpd100 = try roundTrips(connect: mpdConnect, request: "ping", others: 99, subscribe: "idle")
+                let m = try LineConnection(unix: msock, greeting: true)
+                _ = try m.exchange("update")
+                _ = waitUntil(10) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
+                _ = try m.exchange("add \"tone.mp3\"")
+                mpdPause = try pauseLatency(monitor: sinkMonitor,
+                                            play: { _ = try m.exchange("play") }, pause: { _ = try m.exchange("pause 1") })
+                _ = try m.exchange("stop")
+            }
+        }
+        func add(_ name: String, _ ours: Double, _ ref: Double?, _ unit: String, _ refName: String) {
+            results.append(BenchResult(name: name, value: ours, unit: unit, reference: ref, referenceName: refName))
+        }
+        add("daemon ping round trip p50, 1 client", bl1.p50, mpd1?.p50, "µs", "mpd ping")
+        add("daemon ping round trip p99, 1 client", bl1.p99, mpd1?.p99, "µs", "mpd ping")
+        add("daemon ping round trip p50, 100 clients", bl100.p50, mpd100?.p50, "µs", "mpd ping")
+        add("daemon ping round trip p99, 100 clients", bl100.p99, mpd100?.p99, "µs", "mpd ping")
+        add("pause request → silence on the sink monitor (median of 8)", blPause, mpdPause, "ms", "mpd pause 1")
+        return results
+    }
+
+    struct Latencies {
+        var p50: Double
+        var p99: Double
+    }
+
+    /// `others` more connections (each sends `subscribe` first, if given, then stays connected
+    /// and also pings now and then); one connection measures 2000 sequential round trips.
+    static func roundTrips(connect: () throws -> LineConnection, request: String, others: Int,
+                           subscribe: String? = nil) throws -> Latencies {
+        var idle: [LineConnection] = []
+        for _ in 0..<others {
+            let o = try connect()
+            if let subscribe { try o.send(subscribe) }
+            idle.append(o)
+        }
+        let m = try connect()
+        for _ in 0..<200 { _ = try m.exchange(request) }  // warm-up
+        var samples: [Double] = []
+        samples.reserveCapacity(2000)
+        for _ in 0..<2000 {
+            let t0 = clockNow()
+            _ = try m.exchange(request)
+            samples.append((clockNow() - t0) * 1e6)
+        }
+        samples.sort()
+        _ = idle
+        return Latencies(p50: samples[samples.count / 2], p99: samples[samples.count * 99 / 100])
+    }
+
+    /// Plays, then eight times: after 0.8 s of sound, pause, and time until the monitor is
+    /// silent (5 ms of zeros), then play again. The median, in ms. Includes the monitor's own
+    /// latency, which both players share.
+    static func pauseLatency(monitor: String, play: () throws -> Void, pause: () throws -> Void) throws -> Double {
+        let rec = try MonitorReader(source: monitor)
+        defer { rec.stop() }
+        var results: [Double] = []
+        try play()
+        for _ in 0..<8 {
+            guard waitUntil(5, { rec.loudSince(0.8) }) else { throw BenchError("no sound on the sink monitor") }
+            let t0 = clockNow()
+            rec.armSilence(after: t0)
+            try pause()
+            guard waitUntil(5, { rec.silenceAt != nil }) else { throw BenchError("the sound did not stop") }
+            results.append((rec.silenceAt! - t0) * 1000)
+            try play()
+        }
+        results.sort()
+        return results[results.count / 2]
+    }
+
+    static func clockNow() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = clockNow() + seconds
+        while clockNow() < deadline {
+            if condition() { return true }
+            usleep(2000)
+        }
+        return condition()
+    }
+
+    static func shell(_ command: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", command]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw BenchError("failed: \(command)") }
+    }
+}
+
+/// A child process, killed (SIGTERM, then SIGKILL) by ``stop()``.
+final class Child {
+    let process = Process()
+
+    init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        if !DaemonBench.waitUntil(10, { !process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// A blocking line connection to a Unix socket (either protocol: one line out, one reply in;
+/// for mpd, the reply ends with `OK` or `ACK`).
+final class LineConnection {
+    let fd: Int32
+    let mpd: Bool
+    var buffer: [UInt8] = []
+
+    init(unix path: String, greeting: Bool) throws {
+        mpd = greeting
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            let b = Array(path.utf8)
+            raw.copyBytes(from: b)
+            raw[b.count] = 0
+        }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard r == 0 else {
+            close(fd)
+            throw BenchError("connect \(path): errno \(errno)")
+        }
+        if greeting { _ = try line() }  // "OK MPD x.y.z"
+    }
+
+    deinit { close(fd) }
+
+    func send(_ line: String) throws {
+        let b = Array((line + "\n").utf8)
+        let n = b.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard n == b.count else { throw BenchError("send failed") }
+    }
+
+    func line() throws -> String {
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let l = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeFirst(nl + 1)
+                return l
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw BenchError("connection closed") }
+            buffer += chunk[..<n]
+        }
+    }
+
+    /// Sends `request`, returns the reply (mpd: every line up to `OK`/`ACK`; ours: the reply line,
+    /// skipping events).
+    func exchange(_ request: String) throws -> String {
+        try send(request)
+        var out = ""
+        while true {
+            let l = try line()
+            if mpd {
+                out += l + "\n"
+                if l == "OK" || l.hasPrefix("ACK") { return out }
+            } else if !l.hasPrefix("{\"event\"") {
+                return l
+            }
+        }
+    }
+}
+
+/// `parec` on a monitor source, read as it arrives; notes when sound has been going for a while
+/// and when it stops after a moment the caller arms.
+final class MonitorReader: @unchecked Sendable {
+    private let process = Process()
+    final class Levels: Sendable {
+        let m = Mutex<(loudFrom: Double?, armedAt: Double?, silentAt: Double?, zeros: Int)>((nil, nil, nil, 0))
+        func withLock<R>(_ body: (inout (loudFrom: Double?, armedAt: Double?, silentAt: Double?, zeros: Int)) -> R) -> R {
+            m.withLock { body(&$0) }
+        }
+    }
+    private let state = Levels()
+    private let thread: Thread
+
+    init(source: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/parec")
+        process.arguments = ["-d", source, "--raw", "--format=s16le", "--rate=44100", "--channels=2", "--latency-msec=2"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let fd = pipe.fileHandleForReading.fileDescriptor
+        let st = state
+        thread = Thread {
+            var buf = [Int16](repeating: 0, count: 4096)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { return }
+                let t = DaemonBench.clockNow()
+                let samples = n / 2
+                st.withLock { s in
+                    for k in 0..<samples {
+                        if abs(Int(buf[k])) > 64 {
+                            if s.loudFrom == nil { s.loudFrom = t }
+                            s.zeros = 0
+                        } else {
+                            s.zeros += 1
+                            if s.zeros >= 441 { s.loudFrom = nil }  // 5 ms of stereo zeros
+                            if s.zeros >= 441, let a = s.armedAt, t >= a, s.silentAt == nil { s.silentAt = t }
+                        }
+                    }
+                }
+            }
+        }
+        thread.start()
+    }
+
+    func loudSince(_ seconds: Double) -> Bool {
+        state.withLock { s in s.loudFrom.map { DaemonBench.clockNow() - $0 >= seconds } ?? false }
+    }
+
+    func armSilence(after t: Double) {
+        state.withLock { s in
+            s.armedAt = t
+            s.silentAt = nil
+        }
+    }
+
+    var silenceAt: Double? { state.withLock { $0.silentAt } }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
