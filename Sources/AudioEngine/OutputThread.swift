@@ -311,6 +311,7 @@ final class OutputThread: @unchecked Sendable {
                               preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
                               periodMicros: periodMillis * 1000)
             emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
+            renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
         } catch {
             emit(.deviceError, code: error.code)
         }

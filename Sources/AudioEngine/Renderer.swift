@@ -10,6 +10,13 @@ struct Renderer: ~Copyable {
     /// Current (smoothed) gain and the per-frame step towards the target.
     private(set) var gain: Float = 1
 
+    /// Sets the gain at once, without a ramp: for a device that was just opened (nothing is
+    /// sounding, so there is nothing to click), so a first item played at 0.5 or muted starts so.
+    @_noLocks @_noAllocation
+    mutating func snap(to target: Float) {
+        gain = target
+    }
+
     /// Fills `out` with up to `frames` frames read (not yet consumed) from `consumer`.
     ///
     /// - Parameters:

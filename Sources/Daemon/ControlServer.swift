@@ -47,19 +47,25 @@ public final class ControlServer: Sendable {
     /// Starts listening (after ``claim()``), serving `core`.
     public func start(core: DaemonCore) async throws {
         let path = config.socketPath
-        let old = umask(0o177)  // the socket is born 0600
-        defer { umask(old) }
-        let unix = try await bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).get()
-        umask(old)
-        chmod(path, 0o600)
-        channels.withLock { $0.append(unix) }
-        logger.info("listening", metadata: ["socket": "\(path)"])
+        // TCP first: the Unix socket appearing is what says "ready".
         if let tcp = config.tcpListen {
             let (host, port) = try Self.split(tcp)
             let t = try await bootstrap(tcp: true, core: core).bind(host: host, port: port).get()
             channels.withLock { $0.append(t) }
             logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
         }
+        let old = umask(0o177)  // the socket is born 0600
+        let unix: any Channel
+        do {
+            unix = try await bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).get()
+        } catch {
+            umask(old)
+            throw error
+        }
+        umask(old)
+        chmod(path, 0o600)
+        channels.withLock { $0.append(unix) }
+        logger.info("listening", metadata: ["socket": "\(path)"])
     }
 
     /// Stops accepting, closes every connection and the event loop.
