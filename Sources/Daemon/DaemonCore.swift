@@ -200,7 +200,6 @@ public final class DaemonCore: Sendable {
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
         case .current(let entry):
             hub.publish("current", [("item", entry.map { .object(describe($0, index: queue.currentIndex, current: true)) } ?? .null)])
-            if timers.withLock({ $0.sleep?.endOfItem == true }), entry != nil { /* the stop-after flag does it */ }
         case .queue(let version, let count):
             hub.publish("queue", [("version", .int(version)), ("count", .int(count))])
         case .modes(let r, let sh, let sac):
