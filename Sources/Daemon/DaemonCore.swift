@@ -401,6 +401,11 @@ public final class DaemonCore: Sendable {
 
     // MARK: - Protocol
 
+    /// Each command's accepted member names (its arguments, `id` and `command`).
+    static let argumentNames: [String: Set<String>] = Dictionary(uniqueKeysWithValues: commands.map {
+        ($0.name, Set(["id", "command"] + $0.arguments.map(\.name)))
+    })
+
     /// Commands that may take long (file system, tags): the server runs them off its event loop.
     public static let slowCommands: Set<String> = ["add", "insert", "list"]
 
@@ -433,11 +438,10 @@ public final class DaemonCore: Sendable {
     }
 
     private func run(_ name: String, _ r: JSON, _ client: ClientContext) throws(ProtocolError) -> [(String, JSON)] {
-        guard let command = Self.commands.first(where: { $0.name == name }) else {
+        guard let known = Self.argumentNames[name] else {
             throw ProtocolError("unknown-command", "unknown command \"\(name)\" (try \"help\")")
         }
-        let known = Set(["id", "command"] + command.arguments.map(\.name))
-        if let extra = r.objectKeys.first(where: { !known.contains($0) }) {
+        if case .object(let members) = r, let extra = members.first(where: { !known.contains($0.0) })?.0 {
             throw .badArgument("\(name): unknown argument \"\(extra)\"")
         }
         // Resolution of paths and reading of tags happen outside the command lock.
@@ -846,11 +850,6 @@ public final class DaemonCore: Sendable {
 // MARK: - Typed access to request arguments
 
 extension JSON {
-    var objectKeys: [String] {
-        if case .object(let m) = self { return m.map(\.0) }
-        return []
-    }
-
     func optionalString(_ k: String) throws(ProtocolError) -> String? {
         guard let v = self[k], v != .null else { return nil }
         guard let s = v.string else { throw .badArgument("\"\(k)\" must be a string") }
