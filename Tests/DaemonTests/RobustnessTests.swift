@@ -163,6 +163,23 @@ struct RobustnessTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("connections past max-connections get one error and a close; a freed slot serves again")
+    func connectionLimit() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 3\n")
+        try d.start()
+        usleep(300_000)  // the start-up probe's connection is closed by now
+        var held = [try d.client(), try d.client(), try d.client()]
+        for c in held { #expect(try c.request("ping").ok) }
+        let extra = try d.client()
+        let r = try extra.nextReply(timeout: 10)
+        #expect(r.errorCode == "too-many-connections", "\(r.text)")
+        #expect(throws: (any Error).self) { _ = try extra.readLine(timeout: 5) }
+        held.removeLast()  // closes one
+        #expect(eventually { (try? d.client().request("ping"))?.ok == true })
+        #expect(try held[0].request("ping").ok)
+        #expect(try d.stop() == 0)
+    }
+
     @Test("config errors name the file and line; the daemon does not start")
     func configErrors() throws {
         let d = try DaemonFixture(device: "null", config: "restore = paused\nvolume-boost = 11\n")
