@@ -177,10 +177,17 @@ final class DecoderThread: @unchecked Sendable {
             if let (t0, c0) = lastDrainSample, t > t0 {
                 // At least real-time speed; faster when measured so (keep the older sample
                 // until the consumer has moved, so a short look never reads as "stopped").
-                let measured = consumed > c0 ? Double(consumed - c0) * 1e9 / Double(t - t0) : 0
-                let bytesPerSecond = max(Double(decoder.format.rate * bytesPerFrame), measured)
-                backoffMillis = max(1, min(250, Int(needed / bytesPerSecond * 1000)))
-                if consumed > c0 { lastDrainSample = (t, consumed) }
+                if consumed > c0 {
+                    let measured = Double(consumed - c0) * 1e9 / Double(t - t0)
+                    let bytesPerSecond = max(Double(decoder.format.rate * bytesPerFrame), measured)
+                    backoffMillis = max(1, min(250, Int(needed / bytesPerSecond * 1000)))
+                    lastDrainSample = (t, consumed)
+                } else {
+                    // Nothing drained since the last look: the output is starting (a device
+                    // that may drain far faster than real time) or paused. Look again soon,
+                    // then less and less often.
+                    backoffMillis = min(250, max(2, backoffMillis * 2))
+                }
             } else {
                 backoffMillis = 2  // no drain rate measured yet: look again soon
                 lastDrainSample = (t, consumed)

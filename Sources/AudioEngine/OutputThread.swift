@@ -142,6 +142,7 @@ final class OutputThread: @unchecked Sendable {
         // The control plane drains this queue every few ms; if it is ever full the event is
         // dropped rather than blocking audio (the queue holds 1024 events).
         _ = events.push(e)
+        shared.wakeMonitor()
     }
 
     private func sleepMillis(_ ms: Int) {

@@ -135,7 +135,7 @@ public final class PlaybackEngine: Sendable {
                                 report: { reportBox.engine?.decoderReport($0) })
         output = OutputThread(shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
                               markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
-        monitor = MonitorThread(events: eventRing.makeConsumer())
+        monitor = MonitorThread(events: eventRing.makeConsumer(), shared: shared)
         reportBox.engine = self
         monitor.engine = self
         decoder.start()
@@ -596,19 +596,21 @@ final class MonitorThread: @unchecked Sendable {
     // @unchecked Sendable: `events` is used only by the monitor thread; `engine` is set before start.
     private var events: RingConsumer
     weak var engine: PlaybackEngine?
+    private let shared: EngineShared
     private let running = Atomic<Bool>(true)
     private let done = DispatchSemaphore(value: 0)
-    private let wake = DispatchSemaphore(value: 0)
 
     /// Wakes the monitor now (after a command: the next events come sooner than its sleep).
-    func poke() { wake.signal() }
+    func poke() { shared.wakeMonitor() }
 
-    init(events: consuming RingConsumer) {
+    init(events: consuming RingConsumer, shared: EngineShared) {
         self.events = events
+        self.shared = shared
     }
 
     func start() {
         let t = Thread { [self] in
+            var scratch = [UInt8](repeating: 0, count: 64)
             while running.load(ordering: .acquiring) {
                 var batch: [OutputEvent] = []
                 while let e = events.peekEvent() {
@@ -616,7 +618,11 @@ final class MonitorThread: @unchecked Sendable {
                     batch.append(e)
                 }
                 let sleep = engine?.process(batch) ?? 20_000
-                _ = wake.wait(timeout: .now() + .microseconds(Int(sleep)))
+                // Sleep until due, or until the output posts an event or a command pokes.
+                var p = pollfd(fd: shared.monitorFD, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, Int32(max(1, (sleep + 999) / 1000))) > 0 {
+                    while scratch.withUnsafeMutableBytes({ read(shared.monitorFD, $0.baseAddress, $0.count) }) > 0 {}
+                }
             }
             done.signal()
         }
@@ -626,7 +632,7 @@ final class MonitorThread: @unchecked Sendable {
 
     func stop() {
         if running.exchange(false, ordering: .acquiringAndReleasing) {
-            wake.signal()
+            shared.wakeMonitor()
             done.wait()
         }
     }
