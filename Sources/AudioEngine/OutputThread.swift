@@ -10,7 +10,7 @@ import Glibc
 public struct OutputSettings: Sendable, Equatable {
     /// ALSA PCM name.
     public var device: String
-    /// Device buffer length (default 500 ms, as mpg123 and mpd) and period (default a quarter of it).
+    /// Device buffer length (default 500 ms, as mpg123 and mpd) and period (default half of it: 4 wake-ups a second at 500 ms, a 250 ms cushion).
     ///
     /// A longer buffer means fewer wake-ups (8 a second at 500 ms) and more safety against a
     /// stalled process; pause, stop, seek and skip stay immediate (hardware pause or drop), but a
@@ -30,7 +30,7 @@ public struct OutputSettings: Sendable, Equatable {
                 preferredFormat: DeviceSampleFormat = .float32, realtime: Bool = true) {
         self.device = device
         self.bufferMillis = bufferMillis
-        self.periodMillis = periodMillis ?? max(5, bufferMillis / 4)
+        self.periodMillis = periodMillis ?? max(5, bufferMillis / 2)
         self.preferredFormat = preferredFormat
         self.realtime = realtime
     }

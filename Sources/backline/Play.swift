@@ -28,7 +28,7 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "ALSA PCM device name.")
     var device = "default"
 
-    @Option(name: .customLong("buffer-ms"), help: "Device buffer length in milliseconds (period = a quarter).")
+    @Option(name: .customLong("buffer-ms"), help: "Device buffer length in milliseconds (period = a half).")
     var bufferMs = 500
 
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
