@@ -875,23 +875,21 @@ extension JSON {
     }
 
     func optionalStrings(_ k: String) throws(ProtocolError) -> [String]? {
-        guard let v = self[k], v != .null else { return nil }
-        guard let a = v.array else { throw .badArgument("\"\(k)\" must be an array of strings") }
-        var out: [String] = []
-        for x in a {
-            guard let s = x.string else { throw .badArgument("\"\(k)\" must be an array of strings") }
-            out.append(s)
-        }
-        return out
+        try optionalArray(k, "strings") { $0.string }
     }
 
     func optionalInts(_ k: String) throws(ProtocolError) -> [Int]? {
+        try optionalArray(k, "integers") { $0.int }
+    }
+
+    /// The array member `k` with every element converted by `element` (nil: wrong type).
+    private func optionalArray<T>(_ k: String, _ kind: String, _ element: (JSON) -> T?) throws(ProtocolError) -> [T]? {
         guard let v = self[k], v != .null else { return nil }
-        guard let a = v.array else { throw .badArgument("\"\(k)\" must be an array of integers") }
-        var out: [Int] = []
+        guard let a = v.array else { throw .badArgument("\"\(k)\" must be an array of \(kind)") }
+        var out: [T] = []
         for x in a {
-            guard let i = x.int else { throw .badArgument("\"\(k)\" must be an array of integers") }
-            out.append(i)
+            guard let e = element(x) else { throw .badArgument("\"\(k)\" must be an array of \(kind)") }
+            out.append(e)
         }
         return out
     }

@@ -67,6 +67,13 @@ final class DaemonFixture: @unchecked Sendable {
         ]) { $1 }
     }
 
+    /// A daemon playing into the test process's shared PulseAudio null sink (tests on it play
+    /// muted, so they never disturb another test's recording).
+    static func onSharedSink(config: String) throws -> DaemonFixture {
+        let sink = try PulseNullSink.shared()
+        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: config)
+    }
+
     /// Starts the daemon and waits until it answers `ping`.
     func start(_ extra: [String] = []) throws {
         let log = dir.appendingPathComponent("daemon-\(logs.count).log")

@@ -10,8 +10,7 @@ struct PersistenceTests {
 
     @Test("SIGTERM mid-play, then kill -9 mid-play: each restart restores the queue, the item and the position (±2 s), paused")
     func restart() throws {
-        let sink = try PulseNullSink.shared()
-        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: Self.config)
+        let d = try DaemonFixture.onSharedSink(config: Self.config)
         try d.start()
         try d.request("mute", [("on", true)])
         #expect(try d.request("add", [("paths", ["album", "long.mp3"])])["items"] == [1, 2, 3, 4])
@@ -52,8 +51,7 @@ struct PersistenceTests {
 
     @Test("kill -9 during a burst of saves never leaves a torn file")
     func killDuringSaves() throws {
-        let sink = try PulseNullSink.shared()
-        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: Self.config + "save-interval = 0.2\n")
+        let d = try DaemonFixture.onSharedSink(config: Self.config + "save-interval = 0.2\n")
         for round in 0..<5 {
             try d.start()
             let c = try d.client()

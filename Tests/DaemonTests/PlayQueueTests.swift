@@ -10,8 +10,7 @@ struct PlayQueueTests {
 
     /// A muted daemon on the shared sink, with a subscribed watcher.
     func daemon(_ extra: String = "") throws -> (DaemonFixture, ControlClient, ControlClient) {
-        let sink = try PulseNullSink.shared()
-        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: Self.config + extra)
+        let d = try DaemonFixture.onSharedSink(config: Self.config + extra)
         try d.start()
         let c = try d.client()
         let w = try d.client()

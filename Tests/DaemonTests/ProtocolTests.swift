@@ -9,9 +9,7 @@ import Testing
 struct ProtocolTests {
     @Test("every command over the socket answers as documented; subscribers get the events in order")
     func everyCommand() throws {
-        let sink = try PulseNullSink.shared()
-        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment,
-                                  config: "position-interval = 0.2\nbackground-grace = 60\nstart-state = foreground\n")
+        let d = try DaemonFixture.onSharedSink(config: "position-interval = 0.2\nbackground-grace = 60\nstart-state = foreground\n")
         try d.start()
         let c = try d.client()
         let watcher = try d.client()

@@ -70,9 +70,7 @@ struct RobustnessTests {
 
     @Test("a subscriber that never reads is dropped at its output cap; playback and other clients carry on")
     func stuckSubscriber() throws {
-        let sink = try PulseNullSink.shared()
-        let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment,
-                                  config: Self.config + "max-output-bytes = 8192\nposition-interval = 0.05\n")
+        let d = try DaemonFixture.onSharedSink(config: Self.config + "max-output-bytes = 8192\nposition-interval = 0.05\n")
         try d.start()
         let stuck = try d.client()
         _ = try stuck.request("subscribe")
