@@ -329,8 +329,8 @@ public final class PlayQueue: Sendable {
             if !s.stopped { remember(&s, c) }
             guard let succ else {
                 s.current = nil
-                stopPlayer(&s)
                 post(.current(nil))
+                stopPlayer(&s)
                 return
             }
             jump(&s, to: succ, keepRate: true)
@@ -477,8 +477,8 @@ public final class PlayQueue: Sendable {
     private func jump(_ s: inout State, to id: Int?, keepRate: Bool) {
         guard let id else {
             s.current = nil
-            stopPlayer(&s)
             post(.current(nil))
+            stopPlayer(&s)
             return
         }
         s.current = id
