@@ -112,7 +112,9 @@ public final class DaemonCore: Sendable {
             session: session, application: application)
         queue = PlayQueue(player: player)
         nowPlaying = NowPlayingInfoCenter()
-        nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying)
+        nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying) { [queue] in
+            queue.currentIndex.map { ($0, queue.entries.count) }
+        }
         remote = RemoteCommandCenter()
         store = StateStore(path: config.stateFile)
         resolver = PathResolver(musicDirectory: config.musicDirectory, allowAbsolutePaths: config.allowAbsolutePaths)
@@ -199,9 +201,11 @@ public final class DaemonCore: Sendable {
             updateTicker(playing: s == .playing)
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
         case .current(let entry):
+            nowPlayingBinding.refresh()  // the index is the play queue's, which may settle after the player's event
             hub.publish("current", [("item", entry.map { .object(describe($0, index: queue.currentIndex, current: true)) } ?? .null)])
         case .queue(let version, let count):
             hub.publish("queue", [("version", .int(version)), ("count", .int(count))])
+            nowPlayingBinding.refresh()
         case .modes(let r, let sh, let sac):
             hub.publish("modes", [("repeat", .string(r.rawValue)), ("shuffle", .bool(sh)), ("stopAfterCurrent", .bool(sac))])
         case .failed(let entry, let reason):
@@ -724,10 +728,9 @@ public final class DaemonCore: Sendable {
         add("elapsedPlaybackTime", nowPlaying.elapsed().map(Self.ms))
         add("playbackRate", i.playbackRate.map(JSON.number))
         add("defaultPlaybackRate", i.defaultPlaybackRate.map(JSON.number))
-        // The play queue's index and count (the player only holds the current and the next item).
-        add("playbackQueueIndex", queue.currentIndex.map(JSON.int))
-        add("playbackQueueCount", .int(queue.entries.count))
-        add("mediaType", "audio")
+        add("playbackQueueIndex", i.playbackQueueIndex.map(JSON.int))
+        add("playbackQueueCount", i.playbackQueueCount.map(JSON.int))
+        add("mediaType", i.mediaType.map { $0 == .audio ? "audio" : $0 == .video ? "video" : "none" })
         if let a = i.artwork {
             f.append(("artwork", .object([("mimeType", .string(a.mimeType)), ("bytes", .int(a.data.count)),
                                           ("base64", .string(Data(a.data).base64EncodedString()))])))

@@ -1,3 +1,4 @@
+import AudioEngine
 import Broadcast
 import Dispatch
 import Foundation
@@ -9,15 +10,8 @@ public struct NowPlayingInfo: Sendable, Equatable {
     /// `MPNowPlayingInfoMediaType`.
     public enum MediaType: Int, Sendable { case none = 0, audio = 1, video = 2 }
 
-    /// Embedded artwork: the bytes and their MIME type.
-    public struct Artwork: Sendable, Equatable {
-        public var data: [UInt8]
-        public var mimeType: String
-        public init(data: [UInt8], mimeType: String) {
-            self.data = data
-            self.mimeType = mimeType
-        }
-    }
+    /// Embedded artwork: the bytes and their MIME type (the decoder's own type: tags pass through as read).
+    public typealias Artwork = TrackMetadata.Artwork
 
     public var title: String?
     public var artist: String?

@@ -15,10 +15,17 @@ public final class NowPlayingBinding: Sendable {
     private let token = Mutex<ObserverToken?>(nil)
     /// Items that left the queue while bound (played, skipped, failed): the zero-based index.
     private let done = Mutex(0)
+    /// Where the queue index and count come from when a queue above the player owns them.
+    private let queuePosition: (@Sendable () -> (index: Int, count: Int)?)?
 
-    public init(player: QueuePlayer, center: NowPlayingInfoCenter = .default) {
+    /// Binds `player` to `center`. `queuePosition`, when given, supplies the queue index and
+    /// count (a play queue that feeds the player only its next items knows them; call
+    /// ``refresh()`` when it changes); otherwise they are counted from the player's own queue.
+    public init(player: QueuePlayer, center: NowPlayingInfoCenter = .default,
+                queuePosition: (@Sendable () -> (index: Int, count: Int)?)? = nil) {
         self.player = player
         self.center = center
+        self.queuePosition = queuePosition
         let t = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
         token.withLock { $0 = t }
         queue.async { [self] in write() }
@@ -30,6 +37,12 @@ public final class NowPlayingBinding: Sendable {
     }
 
     deinit { unbind() }
+
+    /// Writes the info again now (after a change the player does not see, such as a queue edit
+    /// above it).
+    public func refresh() {
+        queue.async { [self] in write() }
+    }
 
     private func handle(_ e: PlayerEvent) {
         switch e {
@@ -63,7 +76,7 @@ public final class NowPlayingBinding: Sendable {
         info.discCount = m.discCount
         info.genre = m.genre
         info.playbackDuration = item.duration
-        info.artwork = m.artwork.map { NowPlayingInfo.Artwork(data: $0.data, mimeType: $0.mimeType) }
+        info.artwork = m.artwork
         info.mediaType = .audio
         info.isLiveStream = false
         info.elapsedPlaybackTime = player.currentTime()
@@ -72,9 +85,15 @@ public final class NowPlayingBinding: Sendable {
         // so nothing drifts while it is not heard.
         info.playbackRate = status == .playing ? Double(player.rate) : 0
         info.defaultPlaybackRate = 1
-        let index = done.withLock { $0 }
-        info.playbackQueueIndex = index
-        info.playbackQueueCount = index + items.count
+        if let queuePosition {
+            let position = queuePosition()
+            info.playbackQueueIndex = position?.index
+            info.playbackQueueCount = position?.count
+        } else {
+            let index = done.withLock { $0 }
+            info.playbackQueueIndex = index
+            info.playbackQueueCount = index + items.count
+        }
         center.nowPlayingInfo = info
         center.playbackState = player.rate != 0 ? .playing : (player.isInterrupted ? .interrupted : .paused)
     }
