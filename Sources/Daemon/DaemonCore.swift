@@ -139,6 +139,7 @@ public final class DaemonCore: Sendable {
             player.volume = saved.volume
             player.isMuted = saved.muted
             queue.restore(saved.queue, play: config.restorePlaying)
+            tags.prefetch(saved.queue.entries.map(\.path))
             logger.info("state restored", metadata: [
                 "items": "\(saved.queue.entries.count)", "current": "\(saved.queue.current.map(String.init) ?? "-")",
                 "position": "\(saved.queue.position)", "file": "\(store.path)",
@@ -635,21 +636,22 @@ public final class DaemonCore: Sendable {
         if files.isEmpty, let first = skipped.first { throw ProtocolError(first.code.rawValue, first.description) }
         let ids = commandLock.withLock { _ in queue.add(files, at: position) }
         // Read tags ahead for `list`.
-        let queued = files
-        DispatchQueue.global(qos: .utility).async { [tags] in for f in queued { _ = tags.info(f) } }
+        tags.prefetch(files)
         return [("items", .array(ids.map(JSON.int))),
                 ("skipped", .array(skipped.map { .object([("path", .string($0.path)), ("reason", .string($0.message))]) }))]
     }
 
     private func list() -> [(String, JSON)] {
         let (entries, current, version) = commandLock.withLock { _ in (queue.entries, queue.current?.id, queue.version) }
-        let items = entries.enumerated().map { i, e in JSON.object(describe(e, index: i, current: e.id == current)) }
+        let items = entries.enumerated().map { i, e in JSON.object(describe(e, index: i, current: e.id == current, read: true)) }
         return [("version", .int(version)), ("current", current.map(JSON.int) ?? .null), ("items", .array(items))]
     }
 
-    /// An entry's fields: id, index, path, tags, duration, current, failure.
-    func describe(_ e: PlayQueueEntry, index: Int?, current: Bool) -> [(String, JSON)] {
-        let info = tags.info(e.path)
+    /// An entry's fields: id, index, path, tags, duration, current, failure. With `read`, the
+    /// file's tags are read if need be (off the network thread only); without, tags not read
+    /// yet are left out (and fetched in the background).
+    func describe(_ e: PlayQueueEntry, index: Int?, current: Bool, read: Bool = false) -> [(String, JSON)] {
+        let info = read ? tags.info(e.path) : tags.lookup(e.path) ?? TagCache.Info(metadata: TrackMetadata(), duration: nil, error: nil)
         let m = info.metadata
         var f: [(String, JSON)] = [("id", .int(e.id))]
         if let index { f.append(("index", .int(index))) }
@@ -672,7 +674,7 @@ public final class DaemonCore: Sendable {
 
     private func status() -> [(String, JSON)] {
         let c = queue.current
-        let info = c.map { tags.info($0.path) }
+        let info = c.flatMap { tags.lookup($0.path) }
         var f: [(String, JSON)] = [
             ("state", .string(queue.playbackState.rawValue)),
             ("current", c.map { .object(describe($0, index: queue.currentIndex, current: true)) } ?? .null),

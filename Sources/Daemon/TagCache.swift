@@ -1,4 +1,5 @@
 import AudioEngine
+import Dispatch
 import Synchronization
 
 /// Tags and exact durations of queued files, read once per file (libmpg123: the ID3 tags and
@@ -31,4 +32,17 @@ public final class TagCache: Sendable {
 
     /// The info if it was read already.
     public func cached(_ path: String) -> Info? { cache.withLock { $0[path] } }
+
+    /// The info if it was read already; otherwise nil, and it is read in the background (for
+    /// callers that must not touch the file system, such as the network thread).
+    public func lookup(_ path: String) -> Info? {
+        if let i = cached(path) { return i }
+        prefetch([path])
+        return nil
+    }
+
+    /// Reads `paths` in the background.
+    public func prefetch(_ paths: [String]) {
+        DispatchQueue.global(qos: .utility).async { [self] in for p in paths { _ = info(p) } }
+    }
 }
