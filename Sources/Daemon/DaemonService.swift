@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import ServiceLifecycle
 
@@ -18,7 +19,16 @@ public struct DaemonService: Service {
         core.logger.info("ready", metadata: ["socket": "\(core.config.socketPath)", "music": "\(core.config.musicDirectory)"])
         try? await gracefulShutdown()
         core.logger.info("shutting down")
-        core.shutdown()
+        // Saving (fsync) and joining the engine's threads block: not on the cooperative pool.
+        await blockingWork { core.shutdown() }
         await server.stop()
+    }
+}
+
+/// Runs blocking `work` on a Dispatch thread and waits for it without holding a thread of
+/// Swift's cooperative pool.
+public func blockingWork<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { c in
+        DispatchQueue.global().async { c.resume(returning: work()) }
     }
 }

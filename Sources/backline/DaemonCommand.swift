@@ -67,11 +67,15 @@ struct DaemonCommand: AsyncParsableCommand {
 
         let server = ControlServer(config: settings, logger: logger)
         do { try server.claim() } catch { fail("\(error)") }
+        // Opening the state file and starting the engine's threads block: off the cooperative pool.
+        let config = settings
+        let made = await blockingWork { Result { () throws(ProtocolError) in
+            try DaemonCore(config: config, logger: logger, version: Backline.version)
+        } }
         let core: DaemonCore
-        do {
-            core = try DaemonCore(config: settings, logger: logger, version: Backline.version)
-        } catch {
-            fail("\(error)")
+        switch made {
+        case .success(let c): core = c
+        case .failure(let error): fail("\(error)")
         }
         let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
                                  gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
@@ -79,7 +83,7 @@ struct DaemonCommand: AsyncParsableCommand {
             try await group.run()
         } catch {
             logger.error("daemon failed", metadata: ["error": "\(error)"])
-            core.shutdown()
+            await blockingWork { core.shutdown() }
             throw ExitCode(1)
         }
     }
