@@ -269,7 +269,7 @@ public final class PlayQueue: Sendable {
                 rebuild(&s)
             }
             player.play()
-            publishState(&s, forcing: .playing)
+            publishState(&s)
         }
     }
 
@@ -283,7 +283,7 @@ public final class PlayQueue: Sendable {
             s.stopped = false
             rebuild(&s)
             player.play()
-            publishState(&s, forcing: .playing)
+            publishState(&s)
         }
     }
 
@@ -292,7 +292,7 @@ public final class PlayQueue: Sendable {
         state.withLock { s in
             guard !s.stopped else { return }
             player.pause()
-            publishState(&s, forcing: .paused)
+            publishState(&s)
         }
     }
 
@@ -534,8 +534,8 @@ public final class PlayQueue: Sendable {
         post(.modes(repeat: s.repeatMode, shuffle: s.shuffle, stopAfterCurrent: s.stopAfterCurrent))
     }
 
-    private func publishState(_ s: inout State, forcing: PlaybackState? = nil) {
-        let now = forcing ?? currentState(s)
+    private func publishState(_ s: inout State) {
+        let now = currentState(s)
         guard now != s.lastState else { return }
         s.lastState = now
         post(.state(now))
