@@ -202,8 +202,6 @@ public final class ControlServer: Sendable {
         }
         return channel.eventLoop.makeSucceededVoidFuture()
     }
-
-    public var connections: Int { connectionCount.load(ordering: .relaxed) }
 }
 
 /// Linux's `struct ucred` (SO_PEERCRED), which Glibc's module does not export.

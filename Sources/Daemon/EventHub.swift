@@ -33,8 +33,6 @@ public final class EventHub: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: client) }
     }
 
-    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
-
     /// Publishes `{"event": kind, "seq": n, …fields}` to the subscribers of `kind`.
     public func publish(_ kind: String, _ fields: [(String, JSON)] = []) {
         state.withLock { s in

@@ -107,7 +107,7 @@ struct PlayQueueTests {
             $0.contains { $0["event"] == "sleep" && $0["kind"] == "fired" } && $0.contains { $0["event"] == "state" && $0["state"] == "paused" }
         }
         let took = Date().timeIntervalSince(t0)
-        #expect(took > 1.6 && took < 3, "fired after \(took) s")
+        #expect(took > 1.6 && took < 6, "fired after \(took) s (not before its deadline)")
         let s = try c.request("status")
         #expect(s["state"] == "paused" && s["volume"] == 80 && s["sleep"] == .null, "\(s.text)")
         #expect(events.contains { $0["event"] == "state" && $0["state"] == "paused" })
