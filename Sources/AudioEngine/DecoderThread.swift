@@ -31,10 +31,11 @@ final class DecoderThread: @unchecked Sendable {
     enum Command: Sendable {
         /// Replace the whole plan (a flush): decode `items` for `generation`.
         case load([DecodeItem], generation: UInt32)
-        /// Add items at the end of the plan.
-        case append([DecodeItem])
-        /// Replace the plan after item `after` with `items`, if nothing after it has been opened.
-        case splice(after: UInt64, items: [DecodeItem], generation: UInt32)
+        /// Add items at the end of the plan (queue edit number `edit`).
+        case append([DecodeItem], edit: UInt64)
+        /// Replace the plan after item `after` with `items`, if nothing after it has been opened
+        /// (queue edit number `edit`).
+        case splice(after: UInt64, items: [DecodeItem], generation: UInt32, edit: UInt64)
     }
 
     private let shared: EngineShared
@@ -112,11 +113,19 @@ final class DecoderThread: @unchecked Sendable {
             current = nil
             currentItem = nil
             shared.endPosition.store(-1, ordering: .releasing)
-        case .append(let items):
+        case .append(let items, let edit):
+            defer { shared.editsHandled.store(edit, ordering: .releasing) }
             plan += items
             shared.endPosition.store(-1, ordering: .releasing)
-        case .splice(let anchor, let items, let g):
+        case .splice(let anchor, let items, let g, let edit):
+            // Handled (applied, refused or superseded) once this returns; the cut, the plan
+            // and the withdrawn end are published first.
+            defer { shared.editsHandled.store(edit, ordering: .releasing) }
             guard g == generation else { return }  // a newer load already carries the new plan
+            // Withdraw the end of input first: the output must not take the old plan's end (or,
+            // after the cut below, the cut's end) for the end of everything and release the
+            // device while the new items are still being opened. The idle decoder stores it again.
+            shared.endPosition.store(-1, ordering: .releasing)
             // Opened so far: plan[..<index], and plan[index] while `current` is set.
             let firstUnopened = current == nil ? index : index + 1
             guard let a = plan.firstIndex(where: { $0.id == anchor }) else {
@@ -138,10 +147,10 @@ final class DecoderThread: @unchecked Sendable {
                 shared.cutTo.store(producer.position, ordering: .relaxed)
                 shared.cutGeneration.store(generation, ordering: .relaxed)
                 shared.cutAnchor.store(anchor, ordering: .relaxed)
+                shared.cutLastRemoved.store(plan[firstUnopened - 1].id, ordering: .relaxed)
                 shared.cutSeq.add(1, ordering: .releasing)
             }
             plan = Array(plan[...a]) + items
-            shared.endPosition.store(-1, ordering: .releasing)
         }
     }
 

@@ -69,7 +69,8 @@ final class OutputThread: @unchecked Sendable {
     private var endReported = false
     /// The last cut seen, and the one pending (bytes [from, to) to skip).
     private var seenCut: UInt64 = 0
-    private var cut: (from: Int, to: Int, anchor: UInt64)?
+    private var cut: Cut?
+    private typealias Cut = (from: Int, to: Int, anchor: UInt64, lastRemoved: UInt64)
     /// Whether any marker of the current generation has arrived: the end of input is only
     /// reported after some input (an engine with nothing queued yet has nothing to end).
     private var sawInput = false
@@ -80,6 +81,7 @@ final class OutputThread: @unchecked Sendable {
         self.shared = shared
         self.settings = settings
         periodMillis = settings.periodMillis
+        editWaitNanos = min(100, max(5, settings.bufferMillis / 2)) * 1_000_000
         self.consumer = consumer
         self.markers = markers
         self.events = events
@@ -229,8 +231,12 @@ final class OutputThread: @unchecked Sendable {
             seenCut = cutSeq
             let from = shared.cutFrom.load(ordering: .relaxed)
             if shared.cutGeneration.load(ordering: .relaxed) == generation {
-                if consumer.position < from {  // strictly: markers at `from` not yet applied
-                    cut = (from, shared.cutTo.load(ordering: .relaxed), shared.cutAnchor.load(ordering: .relaxed))
+                // In time while no marker at `from` has been applied: the output is before
+                // `from`, or holds there at the anchor's end (waiting for this very edit).
+                let atFromUnapplied = consumer.position == from && markers.peekMarker()?.position == from
+                if consumer.position < from || atFromUnapplied {
+                    cut = (from, shared.cutTo.load(ordering: .relaxed), shared.cutAnchor.load(ordering: .relaxed),
+                           shared.cutLastRemoved.load(ordering: .relaxed))
                 } else {
                     emit(.cutMissed)
                 }
@@ -240,14 +246,19 @@ final class OutputThread: @unchecked Sendable {
         let readable = consumer.availableToRead()
         var limit = readable
         while let m = markers.peekMarker() {
-            if let c = cut, m.position >= c.from, m.position < c.to,
-               !(m.position == c.from && m.item == c.anchor && (m.kind == .end || m.kind == .failed)) {
+            if let c = cut, Self.isCut(m, c) {
                 markers.commit(Marker.stride)  // an item the queue edit replaced
                 continue
             }
             if m.position > consumer.position {
                 limit = min(limit, m.position - consumer.position)
                 break
+            }
+            if (m.kind == .end || m.kind == .failed) && editPending() {
+                // A queue edit may replace what follows this end: wait for the decoder.
+                publishPosition()
+                sleepMillis(1)
+                return
             }
             markers.commit(Marker.stride)
             apply(m)
@@ -274,6 +285,36 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         write(pcm, limitBytes: limit)
+    }
+
+    /// When the output started waiting for the decoder to handle a queue edit (0: not waiting).
+    private var editWaitSince = 0
+    /// How long the output waits at a boundary for a queue edit: long enough for a decoder
+    /// thread that is busy or descheduled (normally it takes microseconds), short enough to
+    /// stay within the device buffer (half of it), so the wait is never heard as an underrun.
+    private let editWaitNanos: Int
+
+    /// Whether a queue edit sent to the decoder is not handled yet, within the bounded wait.
+    /// A decoder that takes longer (a slow file open) lets the output go on: the edit then
+    /// falls back to the late path (`cutMissed` / `spliceFailed`, a re-plan from the heard frame).
+    private func editPending() -> Bool {
+        if shared.editsRequested.load(ordering: .acquiring) == shared.editsHandled.load(ordering: .acquiring) {
+            editWaitSince = 0
+            return false
+        }
+        let now = monotonicNanos()
+        if editWaitSince == 0 { editWaitSince = now }
+        return now - editWaitSince < editWaitNanos
+    }
+
+    /// Whether marker `m` belongs to the items a cut removed: everything in [from, to) but the
+    /// anchor's own end at `from`; and at `to`, the end (or failure) of the last removed item
+    /// (the new plan's first markers sit there too, and are kept).
+    private static func isCut(_ m: Marker, _ c: Cut) -> Bool {
+        let ends = m.kind == .end || m.kind == .failed
+        if m.position == c.from && m.item == c.anchor && ends { return false }
+        if m.position >= c.from && m.position < c.to { return true }
+        return m.position == c.to && ends && m.item == c.lastRemoved
     }
 
     private func apply(_ m: Marker) {
@@ -337,6 +378,12 @@ final class OutputThread: @unchecked Sendable {
     }
 
     private func checkEndOfInput(_ pcm: ALSAPCM?) {
+        if editPending() {
+            // Items may be on their way (an append or splice not yet seen by the decoder).
+            publishPosition()
+            sleepMillis(1)
+            return
+        }
         let end = shared.endPosition.load(ordering: .acquiring)
         if !sawInput, pcm != nil, end == consumer.position,
            shared.endGeneration.load(ordering: .acquiring) == generation {

@@ -164,14 +164,15 @@ public final class PlaybackEngine: Sendable {
     public func enqueue(_ paths: [String]) -> [ItemID] {
         let items = state.withLock { s -> [DecodeItem] in
             s.watchClosely = monotonicNanos() + 1_000_000_000
-            return paths.map { path in
+            let items = paths.map { path in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
                 s.queue.append((id, path))
                 return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
             }
+            sendEdit { .append(items, edit: $0) }
+            return items
         }
-        decoder.send(.append(items))
         monitor.poke()
         return items.map { ItemID(rawValue: $0.id) }
     }
@@ -185,9 +186,10 @@ public final class PlaybackEngine: Sendable {
             s.queue.append((id, path))
             s.seekOrigin.insert(id)
             s.watchClosely = monotonicNanos() + 1_000_000_000
-            return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
+            let item = DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
+            sendEdit { .append([item], edit: $0) }
+            return item
         }
-        decoder.send(.append([item]))
         monitor.poke()
         return ItemID(rawValue: item.id)
     }
@@ -256,7 +258,7 @@ public final class PlaybackEngine: Sendable {
     /// - Returns: the new items' ids (`paths` order), or nil if `anchor` is not queued.
     @discardableResult
     public func replaceItems(after anchor: ItemID, with paths: [String]) -> [ItemID]? {
-        let planned = state.withLock { s -> ([DecodeItem], UInt32)? in
+        let planned = state.withLock { s -> [DecodeItem]? in
             guard let i = s.queue.firstIndex(where: { $0.id == anchor }) else { return nil }
             let items = paths.map { path -> DecodeItem in
                 let id = ItemID(rawValue: s.nextID)
@@ -264,12 +266,23 @@ public final class PlaybackEngine: Sendable {
                 return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
             }
             s.queue = Array(s.queue[...i]) + items.map { (ItemID(rawValue: $0.id), $0.path) }
-            return (items, s.generation)
+            let generation = s.generation
+            sendEdit { .splice(after: anchor.rawValue, items: items, generation: generation, edit: $0) }
+            return items
         }
-        guard let (items, generation) = planned else { return nil }
-        decoder.send(.splice(after: anchor.rawValue, items: items, generation: generation))
+        guard let items = planned else { return nil }
         monitor.poke()
         return items.map { ItemID(rawValue: $0.id) }
+    }
+
+    /// Numbers a queue edit and hands it to the decoder. Called under the state lock, so edits
+    /// reach the mailbox in number order. Until the decoder has handled the edit, the output
+    /// thread does not cross an item's end or the end of input (for a bounded time): an edit
+    /// made before the listener reaches a boundary is applied there gaplessly, however late
+    /// the decoder thread gets to run.
+    private func sendEdit(_ command: (UInt64) -> DecoderThread.Command) {
+        let n = shared.editsRequested.add(1, ordering: .acquiringAndReleasing).newValue
+        decoder.send(command(n))
     }
 
     /// Skips to the next item (the audible one is dropped from the queue).

@@ -121,7 +121,14 @@ final class EngineShared: Sendable {
     let cutGeneration = Atomic<UInt32>(0)
     /// The item whose end marker sits at `cutFrom` and is kept.
     let cutAnchor = Atomic<UInt64>(0)
+    /// The last item the cut removed: its end (or failure) marker sits at `cutTo` and is skipped.
+    let cutLastRemoved = Atomic<UInt64>(0)
     let cutSeq = Atomic<UInt64>(0)
+    /// Control → decoder → output: queue edits (appends, splices) numbered as they are sent,
+    /// and the number of the last one the decoder has handled. While they differ the output
+    /// holds at item ends and at the end of input (see `OutputThread.editPending`).
+    let editsRequested = Atomic<UInt64>(0)
+    let editsHandled = Atomic<UInt64>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
     /// Control → output: a non-blocking pipe the output thread polls beside the device, so a

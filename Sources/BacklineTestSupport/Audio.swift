@@ -113,4 +113,18 @@ public struct ALSAFileCapture: Sendable {
     public func s16() throws -> [Int16] { try PCM.readS16(file) }
     /// The captured samples as float32.
     public func f32() throws -> [Float] { try PCM.readF32(file) }
+
+    /// The captured samples as float32, once the file holds at least `count` of them, or after
+    /// `timeout` seconds with whatever it holds. A player reports an item heard when the device
+    /// took its last frame; the file plugin writes behind the device, and its tail lands when
+    /// the device drains and closes, a moment later on a loaded machine.
+    public func f32(waitingFor count: Int, timeout: Double = 5) throws -> [Float] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? 0
+            if size >= count * 4 { break }
+            usleep(5_000)
+        }
+        return try PCM.readF32(file)
+    }
 }

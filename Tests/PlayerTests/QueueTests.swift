@@ -50,7 +50,8 @@ struct QueueTests {
         #expect(player.insert(again, after: nil))
         #expect(player.currentItem === again)
         #expect(log.wait(timeout: 10) { if case .itemDidPlayToEnd(let i) = $0 { i === again } else { false } } != nil)
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a), "the inserted item played, bit-exact")
+        let ref = try ReferenceDecoder.decodeF32(a)
+        #expect(try cap.f32(waitingFor: ref.count) == ref, "the inserted item played, bit-exact")
         #expect(player.currentItem == nil && player.reasonForWaitingToPlay == .noItemToPlay)
         #expect(player.rate == 1, "the rate stays 1 at the end of the queue")
         #expect(ia.status == .readyToPlay, "the first item was loaded while it was current")
@@ -68,7 +69,8 @@ struct QueueTests {
         player.play()
         #expect(log.wait(timeout: 10, isCurrentNil) != nil)
         #expect(log.trace == ["end q-a", "current q-b", "end q-b", "current nil"])
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b))
+        let ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b)
+        #expect(try cap.f32(waitingFor: ref.count) == ref)
         #expect(player.items().isEmpty && player.rate == 1)
         #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .noItemToPlay)
     }
@@ -87,13 +89,17 @@ struct QueueTests {
         #expect(player.currentItem === ia && player.items() == [ia, ib])
         #expect(abs(player.currentTime() - 0.6) < 0.001)
         Thread.sleep(forTimeInterval: 0.3)
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a), "exactly the first item, nothing of the next")
+        let refA = try ReferenceDecoder.decodeF32(a)
+        let gotA = try cap.f32(waitingFor: refA.count)
+        #expect(gotA == refA, "exactly the first item, nothing of the next (\(gotA.count) vs \(refA.count) samples)")
         #expect(log.trace == ["end q-a"])
         player.advanceToNextItem()
         #expect(player.currentItem === ib && player.rate == 0)
         player.play()
         #expect(log.wait(timeout: 10, { if case .itemDidPlayToEnd(let i) = $0 { i === ib } else { false } }) != nil)
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(b))
+        let refB = try ReferenceDecoder.decodeF32(b)
+        let gotB = try cap.f32(waitingFor: refB.count)
+        #expect(gotB == refB, "then exactly the second (\(gotB.count) vs \(refB.count) samples)")
     }
 
     @Test("none: nothing happens at the end; switching to advance then applies at once")
@@ -109,12 +115,14 @@ struct QueueTests {
         Thread.sleep(forTimeInterval: 0.3)
         #expect(player.rate == 1 && player.currentItem === ia && player.items() == [ia, ib])
         #expect(abs(player.currentTime() - 0.6) < 0.001)
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(a))
+        let refA = try ReferenceDecoder.decodeF32(a)
+        #expect(try cap.f32(waitingFor: refA.count) == refA)
         player.actionAtItemEnd = .advance
         #expect(player.currentItem === ib, "the change applies immediately")
         #expect(log.wait(timeout: 10, isCurrentNil) != nil)
         #expect(log.trace == ["end q-a", "current q-b", "end q-b", "current nil"])
-        #expect(try cap.f32() == ReferenceDecoder.decodeF32(b))
+        let refB = try ReferenceDecoder.decodeF32(b)
+        #expect(try cap.f32(waitingFor: refB.count) == refB)
     }
 
     @Test("a broken file mid-queue: failed event with file and reason, removed, the next item plays gaplessly")
@@ -136,7 +144,7 @@ struct QueueTests {
         #expect(failed == [error])
         #expect(log.trace.filter { !$0.hasPrefix("current") } == ["end gapless-a-44100", "failed empty", "end gapless-b-44100"])
         #expect(player.rate == 1, "the queue went on at the same rate")
-        let got = try cap.f32(), ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b)
+        let ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(b), got = try cap.f32(waitingFor: ref.count)
         #expect(got.count == ref.count && got == ref, "gapless across the failed item")
     }
 
@@ -148,15 +156,15 @@ struct QueueTests {
         let player = makePlayer([ia, ib], device: cap.device)
         let log = PlayerLog(player)
         // Paused, the decoder runs ahead: both items are decoded into the ring already.
-        #expect(log.wait(timeout: 5) { if case .itemStatusChanged(let i, .readyToPlay) = $0 { i === ib } else { false } } != nil)
+        #expect(eventually(timeout: 5) { ib.status == .readyToPlay })
         Thread.sleep(forTimeInterval: 0.1)
         #expect(player.insert(ic, after: ia))
         #expect(player.items() == [ia, ic, ib])
         player.play()
         #expect(log.wait(timeout: 10, isCurrentNil) != nil)
         #expect(log.trace == ["end q-a", "current q-c", "end q-c", "current q-b", "end q-b", "current nil"])
-        let got = try cap.f32()
         let ref = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(c) + ReferenceDecoder.decodeF32(b)
+        let got = try cap.f32(waitingFor: ref.count)
         #expect(got.count == ref.count && got == ref, "A, C, B joined exactly (\(got.count) vs \(ref.count) samples)")
 
         // Removing a decoded-ahead item: it is cut out, nothing of it is heard.
@@ -164,12 +172,12 @@ struct QueueTests {
         let ja = PlayerItem(path: a.path), jb = PlayerItem(path: b.path), jc = PlayerItem(path: c.path)
         let player2 = makePlayer([ja, jb, jc], device: cap2.device)
         let log2 = PlayerLog(player2)
-        #expect(log2.wait(timeout: 5) { if case .itemStatusChanged(let i, .readyToPlay) = $0 { i === jc } else { false } } != nil)
+        #expect(eventually(timeout: 5) { jc.status == .readyToPlay })
         Thread.sleep(forTimeInterval: 0.1)
         player2.remove(jb)
         player2.play()
         #expect(log2.wait(timeout: 10, isCurrentNil) != nil)
-        let got2 = try cap2.f32(), ref2 = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(c)
+        let ref2 = try ReferenceDecoder.decodeF32(a) + ReferenceDecoder.decodeF32(c), got2 = try cap2.f32(waitingFor: ref2.count)
         #expect(got2.count == ref2.count && got2 == ref2, "A and C joined exactly, B never heard")
     }
 
