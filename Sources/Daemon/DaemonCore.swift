@@ -732,7 +732,7 @@ public final class DaemonCore: Sendable {
         add("defaultPlaybackRate", i.defaultPlaybackRate.map(JSON.number))
         add("playbackQueueIndex", i.playbackQueueIndex.map(JSON.int))
         add("playbackQueueCount", i.playbackQueueCount.map(JSON.int))
-        add("mediaType", i.mediaType.map { $0 == .audio ? "audio" : $0 == .video ? "video" : "none" })
+        add("mediaType", i.mediaType.map { .string($0.name) })
         if let a = i.artwork {
             f.append(("artwork", .object([("mimeType", .string(a.mimeType)), ("bytes", .int(a.data.count)),
                                           ("base64", .string(Data(a.data).base64EncodedString()))])))

@@ -13,6 +13,9 @@ public final class TagCache: Sendable {
     }
 
     private let cache = Mutex<[String: Info]>([:])
+    /// Paths a background read is already under way for (so repeated lookups, e.g. `status`
+    /// polled while a file is still being scanned, start one read, not one each).
+    private let fetching = Mutex<Set<String>>([])
 
     public init() {}
 
@@ -41,8 +44,22 @@ public final class TagCache: Sendable {
         return nil
     }
 
-    /// Reads `paths` in the background.
+    /// Reads `paths` in the background (those not read yet and not being read already).
     public func prefetch(_ paths: [String]) {
-        DispatchQueue.global(qos: .utility).async { [self] in for p in paths { _ = info(p) } }
+        let todo = fetching.withLock { f -> [String] in
+            var out: [String] = []
+            for p in paths where !f.contains(p) && cached(p) == nil {
+                f.insert(p)
+                out.append(p)
+            }
+            return out
+        }
+        guard !todo.isEmpty else { return }
+        DispatchQueue.global(qos: .utility).async { [self] in
+            for p in todo {
+                _ = info(p)
+                _ = fetching.withLock { $0.remove(p) }
+            }
+        }
     }
 }

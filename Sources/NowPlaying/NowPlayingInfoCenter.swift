@@ -8,7 +8,17 @@ import Synchronization
 /// `MPMediaItemProperty*` and `MPNowPlayingInfoProperty*` entries.
 public struct NowPlayingInfo: Sendable, Equatable {
     /// `MPNowPlayingInfoMediaType`.
-    public enum MediaType: Int, Sendable { case none = 0, audio = 1, video = 2 }
+    public enum MediaType: Int, Sendable {
+        case none = 0, audio = 1, video = 2
+        /// The lowercase name (`none`, `audio`, `video`).
+        public var name: String {
+            switch self {
+            case .none: "none"
+            case .audio: "audio"
+            case .video: "video"
+            }
+        }
+    }
 
     /// Embedded artwork: the bytes and their MIME type (the decoder's own type: tags pass through as read).
     public typealias Artwork = TrackMetadata.Artwork

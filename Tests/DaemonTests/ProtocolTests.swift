@@ -114,6 +114,7 @@ struct ProtocolTests {
         let np = try ok("now-playing")
         #expect(np["item"] == 2 && np["info"]?["title"] == "b.mp3" && np["info"]?["playbackDuration"] == 4)
         #expect(np["info"]?["playbackQueueIndex"] == 2 && np["info"]?["playbackQueueCount"] == 4)
+        #expect(np["info"]?["mediaType"] == "audio")
 
         // Editing.
         #expect(try ok("move", [("item", 4), ("position", 3)])["index"] == 3)
