@@ -255,9 +255,7 @@ final class OutputThread: @unchecked Sendable {
                 break
             }
             if (m.kind == .end || m.kind == .failed) && editPending() {
-                // A queue edit may replace what follows this end: wait for the decoder.
-                publishPosition()
-                sleepMillis(1)
+                waitForEdit()  // the edit may replace what follows this end
                 return
             }
             markers.commit(Marker.stride)
@@ -305,6 +303,12 @@ final class OutputThread: @unchecked Sendable {
         let now = monotonicNanos()
         if editWaitSince == 0 { editWaitSince = now }
         return now - editWaitSince < editWaitNanos
+    }
+
+    /// One short wait for the decoder to handle a queue edit (the caller steps again after it).
+    private func waitForEdit() {
+        publishPosition()
+        sleepMillis(1)
     }
 
     /// Whether marker `m` belongs to the items a cut removed: everything in [from, to) but the
@@ -379,9 +383,7 @@ final class OutputThread: @unchecked Sendable {
 
     private func checkEndOfInput(_ pcm: ALSAPCM?) {
         if editPending() {
-            // Items may be on their way (an append or splice not yet seen by the decoder).
-            publishPosition()
-            sleepMillis(1)
+            waitForEdit()  // items may be on their way (an append or splice)
             return
         }
         let end = shared.endPosition.load(ordering: .acquiring)
