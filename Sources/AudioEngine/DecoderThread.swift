@@ -23,8 +23,10 @@ enum DecoderReport: Sendable {
 /// ones ahead into the PCM ring (as far as the ring's capacity allows), and writes in-band
 /// markers before each item's audio.
 ///
-/// Commands arrive through a mailbox (a `Mutex`-guarded list plus a semaphore to wake it); this
-/// thread is not real-time and may block, allocate and log.
+/// Commands arrive through a mailbox (a `Mutex`-guarded list plus a wake pipe it polls); the
+/// output thread writes to the same pipe when it frees ring space the decoder may be waiting for
+/// (stale bytes discarded after a flush, a cut skipped). This thread is not real-time and may
+/// block, allocate and log.
 final class DecoderThread: @unchecked Sendable {
     // @unchecked Sendable: `producer`, `markers` and the decode state are touched only by the
     // thread itself; the mailbox is a Mutex.
@@ -42,7 +44,6 @@ final class DecoderThread: @unchecked Sendable {
     private var producer: RingProducer
     private var markers: RingProducer
     private let mailbox = Mutex<[Command]>([])
-    private let wake = DispatchSemaphore(value: 0)
     private let report: @Sendable (DecoderReport) -> Void
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
@@ -81,12 +82,22 @@ final class DecoderThread: @unchecked Sendable {
 
     func send(_ command: Command) {
         mailbox.withLock { $0.append(command) }
-        wake.signal()
+        shared.wakeDecoder()
     }
 
     func join() {
-        wake.signal()
+        shared.wakeDecoder()
         finished.wait()
+    }
+
+    /// Sleeps up to `millis`, returning early when woken through the pipe (a command, or ring
+    /// space freed by the output).
+    private func sleep(millis: Int) {
+        var p = pollfd(fd: shared.decoderFD, events: Int16(POLLIN), revents: 0)
+        if poll(&p, 1, Int32(millis)) > 0 {
+            var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            while withUnsafeMutableBytes(of: &scratch, { read(shared.decoderFD, $0.baseAddress, $0.count) }) > 0 {}
+        }
     }
 
     private func run() {
@@ -96,7 +107,7 @@ final class DecoderThread: @unchecked Sendable {
             }
             if !decodeStep() {
                 let flushPending = shared.generation.load(ordering: .acquiring) != generation
-                _ = wake.wait(timeout: .now() + .milliseconds(idle && !flushPending ? 1000 : backoffMillis))
+                sleep(millis: idle && !flushPending ? 1000 : backoffMillis)
             }
         }
         current = nil
@@ -113,6 +124,12 @@ final class DecoderThread: @unchecked Sendable {
             current = nil
             currentItem = nil
             shared.endPosition.store(-1, ordering: .releasing)
+            // A flush: the listener waits for this plan's first samples, so decode at once
+            // (a burst) whatever the pacing was. The ring may still hold the old plan's bytes
+            // until the output discards them; it wakes this thread when it has.
+            refilling = true
+            backoffMillis = 1
+            lastDrainSample = nil
         case .append(let items, let edit):
             defer { shared.editsHandled.store(edit, ordering: .releasing) }
             plan += items
@@ -248,16 +265,16 @@ final class DecoderThread: @unchecked Sendable {
             if misalignment != 0 {
                 while !pushMarker(.pad, item: item, format: decoder.format) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
-                    _ = wake.wait(timeout: .now() + .milliseconds(5))
+                    sleep(millis: 5)
                 }
                 while !writeFiller(8 - misalignment) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
-                    _ = wake.wait(timeout: .now() + .milliseconds(5))
+                    sleep(millis: 5)
                 }
             }
             while !pushMarker(.start, item: item, format: decoder.format) {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
-                _ = wake.wait(timeout: .now() + .milliseconds(5))
+                sleep(millis: 5)
             }
             current = decoder
             currentItem = item
@@ -265,7 +282,7 @@ final class DecoderThread: @unchecked Sendable {
             report(.failed(id: item.id, error: Self.mpg123Error(error, path: item.path)))
             while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
-                _ = wake.wait(timeout: .now() + .milliseconds(5))
+                sleep(millis: 5)
             }
             noteEnd(item.id)
             index += 1

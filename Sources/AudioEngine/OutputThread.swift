@@ -60,6 +60,10 @@ final class OutputThread: @unchecked Sendable {
     /// The device's poll descriptors plus the wake pipe (preallocated, filled per wait).
     private let pollFDs = UnsafeMutablePointer<pollfd>.allocate(capacity: 16)
     private var framesWritten = 0
+    /// `framesWritten` when the device was last (re)started empty (opened, prepared after a drop
+    /// or an underrun): nothing before it is still in the device, so the published delay never
+    /// reaches back past it, and while the device is not yet running it is what is heard.
+    private var heardFloor = 0
     private var generation: UInt32 = 0
     /// Generation and format of the segment whose bytes are next in the ring.
     private var segmentGeneration: UInt32 = .max
@@ -207,9 +211,34 @@ final class OutputThread: @unchecked Sendable {
     private func publishPosition() {
         var delay: snd_pcm_sframes_t = 0
         if let pcm, snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
-        let running = pcm.map { snd_pcm_state($0.pcm) == SND_PCM_STATE_RUNNING } ?? false
-        shared.publish(framesWritten: framesWritten, delay: max(0, delay), stampNanos: monotonicNanos(),
-                       advancing: running && !shared.pauseRequested.load(ordering: .relaxed))
+        let state = pcm.map { snd_pcm_state($0.pcm) }
+        let written = framesWritten - heardFloor
+        // Not started yet (filling up to the start threshold): nothing written since the floor
+        // has been heard, whatever the plugin reports (PulseAudio's reports 0 before it starts).
+        let held = state == SND_PCM_STATE_PREPARED ? written : min(written, max(0, Int(delay)))
+        shared.publish(framesWritten: framesWritten, delay: held, stampNanos: monotonicNanos(),
+                       advancing: state == SND_PCM_STATE_RUNNING && !shared.pauseRequested.load(ordering: .relaxed))
+    }
+
+    /// Drops what the device holds and takes it off the timeline: those frames were never
+    /// heard, so the device timeline goes on from the last frame heard (a jump's new audio is
+    /// heard right after it, and the position never runs ahead and back). Returns the frames
+    /// dropped.
+    @discardableResult
+    private func dropUnheard(_ pcm: ALSAPCM) -> Int {
+        var delay: snd_pcm_sframes_t = 0
+        let before = monotonicNanos()
+        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
+        if snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        snd_pcm_drop(pcm.pcm)
+        // Frames kept playing between the reading and the drop: those were heard.
+        let played = running ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
+        let unheard = running ? max(0, min(Int(delay) - played, framesWritten - heardFloor))
+                              : framesWritten - heardFloor
+        snd_pcm_prepare(pcm.pcm)
+        framesWritten -= unheard
+        heardFloor = framesWritten
+        return unheard
     }
 
     /// One pass: flush check, pause, markers, then one write.
@@ -217,7 +246,7 @@ final class OutputThread: @unchecked Sendable {
         let requested = shared.generation.load(ordering: .acquiring)
         if requested != generation {
             generation = requested
-            if let pcm { snd_pcm_drop(pcm.pcm); snd_pcm_prepare(pcm.pcm) }
+            if let pcm { dropUnheard(pcm) }
             endReported = false
             sawInput = false
             publishPosition()
@@ -265,6 +294,7 @@ final class OutputThread: @unchecked Sendable {
             if consumer.position >= c.from {
                 consumer.commit(c.to - consumer.position)  // skip the replaced items' audio
                 cut = nil
+                shared.wakeDecoder()  // room for the new plan's audio
                 return
             }
             limit = min(limit, c.from - consumer.position)
@@ -274,8 +304,11 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         if segmentGeneration != generation {
-            // Bytes of a flushed generation (or filler): discard them without playing.
+            // Bytes of a flushed generation (or filler): discard them without playing. After a
+            // flush the decoder may be waiting for this room: wake it (the new position must
+            // reach the device at once).
             consumer.commit(limit)
+            if segmentGeneration != .max { shared.wakeDecoder() }
             return
         }
         guard let pcm else {
@@ -356,6 +389,7 @@ final class OutputThread: @unchecked Sendable {
             pcm = try ALSAPCM(device: settings.device, rate: rate, channels: channels,
                               preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
                               periodMicros: periodMillis * 1000)
+            heardFloor = framesWritten
             emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
         } catch {
@@ -376,7 +410,7 @@ final class OutputThread: @unchecked Sendable {
         if shared.generation.load(ordering: .acquiring) == generation {
             snd_pcm_drain(pcm.pcm)
         } else {
-            snd_pcm_drop(pcm.pcm)
+            dropUnheard(pcm)
         }
         shared.publish(framesWritten: framesWritten, delay: 0)
     }
@@ -445,6 +479,7 @@ final class OutputThread: @unchecked Sendable {
         case -EPIPE:
             shared.underruns.add(1, ordering: .relaxed)
             emit(.underrun, item: segmentItem)
+            heardFloor = framesWritten  // ran dry: everything written was heard
             if snd_pcm_prepare(pcm.pcm) >= 0 { return }
         case -ESTRPIPE:
             var r = snd_pcm_resume(pcm.pcm)
@@ -452,7 +487,10 @@ final class OutputThread: @unchecked Sendable {
                 sleepMillis(10)
                 r = snd_pcm_resume(pcm.pcm)
             }
-            if r < 0, snd_pcm_prepare(pcm.pcm) >= 0 { return }
+            if r < 0, snd_pcm_prepare(pcm.pcm) >= 0 {
+                heardFloor = framesWritten  // what the suspend lost counts as played
+                return
+            }
             if r >= 0 { return }
         default:
             break
@@ -474,19 +512,10 @@ final class OutputThread: @unchecked Sendable {
         }
         if running && !hwPaused {
             // No hardware pause: drop what the device holds and tell the control plane how many
-            // frames were lost, so it can re-seek there and nothing is skipped.
-            var delay: snd_pcm_sframes_t = 0
-            let before = monotonicNanos()
-            snd_pcm_delay(pcm.pcm, &delay)
-            snd_pcm_drop(pcm.pcm)
-            // Frames kept playing between the reading and the drop: those were heard.
-            let played = Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9)
-            delay = snd_pcm_sframes_t(max(0, Int(delay) - played))
-            snd_pcm_prepare(pcm.pcm)
-            // The dropped frames were never heard: take them off the timeline, so the published
-            // position (and the re-seek on resume) is the last frame actually heard.
-            framesWritten -= Int(delay)
-            emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(delay))
+            // frames were lost, so it can re-seek there and nothing is skipped (the published
+            // position, and the re-seek on resume, is the last frame actually heard).
+            let dropped = dropUnheard(pcm)
+            emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(dropped))
         }
         shared.outputPaused.store(true, ordering: .releasing)
         publishPosition()

@@ -212,6 +212,7 @@ public final class PlaybackEngine: Sendable {
     public func resume() {
         let reseek = state.withLock { s -> Int? in
             s.paused = false
+            s.watchClosely = monotonicNanos() + 1_000_000_000  // what resumes is heard within ms
             defer { s.pausedByDropFrames = nil }
             return s.pausedByDropFrames
         }
@@ -361,9 +362,13 @@ public final class PlaybackEngine: Sendable {
     private func flush(with items: [DecodeItem]) {
         let g = state.withLock { s -> UInt32 in
             s.generation &+= 1
-            // Everything not yet heard is discarded with the flush.
+            // Everything not yet heard is discarded with the flush (the output takes those
+            // frames off the device timeline, which goes on from the last frame heard).
             s.pending = []
+            s.segments.removeAll { !$0.announced }
             s.awaitingSegment = !items.isEmpty
+            // Until the new audio is heard (the device refills and restarts), look every 2 ms.
+            s.watchClosely = items.isEmpty ? 0 : monotonicNanos() + 1_000_000_000
             if items.isEmpty { s.flushTarget = nil }
             return s.generation
         }
@@ -548,7 +553,9 @@ public final class PlaybackEngine: Sendable {
             // Everything now audible, in timeline order; at one device frame an item's end
             // comes before the next item's start, and the end of input last.
             var due: [(frame: Int, rank: Int, event: EngineEvent)] = []
-            for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame <= heard {
+            // A segment is heard once its first frame has played (`<`: a device filling up to
+            // its start threshold holds the heard frame at the segment's start).
+            for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame < heard {
                 s.segments[i].announced = true
                 s.watchClosely = 0  // the start was heard: back to sleeping until the next event
                 let seg = s.segments[i]
@@ -585,8 +592,10 @@ public final class PlaybackEngine: Sendable {
             let sleep: UInt32
             if s.awaitingSegment || monotonicNanos() < s.watchClosely {
                 sleep = 2_000  // a flush is on its way through: register its segment promptly
-            } else if let nextFrames {
+            } else if let nextFrames, reading.stampNanos != nil {
                 sleep = UInt32(max(1_000, min(Int(cap), nextFrames * 1_000_000 / rate)))
+            } else if nextFrames != nil {
+                sleep = cap  // not advancing (paused): nothing becomes due until resume pokes
             } else {
                 sleep = cap
             }

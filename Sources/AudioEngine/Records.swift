@@ -141,6 +141,11 @@ final class EngineShared: Sendable {
     /// takes no lock and never blocks, so the output thread may do it.
     let monitorFD: Int32
     private let monitorWriteFD: Int32
+    /// Control/output → decoder: the decoder sleeps in `poll` on this pipe (its mailbox, a full
+    /// ring, idle), so a command, or the output freeing ring space after a flush or a cut, wakes
+    /// it at once instead of after its back-off.
+    let decoderFD: Int32
+    private let decoderWriteFD: Int32
 
     init() {
         func makePipe() -> (Int32, Int32) {
@@ -155,10 +160,11 @@ final class EngineShared: Sendable {
         }
         (wakeFD, wakeWriteFD) = makePipe()
         (monitorFD, monitorWriteFD) = makePipe()
+        (decoderFD, decoderWriteFD) = makePipe()
     }
 
     deinit {
-        for fd in [wakeFD, wakeWriteFD, monitorFD, monitorWriteFD] where fd >= 0 { close(fd) }
+        for fd in [wakeFD, wakeWriteFD, monitorFD, monitorWriteFD, decoderFD, decoderWriteFD] where fd >= 0 { close(fd) }
     }
 
     /// Any thread, the output thread included: wakes the monitor thread. (Not marked
@@ -166,6 +172,12 @@ final class EngineShared: Sendable {
     func wakeMonitor() {
         var one: UInt8 = 1
         _ = write(monitorWriteFD, &one, 1)
+    }
+
+    /// Any thread, the output thread included: wakes the decoder thread (a non-blocking write).
+    func wakeDecoder() {
+        var one: UInt8 = 1
+        _ = write(decoderWriteFD, &one, 1)
     }
 
     /// Any thread: wakes the output thread (from its device wait or its pause/idle wait).

@@ -117,7 +117,7 @@ final class ObserverClock: Sendable {
     private func reset(_ o: Observer, _ snap: Snapshot, fire: Bool) {
         switch o.kind {
         case .periodic(let interval):
-            o.progress.withLock { $0 = ((floor(snap.time / interval + 1e-9) + 1) * interval, snap.time, snap.item) }
+            o.progress.withLock { $0 = (Self.nextMultiple(after: snap.time, interval), snap.time, snap.item) }
             let report = (snap.item, Int((snap.time * 1000).rounded()), snap.playing)
             let repeated = o.lastReport.withLock { last in
                 defer { last = report }
@@ -127,6 +127,14 @@ final class ObserverClock: Sendable {
         case .boundary:
             o.progress.withLock { $0 = (0, snap.time, snap.item) }
         }
+    }
+
+    /// The multiple of `interval` a periodic observer fires at next, after one fired at `time`.
+    /// A tick counts as reaching a multiple from 1 ms before it (`tick` fires at `next − 0.001`),
+    /// so the time is taken 1 ms later here too: a tick landing in that last millisecond
+    /// (1.4995 for 1.5) moves on to the following multiple instead of firing twice.
+    static func nextMultiple(after time: Double, _ interval: Double) -> Double {
+        (floor((time + 0.001) / interval + 1e-9) + 1) * interval
     }
 
     private func fireAll() {
@@ -143,11 +151,11 @@ final class ObserverClock: Sendable {
                 case .periodic(let interval):
                     let due = o.progress.withLock { p -> Bool in
                         guard p.item == snap.item else {
-                            p = ((floor(snap.time / interval + 1e-9) + 1) * interval, snap.time, snap.item)
+                            p = (Self.nextMultiple(after: snap.time, interval), snap.time, snap.item)
                             return false
                         }
                         guard snap.time >= p.next - 0.001 else { return false }
-                        p.next = (floor(snap.time / interval + 1e-9) + 1) * interval
+                        p.next = Self.nextMultiple(after: snap.time, interval)
                         return true
                     }
                     if due {
