@@ -1,5 +1,4 @@
 import CALSA
-import CPulse
 import RingBuffer
 import Synchronization
 
@@ -9,9 +8,7 @@ import Glibc
 
 /// Output settings.
 public struct OutputSettings: Sendable, Equatable {
-    /// The output: an ALSA PCM name (`default`, `hw:0`, `null`, `file:…`), or `pulse` /
-    /// `pulse:SINK` for a PulseAudio (or PipeWire-Pulse) server reached natively through
-    /// libpulse: one stream for as long as the format stays, flushed in place at a jump.
+    /// ALSA PCM name.
     public var device: String
     /// Device buffer length (default 500 ms, as mpg123 and mpd) and period (default half of it: 4 wake-ups a second at 500 ms, a 250 ms cushion).
     ///
@@ -39,7 +36,7 @@ public struct OutputSettings: Sendable, Equatable {
     }
 }
 
-/// The output thread: owns the device (an ALSA PCM or a PulseAudio stream), drains the PCM ring through the ``Renderer``,
+/// The ALSA output thread: owns the `snd_pcm_t`, drains the PCM ring through the ``Renderer``,
 /// follows in-band markers, and publishes position and events.
 ///
 /// The loop touches only its own stack state, preallocated buffers, atomics and ALSA: no locks
@@ -59,7 +56,7 @@ final class OutputThread: @unchecked Sendable {
     private var renderer = Renderer()
     private let periodBuffer: UnsafeMutableRawPointer
     private let periodBufferFrames = 16_384
-    private var pcm: OutputDevice?
+    private var pcm: ALSAPCM?
     /// The device's poll descriptors plus the wake pipe (preallocated, filled per wait).
     private let pollFDs = UnsafeMutablePointer<pollfd>.allocate(capacity: 16)
     private var framesWritten = 0
@@ -136,7 +133,7 @@ final class OutputThread: @unchecked Sendable {
         while shared.running.load(ordering: .acquiring) {
             step()
         }
-        pcm?.stop()
+        if let pcm { snd_pcm_drop(pcm.pcm) }
         closeDevice()
     }
 
@@ -175,26 +172,7 @@ final class OutputThread: @unchecked Sendable {
     /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
     /// asks the device, which reports a lost server or device), 0 when woken (the caller
     /// re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
-    private func waitWritable(_ device: OutputDevice, timeoutMillis: Int32) -> Int32 {
-        let pcm: ALSAPCM
-        switch device {
-        case .alsa(let p): pcm = p
-        case .pulse(let s):
-            // The server's requests arrive as bytes on the stream's notification pipe.
-            let ready = s.availFrames()
-            if ready < 0 { return Int32(ready) }
-            if ready >= s.configuration.periodFrames { return 1 }
-            pollFDs[0] = pollfd(fd: s.notifyFD, events: Int16(POLLIN), revents: 0)
-            pollFDs[1] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
-            let r = poll(pollFDs, 2, timeoutMillis)
-            if r < 0 { return errno == EINTR ? 0 : -errno }
-            if pollFDs[0].revents != 0 { s.drainNotifications() }
-            if pollFDs[1].revents & Int16(POLLIN) != 0 {
-                drainWake()
-                return 0
-            }
-            return 1
-        }
+    private func waitWritable(_ pcm: ALSAPCM, timeoutMillis: Int32) -> Int32 {
         // Room for a period already (as `snd_pcm_wait` checks first): no poll, no syscall.
         // Devices such as `null` never signal their descriptor, so polling them would wait
         // out the timeout.
@@ -231,15 +209,15 @@ final class OutputThread: @unchecked Sendable {
     }
 
     private func publishPosition() {
-        let delay = pcm?.delay()
-        let state = pcm?.state()
+        var delay: snd_pcm_sframes_t = 0
+        if let pcm, snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        let state = pcm.map { snd_pcm_state($0.pcm) }
         let written = framesWritten - heardFloor
-        // Not started yet (filling up to the start threshold), or no timing from the server yet
-        // (a stream just started or flushed): nothing written since the floor has been heard.
-        let known = state != .prepared && (pcm == nil || delay != nil)
-        let held = known ? min(written, delay ?? 0) : written
+        // Not started yet (filling up to the start threshold): nothing written since the floor
+        // has been heard, whatever the plugin reports (PulseAudio's reports 0 before it starts).
+        let held = state == SND_PCM_STATE_PREPARED ? written : min(written, max(0, Int(delay)))
         shared.publish(framesWritten: framesWritten, delay: held, stampNanos: monotonicNanos(),
-                       advancing: known && state == .running && !shared.pauseRequested.load(ordering: .relaxed))
+                       advancing: state == SND_PCM_STATE_RUNNING && !shared.pauseRequested.load(ordering: .relaxed))
     }
 
     /// Drops what the device holds and takes it off the timeline: those frames were never
@@ -247,15 +225,17 @@ final class OutputThread: @unchecked Sendable {
     /// heard right after it, and the position never runs ahead and back). Returns the frames
     /// dropped.
     @discardableResult
-    private func dropUnheard(_ pcm: OutputDevice) -> Int {
+    private func dropUnheard(_ pcm: ALSAPCM) -> Int {
+        var delay: snd_pcm_sframes_t = 0
         let before = monotonicNanos()
-        let running = pcm.state() == .running
-        let delay = pcm.delay()
-        pcm.discard()
+        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
+        if snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        snd_pcm_drop(pcm.pcm)
         // Frames kept playing between the reading and the drop: those were heard.
         let played = running ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
-        let written = framesWritten - heardFloor
-        let unheard = running && delay != nil ? max(0, min(delay! - played, written)) : written
+        let unheard = running ? max(0, min(Int(delay) - played, framesWritten - heardFloor))
+                              : framesWritten - heardFloor
+        snd_pcm_prepare(pcm.pcm)
         framesWritten -= unheard
         heardFloor = framesWritten
         return unheard
@@ -406,9 +386,9 @@ final class OutputThread: @unchecked Sendable {
             closeDevice()
         }
         do {
-            pcm = try OutputDevice.open(settings.device, rate: rate, channels: channels,
-                                        preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
-                                        periodMicros: periodMillis * 1000)
+            pcm = try ALSAPCM(device: settings.device, rate: rate, channels: channels,
+                              preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
+                              periodMicros: periodMillis * 1000)
             heardFloor = framesWritten
             emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
@@ -418,24 +398,24 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Plays out what the device holds (interruptibly until the last period), then stops it.
-    private func drain(_ pcm: OutputDevice) {
-        pcm.startIfWaiting()
+    private func drain(_ pcm: ALSAPCM) {
+        if snd_pcm_state(pcm.pcm) == SND_PCM_STATE_PREPARED { snd_pcm_start(pcm.pcm) }
         let period = pcm.configuration.periodFrames
         while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
-            guard let delay = pcm.delay(), delay > period else { break }
-            shared.publish(framesWritten: framesWritten, delay: min(delay, framesWritten - heardFloor),
-                           stampNanos: monotonicNanos(), advancing: true)
+            var delay: snd_pcm_sframes_t = 0
+            if snd_pcm_delay(pcm.pcm, &delay) < 0 || delay <= period { break }
+            shared.publish(framesWritten: framesWritten, delay: delay, stampNanos: monotonicNanos(), advancing: true)
             sleepMillis(max(1, periodMillis / 2))
         }
         if shared.generation.load(ordering: .acquiring) == generation {
-            pcm.drain()
+            snd_pcm_drain(pcm.pcm)
         } else {
             dropUnheard(pcm)
         }
         shared.publish(framesWritten: framesWritten, delay: 0)
     }
 
-    private func checkEndOfInput(_ pcm: OutputDevice?) {
+    private func checkEndOfInput(_ pcm: ALSAPCM?) {
         if editPending() {
             waitForEdit()  // items may be on their way (an append or splice)
             return
@@ -464,12 +444,12 @@ final class OutputThread: @unchecked Sendable {
     // Not annotated: the performance checker rejects every C call ("not available in this
     // module"), so the ALSA calls keep the loop from being compiler-checked; what it does
     // itself is plain integer work, atomics, and the annotated Renderer.
-    private func write(_ pcm: OutputDevice, limitBytes: Int) {
+    private func write(_ pcm: ALSAPCM, limitBytes: Int) {
         let cfg = pcm.configuration
         let r = waitWritable(pcm, timeoutMillis: Int32(max(10, periodMillis)))
         if r < 0 { recover(pcm, r); return }
         if r == 0 { return }  // woken: re-check pause and flush first
-        let avail = pcm.avail()
+        let avail = snd_pcm_avail_update(pcm.pcm)
         if avail < 0 { recover(pcm, Int32(avail)); return }
         let bytesPerFrame = 4 * segmentChannels
         let frames = min(Int(avail), limitBytes / bytesPerFrame, periodBufferFrames * 2 / segmentChannels)
@@ -484,7 +464,7 @@ final class OutputThread: @unchecked Sendable {
         let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
                                        channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
                                        rampFrames: cfg.rate / 50)
-        let w = pcm.write(periodBuffer, frames: rendered)
+        let w = snd_pcm_writei(pcm.pcm, periodBuffer, snd_pcm_uframes_t(rendered))
         if w < 0 { recover(pcm, Int32(w)); return }
         consumer.commit(Int(w) * bytesPerFrame)
         framesWritten += Int(w)
@@ -492,7 +472,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Recovers from a write/wait error by the PCM's state; unrecoverable errors close the device.
-    private func recover(_ pcm: OutputDevice, _ code: Int32) {
+    private func recover(_ pcm: ALSAPCM, _ code: Int32) {
         switch code {
         case -EAGAIN, -EINTR:
             return
@@ -500,14 +480,14 @@ final class OutputThread: @unchecked Sendable {
             shared.underruns.add(1, ordering: .relaxed)
             emit(.underrun, item: segmentItem)
             heardFloor = framesWritten  // ran dry: everything written was heard
-            if pcm.prepare() >= 0 { return }
+            if snd_pcm_prepare(pcm.pcm) >= 0 { return }
         case -ESTRPIPE:
-            var r = pcm.resume()
+            var r = snd_pcm_resume(pcm.pcm)
             for _ in 0..<100 where r == -EAGAIN {
                 sleepMillis(10)
-                r = pcm.resume()
+                r = snd_pcm_resume(pcm.pcm)
             }
-            if r < 0, pcm.prepare() >= 0 {
+            if r < 0, snd_pcm_prepare(pcm.pcm) >= 0 {
                 heardFloor = framesWritten  // what the suspend lost counts as played
                 return
             }
@@ -525,10 +505,10 @@ final class OutputThread: @unchecked Sendable {
             sleepWakeable(100)
             return
         }
-        let running = pcm.state() == .running
+        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
         var hwPaused = false
         if running && pcm.configuration.canPause && settings.hardwarePause {
-            hwPaused = pcm.pause(true)
+            hwPaused = snd_pcm_pause(pcm.pcm, 1) >= 0
         }
         if running && !hwPaused {
             // No hardware pause: drop what the device holds and tell the control plane how many
@@ -544,7 +524,7 @@ final class OutputThread: @unchecked Sendable {
             sleepWakeable(100)  // woken at once by resume or flush
         }
         // Flushed while paused: stay paused; the flush drops the buffer without playing it.
-        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
+        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { snd_pcm_pause(pcm.pcm, 0) }
         shared.outputPaused.store(false, ordering: .releasing)
         publishPosition()  // advancing again: the position moves from here, not from the next write
     }
