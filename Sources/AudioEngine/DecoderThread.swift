@@ -90,15 +90,9 @@ final class DecoderThread: @unchecked Sendable {
         finished.wait()
     }
 
-    /// Sleeps up to `millis`, returning early when woken through the pipe (a command, or ring
-    /// space freed by the output).
-    private func sleep(millis: Int) {
-        var p = pollfd(fd: shared.decoderFD, events: Int16(POLLIN), revents: 0)
-        if poll(&p, 1, Int32(millis)) > 0 {
-            var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            while withUnsafeMutableBytes(of: &scratch, { read(shared.decoderFD, $0.baseAddress, $0.count) }) > 0 {}
-        }
-    }
+    /// Sleeps up to `millis`, returning early when woken (a command, or ring space freed by
+    /// the output).
+    private func sleep(millis: Int) { shared.decoderWake.wait(millis: millis) }
 
     private func run() {
         while shared.running.load(ordering: .acquiring) {

@@ -157,16 +157,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Sleeps up to `ms`, returning early when the control plane calls `wakeOutput()`.
-    private func sleepWakeable(_ ms: Int) {
-        pollFDs[0] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
-        if poll(pollFDs, 1, Int32(ms)) > 0 { drainWake() }
-    }
-
-    private func drainWake() {
-        // Drain every pending wake byte (a few at most) into a stack buffer.
-        var bytes: (UInt64, UInt64) = (0, 0)
-        while withUnsafeMutableBytes(of: &bytes, { read(shared.wakeFD, $0.baseAddress, 16) }) == 16 {}
-    }
+    private func sleepWakeable(_ ms: Int) { shared.outputWake.wait(millis: ms) }
 
     /// `snd_pcm_wait` that the control plane can interrupt: polls the device's descriptors and
     /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
@@ -183,12 +174,12 @@ final class OutputThread: @unchecked Sendable {
         guard count > 0, count < 16 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
         let n = snd_pcm_poll_descriptors(pcm.pcm, pollFDs, UInt32(count))
         guard n > 0 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
-        pollFDs[Int(n)] = pollfd(fd: shared.wakeFD, events: Int16(POLLIN), revents: 0)
+        pollFDs[Int(n)] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
         let r = poll(pollFDs, nfds_t(n + 1), timeoutMillis)
         if r < 0 { return errno == EINTR ? 0 : -errno }
         if r == 0 { return 1 }
         if pollFDs[Int(n)].revents & Int16(POLLIN) != 0 {
-            drainWake()
+            shared.outputWake.drain()
             return 0
         }
         var revents: UInt16 = 0

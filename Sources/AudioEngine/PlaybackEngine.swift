@@ -632,7 +632,6 @@ final class MonitorThread: @unchecked Sendable {
 
     func start() {
         let t = Thread { [self] in
-            var scratch = [UInt8](repeating: 0, count: 64)
             while running.load(ordering: .acquiring) {
                 var batch: [OutputEvent] = []
                 while let e = events.peekEvent() {
@@ -641,10 +640,7 @@ final class MonitorThread: @unchecked Sendable {
                 }
                 let sleep = engine?.process(batch) ?? 20_000
                 // Sleep until due, or until the output posts an event or a command pokes.
-                var p = pollfd(fd: shared.monitorFD, events: Int16(POLLIN), revents: 0)
-                if poll(&p, 1, Int32(max(1, (sleep + 999) / 1000))) > 0 {
-                    while scratch.withUnsafeMutableBytes({ read(shared.monitorFD, $0.baseAddress, $0.count) }) > 0 {}
-                }
+                shared.monitorWake.wait(millis: Int(max(1, (sleep + 999) / 1000)))
             }
             done.signal()
         }

@@ -131,61 +131,27 @@ final class EngineShared: Sendable {
     let editsHandled = Atomic<UInt64>(0)
     /// Output → control: whether the output is holding a paused device.
     let outputPaused = Atomic<Bool>(false)
-    /// Control → output: a non-blocking pipe the output thread polls beside the device, so a
-    /// pause, resume or flush is acted on at once instead of after the current period.
-    /// `wakeFD` is the read end; the control plane writes a byte to the other.
-    let wakeFD: Int32
-    private let wakeWriteFD: Int32
-    /// Output → monitor: the same kind of pipe, so an event (the end of input, a device error)
-    /// is handled at once instead of after the monitor's sleep. A write to a non-blocking pipe
-    /// takes no lock and never blocks, so the output thread may do it.
-    let monitorFD: Int32
-    private let monitorWriteFD: Int32
-    /// Control/output → decoder: the decoder sleeps in `poll` on this pipe (its mailbox, a full
-    /// ring, idle), so a command, or the output freeing ring space after a flush or a cut, wakes
-    /// it at once instead of after its back-off.
-    let decoderFD: Int32
-    private let decoderWriteFD: Int32
-
-    init() {
-        func makePipe() -> (Int32, Int32) {
-            var fds: [Int32] = [-1, -1]
-            if pipe(&fds) == 0 {
-                for fd in fds {
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                }
-            }
-            return (fds[0], fds[1])
-        }
-        (wakeFD, wakeWriteFD) = makePipe()
-        (monitorFD, monitorWriteFD) = makePipe()
-        (decoderFD, decoderWriteFD) = makePipe()
-    }
+    /// Control → output: the output thread polls this beside the device, so a pause, resume or
+    /// flush is acted on at once instead of after the current period.
+    let outputWake = WakePipe()
+    /// Output → monitor: an event (the end of input, a device error) or the position starting to
+    /// advance is handled at once instead of after the monitor's sleep.
+    let monitorWake = WakePipe()
+    /// Control/output → decoder: the decoder sleeps on this (its mailbox, a full ring, idle), so a
+    /// command, or the output freeing ring space after a flush or a cut, wakes it at once instead
+    /// of after its back-off.
+    let decoderWake = WakePipe()
 
     deinit {
-        for fd in [wakeFD, wakeWriteFD, monitorFD, monitorWriteFD, decoderFD, decoderWriteFD] where fd >= 0 { close(fd) }
+        for p in [outputWake, monitorWake, decoderWake] { p.close() }
     }
 
-    /// Any thread, the output thread included: wakes the monitor thread. (Not marked
-    /// `@_noLocks`: the checker rejects every C call, `write` included.)
-    func wakeMonitor() {
-        var one: UInt8 = 1
-        _ = write(monitorWriteFD, &one, 1)
-    }
-
-    /// Any thread, the output thread included: wakes the decoder thread (a non-blocking write).
-    func wakeDecoder() {
-        var one: UInt8 = 1
-        _ = write(decoderWriteFD, &one, 1)
-    }
-
+    /// Any thread: wakes the monitor thread.
+    func wakeMonitor() { monitorWake.wake() }
+    /// Any thread, the output thread included: wakes the decoder thread.
+    func wakeDecoder() { decoderWake.wake() }
     /// Any thread: wakes the output thread (from its device wait or its pause/idle wait).
-    /// A full pipe already means "wake up", so a failed write loses nothing.
-    func wakeOutput() {
-        var one: UInt8 = 1
-        _ = write(wakeWriteFD, &one, 1)
-    }
+    func wakeOutput() { outputWake.wake() }
 
     // Seqlock over (framesWritten, delay, stamp): stamp is CLOCK_MONOTONIC nanoseconds of the
     // delay reading, negated while the device is not running (paused, prepared, stopped).
@@ -219,6 +185,51 @@ final class EngineShared: Sendable {
             let s2 = seq.load(ordering: .relaxed)
             if s1 == s2 && s1 & 1 == 0 { return (fw, d, t >= 0 ? t : nil) }
         }
+    }
+}
+
+/// A non-blocking, close-on-exec pipe one thread sleeps on (`wait`, or `poll` on `readFD` beside
+/// other descriptors) and any thread wakes with one byte. A write to it takes no lock and never
+/// blocks (a full pipe already means "wake up", so a failed write loses nothing), and draining it
+/// reads into a stack buffer: both are allowed on the output thread. (Not marked `@_noLocks`: the
+/// checker rejects every C call, `write` included.)
+struct WakePipe: Sendable {
+    let readFD: Int32
+    private let writeFD: Int32
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            }
+        }
+        (readFD, writeFD) = (fds[0], fds[1])
+    }
+
+    func wake() {
+        var one: UInt8 = 1
+        _ = write(writeFD, &one, 1)
+    }
+
+    /// Empties the pipe (after `poll` reported it readable).
+    func drain() {
+        var bytes: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        while withUnsafeMutableBytes(of: &bytes, { read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    /// Sleeps up to `millis`, returning early (and draining) when woken; true when woken.
+    @discardableResult
+    func wait(millis: Int) -> Bool {
+        var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, Int32(millis)) > 0 else { return false }
+        drain()
+        return true
+    }
+
+    func close() {
+        for fd in [readFD, writeFD] where fd >= 0 { Glibc.close(fd) }
     }
 }
 
