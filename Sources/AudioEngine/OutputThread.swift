@@ -199,16 +199,33 @@ final class OutputThread: @unchecked Sendable {
         return 1
     }
 
-    private func publishPosition() {
-        var delay: snd_pcm_sframes_t = 0
-        if let pcm, snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
-        let state = pcm.map { snd_pcm_state($0.pcm) }
+    /// Frames written and not yet heard, and the device's state: its delay, never reaching back
+    /// past `heardFloor`; all of them while it has not started (filling up to its start
+    /// threshold, whatever the plugin reports: PulseAudio's says 0 before it starts).
+    private func held(_ pcm: ALSAPCM) -> (frames: Int, state: snd_pcm_state_t) {
+        let state = snd_pcm_state(pcm.pcm)
         let written = framesWritten - heardFloor
-        // Not started yet (filling up to the start threshold): nothing written since the floor
-        // has been heard, whatever the plugin reports (PulseAudio's reports 0 before it starts).
-        let held = state == SND_PCM_STATE_PREPARED ? written : min(written, max(0, Int(delay)))
-        shared.publish(framesWritten: framesWritten, delay: held, stampNanos: monotonicNanos(),
-                       advancing: state == SND_PCM_STATE_RUNNING && !shared.pauseRequested.load(ordering: .relaxed))
+        if state == SND_PCM_STATE_PREPARED { return (written, state) }
+        var delay: snd_pcm_sframes_t = 0
+        if snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        return (min(written, max(0, Int(delay))), state)
+    }
+
+    /// Whether the last published position was advancing.
+    private var advancing = false
+
+    /// Publishes the position; when it starts advancing (playback began or resumed), wakes the
+    /// monitor, which sleeps while it stands still, so what is heard now is announced now.
+    private func publishPosition() {
+        var frames = 0, running = false
+        if let pcm {
+            let h = held(pcm)
+            (frames, running) = (h.frames, h.state == SND_PCM_STATE_RUNNING)
+        }
+        let now = running && !shared.pauseRequested.load(ordering: .relaxed)
+        shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: monotonicNanos(), advancing: now)
+        if now && !advancing { shared.wakeMonitor() }
+        advancing = now
     }
 
     /// Drops what the device holds and takes it off the timeline: those frames were never
@@ -217,15 +234,12 @@ final class OutputThread: @unchecked Sendable {
     /// dropped.
     @discardableResult
     private func dropUnheard(_ pcm: ALSAPCM) -> Int {
-        var delay: snd_pcm_sframes_t = 0
         let before = monotonicNanos()
-        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
-        if snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
+        let h = held(pcm)
         snd_pcm_drop(pcm.pcm)
-        // Frames kept playing between the reading and the drop: those were heard.
-        let played = running ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
-        let unheard = running ? max(0, min(Int(delay) - played, framesWritten - heardFloor))
-                              : framesWritten - heardFloor
+        // Frames a running device kept playing between the reading and the drop were heard.
+        let played = h.state == SND_PCM_STATE_RUNNING ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
+        let unheard = max(0, h.frames - played)
         snd_pcm_prepare(pcm.pcm)
         framesWritten -= unheard
         heardFloor = framesWritten
@@ -395,7 +409,7 @@ final class OutputThread: @unchecked Sendable {
         while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
             var delay: snd_pcm_sframes_t = 0
             if snd_pcm_delay(pcm.pcm, &delay) < 0 || delay <= period { break }
-            shared.publish(framesWritten: framesWritten, delay: delay, stampNanos: monotonicNanos(), advancing: true)
+            publishPosition()
             sleepMillis(max(1, periodMillis / 2))
         }
         if shared.generation.load(ordering: .acquiring) == generation {
@@ -403,7 +417,7 @@ final class OutputThread: @unchecked Sendable {
         } else {
             dropUnheard(pcm)
         }
-        shared.publish(framesWritten: framesWritten, delay: 0)
+        shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
     }
 
     private func checkEndOfInput(_ pcm: ALSAPCM?) {
@@ -416,7 +430,7 @@ final class OutputThread: @unchecked Sendable {
            shared.endGeneration.load(ordering: .acquiring) == generation {
             // Stopped (flushed to an empty queue): the buffer was dropped; release the device.
             closeDevice()
-            shared.publish(framesWritten: framesWritten, delay: 0)
+            shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
             return
         }
         if !endReported, sawInput, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {

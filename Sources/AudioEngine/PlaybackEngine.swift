@@ -114,6 +114,8 @@ public final class PlaybackEngine: Sendable {
         /// registered (the seek target), and whether that segment is still awaited.
         var flushTarget: PlaybackPosition?
         var awaitingSegment = false
+        /// The largest heard frame returned in the current device run (see `heardFrame`).
+        var heardHigh: (floor: Int, frame: Int) = (0, 0)
         /// Until this monotonic time (ns), or until a segment is heard, the monitor looks every
         /// 2 ms: items were just queued, so their first events are due within milliseconds.
         var watchClosely = 0
@@ -212,7 +214,6 @@ public final class PlaybackEngine: Sendable {
     public func resume() {
         let reseek = state.withLock { s -> Int? in
             s.paused = false
-            s.watchClosely = monotonicNanos() + 1_000_000_000  // what resumes is heard within ms
             defer { s.pausedByDropFrames = nil }
             return s.pausedByDropFrames
         }
@@ -367,8 +368,6 @@ public final class PlaybackEngine: Sendable {
             s.pending = []
             s.segments.removeAll { !$0.announced }
             s.awaitingSegment = !items.isEmpty
-            // Until the new audio is heard (the device refills and restarts), look every 2 ms.
-            s.watchClosely = items.isEmpty ? 0 : monotonicNanos() + 1_000_000_000
             if items.isEmpty { s.flushTarget = nil }
             return s.generation
         }
@@ -388,7 +387,7 @@ public final class PlaybackEngine: Sendable {
         let reading = shared.position()
         return state.withLock { s in
             if let target = s.flushTarget { return target }
-            let heard = Self.heardFrame(reading, segments: s.segments)
+            let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
             let inItem = max(0, heard - seg.deviceFrame)
             let length = s.infos[seg.item]?.durationFrames ?? Int.max
@@ -398,15 +397,19 @@ public final class PlaybackEngine: Sendable {
 
     /// The device frame heard now: the last (framesWritten − delay) reading, advanced by the
     /// time since at the playing segment's rate (the reading is refreshed once per period), and
-    /// never past what was written.
-    private static func heardFrame(_ r: (framesWritten: Int, delay: Int, stampNanos: Int?),
-                                   segments: [Segment]) -> Int {
+    /// never past what was written. Within one device run it never goes back: when the device
+    /// corrects its latency estimate downwards (PulseAudio's, once its timing arrives) or the
+    /// advance overshot, the heard frame holds until the audio catches up (`high`, the largest
+    /// frame returned in the run).
+    private static func heardFrame(_ r: PositionReading, segments: [Segment], high: inout (floor: Int, frame: Int)) -> Int {
         var heard = r.framesWritten - r.delay
         if let t = r.stampNanos {
             let rate = (segments.last(where: { $0.deviceFrame <= heard }) ?? segments.first)?.rate ?? 0
             let elapsed = max(0, monotonicNanos() - t)
             heard = min(r.framesWritten, heard + Int(Double(elapsed) * Double(rate) / 1e9))
         }
+        if high.floor == r.floor { heard = max(heard, high.frame) }
+        high = (r.floor, heard)
         return heard
     }
 
@@ -518,7 +521,7 @@ public final class PlaybackEngine: Sendable {
         }
         let reading = shared.position()
         let due: ([EngineEvent], UInt32) = state.withLock { s in
-            let heard = Self.heardFrame(reading, segments: s.segments)
+            let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
             immediate = s.immediate + immediate
             s.immediate = []
             for e in raw where e.generation == s.generation {
@@ -594,9 +597,9 @@ public final class PlaybackEngine: Sendable {
                 sleep = 2_000  // a flush is on its way through: register its segment promptly
             } else if let nextFrames, reading.stampNanos != nil {
                 sleep = UInt32(max(1_000, min(Int(cap), nextFrames * 1_000_000 / rate)))
-            } else if nextFrames != nil {
-                sleep = cap  // not advancing (paused): nothing becomes due until resume pokes
             } else {
+                // Nothing due, or the position stands still (paused, the device refilling):
+                // nothing becomes due until it advances, and the output wakes this thread then.
                 sleep = cap
             }
             return (out, sleep)

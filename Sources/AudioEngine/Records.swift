@@ -153,39 +153,52 @@ final class EngineShared: Sendable {
     /// Any thread: wakes the output thread (from its device wait or its pause/idle wait).
     func wakeOutput() { outputWake.wake() }
 
-    // Seqlock over (framesWritten, delay, stamp): stamp is CLOCK_MONOTONIC nanoseconds of the
-    // delay reading, negated while the device is not running (paused, prepared, stopped).
+    // Seqlock over (framesWritten, delay, stamp, floor): stamp is CLOCK_MONOTONIC nanoseconds of
+    // the delay reading, negated while the device is not running (paused, prepared, stopped);
+    // floor is the output's `heardFloor`, which changes exactly when the device restarts empty.
     private let seq = Atomic<UInt64>(0)
     private let framesWritten = Atomic<Int>(0)
+    private let floor = Atomic<Int>(0)
     private let delay = Atomic<Int>(0)
     private let stamp = Atomic<Int>(0)
 
     /// Output thread only: publishes a consistent (framesWritten, delay) pair, measured at
-    /// `stampNanos` (monotonic); `advancing` says whether the device is playing it out.
+    /// `stampNanos` (monotonic); `advancing` says whether the device is playing it out; `floor`
+    /// identifies the device run (heard frames only ever grow within one).
     @_noLocks @_noAllocation
-    func publish(framesWritten fw: Int, delay d: Int, stampNanos: Int = 0, advancing: Bool = false) {
+    func publish(framesWritten fw: Int, delay d: Int, floor f: Int, stampNanos: Int = 0, advancing: Bool = false) {
         let s = seq.load(ordering: .relaxed)
         seq.store(s &+ 1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
         framesWritten.store(fw, ordering: .relaxed)
         delay.store(d, ordering: .relaxed)
+        floor.store(f, ordering: .relaxed)
         stamp.store(advancing ? stampNanos : -1, ordering: .relaxed)
         seq.store(s &+ 2, ordering: .releasing)
     }
 
-    /// Any thread: the latest consistent (framesWritten, delay) pair and when it was measured
-    /// (nil while the device is not advancing).
-    func position() -> (framesWritten: Int, delay: Int, stampNanos: Int?) {
+    /// Any thread: the latest consistent (framesWritten, delay) pair, when it was measured
+    /// (nil while the device is not advancing), and the device run it belongs to.
+    func position() -> PositionReading {
         while true {
             let s1 = seq.load(ordering: .acquiring)
             let fw = framesWritten.load(ordering: .relaxed)
             let d = delay.load(ordering: .relaxed)
+            let f = floor.load(ordering: .relaxed)
             let t = stamp.load(ordering: .relaxed)
             atomicMemoryFence(ordering: .acquiring)
             let s2 = seq.load(ordering: .relaxed)
-            if s1 == s2 && s1 & 1 == 0 { return (fw, d, t >= 0 ? t : nil) }
+            if s1 == s2 && s1 & 1 == 0 { return PositionReading(framesWritten: fw, delay: d, stampNanos: t >= 0 ? t : nil, floor: f) }
         }
     }
+}
+
+/// One consistent reading of the output's position (see `EngineShared.position()`).
+struct PositionReading {
+    var framesWritten: Int
+    var delay: Int
+    var stampNanos: Int?
+    var floor: Int
 }
 
 /// A non-blocking, close-on-exec pipe one thread sleeps on (`wait`, or `poll` on `readFD` beside
