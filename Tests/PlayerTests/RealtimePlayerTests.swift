@@ -62,6 +62,8 @@ struct RealtimePlayerTests {
             }
             let multiples = Set(regular.map { Int(($0.time / 0.5).rounded()) })
             #expect(multiples.isSuperset(of: [1, 2, 3, 4, 5]), "every multiple fired: \(times)")
+            let perMultiple = Dictionary(grouping: regular) { Int(($0.time / 0.5).rounded()) }
+            #expect(perMultiple.values.allSatisfy { $0.count == 1 }, "each multiple fired once: \(times)")
             let boundaryTimes = boundary.all.map(\.time)
             #expect(boundaryTimes.count == 2, "boundary fires: \(boundaryTimes)")
             if boundaryTimes.count == 2 {
