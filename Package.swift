@@ -32,6 +32,10 @@ let package = Package(
         // C libraries, through pkg-config; apt names the packages that provide them.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        // libpulse: its pkg-config file adds `-D_REENTRANT -pthread`, flags SwiftPM refuses (with
+        // a warning on every build), so the module map links it by name; the headers are in the
+        // default include path (`/usr/include/pulse`).
+        .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
 
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
@@ -40,7 +44,7 @@ let package = Package(
         .target(
             name: "AudioEngine",
             dependencies: [
-                "CALSA", "CMPG123", "RingBuffer",
+                "CALSA", "CMPG123", "CPulse", "RingBuffer",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

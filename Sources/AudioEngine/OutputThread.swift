@@ -1,4 +1,5 @@
 import CALSA
+import CPulse
 import RingBuffer
 import Synchronization
 
@@ -8,7 +9,9 @@ import Glibc
 
 /// Output settings.
 public struct OutputSettings: Sendable, Equatable {
-    /// ALSA PCM name.
+    /// The output: an ALSA PCM name (`default`, `hw:0`, `null`, `file:…`), or `pulse` /
+    /// `pulse:SINK` for a PulseAudio (or PipeWire-Pulse) server reached natively through
+    /// libpulse: one stream for as long as the format stays, flushed in place at a jump.
     public var device: String
     /// Device buffer length (default 500 ms, as mpg123 and mpd) and period (default half of it: 4 wake-ups a second at 500 ms, a 250 ms cushion).
     ///
@@ -36,7 +39,7 @@ public struct OutputSettings: Sendable, Equatable {
     }
 }
 
-/// The ALSA output thread: owns the `snd_pcm_t`, drains the PCM ring through the ``Renderer``,
+/// The output thread: owns the device (an ALSA PCM or a PulseAudio stream), drains the PCM ring through the ``Renderer``,
 /// follows in-band markers, and publishes position and events.
 ///
 /// The loop touches only its own stack state, preallocated buffers, atomics and ALSA: no locks
@@ -56,7 +59,7 @@ final class OutputThread: @unchecked Sendable {
     private var renderer = Renderer()
     private let periodBuffer: UnsafeMutableRawPointer
     private let periodBufferFrames = 16_384
-    private var pcm: ALSAPCM?
+    private var pcm: OutputDevice?
     /// The device's poll descriptors plus the wake pipe (preallocated, filled per wait).
     private let pollFDs = UnsafeMutablePointer<pollfd>.allocate(capacity: 16)
     private var framesWritten = 0
@@ -133,7 +136,7 @@ final class OutputThread: @unchecked Sendable {
         while shared.running.load(ordering: .acquiring) {
             step()
         }
-        if let pcm { snd_pcm_drop(pcm.pcm) }
+        pcm?.stop()
         closeDevice()
     }
 
@@ -163,7 +166,26 @@ final class OutputThread: @unchecked Sendable {
     /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
     /// asks the device, which reports a lost server or device), 0 when woken (the caller
     /// re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
-    private func waitWritable(_ pcm: ALSAPCM, timeoutMillis: Int32) -> Int32 {
+    private func waitWritable(_ device: OutputDevice, timeoutMillis: Int32) -> Int32 {
+        let pcm: ALSAPCM
+        switch device {
+        case .alsa(let p): pcm = p
+        case .pulse(let s):
+            // The server's requests arrive as bytes on the stream's notification pipe.
+            let ready = s.availFrames()
+            if ready < 0 { return Int32(ready) }
+            if ready >= s.configuration.periodFrames { return 1 }
+            pollFDs[0] = pollfd(fd: s.notifyFD, events: Int16(POLLIN), revents: 0)
+            pollFDs[1] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
+            let r = poll(pollFDs, 2, timeoutMillis)
+            if r < 0 { return errno == EINTR ? 0 : -errno }
+            if pollFDs[0].revents != 0 { s.drainNotifications() }
+            if pollFDs[1].revents & Int16(POLLIN) != 0 {
+                shared.outputWake.drain()
+                return 0
+            }
+            return 1
+        }
         // Room for a period already (as `snd_pcm_wait` checks first): no poll, no syscall.
         // Devices such as `null` never signal their descriptor, so polling them would wait
         // out the timeout.
@@ -201,14 +223,13 @@ final class OutputThread: @unchecked Sendable {
 
     /// Frames written and not yet heard, and the device's state: its delay, never reaching back
     /// past `heardFloor`; all of them while it has not started (filling up to its start
-    /// threshold, whatever the plugin reports: PulseAudio's says 0 before it starts).
-    private func held(_ pcm: ALSAPCM) -> (frames: Int, state: snd_pcm_state_t) {
-        let state = snd_pcm_state(pcm.pcm)
+    /// threshold) or cannot tell yet (a PulseAudio stream just started or flushed, no timing from
+    /// the server yet), which reads as `.prepared`.
+    private func held(_ pcm: OutputDevice) -> (frames: Int, state: OutputDevice.State) {
+        let state = pcm.state()
         let written = framesWritten - heardFloor
-        if state == SND_PCM_STATE_PREPARED { return (written, state) }
-        var delay: snd_pcm_sframes_t = 0
-        if snd_pcm_delay(pcm.pcm, &delay) < 0 { delay = 0 }
-        return (min(written, max(0, Int(delay))), state)
+        guard state != .prepared, let delay = pcm.delay() else { return (written, .prepared) }
+        return (min(written, delay), state)
     }
 
     /// Whether the last published position was advancing.
@@ -220,7 +241,7 @@ final class OutputThread: @unchecked Sendable {
         var frames = 0, running = false
         if let pcm {
             let h = held(pcm)
-            (frames, running) = (h.frames, h.state == SND_PCM_STATE_RUNNING)
+            (frames, running) = (h.frames, h.state == .running)
         }
         let now = running && !shared.pauseRequested.load(ordering: .relaxed)
         shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: monotonicNanos(), advancing: now)
@@ -233,14 +254,13 @@ final class OutputThread: @unchecked Sendable {
     /// heard right after it, and the position never runs ahead and back). Returns the frames
     /// dropped.
     @discardableResult
-    private func dropUnheard(_ pcm: ALSAPCM) -> Int {
+    private func dropUnheard(_ pcm: OutputDevice) -> Int {
         let before = monotonicNanos()
         let h = held(pcm)
-        snd_pcm_drop(pcm.pcm)
+        pcm.discard()
         // Frames a running device kept playing between the reading and the drop were heard.
-        let played = h.state == SND_PCM_STATE_RUNNING ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
+        let played = h.state == .running ? Int(Double(monotonicNanos() - before) * Double(segmentRate) / 1e9) : 0
         let unheard = max(0, h.frames - played)
-        snd_pcm_prepare(pcm.pcm)
         framesWritten -= unheard
         heardFloor = framesWritten
         return unheard
@@ -391,9 +411,9 @@ final class OutputThread: @unchecked Sendable {
             closeDevice()
         }
         do {
-            pcm = try ALSAPCM(device: settings.device, rate: rate, channels: channels,
-                              preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
-                              periodMicros: periodMillis * 1000)
+            pcm = try OutputDevice.open(settings.device, rate: rate, channels: channels,
+                                        preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
+                                        periodMicros: periodMillis * 1000)
             heardFloor = framesWritten
             emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
@@ -403,24 +423,23 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Plays out what the device holds (interruptibly until the last period), then stops it.
-    private func drain(_ pcm: ALSAPCM) {
-        if snd_pcm_state(pcm.pcm) == SND_PCM_STATE_PREPARED { snd_pcm_start(pcm.pcm) }
+    private func drain(_ pcm: OutputDevice) {
+        pcm.startIfWaiting()
         let period = pcm.configuration.periodFrames
         while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
-            var delay: snd_pcm_sframes_t = 0
-            if snd_pcm_delay(pcm.pcm, &delay) < 0 || delay <= period { break }
+            guard let delay = pcm.delay(), delay > period else { break }
             publishPosition()
             sleepMillis(max(1, periodMillis / 2))
         }
         if shared.generation.load(ordering: .acquiring) == generation {
-            snd_pcm_drain(pcm.pcm)
+            pcm.drain()
         } else {
             dropUnheard(pcm)
         }
         shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
     }
 
-    private func checkEndOfInput(_ pcm: ALSAPCM?) {
+    private func checkEndOfInput(_ pcm: OutputDevice?) {
         if editPending() {
             waitForEdit()  // items may be on their way (an append or splice)
             return
@@ -449,12 +468,12 @@ final class OutputThread: @unchecked Sendable {
     // Not annotated: the performance checker rejects every C call ("not available in this
     // module"), so the ALSA calls keep the loop from being compiler-checked; what it does
     // itself is plain integer work, atomics, and the annotated Renderer.
-    private func write(_ pcm: ALSAPCM, limitBytes: Int) {
+    private func write(_ pcm: OutputDevice, limitBytes: Int) {
         let cfg = pcm.configuration
         let r = waitWritable(pcm, timeoutMillis: Int32(max(10, periodMillis)))
         if r < 0 { recover(pcm, r); return }
         if r == 0 { return }  // woken: re-check pause and flush first
-        let avail = snd_pcm_avail_update(pcm.pcm)
+        let avail = pcm.avail()
         if avail < 0 { recover(pcm, Int32(avail)); return }
         let bytesPerFrame = 4 * segmentChannels
         let frames = min(Int(avail), limitBytes / bytesPerFrame, periodBufferFrames * 2 / segmentChannels)
@@ -469,7 +488,7 @@ final class OutputThread: @unchecked Sendable {
         let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
                                        channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
                                        rampFrames: cfg.rate / 50)
-        let w = snd_pcm_writei(pcm.pcm, periodBuffer, snd_pcm_uframes_t(rendered))
+        let w = pcm.write(periodBuffer, frames: rendered)
         if w < 0 { recover(pcm, Int32(w)); return }
         consumer.commit(Int(w) * bytesPerFrame)
         framesWritten += Int(w)
@@ -477,7 +496,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Recovers from a write/wait error by the PCM's state; unrecoverable errors close the device.
-    private func recover(_ pcm: ALSAPCM, _ code: Int32) {
+    private func recover(_ pcm: OutputDevice, _ code: Int32) {
         switch code {
         case -EAGAIN, -EINTR:
             return
@@ -485,14 +504,14 @@ final class OutputThread: @unchecked Sendable {
             shared.underruns.add(1, ordering: .relaxed)
             emit(.underrun, item: segmentItem)
             heardFloor = framesWritten  // ran dry: everything written was heard
-            if snd_pcm_prepare(pcm.pcm) >= 0 { return }
+            if pcm.prepare() >= 0 { return }
         case -ESTRPIPE:
-            var r = snd_pcm_resume(pcm.pcm)
+            var r = pcm.resume()
             for _ in 0..<100 where r == -EAGAIN {
                 sleepMillis(10)
-                r = snd_pcm_resume(pcm.pcm)
+                r = pcm.resume()
             }
-            if r < 0, snd_pcm_prepare(pcm.pcm) >= 0 {
+            if r < 0, pcm.prepare() >= 0 {
                 heardFloor = framesWritten  // what the suspend lost counts as played
                 return
             }
@@ -510,10 +529,10 @@ final class OutputThread: @unchecked Sendable {
             sleepWakeable(100)
             return
         }
-        let running = snd_pcm_state(pcm.pcm) == SND_PCM_STATE_RUNNING
+        let running = pcm.state() == .running
         var hwPaused = false
         if running && pcm.configuration.canPause && settings.hardwarePause {
-            hwPaused = snd_pcm_pause(pcm.pcm, 1) >= 0
+            hwPaused = pcm.pause(true)
         }
         if running && !hwPaused {
             // No hardware pause: drop what the device holds and tell the control plane how many
@@ -529,7 +548,7 @@ final class OutputThread: @unchecked Sendable {
             sleepWakeable(100)  // woken at once by resume or flush
         }
         // Flushed while paused: stay paused; the flush drops the buffer without playing it.
-        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { snd_pcm_pause(pcm.pcm, 0) }
+        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
         shared.outputPaused.store(false, ordering: .releasing)
         publishPosition()  // advancing again: the position moves from here, not from the next write
     }

@@ -325,6 +325,7 @@ public final class PlaybackEngine: Sendable {
     /// sound-server plugin (PulseAudio/PipeWire: ALSA's I/O plugin type), whose return after a
     /// loss means the media services restarted.
     public func probeDevice() -> (available: Bool, soundServer: Bool) {
+        if PulseStream.sink(forDevice: configuration.output.device) != nil { return (PulseStream.probe(), true) }
         var p: OpaquePointer?
         let r = snd_pcm_open(&p, configuration.output.device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
         guard r >= 0, let p else { return (false, false) }
@@ -544,7 +545,7 @@ public final class PlaybackEngine: Sendable {
                 case .underrun:
                     immediate.append(.underrun(count: shared.underruns.load(ordering: .relaxed)))
                 case .deviceError:
-                    immediate.append(.deviceError(ALSAError(code: e.code, function: "ALSA output (\(configuration.output.device))")))
+                    immediate.append(.deviceError(ALSAError(code: e.code, function: "audio output (\(configuration.output.device))")))
                 case .deviceOpened:
                     break
                 case .pausedByDrop:

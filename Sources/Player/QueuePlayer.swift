@@ -358,6 +358,7 @@ public final class QueuePlayer: Sendable {
     /// Feeds the engine from scratch: the current item (from `startingAt`, else its start) and,
     /// with `.advance`, the items after it.
     private func replan(_ s: inout State, startingAt time: Double?) {
+        settleSeek(&s, landed: false)  // a seek still on its way is superseded by the new plan
         s.parked = false
         engine.stop()
         if s.rate == 0 { engine.pause() }
@@ -420,6 +421,14 @@ public final class QueuePlayer: Sendable {
         post(&s, .currentItemChanged(s.items.first))
     }
 
+    /// Ends the seek on its way, if any: its completion gets `landed`, and the position is the
+    /// engine's again (a seek whose target never sounds must not hold `currentTime` there).
+    private func settleSeek(_ s: inout State, landed: Bool) {
+        guard let seek = s.pendingSeek else { return }
+        s.pendingSeek = nil
+        if let c = seek.completion { eventQueue.async { c(landed) } }
+    }
+
     /// The current item was heard to its end under `.pause`/`.none`.
     private func itemReachedEnd(_ s: inout State) {
         guard let item = s.items.first else { return }
@@ -461,6 +470,7 @@ public final class QueuePlayer: Sendable {
 
             case .itemStarted(let info, let fromSeek):
                 guard let item = s.engineItems[info.id], s.items.contains(where: { $0 === item }) else { return }
+                let changed = s.items.first !== item
                 // A gapless change heard now: earlier items are done (their end came first).
                 while let first = s.items.first, first !== item {
                     release(s.items.removeFirst())
@@ -470,10 +480,11 @@ public final class QueuePlayer: Sendable {
                 s.heardCurrent = true
                 s.atEnd = false
                 if fromSeek, let seek = s.pendingSeek {
-                    s.pendingSeek = nil
                     // The landing point (sample-exact), not the time when this event is handled.
                     post(&s, .timeJumped(item, time: seek.time))
-                    if let c = seek.completion { eventQueue.async { c(true) } }
+                    settleSeek(&s, landed: true)
+                } else if changed {
+                    settleSeek(&s, landed: false)  // another item is heard: the seek never landed
                 }
                 updateStatus(&s)
                 clock.jumped()
@@ -481,6 +492,12 @@ public final class QueuePlayer: Sendable {
             case .itemEnded(let id):
                 guard let item = s.engineItems.removeValue(forKey: id) else { return }
                 guard item === s.items.first else { return }
+                if let seek = s.pendingSeek {
+                    // A seek to the end (a later time is clamped to it): it lands where the item
+                    // ends, heard now; then the item's end, as for any other.
+                    post(&s, .timeJumped(item, time: seek.time))
+                    settleSeek(&s, landed: true)
+                }
                 if s.action == .advance {
                     s.items.removeFirst()
                     release(item)

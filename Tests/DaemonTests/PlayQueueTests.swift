@@ -114,9 +114,9 @@ struct PlayQueueTests {
         // End of item.
         _ = try c.request("play", [("item", 2)])
         #expect(try c.request("sleep", [("endOfItem", true)]).ok)
-        _ = try collect(w) { $0.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
+        let ended = try collect(w) { $0.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
         let e = try c.request("status")
-        #expect(e["state"] == "stopped" && e["current"]?["id"] == 3 && e["sleep"] == .null, "\(e.text)")
+        #expect(e["state"] == "stopped" && e["current"]?["id"] == 3 && e["sleep"] == .null, "\(e.text) after \(ended.map(\.text))")
         #expect(try d.stop() == 0)
     }
 

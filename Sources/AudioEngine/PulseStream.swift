@@ -1,0 +1,347 @@
+import CPulse
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An error from libpulse: its error code, message, and the call that failed.
+public struct PulseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The `PA_ERR_*` code.
+    public var code: Int32
+    /// `pa_strerror(code)`.
+    public var message: String
+    /// The libpulse function (and server or sink) involved.
+    public var function: String
+
+    public init(code: Int32, function: String) {
+        self.code = code
+        message = String(cString: pa_strerror(code))
+        self.function = function
+    }
+
+    public var description: String { "\(function): \(message) (PulseAudio code \(code))" }
+}
+
+/// A thin typed wrapper over one PulseAudio playback stream on its own threaded mainloop,
+/// owned by the output thread: the native route to a sound server (`pulse` or `pulse:SINK`).
+///
+/// Unlike ALSA's `pulse` plugin, which disconnects and recreates the server's stream at every
+/// `snd_pcm_prepare` (so every flush became a new sink input whose first ~100 ms had no timing
+/// information), this keeps one stream for as long as the format stays: a jump is
+/// `pa_stream_flush`, pause is `pa_stream_cork`, and the latency comes from the stream's
+/// running timing information, so the heard position is as exact right after a jump as on the
+/// straight path.
+///
+/// Each call takes the mainloop's lock for the length of one libpulse call (as ALSA's plugin
+/// does inside every `snd_pcm_*` call); the mainloop thread only runs libpulse's I/O and the
+/// callbacks below, which write one byte to a pipe or signal the mainloop.
+final class PulseStream: @unchecked Sendable {
+    // @unchecked Sendable: the pointers are used under the mainloop lock, by the owner only.
+    let configuration: DeviceConfiguration
+    private let mainloop: OpaquePointer
+    private let context: OpaquePointer
+    private let stream: OpaquePointer
+    private let userdata: UnsafeMutablePointer<Callbacks>
+    private let bytesPerFrame: Int
+    /// The mainloop writes a byte here when the server asks for data or a state changes.
+    let notifyFD: Int32
+    private let notifyWriteFD: Int32
+    private var corked = false
+    private var closed = false
+
+    struct Callbacks {
+        var mainloop: OpaquePointer
+        var notifyFD: Int32
+        /// Server-side underruns (the stream ran dry while playing).
+        var underflows = 0
+        /// Whether playback started since the stream was created or last flushed.
+        var started = false
+        /// A timing update asked for and not answered yet.
+        var timingRequested = false
+    }
+    private var underflowsSeen = 0
+
+    /// The sink named by a device string: `pulse` → the server's default, `pulse:NAME` → NAME;
+    /// nil when the string does not name the native PulseAudio route.
+    static func sink(forDevice device: String) -> String?? {
+        if device == "pulse" { return .some(nil) }
+        if device.hasPrefix("pulse:") { return .some(String(device.dropFirst(6))) }
+        return nil
+    }
+
+    /// Connects to the server (`PULSE_SERVER` or the default) and opens a stream on `sink`.
+    init(sink: String?, rate: Int, channels: Int, preferred: DeviceSampleFormat,
+         bufferMicros: Int, periodMicros: Int) throws(PulseError) {
+        let where_ = sink.map { "pulse:\($0)" } ?? "pulse"
+        guard let m = pa_threaded_mainloop_new() else { throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), function: "pa_threaded_mainloop_new") }
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            pa_threaded_mainloop_free(m)
+            throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), function: "pipe")
+        }
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        notifyFD = fds[0]
+        notifyWriteFD = fds[1]
+        mainloop = m
+        userdata = .allocate(capacity: 1)
+        userdata.initialize(to: Callbacks(mainloop: m, notifyFD: fds[1]))
+        let api = pa_threaded_mainloop_get_api(m)
+        guard let c = pa_context_new(api, "Backline") else {
+            Self.release(m, userdata, fds)
+            throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), function: "pa_context_new")
+        }
+        context = c
+        pa_context_set_state_callback(c, { _, ud in
+            guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+            pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
+            var one: UInt8 = 1
+            _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
+        }, userdata)
+        pa_threaded_mainloop_lock(m)
+        var failure: PulseError?
+        var s: OpaquePointer?
+        var attr = pa_buffer_attr()
+        let format = preferred
+        if pa_threaded_mainloop_start(m) < 0 {
+            failure = PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), function: "pa_threaded_mainloop_start")
+        } else if pa_context_connect(c, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
+            failure = PulseError(code: pa_context_errno(c), function: "pa_context_connect(\(where_))")
+        } else {
+            while true {
+                let st = pa_context_get_state(c)
+                if st == PA_CONTEXT_READY { break }
+                if st == PA_CONTEXT_FAILED || st == PA_CONTEXT_TERMINATED {
+                    failure = PulseError(code: pa_context_errno(c), function: "pa_context_connect(\(where_))")
+                    break
+                }
+                pa_threaded_mainloop_wait(m)
+            }
+        }
+        if failure == nil {
+            var spec = pa_sample_spec(format: preferred == .float32 ? PA_SAMPLE_FLOAT32LE : PA_SAMPLE_S16LE,
+                                      rate: UInt32(rate), channels: UInt8(channels))
+            if pa_sample_spec_valid(&spec) == 0 {
+                failure = PulseError(code: Int32(PA_ERR_INVALID.rawValue), function: "pa_sample_spec(\(rate) Hz, \(channels) ch)")
+            } else if let st = pa_stream_new(c, "Backline", &spec, nil) {
+                s = st
+                pa_stream_set_state_callback(st, { _, ud in
+                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+                    pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
+                    var one: UInt8 = 1
+                    _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
+                }, userdata)
+                pa_stream_set_underflow_callback(st, { _, ud in
+                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+                    // (Under the mainloop lock, read under it too.) Running dry after a flush,
+                    // before the new audio started, is the jump itself, not an underrun.
+                    if cb.pointee.started { cb.pointee.underflows += 1 }
+                }, userdata)
+                pa_stream_set_started_callback(st, { stream, ud in
+                    ud?.assumingMemoryBound(to: Callbacks.self).pointee.started = true
+                    // Playback began (first fill, or after an underrun): fresh timing now, so the
+                    // interpolated latency starts moving at once instead of at the next automatic
+                    // update (up to 100 ms away): the first frame is reported heard when it is.
+                    if let op = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(op) }
+                }, userdata)
+                pa_stream_set_write_callback(st, { _, _, ud in
+                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+                    var one: UInt8 = 1
+                    _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
+                }, userdata)
+                let frameBytes = channels * format.bytes
+                func bytes(_ micros: Int) -> UInt32 { UInt32(max(1, micros * rate / 1_000_000) * frameBytes) }
+                // tlength: the whole buffer (server side included, ADJUST_LATENCY); the server
+                // asks for more each period; playback (re)starts once the buffer is full again.
+                attr = pa_buffer_attr(maxlength: UInt32.max, tlength: bytes(bufferMicros), prebuf: UInt32.max,
+                                      minreq: bytes(periodMicros), fragsize: UInt32.max)
+                let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
+                    | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+                if pa_stream_connect_playback(st, sink, &attr, flags, nil, nil) < 0 {
+                    failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))")
+                } else {
+                    while true {
+                        let state = pa_stream_get_state(st)
+                        if state == PA_STREAM_READY { break }
+                        if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+                            failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))")
+                            break
+                        }
+                        pa_threaded_mainloop_wait(m)
+                    }
+                }
+                if failure == nil, let got = pa_stream_get_buffer_attr(st) { attr = got.pointee }
+            } else {
+                failure = PulseError(code: pa_context_errno(c), function: "pa_stream_new(\(where_))")
+            }
+        }
+        if let failure {
+            if let s {
+                pa_stream_disconnect(s)
+                pa_stream_unref(s)
+            }
+            pa_context_disconnect(c)
+            pa_context_unref(c)
+            pa_threaded_mainloop_unlock(m)
+            pa_threaded_mainloop_stop(m)
+            Self.release(m, userdata, fds)
+            throw failure
+        }
+        pa_threaded_mainloop_unlock(m)
+        stream = s!
+        bytesPerFrame = channels * format.bytes
+        configuration = DeviceConfiguration(rate: rate, channels: channels, sampleFormat: format,
+                                            bufferFrames: Int(attr.tlength) / bytesPerFrame,
+                                            periodFrames: max(1, Int(attr.minreq) / bytesPerFrame), canPause: true)
+    }
+
+    private static func release(_ m: OpaquePointer, _ ud: UnsafeMutablePointer<Callbacks>, _ fds: [Int32]) {
+        pa_threaded_mainloop_free(m)
+        ud.deinitialize(count: 1)
+        ud.deallocate()
+        for fd in fds { Glibc.close(fd) }
+    }
+
+    /// Whether the stream is usable: a lost server or a removed sink make it fail.
+    private func alive() -> Bool {
+        pa_stream_get_state(stream) == PA_STREAM_READY && pa_context_get_state(context) == PA_CONTEXT_READY
+    }
+
+    /// Frames the server takes now; `-ENODEV` when the stream or server is gone, `-EPIPE` once
+    /// for each underrun the server reported (as ALSA reports an xrun).
+    func availFrames() -> Int {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard alive() else { return -Int(ENODEV) }
+        if userdata.pointee.underflows != underflowsSeen {
+            underflowsSeen = userdata.pointee.underflows
+            return -Int(EPIPE)
+        }
+        let n = pa_stream_writable_size(stream)
+        return n == Int.max || n == -1 ? -Int(ENODEV) : n / bytesPerFrame
+    }
+
+    /// Hands `frames` frames to the server (copied); returns the frames taken or `-ENODEV`.
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard alive(), pa_stream_write(stream, buffer, frames * bytesPerFrame, nil, 0, PA_SEEK_RELATIVE) == 0 else {
+            return -Int(ENODEV)
+        }
+        return frames
+    }
+
+    /// Frames written but not yet heard (the stream's latency, the sink's included); nil while
+    /// the server has not reported timing since the stream started or was flushed.
+    func delayFrames() -> Int? {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        var usec: pa_usec_t = 0
+        var negative: Int32 = 0
+        guard pa_stream_get_latency(stream, &usec, &negative) == 0 else {
+            // No timing yet (a new stream): ask now rather than wait for the next automatic
+            // update (up to 100 ms away), one request at a time.
+            if !userdata.pointee.timingRequested {
+                userdata.pointee.timingRequested = true
+                if let op = pa_stream_update_timing_info(stream, { _, _, ud in
+                    ud?.assumingMemoryBound(to: Callbacks.self).pointee.timingRequested = false
+                }, userdata) { pa_operation_unref(op) }
+            }
+            return nil
+        }
+        return negative != 0 ? 0 : Int(usec) * configuration.rate / 1_000_000
+    }
+
+    /// Whether the stream is corked (paused).
+    var isCorked: Bool { corked }
+
+    /// Drops everything queued on the server side; the stream stays (same sink input) and
+    /// plays again once refilled.
+    /// Waits for the server to confirm (one round trip, under a millisecond locally: ALSA's
+    /// plugin spends several recreating its stream instead) and for fresh timing, so the
+    /// latency read right after it is the new one, never a guess.
+    func flush() {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard alive() else { return }
+        userdata.pointee.started = false
+        wait(pa_stream_flush(stream, Self.signalDone, userdata))
+        wait(pa_stream_update_timing_info(stream, Self.signalDone, userdata))
+    }
+
+    private static let signalDone: pa_stream_success_cb_t = { _, _, ud in
+        guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+        pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
+    }
+
+    /// Waits (mainloop locked) until `op` completes or the stream fails.
+    private func wait(_ op: OpaquePointer?) {
+        guard let op else { return }
+        while pa_operation_get_state(op) == PA_OPERATION_RUNNING && alive() {
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        pa_operation_unref(op)
+    }
+
+    /// Corks (pauses) or uncorks the stream; takes effect at the server's next render.
+    @discardableResult
+    func cork(_ on: Bool) -> Bool {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard let op = pa_stream_cork(stream, on ? 1 : 0, nil, nil) else { return false }
+        pa_operation_unref(op)
+        corked = on
+        return true
+    }
+
+    /// Starts playback of what is queued even if the buffer is not full (the end of input).
+    func trigger() {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        if let op = pa_stream_trigger(stream, nil, nil) { pa_operation_unref(op) }
+    }
+
+    /// Plays out what is queued and returns when the server has played it (or the stream failed).
+    func drain() {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard alive() else { return }
+        wait(pa_stream_drain(stream, Self.signalDone, userdata))
+    }
+
+    /// Empties the notification pipe (after a wait).
+    func drainNotifications() {
+        var scratch: (UInt64, UInt64) = (0, 0)
+        while withUnsafeMutableBytes(of: &scratch, { read(notifyFD, $0.baseAddress, 16) }) > 0 {}
+    }
+
+    /// Disconnects and frees everything (once).
+    func close() {
+        guard !closed else { return }
+        closed = true
+        pa_threaded_mainloop_lock(mainloop)
+        pa_stream_disconnect(stream)
+        pa_stream_unref(stream)
+        pa_context_disconnect(context)
+        pa_context_unref(context)
+        pa_threaded_mainloop_unlock(mainloop)
+        pa_threaded_mainloop_stop(mainloop)
+        Self.release(mainloop, userdata, [notifyFD, notifyWriteFD])
+    }
+
+    /// Whether a server answers (connects and disconnects at once, from the calling thread).
+    static func probe() -> Bool {
+        guard let m = pa_mainloop_new() else { return false }
+        defer { pa_mainloop_free(m) }
+        guard let c = pa_context_new(pa_mainloop_get_api(m), "Backline probe") else { return false }
+        defer { pa_context_unref(c) }
+        guard pa_context_connect(c, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { return false }
+        defer { pa_context_disconnect(c) }
+        for _ in 0..<200 {
+            let st = pa_context_get_state(c)
+            if st == PA_CONTEXT_READY { return true }
+            if st == PA_CONTEXT_FAILED || st == PA_CONTEXT_TERMINATED { return false }
+            pa_mainloop_iterate(m, 1, nil)
+        }
+        return false
+    }
+}

@@ -1,0 +1,4 @@
+#ifndef BACKLINE_CPULSE_SHIM_H
+#define BACKLINE_CPULSE_SHIM_H
+#include <pulse/pulseaudio.h>
+#endif
