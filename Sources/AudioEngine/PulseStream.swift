@@ -237,17 +237,18 @@ final class PulseStream: @unchecked Sendable {
         defer { pa_threaded_mainloop_unlock(mainloop) }
         var usec: pa_usec_t = 0
         var negative: Int32 = 0
-        guard pa_stream_get_latency(stream, &usec, &negative) == 0 else {
-            // No timing yet (a new stream): ask now rather than wait for the next automatic
-            // update (up to 100 ms away), one request at a time.
-            if !userdata.pointee.timingRequested {
-                userdata.pointee.timingRequested = true
-                if let op = pa_stream_update_timing_info(stream, { _, _, ud in
-                    ud?.assumingMemoryBound(to: Callbacks.self).pointee.timingRequested = false
-                }, userdata) { pa_operation_unref(op) }
-            }
-            return nil
+        let known = pa_stream_get_latency(stream, &usec, &negative) == 0
+        // No timing yet (a new stream), or the server not playing at its last report (filling
+        // up): ask now rather than wait for the next automatic update (up to 100 ms away), one
+        // request at a time, so the first frame is reported heard when it is.
+        let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
+        if (!known || !playing) && !corked && !userdata.pointee.timingRequested {
+            userdata.pointee.timingRequested = true
+            if let op = pa_stream_update_timing_info(stream, { _, _, ud in
+                ud?.assumingMemoryBound(to: Callbacks.self).pointee.timingRequested = false
+            }, userdata) { pa_operation_unref(op) }
         }
+        guard known else { return nil }
         return negative != 0 ? 0 : Int(usec) * configuration.rate / 1_000_000
     }
 

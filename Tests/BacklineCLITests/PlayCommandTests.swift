@@ -91,14 +91,19 @@ struct PlayCommandTests {
             let deadline = Date().addingTimeInterval(10)
             while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
             usleep(300_000)
+            // Its stream on the sound server, found by the player's process id.
+            func hasStream() throws -> Bool {
+                let inputs = try runProcess("pactl", ["list", "sink-inputs"], environment: sink.environment)
+                return inputs.stdoutText.contains("application.process.id = \"\(p.pid)\"")
+            }
+            #expect(try hasStream(), "playing: a sink input of process \(p.pid)")
             let t0 = Date()
             p.signal(SIGINT)
             let status = try p.wait(timeout: 5)
             #expect(status == 130)
             #expect(Date().timeIntervalSince(t0) < 1, "took \(Date().timeIntervalSince(t0)) s to stop")
             // Its stream is gone from the sound server: the device was closed.
-            let inputs = try runProcess("pactl", ["list", "short", "sink-inputs"], environment: sink.environment)
-            #expect(!inputs.stdoutText.contains("ALSA plug-in [backline]"), "\(inputs.stdoutText)")
+            #expect(try !hasStream(), "the stream outlived the player")
         }
     }
 
