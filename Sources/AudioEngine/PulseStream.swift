@@ -137,11 +137,15 @@ final class PulseStream: @unchecked Sendable {
                     if cb.pointee.started { cb.pointee.underflows += 1 }
                 }, userdata)
                 pa_stream_set_started_callback(st, { stream, ud in
-                    ud?.assumingMemoryBound(to: Callbacks.self).pointee.started = true
+                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+                    cb.pointee.started = true
                     // Playback began (first fill, or after an underrun): fresh timing now, so the
                     // interpolated latency starts moving at once instead of at the next automatic
-                    // update (up to 100 ms away): the first frame is reported heard when it is.
-                    if let op = pa_stream_update_timing_info(stream, nil, nil) { pa_operation_unref(op) }
+                    // update (up to 100 ms away); its arrival wakes the output thread, which
+                    // publishes the position then rather than after its next write (a period
+                    // away when the buffer is full): the first frame is reported heard when it is.
+                    cb.pointee.timingRequested = true
+                    if let op = pa_stream_update_timing_info(stream, PulseStream.timingArrived, ud) { pa_operation_unref(op) }
                 }, userdata)
                 pa_stream_set_write_callback(st, { _, _, ud in
                     guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
@@ -244,9 +248,7 @@ final class PulseStream: @unchecked Sendable {
         let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
         if (!known || !playing) && !corked && !userdata.pointee.timingRequested {
             userdata.pointee.timingRequested = true
-            if let op = pa_stream_update_timing_info(stream, { _, _, ud in
-                ud?.assumingMemoryBound(to: Callbacks.self).pointee.timingRequested = false
-            }, userdata) { pa_operation_unref(op) }
+            if let op = pa_stream_update_timing_info(stream, Self.timingArrived, userdata) { pa_operation_unref(op) }
         }
         guard known else { return nil }
         return negative != 0 ? 0 : Int(usec) * configuration.rate / 1_000_000
@@ -267,6 +269,15 @@ final class PulseStream: @unchecked Sendable {
         userdata.pointee.started = false
         wait(pa_stream_flush(stream, Self.signalDone, userdata))
         wait(pa_stream_update_timing_info(stream, Self.signalDone, userdata))
+    }
+
+    /// A requested timing update arrived: one byte on the notification pipe, so the output thread
+    /// publishes the position with it at once.
+    private static let timingArrived: pa_stream_success_cb_t = { _, _, ud in
+        guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+        cb.pointee.timingRequested = false
+        var one: UInt8 = 1
+        _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
     }
 
     private static let signalDone: pa_stream_success_cb_t = { _, _, ud in
