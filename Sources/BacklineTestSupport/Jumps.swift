@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 extension Fixtures {
     /// White noise as MP3 (stereo, 44.1 kHz): every few milliseconds of it are unlike any other,
@@ -175,4 +176,126 @@ public struct HeardTimeline: Sendable {
 public func median(_ values: [Double]) -> Double {
     let s = values.sorted()
     return s.isEmpty ? 0 : s[s.count / 2]
+}
+
+/// One jump in a real-time test: what was asked, when, and what should be heard next.
+public struct JumpRecord: Sendable {
+    public var kind: String
+    /// Wall seconds (the test's clock) when the command was given.
+    public var wall: Double
+    /// The file (an index into the references) and its time that should sound next.
+    public var file: Int
+    public var time: Double
+    /// Events that must come for this jump (each within a period after its target is heard).
+    public var events: [String]
+    /// Events checked the same way when they come.
+    public var optionalEvents: [String]
+
+    public init(kind: String, wall: Double, file: Int, time: Double, events: [String] = [], optionalEvents: [String] = []) {
+        (self.kind, self.wall, self.file, self.time, self.events, self.optionalEvents) = (kind, wall, file, time, events, optionalEvents)
+    }
+
+    /// A resume continues where the pause was heard, up to a sink render later: where its audio
+    /// begins is searched a little later and stepped back.
+    public var isResume: Bool { kind.contains("pause") }
+}
+
+/// A reported position: at `wall` seconds, `time` seconds into `file`.
+public struct PositionSample: Sendable {
+    public var wall: Double
+    public var file: Int
+    public var time: Double
+    public init(wall: Double, file: Int, time: Double) { (self.wall, self.file, self.time) = (wall, file, time) }
+}
+
+/// Checks jumps against the recording of the sink's monitor, as the listener heard them: the
+/// silence at each jump (median per kind ≤ `maxMedianSilence`), the positions reported after it
+/// (monotonic within an item, each within `period` of what the recording holds at that moment)
+/// and its events (each after its target is first heard, within `period` plus delivery).
+///
+/// `samples[0]` is the straight path from the first sound (the map wall→recording is fitted on
+/// it); `samples[n + 1]` the stretch after `jumps[n]`. `events` are (name, wall) of everything
+/// the test saw. `observers` are other reports of the position (a time observer's calls), each
+/// set held to its own bound on the error (positive: ahead of the listener). Returns the
+/// silences per kind, in seconds, for the test's report.
+@discardableResult
+public func checkJumps(recording: [Int16], rate: Int, references: [[Int16]], jumps: [JumpRecord],
+                       samples: [[PositionSample]], events: [(name: String, wall: Double)], period: Double,
+                       observers: [(name: String, reports: [PositionSample], bound: ClosedRange<Double>)] = [],
+                       maxMedianSilence: Double = 0.02,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: [Double]] {
+    var heard = HeardTimeline(recording: recording, rate: rate)
+    let first = try #require(heard.firstSound(), "nothing recorded", sourceLocation: sourceLocation)
+    // The sink's clock against ours, from the straight path before the first jump.
+    heard.fitAnchor(firstSound: first, samples: samples[0].filter { $0.wall > (samples[0].first?.wall ?? 0) + 0.3 }.map { ($0.wall, $0.time) })
+    var silences: [String: [Double]] = [:]
+    var worst = 0.0
+    var anchors: [Double] = []  // the map's offset near each jump
+    func ms(_ t: Double) -> String { String(format: "%.3f", t) }
+    for (n, j) in jumps.enumerated() {
+        // Wall↔recording near this jump, from the stretch just before it.
+        heard.refitOffset(references: references, samples: samples[n].suffix(8).map { ($0.wall, $0.file, $0.time) })
+        anchors.append(heard.anchor)
+        let lead = j.isResume ? 0.05 : 0
+        let begin = heard.locate(references[j.file], frame: Int((j.time + lead) * Double(rate)),
+                                 near: heard.frame(atWall: j.wall + 0.3), radius: Int(0.35 * Double(rate)))
+            .map { $0.frame - Int(lead * Double(rate)) }
+        #expect(begin != nil, "\(j.kind) at \(ms(j.wall)): \(j.time) s of file \(j.file) never heard", sourceLocation: sourceLocation)
+        guard let begin else { continue }
+        let heardAt = heard.wall(atFrame: begin)
+        // The silence the listener hears: the silent run just before the new audio; after a
+        // pause, from the play command to the sound.
+        silences[j.kind, default: []].append(j.isResume ? max(0, heardAt - j.wall)
+            : heard.longestSilence(from: begin - Int(0.3 * Double(rate)), to: begin))
+        let next = n + 1 < jumps.count ? jumps[n + 1].wall : .infinity
+        for name in j.events + j.optionalEvents {
+            let at = events.first { $0.name == name && $0.wall >= j.wall && $0.wall < next }?.wall
+            if j.events.contains(name) {
+                #expect(at != nil, "\(j.kind) at \(ms(j.wall)): no \(name)", sourceLocation: sourceLocation)
+            }
+            // (The wall↔recording map is good to a few milliseconds on a loaded machine.)
+            if let at {
+                #expect(at >= heardAt - 0.006 && at <= heardAt + period + 0.01,
+                        "\(j.kind) at \(ms(j.wall)): \(name) at \(ms(at)), target heard at \(ms(heardAt))", sourceLocation: sourceLocation)
+            }
+        }
+        // Positions after the jump: monotonic, and within one period of the recording.
+        let run = samples[n + 1]
+        for (a, b) in zip(run, run.dropFirst()) where a.file == b.file {
+            #expect(b.time >= a.time, "after \(j.kind): position went back \(a.time) → \(b.time) at \(ms(b.wall))", sourceLocation: sourceLocation)
+        }
+        for s in run {
+            let err = heard.positionError(reference: references[s.file], time: s.time, wall: s.wall)
+            #expect(err != nil, "after \(j.kind): \(s.time) s of file \(s.file) not heard near \(ms(s.wall))", sourceLocation: sourceLocation)
+            if let err {
+                worst = max(worst, abs(err))
+                #expect(abs(err) <= period, "after \(j.kind) at \(ms(s.wall)): reported \(s.time), \(String(format: "%+.1f", err * 1000)) ms from what was heard", sourceLocation: sourceLocation)
+            }
+        }
+    }
+    for (name, reports, bound) in observers {
+        for r in reports {
+            // The map near this report: as near the last jump before it.
+            let n = jumps.lastIndex { $0.wall <= r.wall } ?? 0
+            if n < anchors.count { heard.anchor = anchors[n] }
+            let err = heard.positionError(reference: references[r.file], time: r.time, wall: r.wall)
+            #expect(err != nil, "\(name): \(r.time) s of file \(r.file) not heard near \(ms(r.wall))", sourceLocation: sourceLocation)
+            if let err {
+                #expect(bound.contains(err), "\(name) at \(ms(r.wall)): \(r.time) s, \(String(format: "%+.1f", err * 1000)) ms from what was heard", sourceLocation: sourceLocation)
+            }
+        }
+    }
+    print("jump silences (ms): \(silences.mapValues { $0.map { Int(($0 * 1000).rounded()) } }); worst position error \(Int((worst * 1000).rounded())) ms")
+    for (kind, values) in silences {
+        #expect(median(values) <= maxMedianSilence, "\(kind): median silence \(median(values)) s (\(values))", sourceLocation: sourceLocation)
+    }
+    return silences
+}
+
+/// The sink inputs (their `Sink Input #N` headers) that process `pid` has on the server.
+public func sinkInputs(ofProcess pid: pid_t, environment: [String: String]) -> [String] {
+    let text = (try? runProcess("pactl", ["list", "sink-inputs"], environment: environment))?.stdoutText ?? ""
+    return text.components(separatedBy: "Sink Input #").dropFirst().filter {
+        $0.contains("application.process.id = \"\(pid)\"")
+    }.compactMap { $0.split(separator: "\n").first.map(String.init) }
 }

@@ -44,7 +44,7 @@ final class ObserverClock: Sendable {
         /// Periodic: next item time to fire at. Boundary: last time seen, and its item.
         let progress = Mutex<(next: Double, last: Double, item: ObjectIdentifier?)>((0, 0, nil))
         /// What the last start/stop/jump call reported (one event often has several causes).
-        let lastReport = Mutex<(item: ObjectIdentifier?, millis: Int, playing: Bool)?>(nil)
+        let lastReport = Mutex<(item: ObjectIdentifier?, millis: Int, started: Bool)?>(nil)
 
         init(kind: Kind, queue: DispatchQueue, block: @escaping @Sendable (Double) -> Void) {
             self.kind = kind
@@ -103,14 +103,18 @@ final class ObserverClock: Sendable {
     private struct Snapshot {
         var item: ObjectIdentifier?
         var time: Double
+        /// The position advancing (`timeControlStatus` `.playing`).
         var playing: Bool
+        /// Playback asked for (rate ≠ 0), whether or not it is waiting: what a start/stop report
+        /// tells (waiting to play and then playing after a jump is one start, not two).
+        var started: Bool
     }
 
     private func snapshot() -> Snapshot? {
         guard let player else { return nil }
         return player.state.withLock { s in
             Snapshot(item: s.items.first.map(ObjectIdentifier.init), time: player.currentTimeLocked(s),
-                     playing: s.status == .playing)
+                     playing: s.status == .playing, started: s.rate != 0)
         }
     }
 
@@ -118,10 +122,10 @@ final class ObserverClock: Sendable {
         switch o.kind {
         case .periodic(let interval):
             o.progress.withLock { $0 = (Self.nextMultiple(after: snap.time, interval), snap.time, snap.item) }
-            let report = (snap.item, Int((snap.time * 1000).rounded()), snap.playing)
+            let report = (snap.item, Int((snap.time * 1000).rounded()), snap.started)
             let repeated = o.lastReport.withLock { last in
                 defer { last = report }
-                return last.map { $0.item == report.0 && abs($0.millis - report.1) <= 20 && $0.playing == report.2 } ?? false
+                return last.map { $0.item == report.0 && abs($0.millis - report.1) <= 20 && $0.started == report.2 } ?? false
             }
             if fire && !repeated { o.fire(snap.time) }
         case .boundary:
@@ -159,7 +163,7 @@ final class ObserverClock: Sendable {
                         return true
                     }
                     if due {
-                        o.lastReport.withLock { $0 = (snap.item, Int((snap.time * 1000).rounded()), snap.playing) }
+                        o.lastReport.withLock { $0 = (snap.item, Int((snap.time * 1000).rounded()), snap.started) }
                         o.fire(snap.time)
                     }
                 case .boundary(let times):

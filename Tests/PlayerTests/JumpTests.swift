@@ -13,18 +13,18 @@ struct JumpTests {
     /// Output period of the player: 200 ms buffer / 4.
     static let period = 0.05
 
-    struct Sample {
-        var wall: Double
-        var file: Int
-        var time: Double
-    }
-
-    struct Jump {
-        var kind: String
-        var wall: Double
-        /// The file and item time that should be heard next.
-        var file: Int
-        var time: Double
+    /// A time observer's calls: when, the current item then, and the time each reported.
+    final class ObserverCalls: Sendable {
+        struct Call {
+            var wall: Double
+            var item: ObjectIdentifier?
+            var time: Double
+        }
+        private let calls = Mutex<[Call]>([])
+        func append(wall: Double, item: PlayerItem?, time: Double) {
+            calls.withLock { $0.append(Call(wall: wall, item: item.map(ObjectIdentifier.init), time: time)) }
+        }
+        var all: [Call] { calls.withLock { $0 } }
     }
 
     @Test("seek, advance, remove the current item, pause early then play: ≤ 20 ms of silence (median of 5), positions within a period of the recording, events when heard")
@@ -38,7 +38,19 @@ struct JumpTests {
             let log = PlayerLog(player)
             let completions = Mutex<[Double]>([])
             func now() -> Double { Date().timeIntervalSince(log.start) }
-            var samples: [[Sample]] = [[]]  // one run of samples per stretch between jumps
+            // Time observers, as an app would have them: every 0.25 s, and at 0.45 s into an item
+            // (crossed after every jump to an item's start). What they report is checked against
+            // the recording like any other position.
+            let observerQueue = DispatchQueue(label: "jump-observers")
+            let periodic = ObserverCalls(), boundary = ObserverCalls()
+            let start = log.start
+            let periodicToken = player.addPeriodicTimeObserver(forInterval: 0.25, queue: observerQueue) { t in
+                periodic.append(wall: Date().timeIntervalSince(start), item: player.currentItem, time: t)
+            }
+            let boundaryToken = player.addBoundaryTimeObserver(forTimes: [0.45], queue: observerQueue) {
+                boundary.append(wall: Date().timeIntervalSince(start), item: player.currentItem, time: 0.45)
+            }
+            var samples: [[PositionSample]] = [[]]  // one run of samples per stretch between jumps
             func sample(for seconds: Double) {
                 let end = now() + seconds
                 while now() < end {
@@ -46,21 +58,16 @@ struct JumpTests {
                     let w = now()
                     let t = player.currentTime()
                     if let item, item === player.currentItem, let f = fileOf[ObjectIdentifier(item)] {
-                        samples[samples.count - 1].append(Sample(wall: w, file: f, time: t))
+                        samples[samples.count - 1].append(PositionSample(wall: w, file: f, time: t))
                     }
                     usleep(15_000)
                 }
             }
             func file(_ item: PlayerItem?) -> Int { item.flatMap { fileOf[ObjectIdentifier($0)] } ?? -1 }
-            var jumps: [Jump] = []
+            var jumps: [JumpRecord] = []
+            var pauses: [Double] = []
             var streams: [[String]] = []
-            /// This process's sink inputs on the server.
-            func sinkInputs() -> [String] {
-                let text = (try? runProcess("pactl", ["list", "sink-inputs"], environment: sink.environment))?.stdoutText ?? ""
-                return text.components(separatedBy: "Sink Input #").dropFirst().filter {
-                    $0.contains("application.process.id = \"\(getpid())\"")
-                }.compactMap { $0.split(separator: "\n").first.map(String.init) }
-            }
+            func sinkInputs() -> [String] { BacklineTestSupport.sinkInputs(ofProcess: getpid(), environment: sink.environment) }
             let (_, rec) = try sink.record { () -> Void in
                 player.play()
                 #expect(log.wait(timeout: 5) { if case .timeControlStatusChanged(.playing, _) = $0 { true } else { false } } != nil)
@@ -70,7 +77,8 @@ struct JumpTests {
                     // Seek 3 s ahead within the item, others queued behind it.
                     let target = (player.currentTime() + 3).rounded()
                     samples.append([])
-                    jumps.append(Jump(kind: "seek", wall: now(), file: file(player.currentItem), time: target))
+                    jumps.append(JumpRecord(kind: "seek", wall: now(), file: file(player.currentItem), time: target,
+                                            events: ["completion"], optionalEvents: [".playing"]))
                     player.seek(to: target) { ok in
                         let w = Date().timeIntervalSince(log.start)
                         if ok { completions.withLock { $0.append(w) } }
@@ -80,26 +88,30 @@ struct JumpTests {
                     for kind in ["advance", "remove"] {
                         let next = player.items()[1]
                         samples.append([])
-                        jumps.append(Jump(kind: kind, wall: now(), file: file(next), time: 0))
+                        jumps.append(JumpRecord(kind: kind, wall: now(), file: file(next), time: 0, optionalEvents: [".playing"]))
                         if kind == "advance" { player.advanceToNextItem() } else { player.remove(player.currentItem!) }
                         sample(for: 0.6)
                     }
                     // Advance, pause 0.1 s into the new item, then play: it goes on from there.
                     let next = player.items()[1]
                     samples.append([])
-                    jumps.append(Jump(kind: "advance", wall: now(), file: file(next), time: 0))
+                    jumps.append(JumpRecord(kind: "advance", wall: now(), file: file(next), time: 0, optionalEvents: [".playing"]))
                     player.advanceToNextItem()
                     sample(for: 0.1)
+                    pauses.append(now())
                     player.pause()
                     Thread.sleep(forTimeInterval: 0.3)
                     let paused = player.currentTime()
                     samples.append([])
-                    jumps.append(Jump(kind: "early pause, play", wall: now(), file: file(player.currentItem), time: paused))
+                    jumps.append(JumpRecord(kind: "early pause, play", wall: now(), file: file(player.currentItem), time: paused,
+                                            optionalEvents: [".playing"]))
                     player.play()
                     sample(for: 0.6)
                 }
                 streams.append(sinkInputs())
             }
+            player.removeTimeObserver(periodicToken)
+            player.removeTimeObserver(boundaryToken)
             player.removeAllItems()
             let stalls = log.all.filter { if case .playbackStalled = $0 { true } else { false } }
             #expect(stalls.isEmpty, "a jump is not an underrun: \(stalls.count) stalls reported")
@@ -107,64 +119,48 @@ struct JumpTests {
             #expect(streams.count == 2 && streams[0] == streams[1] && !streams[0].isEmpty,
                     "the player's sink inputs before and after the jumps: \(streams)")
 
-            var heard = HeardTimeline(recording: rec, rate: PulseNullSink.rate)
-            let first = try #require(heard.firstSound(), "nothing recorded")
-            // The sink's clock against ours, from the straight path before the first jump.
-            heard.fitAnchor(firstSound: first, samples: samples[0].filter { $0.wall > 0.3 }.map { ($0.wall, $0.time) })
+            let playing = log.timed.filter { if case .timeControlStatusChanged(.playing, _) = $0.event { true } else { false } }
+            let events = playing.map { (name: ".playing", wall: $0.time) } + completions.withLock { $0 }.map { (name: "completion", wall: $0) }
+            // The observers' reports are positions too (the periodic one's own time, the
+            // boundary's 0.45 s), held to the same bound as `currentTime()`; the boundary is
+            // never early (a report ahead of the listener is positive).
+            // (Not the calls reporting a pause: what follows that moment in the recording is
+            // silence, then the resume, which the jump check covers.)
+            let ticks = periodic.all.filter { t in !pauses.contains { t.wall >= $0 && t.wall < $0 + 0.1 } }.compactMap { t in
+                t.item.flatMap { fileOf[$0] }.map { PositionSample(wall: t.wall, file: $0, time: t.time) }
+            }
+            let crossings = boundary.all.compactMap { b in
+                b.item.flatMap { fileOf[$0] }.map { PositionSample(wall: b.wall, file: $0, time: b.time) }
+            }
+            try Self.check(recording: rec, references: refs, jumps: jumps, samples: samples, events: events,
+                           ticks: ticks, crossings: crossings)
+        }
+    }
 
-            let playing = log.timed.filter { if case .timeControlStatusChanged(.playing, _) = $0.event { true } else { false } }.map(\.time)
-            let done = completions.withLock { $0 }
-            var silences: [String: [Double]] = [:]
-            var worst = 0.0
-            for (n, j) in jumps.enumerated() {
-                // Wall↔recording near this jump, from the stretch just before it (samples[n]).
-                let before = samples[n].suffix(8).map { (wall: $0.wall, file: $0.file, time: $0.time) }
-                heard.refitOffset(references: refs, samples: before)
-                // Where the jump's audio begins in the recording (a resume continues up to a sink
-                // render after the frame reported at the pause: look a little later, step back).
-                let lead = j.kind == "early pause, play" ? 0.05 : 0
-                let begin = heard.locate(refs[j.file], frame: Int((j.time + lead) * Double(heard.rate)),
-                                         near: heard.frame(atWall: j.wall + 0.3), radius: Int(0.35 * Double(heard.rate)))
-                    .map { $0.frame - Int(lead * Double(heard.rate)) }
-                #expect(begin != nil, "\(j.kind) at \(j.wall): \(j.time) s of file \(j.file) never heard")
-                guard let begin else { continue }
-                let heardAt = heard.wall(atFrame: begin)
-                // The silence the listener hears: the silent run just before the new audio; after
-                // a pause, from the play command to the sound.
-                silences[j.kind, default: []].append(lead > 0 ? max(0, heardAt - j.wall)
-                    : heard.longestSilence(from: begin - Int(0.3 * Double(heard.rate)), to: begin))
-                // The jump's events: a seek's completion, `.playing`, when the target is heard.
-                let next = n + 1 < jumps.count ? jumps[n + 1].wall : .infinity
-                var reports: [(String, Double)] = []
-                if j.kind == "seek" {
-                    let c = done.first { $0 >= j.wall && $0 < next }
-                    #expect(c != nil, "seek at \(j.wall): no completion")
-                    if let c { reports.append(("completion", c)) }
-                }
-                if let p = playing.first(where: { $0 >= j.wall && $0 < next }) { reports.append((".playing", p)) }
-                for (what, at) in reports {
-                    // (The wall↔recording map is good to a few milliseconds on a loaded machine.)
-                    #expect(at >= heardAt - 0.006 && at <= heardAt + Self.period + 0.01,
-                            "\(j.kind) at \(String(format: "%.3f", j.wall)): \(what) at \(String(format: "%.3f", at)), target heard at \(String(format: "%.3f", heardAt))")
-                }
-                // Positions after the jump: monotonic, and within one period of the recording.
-                let run = samples[n + 1]
-                for (a, b) in zip(run, run.dropFirst()) where a.file == b.file {
-                    #expect(b.time >= a.time, "after \(j.kind): position went back \(a.time) → \(b.time) at \(b.wall)")
-                }
-                for s in run {
-                    let err = heard.positionError(reference: refs[s.file], time: s.time, wall: s.wall)
-                    #expect(err != nil, "after \(j.kind): \(s.time) s of file \(s.file) not heard near \(s.wall)")
-                    if let err {
-                        worst = max(worst, abs(err))
-                        #expect(abs(err) <= Self.period, "after \(j.kind) at \(String(format: "%.3f", s.wall)): reported \(s.time), \(String(format: "%+.1f", err * 1000)) ms from what was heard")
-                    }
-                }
-            }
-            print("jump silences (ms): \(silences.mapValues { $0.map { Int(($0 * 1000).rounded()) } }); worst position error \(Int((worst * 1000).rounded())) ms")
-            for (kind, values) in silences {
-                #expect(median(values) <= 0.02, "\(kind): median silence \(median(values)) s (\(values))")
-            }
+    /// The recording against the jumps, the positions and the time observers' calls.
+    static func check(recording: [Int16], references: [[Int16]], jumps: [JumpRecord], samples: [[PositionSample]],
+                      events: [(name: String, wall: Double)], ticks: [PositionSample], crossings: [PositionSample]) throws {
+        try checkJumps(recording: recording, rate: PulseNullSink.rate, references: references, jumps: jumps,
+                                   samples: samples, events: events, period: Self.period,
+                                   observers: [("periodic observer", ticks, -Self.period...Self.period),
+                                               ("boundary observer at 0.45 s", crossings, -Self.period...0.006)])
+        // A stretch after a jump that passes 0.45 s of its item: one boundary call, never
+        // skipped, never twice.
+        for (n, j) in jumps.enumerated() {
+            let run = samples[n + 1]
+            guard let first = run.first, let last = run.last, first.time < 0.4, last.time > 0.5 else { continue }
+            let end = n + 1 < jumps.count ? jumps[n + 1].wall : .infinity
+            let calls = crossings.filter { $0.wall >= j.wall && $0.wall < end }
+            #expect(calls.count == 1, "\(j.kind) at \(j.wall): \(calls.count) boundary calls (0.45 s crossed once)")
+        }
+        // The periodic observer: once per multiple of 0.25 s within each stretch.
+        for (n, j) in jumps.enumerated() {
+            let end = n + 1 < jumps.count ? jumps[n + 1].wall : .infinity
+            // (Calls at a jump, a pause or a resume report that moment, any time; the
+            // regular ones report a multiple.)
+            let times = ticks.filter { $0.wall >= j.wall && $0.wall < end }.map(\.time)
+            let multiples = times.filter { abs($0 / 0.25 - ($0 / 0.25).rounded()) < 0.01 }.map { Int(($0 / 0.25).rounded()) }
+            #expect(Set(multiples).count == multiples.count, "\(j.kind) at \(j.wall): a multiple fired twice: \(times)")
         }
     }
 }
