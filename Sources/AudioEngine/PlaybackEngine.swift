@@ -179,6 +179,37 @@ public final class PlaybackEngine: Sendable {
         return items.map { ItemID(rawValue: $0.id) }
     }
 
+    /// Replaces everything queued by `paths` in one flush, the first from `seconds` in (its start
+    /// when nil; sample-accurate, announced as a seek), paused or not. Unlike ``stop()`` then
+    /// ``enqueue(_:)`` the output never sees an empty queue in between, so it keeps the device
+    /// (one server stream) and the new audio follows the last frame heard: a jump, not a stop
+    /// and a start.
+    /// - Returns: the new items' ids (`paths` order).
+    @discardableResult
+    public func replaceAll(with paths: [String], startingAt seconds: Double? = nil, paused: Bool) -> [ItemID] {
+        let items = state.withLock { s -> [DecodeItem] in
+            s.queue = []
+            s.segments = []
+            s.pending = []
+            s.flushTarget = nil
+            s.paused = paused
+            s.pausedByDropFrames = nil
+            s.watchClosely = monotonicNanos() + 1_000_000_000
+            return paths.enumerated().map { n, path in
+                let id = ItemID(rawValue: s.nextID)
+                s.nextID += 1
+                s.queue.append((id, path))
+                let start = n == 0 ? seconds.map { max(0, $0) } : nil
+                if start != nil { s.seekOrigin.insert(id) }
+                return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: start)
+            }
+        }
+        // Paused or not before the new generation's audio can reach the device.
+        shared.pauseRequested.store(paused, ordering: .releasing)
+        flush(with: items)
+        return items.map { ItemID(rawValue: $0.id) }
+    }
+
     /// Appends one file that starts `seconds` in (sample-accurate), e.g. to restore a saved position.
     @discardableResult
     public func enqueue(_ path: String, startingAt seconds: Double) -> ItemID {

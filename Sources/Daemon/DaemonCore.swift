@@ -502,8 +502,10 @@ public final class DaemonCore: Sendable {
             guard (position == nil) != (offset == nil) else { throw .badArgument("seek: give \"position\" or \"offset\" (seconds)") }
             let target = position ?? (queue.elapsed + offset!)
             guard target.isFinite else { throw .badArgument("seek: not a number") }
-            try dispatch(.changePlaybackPosition, .position(max(0, target)))
-            return [("position", Self.ms(max(0, target)))]
+            // Clamped to the item (a later time is its end: it ends, and the next one plays).
+            let clamped = min(max(0, target), player.currentItem?.duration ?? .infinity)
+            try dispatch(.changePlaybackPosition, .position(clamped))
+            return [("position", Self.ms(clamped))]
         case "skip":
             let seconds = try r.optionalNumber("seconds") ?? 15
             guard seconds != 0, seconds.isFinite else { throw .badArgument("skip: \"seconds\" must be non-zero") }

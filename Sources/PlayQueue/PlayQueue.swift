@@ -494,12 +494,14 @@ public final class PlayQueue: Sendable {
     /// Replaces what the player holds by the current entry (from `startingAt`) and its successor.
     private func rebuild(_ s: inout State, startingAt time: Double = 0) {
         let wasPlaying = player.rate != 0
-        player.removeAllItems()
         s.fed = []
-        guard let c = s.current, let item = item(for: c, s) else { return }
-        player.insert(item, after: nil)
+        guard let c = s.current, let item = item(for: c, s) else {
+            player.removeAllItems()
+            return
+        }
+        // One step: the device stays open, as for any other jump.
+        player.replaceAllItems(with: item, startingAt: time > 0 ? time : nil)
         s.fed = [(c, item)]
-        if time > 0 { player.seek(to: time) }
         refeed(&s)
         if wasPlaying { player.play() }
         post(.current(s.entries.first { $0.id == c }))

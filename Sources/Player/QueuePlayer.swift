@@ -177,6 +177,26 @@ public final class QueuePlayer: Sendable {
         }
     }
 
+    /// Replaces every item by `item` in one step, playing it from `time` (its start when nil) at
+    /// the current rate: AVPlayer's `replaceCurrentItem(with:)`. Unlike ``removeAllItems()``
+    /// then ``insert(_:after:)`` the device stays open and nothing is heard of the empty queue
+    /// in between (a jump, not a stop and a start).
+    /// - Returns: false (and nothing changes) when `item` belongs to a queue or has failed.
+    @discardableResult
+    public func replaceAllItems(with item: PlayerItem, startingAt time: Double? = nil) -> Bool {
+        state.withLock { s in
+            guard canInsert(item, in: s) else { return false }
+            for old in s.items { release(old) }
+            item.state.withLock { $0.owner = ObjectIdentifier(self) }
+            s.items = [item]
+            replan(&s, startingAt: time.map { max(0, $0) })
+            announceCurrent(&s)
+            clock.jumped()
+            updateStatus(&s)
+            return true
+        }
+    }
+
     /// What happens when an item ends. Changing it applies at once: to the current item's end
     /// if it is still playing, and immediately if the current item already sits at its end.
     public var actionAtItemEnd: ActionAtItemEnd {
@@ -360,19 +380,21 @@ public final class QueuePlayer: Sendable {
     private func replan(_ s: inout State, startingAt time: Double?) {
         settleSeek(&s, landed: false)  // a seek still on its way is superseded by the new plan
         s.parked = false
-        engine.stop()
-        if s.rate == 0 { engine.pause() }
         s.engineItems = [:]
         s.currentEngineID = nil
         s.heardCurrent = false
         s.atEnd = false
         s.parkedTime = time ?? 0
-        guard let current = s.items.first else { return }
-        let id = time.map { engine.enqueue(current.path, startingAt: $0) } ?? engine.enqueue([current.path])[0]
-        s.currentEngineID = id
-        s.engineItems[id] = current
+        guard let current = s.items.first else {
+            engine.stop()  // nothing to play: the device is released
+            if s.rate == 0 { engine.pause() }
+            return
+        }
+        // One flush to the new plan: the device stays open across the jump.
         let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
-        for (item, eid) in zip(upcoming, engine.enqueue(upcoming.map(\.path))) { s.engineItems[eid] = item }
+        let ids = engine.replaceAll(with: [current.path] + upcoming.map(\.path), startingAt: time, paused: s.rate == 0)
+        s.currentEngineID = ids[0]
+        for (item, eid) in zip([current] + upcoming, ids) { s.engineItems[eid] = item }
     }
 
     /// Hands the engine the items after the current one (all of them with `.advance`, none
