@@ -95,7 +95,9 @@ let package = Package(
         ),
 
         // Test harness: private PulseAudio null sink, ALSA file capture, reference decodes, fixtures.
-        .target(name: "BacklineTestSupport", swiftSettings: strictSettings),
+        // Optimised even in debug builds: the recording analysis (cross-correlation over minutes
+        // of audio) takes seconds instead of minutes.
+        .target(name: "BacklineTestSupport", swiftSettings: strictSettings + [.unsafeFlags(["-O"])]),
 
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
