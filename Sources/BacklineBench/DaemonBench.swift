@@ -8,8 +8,15 @@ import Glibc
 
 /// The daemon's control latency beside mpd's, measured the same way in the same run:
 /// request round trips (`ping`) over each one's Unix socket with 1 and with 100 connected
-/// clients, and the time from a pause request to silence on a PulseAudio null sink's monitor.
+/// clients, the time from a pause request to silence on a PulseAudio null sink's monitor, and
+/// the silence the listener hears at each kind of jump (next, previous, play ID, seek).
 public enum DaemonBench {
+    /// `value`, or an error naming what was missing.
+    static func requireID(_ value: Int?, _ what: String = "an item id in the reply") throws -> Int {
+        guard let value else { throw BenchError("expected \(what)") }
+        return value
+    }
+
     /// Runs the rows. `executable` is this `backline`; `device` a paced ALSA device (pulse);
     /// `sinkMonitor` the source `parec` records (the null sink's monitor).
     public static func run(executable: String, device: String, sinkMonitor: String) throws -> [BenchResult] {
@@ -18,6 +25,10 @@ public enum DaemonBench {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let tone = dir + "/music/tone.mp3"
         try shell("sox -n -r 44100 -c 2 -b 16 \(dir)/tone.wav synth 120 sine 440 gain -6 && lame --quiet -b 192 \(dir)/tone.wav \(tone)")
+        // Three continuous 20 s tones for the jumps: any silence on the monitor is the jump's.
+        for (k, f) in [330, 550, 770].enumerated() {
+            try shell("sox -n -r 44100 -c 2 -b 16 \(dir)/j\(k).wav synth 20 sine \(f) gain -6 && lame --quiet -b 192 \(dir)/j\(k).wav \(dir)/music/jump-\(k).mp3")
+        }
 
         // Backline.
         let socket = dir + "/run/control.sock"
@@ -37,12 +48,23 @@ public enum DaemonBench {
         let blPause = try pauseLatency(monitor: sinkMonitor,
                                        play: { _ = try c.request("play") }, pause: { _ = try c.request("pause") })
         _ = try c.request("stop")
+        _ = try c.request("clear")
+        let ids = try (0..<3).map { k in
+            try requireID(c.request("add", [("path", .string("jump-\(k).mp3"))])["items"]?.array?.first?.int)
+        }
+        _ = try c.request("repeat", [("mode", "all")])
+        let blJumps = try jumpSilences(monitor: sinkMonitor, commands: JumpCommands(
+            play: { _ = try c.request("play", [("item", .number(Double(ids[$0])))]) },
+            next: { _ = try c.request("next") },
+            previous: { _ = try c.request("previous") },
+            seek: { _ = try c.request("seek", [("position", .number(Double($0)))]) }))
+        _ = try c.request("stop")
         daemon.stop()
 
         // mpd, same machine, same sink.
         var results: [BenchResult] = []
         let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        var mpd1: Latencies?, mpd100: Latencies?, mpdPause: Double?
+        var mpd1: Latencies?, mpd100: Latencies?, mpdPause: Double?, mpdJumps: [Jump: Double] = [:]
         if let mpdPath {
             let msock = dir + "/mpd.sock"
             let conf = """
@@ -70,6 +92,18 @@ public enum DaemonBench {
                 mpdPause = try pauseLatency(monitor: sinkMonitor,
                                             play: { _ = try m.exchange("play") }, pause: { _ = try m.exchange("pause 1") })
                 _ = try m.exchange("stop")
+                _ = try m.exchange("clear")
+                let mids = try (0..<3).map { k in
+                    let r = try m.exchange("addid \"jump-\(k).mp3\"")
+                    return try requireID(r.split(separator: "\n").first { $0.hasPrefix("Id: ") }.flatMap { Int($0.dropFirst(4)) })
+                }
+                _ = try m.exchange("repeat 1")
+                mpdJumps = try jumpSilences(monitor: sinkMonitor, commands: JumpCommands(
+                    play: { _ = try m.exchange("playid \(mids[$0])") },
+                    next: { _ = try m.exchange("next") },
+                    previous: { _ = try m.exchange("previous") },
+                    seek: { _ = try m.exchange("seekcur \($0)") }))
+                _ = try m.exchange("stop")
             }
         }
         func add(_ name: String, _ ours: Double, _ ref: Double?, _ unit: String, _ refName: String) {
@@ -80,7 +114,70 @@ public enum DaemonBench {
         add("daemon ping round trip p50, 100 clients", bl100.p50, mpd100?.p50, "µs", "mpd ping")
         add("daemon ping round trip p99, 100 clients", bl100.p99, mpd100?.p99, "µs", "mpd ping")
         add("pause request → silence on the sink monitor (median of 8)", blPause, mpdPause, "ms", "mpd pause 1")
+        for j in Jump.allCases {
+            add("jump: \(j.rawValue) → longest silence on the sink monitor (median of 5)", blJumps[j] ?? .nan, mpdJumps[j], "ms", "mpd \(j.mpd)")
+        }
         return results
+    }
+
+    /// One daemon's way to say each jump: play the n-th of the three tones, next, previous, seek
+    /// to a second.
+    struct JumpCommands {
+        var play: (Int) throws -> Void
+        var next: () throws -> Void
+        var previous: () throws -> Void
+        var seek: (Int) throws -> Void
+    }
+
+    /// The jumps measured, each as both daemons say it.
+    enum Jump: String, CaseIterable {
+        case next = "next 1 s into an item"
+        case previous = "previous 1 s into an item (back to the last one)"
+        case playID = "play ID"
+        case seek = "seek within the item"
+
+        var mpd: String {
+            switch self {
+            case .next: "next"
+            case .previous: "previous"
+            case .playID: "playid"
+            case .seek: "seekcur"
+            }
+        }
+    }
+
+    /// Plays the three 20 s tones (repeat on) from the first, then five rounds of next, previous,
+    /// play ID (of the item two on), seek (to 12 s or 5 s): each after a second of sound,
+    /// timing the longest silent run (both channels |sample| ≤ 50) on the monitor in the second
+    /// after the command. Medians, in ms.
+    static func jumpSilences(monitor: String, commands: JumpCommands) throws -> [Jump: Double] {
+        let rec = try MonitorReader(source: monitor)
+        defer { rec.stop() }
+        var silences: [Jump: [Double]] = [:]
+        try commands.play(0)
+        var index = 0  // the item playing
+        for round in 0..<5 {
+            for j in Jump.allCases {
+                guard waitUntil(5, { rec.loudSince(1.0) }) else { throw BenchError("no sound on the sink monitor before \(j.mpd)") }
+                rec.armSilence(after: clockNow())
+                switch j {
+                case .next:
+                    try commands.next()
+                    index = (index + 1) % 3
+                case .previous:
+                    try commands.previous()
+                    index = (index + 2) % 3
+                case .playID:
+                    index = (index + 2) % 3
+                    try commands.play(index)
+                case .seek:
+                    try commands.seek(round % 2 == 0 ? 12 : 5)
+                }
+                usleep(1_000_000)
+                silences[j, default: []].append(rec.longestSilence * 1000)
+            }
+        }
+        return silences.mapValues { v in v.sorted()[v.count / 2] }
     }
 
     struct Latencies {
@@ -250,10 +347,17 @@ final class LineConnection {
 final class MonitorReader: @unchecked Sendable {
     private let process = Process()
     final class Levels: Sendable {
-        let m = Mutex<(loudFrom: Double?, armedAt: Double?, silentAt: Double?, zeros: Int)>((nil, nil, nil, 0))
-        func withLock<R>(_ body: (inout (loudFrom: Double?, armedAt: Double?, silentAt: Double?, zeros: Int)) -> R) -> R {
-            m.withLock { body(&$0) }
+        struct State {
+            var loudFrom: Double?
+            var armedAt: Double?
+            var silentAt: Double?
+            var zeros = 0
+            /// Since armed: the current and the longest run of silent frames (|sample| ≤ 50).
+            var run = 0
+            var longest = 0
         }
+        let m = Mutex(State())
+        func withLock<R>(_ body: (inout State) -> R) -> R { m.withLock { body(&$0) } }
     }
     private let state = Levels()
     private let thread: Thread
@@ -275,6 +379,18 @@ final class MonitorReader: @unchecked Sendable {
                 let t = DaemonBench.clockNow()
                 let samples = n / 2
                 st.withLock { s in
+                    if let a = s.armedAt, t >= a {
+                        var k = 0
+                        while k + 1 < samples {
+                            if abs(Int(buf[k])) <= 50 && abs(Int(buf[k + 1])) <= 50 {
+                                s.run += 1
+                                s.longest = max(s.longest, s.run)
+                            } else {
+                                s.run = 0
+                            }
+                            k += 2
+                        }
+                    }
                     for k in 0..<samples {
                         if abs(Int(buf[k])) > 64 {
                             if s.loudFrom == nil { s.loudFrom = t }
@@ -299,8 +415,13 @@ final class MonitorReader: @unchecked Sendable {
         state.withLock { s in
             s.armedAt = t
             s.silentAt = nil
+            s.run = 0
+            s.longest = 0
         }
     }
+
+    /// The longest silent run since ``armSilence(after:)``, in seconds.
+    var longestSilence: Double { state.withLock { Double($0.longest) / 44100 } }
 
     var silenceAt: Double? { state.withLock { $0.silentAt } }
 
