@@ -122,7 +122,9 @@ public final class DaemonCore: Sendable {
         bindRemoteCommands()
         remote.receiveCommands(for: session)
         observe()
-        restore()
+        do { try restore() } catch {
+            throw ProtocolError("state-file", "\(error): not starting, which would save over it (fix its owner or permissions, or move it away)")
+        }
         if config.startInBackground {
             application.resignActive()
             application.enterBackground()
@@ -131,7 +133,10 @@ public final class DaemonCore: Sendable {
 
     // MARK: - Start-up and shutdown
 
-    private func restore() {
+    private func restore() throws(StateFileError) {
+        for name in store.removeStaleTemporaries() {
+            logger.info("removed a temporary file a killed save left", metadata: ["file": "\(name)"])
+        }
         switch store.load() {
         case .none:
             logger.info("no saved state", metadata: ["file": "\(store.path)"])
@@ -147,6 +152,10 @@ public final class DaemonCore: Sendable {
         case .movedAside(let reason, let aside):
             logger.warning("state file unusable, moved aside; starting empty",
                            metadata: ["file": "\(store.path)", "reason": "\(reason)", "movedTo": "\(aside)"])
+        case .unreadable(let error):
+            // Never overwrite what cannot be read (another owner's file, a directory, a FIFO):
+            // starting would save an empty queue over it. Stop with the reason instead.
+            throw error
         }
     }
 

@@ -18,10 +18,64 @@ public struct SavedState: Codable, Sendable, Equatable {
 
     public static let formatName = "backline-state"
 
+    /// The largest saved position believed (seconds): about 115 days. Anything beyond is damage.
+    public static let maximumPosition = 10_000_000.0
+
+    /// The first field that is out of range, named, or nil when every one is valid: volume
+    /// within 0…1, position finite within 0…``maximumPosition``, ids positive and unique, `nextID`
+    /// above them, the current item, shuffle order and history only ids of the queue, paths
+    /// non-empty absolute ones.
+    public var problem: String? {
+        guard volume.isFinite, (0...1).contains(volume) else { return "volume: \(volume.isFinite ? "\(volume)" : "out of range") (not within 0…1)" }
+        let q = queue
+        guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
+            return "queue.position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
+        }
+        var ids = Set<Int>()
+        for (n, e) in q.entries.enumerated() {
+            guard e.id > 0, e.id < Int(Int32.max) else { return "queue.entries[\(n)].id: \(e.id) is not a valid id" }
+            guard ids.insert(e.id).inserted else { return "queue.entries[\(n)].id: \(e.id) appears twice" }
+            guard e.path.hasPrefix("/"), !e.path.contains("\0") else { return "queue.entries[\(n)].path: not an absolute path" }
+        }
+        guard q.nextID > (ids.max() ?? 0), q.nextID <= Int(Int32.max) else { return "queue.nextID: \(q.nextID) is not above every id" }
+        if let c = q.current, !ids.contains(c) { return "queue.current: \(c) is not in the queue" }
+        if let bad = q.shuffleOrder.first(where: { !ids.contains($0) }) { return "queue.shuffleOrder: \(bad) is not in the queue" }
+        guard Set(q.shuffleOrder).count == q.shuffleOrder.count else { return "queue.shuffleOrder: an id appears twice" }
+        if let bad = q.history.first(where: { !ids.contains($0) }) { return "queue.history: \(bad) is not in the queue" }
+        return nil
+    }
+
     public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool) {
         self.queue = queue
         self.volume = volume
         self.muted = muted
+    }
+
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted }
+
+    /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
+    /// Float is then reported as the volume out of range, not as a file that is not JSON.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        format = try c.decode(String.self, forKey: .format)
+        version = try c.decode(Int.self, forKey: .version)
+        queue = try c.decode(PlayQueueSnapshot.self, forKey: .queue)
+        let v = try c.decode(Double.self, forKey: .volume)
+        volume = (0...1).contains(v) ? Float(v) : (v.isNaN ? .nan : v < 0 ? -.infinity : .infinity)
+        muted = try c.decode(Bool.self, forKey: .muted)
+    }
+}
+
+/// What kind of file `mode` describes, in words.
+func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFLNK: "a symbolic link"
+    default: "a regular file"
     }
 }
 
@@ -85,19 +139,38 @@ public struct StateStore: Sendable {
         /// No file yet.
         case none
         case state(SavedState)
-        /// The file was corrupt or foreign: it was moved to `movedTo`, and here is why.
+        /// The file was corrupt, foreign or out of range: it was moved to `movedTo`, and here is why.
         case movedAside(reason: String, movedTo: String)
+        /// The file is there but cannot be read (permissions, not a regular file, too large): it
+        /// is left alone, and must not be overwritten either.
+        case unreadable(StateFileError)
     }
 
-    /// Reads the saved state. A file that does not parse, or is not ours, is renamed
-    /// `<file>.corrupt-<time>` (kept for inspection, never overwritten) and reported.
+    /// The largest state file read (a 100,000-item queue is ~4 MB).
+    public static let maximumSize = 256 << 20
+
+    /// Reads the saved state. A file that does not parse, is not ours, or holds a field out of
+    /// range (``SavedState/problem``) is renamed `<file>.corrupt-<time>` (kept for inspection,
+    /// never overwritten) and reported. One that cannot be read at all is reported as
+    /// ``Loaded/unreadable(_:)`` and left in place. Opened without blocking (a FIFO in its
+    /// place never hangs the daemon) and read only when it is a regular file.
     public func load() -> Loaded {
-        guard let data = FileManager.default.contents(atPath: path) else { return .none }
+        let data: Data
+        switch Self.readRegularFile(path, limit: Self.maximumSize) {
+        case .success(let d): data = d
+        case .failure(let e) where e.code == ENOENT: return .none
+        case .failure(let e): return .unreadable(e)
+        }
         let reason: String
         do {
             let s = try JSONDecoder().decode(SavedState.self, from: data)
-            if s.format == SavedState.formatName, s.version == 1 { return .state(s) }
-            reason = "not a backline state file (format \(s.format) version \(s.version))"
+            if s.format != SavedState.formatName || s.version != 1 {
+                reason = "not a backline state file (format \(s.format) version \(s.version))"
+            } else if let problem = s.problem {
+                reason = "out of range: \(problem)"
+            } else {
+                return .state(s)
+            }
         } catch {
             reason = data.isEmpty ? "empty file" : "unreadable: \(Self.describe(error))"
         }
@@ -106,12 +179,60 @@ public struct StateStore: Sendable {
         return .movedAside(reason: reason, movedTo: aside)
     }
 
+    /// Removes temporary files (`<file>.tmp-PID`) left by a save that was killed: those whose
+    /// process is gone. Returns their names.
+    @discardableResult
+    public func removeStaleTemporaries() -> [String] {
+        let dir = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".tmp-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return names.filter { name in
+            guard name.hasPrefix(prefix), let pid = pid_t(name.dropFirst(prefix.count)) else { return false }
+            // Still running (another daemon saving right now): not stale.
+            if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { return false }
+            return unlink(dir + "/" + name) == 0
+        }
+    }
+
+    /// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
+    /// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
+    public static func readRegularFile(_ path: String, limit: Int) -> Result<Data, StateFileError> {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot open")) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot stat")) }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            return .failure(StateFileError(path: path, code: 0, message: "not a regular file (\(fileKind(st.st_mode)))"))
+        }
+        guard Int(st.st_size) <= limit else {
+            return .failure(StateFileError(path: path, code: 0, message: "larger than \(limit >> 20) MiB (\(st.st_size) bytes)"))
+        }
+        var data = Data(count: Int(st.st_size))
+        var off = 0
+        let ok = data.withUnsafeMutableBytes { raw -> Bool in
+            while off < raw.count {
+                let n = read(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                if n == 0 { break }
+                off += n
+            }
+            return true
+        }
+        guard ok else { return .failure(StateFileError(path: path, code: errno, message: "cannot read")) }
+        return .success(data.prefix(off))
+    }
+
     static func describe(_ error: any Error) -> String {
+        /// `queue.entries[3].id`: where in the file.
+        func at(_ path: [any CodingKey]) -> String {
+            path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+        }
         switch error {
-        case DecodingError.dataCorrupted(let c): return c.debugDescription
-        case DecodingError.keyNotFound(let k, _): return "missing \(k.stringValue)"
-        case DecodingError.typeMismatch(_, let c): return "wrong type at \(c.codingPath.map(\.stringValue).joined(separator: "."))"
-        case DecodingError.valueNotFound(_, let c): return "missing value at \(c.codingPath.map(\.stringValue).joined(separator: "."))"
+        case DecodingError.dataCorrupted(let c): return (c.codingPath.isEmpty ? "" : at(c.codingPath) + ": ") + c.debugDescription
+        case DecodingError.keyNotFound(let k, let c): return "missing \(at(c.codingPath + [k]))"
+        case DecodingError.typeMismatch(_, let c): return "wrong type at \(at(c.codingPath))"
+        case DecodingError.valueNotFound(_, let c): return "missing value at \(at(c.codingPath))"
         default: return "\(error)"
         }
     }
