@@ -154,11 +154,20 @@ public struct HeardTimeline: Sendable {
     /// `wall`, is from what the recording holds at that moment: positive when the report runs
     /// ahead of the listener. Nil when that moment of the item is not heard within `radius`
     /// seconds (a wrong item or time).
+    ///
+    /// The moment is found by what follows it in the item or, failing that, by what precedes it:
+    /// a position reported at the edge of a jump or a stop sounds for only a few milliseconds
+    /// before the cut, and one just after a jump has nothing of the item before it.
     public func positionError(reference: [Int16], time: Double, wall: Double, radius: Double = 0.12) -> Double? {
         let expected = frame(atWall: wall)
         let f = Int((time * Double(rate)).rounded())
-        guard let hit = locate(reference, frame: f, near: expected, radius: Int(radius * Double(rate))) else { return nil }
-        return Double(hit.frame - expected) / Double(rate)
+        let r = Int(radius * Double(rate))
+        let n = 512  // `locate`'s window
+        if let hit = locate(reference, frame: f, near: expected, radius: r) {
+            return Double(hit.frame - expected) / Double(rate)
+        }
+        guard f >= n, let hit = locate(reference, frame: f - n, near: expected - n, radius: r) else { return nil }
+        return Double(hit.frame + n - expected) / Double(rate)
     }
 
     /// When (wall seconds) frame `time` of `reference` was first heard, searched from `after`
