@@ -1,6 +1,10 @@
 import CMPG123
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An error from libmpg123: the C code, its message, and the file it concerns.
 public struct MPG123Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `mpg123_errors` code (`MPG123_ERR` = -1 when the handle's code was not available).
@@ -92,14 +96,27 @@ public final class MPG123Decoder {
     /// Opens `path` and reads its format, exact length and tags.
     /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, or not MPEG audio.
     public convenience init(path: String) throws {
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
-            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "no such file", path: path)
+        // Opened without blocking and checked before libmpg123 reads it: a FIFO, a socket or a
+        // device named like a music file is refused at once, never waited on.
+        let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else {
+            let e = errno
+            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: e == ENOENT ? "no such file" : String(cString: strerror(e)), path: path)
         }
-        guard !isDir.boolValue else {
-            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "is a directory", path: path)
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            let kind = switch st.st_mode & S_IFMT {
+            case S_IFDIR: "a directory"
+            case S_IFIFO: "a FIFO"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR, S_IFBLK: "a device"
+            default: "not a regular file"
+            }
+            Glibc.close(fd)
+            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "is \(kind), not a regular file", path: path)
         }
-        try self.init(source: .path(path), name: path)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        try self.init(source: .ownedDescriptor(fd), name: path)
     }
 
     /// Decodes from an open, seekable file descriptor (which stays open and owned by the caller;
@@ -109,22 +126,28 @@ public final class MPG123Decoder {
     }
 
     private enum Source {
-        case path(String)
+        /// The caller's descriptor.
         case fileDescriptor(Int32)
+        /// A descriptor this decoder opened, closed with it.
+        case ownedDescriptor(Int32)
     }
+
+    /// The descriptor to close with the decoder (-1: none).
+    private let ownedFD: Int32
 
     private init(source: Source, name path: String) throws {
         self.path = path
+        if case .ownedDescriptor(let fd) = source { ownedFD = fd } else { ownedFD = -1 }
         func open(_ h: OpaquePointer) -> Int32 {
             switch source {
-            case .path(let p): return mpg123_open(h, p)
-            case .fileDescriptor(let fd):
+            case .fileDescriptor(let fd), .ownedDescriptor(let fd):
                 lseek(fd, 0, SEEK_SET)
                 return mpg123_open_fd(h, fd)
             }
         }
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
+            if ownedFD >= 0 { Glibc.close(ownedFD) }
             throw MPG123Error(code: err, message: String(cString: mpg123_plain_strerror(err)), path: path)
         }
         handle = h
@@ -177,6 +200,7 @@ public final class MPG123Decoder {
     deinit {
         mpg123_close(handle)
         mpg123_delete(handle)
+        if ownedFD >= 0 { Glibc.close(ownedFD) }
     }
 
     private func check(_ code: Int32) throws {

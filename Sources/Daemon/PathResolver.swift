@@ -19,6 +19,8 @@ public struct PathResolver: Sendable {
     /// Extensions of the files taken from directories (MPEG audio) and of playlists.
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "mpa", "mpga"]
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8"]
+    /// The largest playlist read (a 100,000-line M3U is ~10 MB).
+    public static let maximumPlaylistSize = 16 << 20
 
     public init(musicDirectory: String, allowAbsolutePaths: Bool) {
         self.musicDirectory = musicDirectory
@@ -46,11 +48,16 @@ public struct PathResolver: Sendable {
     private func expand(_ request: String, relativeTo base: String?, depth: Int,
                         skipped: inout [Refusal]) throws(Refusal) -> [String] {
         let path = try locate(request, relativeTo: base)
-        var isDir: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
             throw Refusal(code: .notFound, path: request, message: "no such file or directory")
         }
-        if isDir.boolValue {
+        // A FIFO, socket or device named like music would hang whoever reads it: refused here.
+        let kind = st.st_mode & S_IFMT
+        guard kind == S_IFDIR || kind == S_IFREG else {
+            throw Refusal(code: .unsupported, path: request, message: "not a regular file (\(fileKind(st.st_mode)))")
+        }
+        if kind == S_IFDIR {
             guard let walker = FileManager.default.enumerator(atPath: path) else {
                 throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
             }
@@ -59,14 +66,26 @@ public struct PathResolver: Sendable {
                 let ext = (rel as NSString).pathExtension.lowercased()
                 guard Self.audioExtensions.contains(ext) else { continue }
                 let full = path + "/" + rel
-                do { found.append(try confine(full, shown: full)) } catch { skipped.append(error) }
+                do throws(Refusal) {
+                    let file = try confine(full, shown: full)
+                    var fst = stat()
+                    guard stat(file, &fst) == 0, fst.st_mode & S_IFMT == S_IFREG else {
+                        throw Refusal(code: .unsupported, path: full, message: "not a regular file (\(fileKind(fst.st_mode)))")
+                    }
+                    found.append(file)
+                } catch { skipped.append(error) }
             }
             return found.sorted { $0.localizedStandardCompare($1) == .orderedAscending }
         }
         let ext = (path as NSString).pathExtension.lowercased()
         if Self.playlistExtensions.contains(ext) {
             guard depth < 4 else { throw Refusal(code: .unsupported, path: request, message: "playlists nested too deeply") }
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            let data: Data
+            switch readRegularFile(path, limit: Self.maximumPlaylistSize) {
+            case .success(let d): data = d
+            case .failure(let e): throw Refusal(code: .unsupported, path: request, message: "playlist: \(e.message)")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
                 throw Refusal(code: .unsupported, path: request, message: "playlist is not UTF-8 text")
             }
             let dir = (path as NSString).deletingLastPathComponent

@@ -66,19 +66,6 @@ public struct SavedState: Codable, Sendable, Equatable {
     }
 }
 
-/// What kind of file `mode` describes, in words.
-func fileKind(_ mode: mode_t) -> String {
-    switch mode & S_IFMT {
-    case S_IFDIR: "a directory"
-    case S_IFIFO: "a FIFO"
-    case S_IFSOCK: "a socket"
-    case S_IFCHR: "a character device"
-    case S_IFBLK: "a block device"
-    case S_IFLNK: "a symbolic link"
-    default: "a regular file"
-    }
-}
-
 /// A saving or loading error, with the file, the C error number when there is one, and what failed.
 public struct StateFileError: Error, CustomStringConvertible, Sendable {
     public let path: String
@@ -156,7 +143,7 @@ public struct StateStore: Sendable {
     /// place never hangs the daemon) and read only when it is a regular file.
     public func load() -> Loaded {
         let data: Data
-        switch Self.readRegularFile(path, limit: Self.maximumSize) {
+        switch readRegularFile(path, limit: Self.maximumSize) {
         case .success(let d): data = d
         case .failure(let e) where e.code == ENOENT: return .none
         case .failure(let e): return .unreadable(e)
@@ -192,35 +179,6 @@ public struct StateStore: Sendable {
             if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { return false }
             return unlink(dir + "/" + name) == 0
         }
-    }
-
-    /// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
-    /// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
-    public static func readRegularFile(_ path: String, limit: Int) -> Result<Data, StateFileError> {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot open")) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot stat")) }
-        guard st.st_mode & S_IFMT == S_IFREG else {
-            return .failure(StateFileError(path: path, code: 0, message: "not a regular file (\(fileKind(st.st_mode)))"))
-        }
-        guard Int(st.st_size) <= limit else {
-            return .failure(StateFileError(path: path, code: 0, message: "larger than \(limit >> 20) MiB (\(st.st_size) bytes)"))
-        }
-        var data = Data(count: Int(st.st_size))
-        var off = 0
-        let ok = data.withUnsafeMutableBytes { raw -> Bool in
-            while off < raw.count {
-                let n = read(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                if n == 0 { break }
-                off += n
-            }
-            return true
-        }
-        guard ok else { return .failure(StateFileError(path: path, code: errno, message: "cannot read")) }
-        return .success(data.prefix(off))
     }
 
     static func describe(_ error: any Error) -> String {

@@ -42,11 +42,16 @@ struct DaemonCommand: AsyncParsableCommand {
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
         // FileHandle, not FileManager.contents: it reads /dev/null and pipes too.
-        if let data = FileHandle(forReadingAtPath: configFile).flatMap({ try? $0.readToEnd() ?? Data() }) {
+        // A regular file of at most 1 MiB (a FIFO or a link to /dev/zero in its place is refused,
+        // never read); `/dev/null` means no settings.
+        switch configFile == "/dev/null" ? .success(Data()) : readRegularFile(configFile, limit: 1 << 20) {
+        case .success(let data):
             guard let text = String(data: data, encoding: .utf8) else { fail("\(configFile): not UTF-8 text") }
             do { try settings.apply(configText: text, file: configFile) } catch { fail("\(error)") }
-        } else if config != nil {
-            fail("cannot read the config file \(configFile)")
+        case .failure(let error) where error.code == ENOENT && config == nil:
+            break  // no config file at the default place: defaults
+        case .failure(let error):
+            fail("cannot read the config file \(error)")
         }
         if let socket { settings.socketPath = socket }
         if let musicDir { settings.musicDirectory = musicDir }

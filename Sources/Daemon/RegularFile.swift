@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Everything the daemon opens by name (state file, config, playlists; music files through
+// MPG123Decoder) is opened with O_NONBLOCK and checked before it is read: a FIFO, a socket or a
+// device in its place is refused with its kind named, never waited on, and sizes are bounded.
+
+/// What kind of file `mode` describes, in words.
+func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFDIR: "a directory"
+    case S_IFIFO: "a FIFO"
+    case S_IFSOCK: "a socket"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFLNK: "a symbolic link"
+    default: "a regular file"
+    }
+}
+
+/// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
+/// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
+public func readRegularFile(_ path: String, limit: Int) -> Result<Data, StateFileError> {
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+    guard fd >= 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot open")) }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot stat")) }
+    guard st.st_mode & S_IFMT == S_IFREG else {
+        return .failure(StateFileError(path: path, code: 0, message: "not a regular file (\(fileKind(st.st_mode)))"))
+    }
+    guard Int(st.st_size) <= limit else {
+        return .failure(StateFileError(path: path, code: 0, message: "larger than \(limit >> 20) MiB (\(st.st_size) bytes)"))
+    }
+    var data = Data(count: Int(st.st_size))
+    var off = 0
+    let ok = data.withUnsafeMutableBytes { raw -> Bool in
+        while off < raw.count {
+            let n = read(fd, raw.baseAddress! + off, raw.count - off)
+            if n < 0 { if errno == EINTR { continue }; return false }
+            if n == 0 { break }
+            off += n
+        }
+        return true
+    }
+    guard ok else { return .failure(StateFileError(path: path, code: errno, message: "cannot read")) }
+    return .success(data.prefix(off))
+}

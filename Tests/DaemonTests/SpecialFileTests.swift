@@ -1,0 +1,89 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// Nothing the daemon opens by name can block it: a FIFO, a socket or a device named like music,
+/// a playlist or a config file is refused with its kind named, at once.
+@Suite("backline daemon: FIFOs, sockets and devices are refused, never waited on", Harness.audioTools)
+struct SpecialFileTests {
+    static let config = "background-grace = 60\nstart-state = foreground\n"
+
+    @Test("a FIFO named x.mp3, a FIFO playlist, a socket: add refuses them by kind, a directory skips them, list and play go on; a file replaced by a FIFO after add fails as an item")
+    func musicDirectory() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        try FileManager.default.createDirectory(atPath: d.music + "/odd", withIntermediateDirectories: true)
+        #expect(mkfifo(d.music + "/x.mp3", 0o600) == 0)
+        #expect(mkfifo(d.music + "/list.m3u", 0o600) == 0)
+        #expect(mkfifo(d.music + "/odd/fifo.mp3", 0o600) == 0)
+        try FileManager.default.copyItem(atPath: d.music + "/album/a.mp3", toPath: d.music + "/odd/a.mp3")
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let sockPath = d.music + "/odd/sock.mp3"
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            let b = Array(sockPath.utf8)
+            raw.copyBytes(from: b)
+            raw[b.count] = 0
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        try d.start()
+        let c = try d.client()
+        let started = Date()
+        for (path, kind) in [("x.mp3", "a FIFO"), ("list.m3u", "a FIFO"), ("odd/sock.mp3", "a socket")] {
+            let r = try c.request("add", [("path", .string(path))])
+            #expect(r["error"]?["code"] == "unsupported" && (r["error"]?["message"]?.string ?? "").contains("not a regular file (\(kind))"),
+                    "\(path): \(r.text)")
+        }
+        let dir = try c.request("add", [("path", "odd")])
+        #expect(dir["items"]?.array?.count == 1, "only the regular file: \(dir.text)")
+        let skipped = dir["skipped"]?.array ?? []
+        #expect(skipped.count == 2 && skipped.allSatisfy { ($0["reason"]?.string ?? "").contains("not a regular file") }, "\(dir.text)")
+        #expect(try c.request("list")["items"]?.array?.count == 1)
+        #expect(Date().timeIntervalSince(started) < 5, "nothing waited on a FIFO")
+
+        // Added as a regular file, replaced by a FIFO before it plays: that item fails with the
+        // reason, and the queue goes on to the next one.
+        try FileManager.default.copyItem(atPath: d.music + "/album/b.mp3", toPath: d.music + "/odd/later.mp3")
+        let w = try d.client()
+        _ = try w.request("subscribe", [("events", ["failed", "current"])])
+        let later = try #require(try c.request("add", [("path", "odd/later.mp3")])["items"]?.array?.first?.int)
+        _ = try c.request("add", [("path", "album/c.mp3")])
+        try FileManager.default.removeItem(atPath: d.music + "/odd/later.mp3")
+        #expect(mkfifo(d.music + "/odd/later.mp3", 0o600) == 0)
+        #expect(try c.request("play", [("item", .number(Double(later)))]).ok)
+        var failed: JSON?
+        var current: [Int] = []
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, failed == nil || !current.contains(where: { $0 != later }) {
+            guard let e = try w.nextEvent(timeout: 1) else { continue }
+            if e["event"] == "failed" { failed = e }
+            if e["event"] == "current", let id = e["item"]?["id"]?.int { current.append(id) }
+        }
+        #expect(failed?["item"]?.int == later && (failed?["reason"]?.string ?? "").contains("FIFO"), "\(failed?.text ?? "no failed event")")
+        #expect(current.last.map { $0 != later } == true, "the queue went on: \(current)")
+        let status = try c.request("status")
+        #expect(status["state"] == "playing" && status["current"]?["path"]?.string?.hasSuffix("c.mp3") == true, "\(status.text)")
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("a config file that is a FIFO or a link to /dev/zero: the daemon refuses it at once, naming the kind")
+    func configFile() throws {
+        for kind in ["FIFO", "character device"] {
+            let d = try DaemonFixture(device: "null")
+            try FileManager.default.removeItem(atPath: d.configFile)
+            if kind == "FIFO" { #expect(mkfifo(d.configFile, 0o600) == 0) } else {
+                try FileManager.default.createSymbolicLink(atPath: d.configFile, withDestinationPath: "/dev/zero")
+            }
+            let started = Date()
+            let r = try runProcess(backline, ["daemon", "--music-dir", d.music, "--device", "null", "--config", d.configFile],
+                                   environment: d.environment, timeout: 20)
+            #expect(r.status == 1 && r.stderr.contains("not a regular file (a \(kind))"), "\(kind): \(r.status) \(r.stderr)")
+            #expect(Date().timeIntervalSince(started) < 5)
+        }
+    }
+}
