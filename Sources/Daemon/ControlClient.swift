@@ -11,7 +11,17 @@ public final class ControlClient {
     public struct ConnectError: Error, CustomStringConvertible {
         public let path: String
         public let code: Int32
+        /// Why the connection was refused on this side, when it was.
+        public var reason: String?
+
+        public init(path: String, code: Int32, reason: String? = nil) {
+            self.path = path
+            self.code = code
+            self.reason = reason
+        }
+
         public var description: String {
+            if let reason { return "\(path): \(reason)" }
             switch code {
             case ENOENT, ECONNREFUSED: return "no daemon is running on \(path) (start one with `backline daemon`)"
             case EACCES: return "permission denied: \(path) belongs to another user"
@@ -55,6 +65,30 @@ public final class ControlClient {
             throw ConnectError(path: path, code: e)
         }
         fd = s
+    }
+
+    /// Connects to the daemon at `path` only if it is this user's: the socket's directory is
+    /// checked first (``PrivateDirectory``), then, before anything is sent, the uid of the process
+    /// that answers (`SO_PEERCRED`). Either failing throws ``ConnectError`` with `EPERM` and the
+    /// reason: nothing of the request reaches another user.
+    public convenience init(verifiedSocketPath path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        var st = stat()
+        if lstat(dir, &st) != 0, errno == ENOENT || errno == EACCES {
+            throw ConnectError(path: path, code: errno)  // no daemon ever ran there; another user's directory
+        }
+        if let problem = PrivateDirectory.problem(dir) {
+            throw ConnectError(path: path, code: EPERM, reason: "refusing the socket directory: \(problem)")
+        }
+        try self.init(socketPath: path)
+        var cred = PeerCredentials()
+        var len = socklen_t(MemoryLayout<PeerCredentials>.size)
+        guard getsockopt(fd, SOL_SOCKET, PeerCredentials.option, &cred, &len) == 0 else {
+            throw ConnectError(path: path, code: errno, reason: "cannot tell who answers")
+        }
+        guard cred.uid == geteuid() else {
+            throw ConnectError(path: path, code: EPERM, reason: "answered by uid \(cred.uid) (pid \(cred.pid)), not by you (uid \(geteuid())): refusing to talk to it")
+        }
     }
 
     deinit { close(fd) }

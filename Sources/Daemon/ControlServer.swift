@@ -88,17 +88,10 @@ public final class ControlServer: Sendable {
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
-    /// Creates the socket's directory (0700), takes `PATH.lock` (flock), and removes a stale socket.
+    /// Creates the socket's directory (0700) or verifies it (``PrivateDirectory``), takes
+    /// `PATH.lock` (flock), and removes a stale socket.
     private func claimSocket(_ path: String) throws {
-        let dir = (path as NSString).deletingLastPathComponent
-        if !FileManager.default.fileExists(atPath: dir) {
-            do {
-                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw ServerError(code: errno, message: "cannot create \(dir)")
-            }
-        }
+        try PrivateDirectory.prepare((path as NSString).deletingLastPathComponent)
         let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ServerError(code: errno, message: "cannot open \(path).lock") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {

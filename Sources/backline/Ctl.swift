@@ -54,7 +54,7 @@ struct Ctl: ParsableCommand {
         let path = socket ?? DaemonConfig.defaults().socketPath
         let client: ControlClient
         do {
-            client = try ControlClient(socketPath: path)
+            client = try ControlClient(verifiedSocketPath: path)
         } catch {
             Terminal.error("backline ctl: \(error)", tty: false)
             throw ExitCode(3)
