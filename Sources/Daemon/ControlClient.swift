@@ -106,6 +106,9 @@ public final class ControlClient {
         }
     }
 
+    /// Closes the write side (the daemon still answers what it was sent, then closes).
+    public func closeWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
     /// Sends `{"id": n, "command": name, …arguments}` and waits for its reply (events that come
     /// first are kept).
     public func request(_ command: String, _ arguments: [(String, JSON)] = [], timeout: Double = 30) throws -> JSON {

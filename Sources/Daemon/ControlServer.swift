@@ -29,6 +29,10 @@ public final class ControlServer: Sendable {
     private let channels = Mutex<[any Channel]>([])
     private let clients = Mutex<[UInt64: any Channel]>([:])
     private let connectionCount = Atomic<Int>(0)
+    /// TCP connections that have not authenticated yet.
+    private let unauthenticated = Atomic<Int>(0)
+    /// Wrong TCP tokens, logged at most once per 10 s.
+    private let tokenFailures = TokenFailures()
     private let nextClient = Atomic<UInt64>(1)
     private let lockFD = Mutex<Int32>(-1)
 
@@ -141,7 +145,23 @@ public final class ControlServer: Sendable {
                     logger.warning("connection refused: too many connections", metadata: ["max": "\(max)"])
                     return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(max) connections"))
                 }
-                if tcp { return accept(channel, core: core, needsToken: true) }
+                if tcp {
+                    // Unauthenticated TCP connections have their own, small cap: however many a
+                    // stranger opens, the owner's Unix socket still has its slots.
+                    let waiting = unauthenticated.wrappingAdd(1, ordering: .relaxed).newValue
+                    let counted = Once()
+                    let release: @Sendable () -> Void = { [self] in
+                        if counted.first() { unauthenticated.wrappingSubtract(1, ordering: .relaxed) }
+                    }
+                    channel.closeFuture.whenComplete { _ in release() }
+                    if waiting > config.maxUnauthenticated {
+                        logger.warning("connection refused: too many unauthenticated TCP connections",
+                                       metadata: ["max": "\(config.maxUnauthenticated)"])
+                        return refuse(channel, ProtocolError("too-many-connections",
+                                                             "at most \(config.maxUnauthenticated) TCP connections may wait to authenticate"))
+                    }
+                    return accept(channel, core: core, needsToken: true, authenticated: release)
+                }
                 guard let provider = channel as? any SocketOptionProvider else { return accept(channel, core: core, needsToken: false) }
                 let peer: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
                     level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PeerCredentials.option))
@@ -154,6 +174,9 @@ public final class ControlServer: Sendable {
                 }
             }
             .childChannelOption(.autoRead, value: true)
+            // A client that closes its write side after its requests (`echo … | socat`, a
+            // script's shutdown(SHUT_WR)) still gets every reply; the connection closes after.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
     }
 
     /// Answers the connection with `e` as soon as it is active, then closes it.
@@ -163,7 +186,8 @@ public final class ControlServer: Sendable {
         }
     }
 
-    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool) -> EventLoopFuture<Void> {
+    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool,
+                        authenticated: @escaping @Sendable () -> Void = {}) -> EventLoopFuture<Void> {
         let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
         let hub = core.hub
         let logger = self.logger
@@ -188,8 +212,10 @@ public final class ControlServer: Sendable {
             _ = clients.withLock { $0.removeValue(forKey: id) }
         }
         do {
+            try channel.pipeline.syncOperations.addHandler(RequestDeadline(seconds: config.requestTimeout, logger: logger, client: id))
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
-            try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger))
+            try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger,
+                                                                             tokenFailures: tokenFailures, authenticated: authenticated))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -221,6 +247,83 @@ final class RefuseHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
+}
+
+/// True the first time only.
+final class Once: Sendable {
+    private let flag = Atomic<Bool>(true)
+    func first() -> Bool { flag.exchange(false, ordering: .relaxed) }
+}
+
+/// Wrong TCP tokens: counted, and logged at most once per 10 s (a guessing loop cannot flood
+/// the log, and is still seen).
+final class TokenFailures: Sendable {
+    private let state = Mutex<(count: Int, since: Double, lastLog: Double)>((0, 0, -.infinity))
+
+    func record(from peer: String, logger: Logger) {
+        let now = ProcessInfo.processInfo.systemUptime
+        let report = state.withLock { s -> (Int, Double)? in
+            if s.count == 0 { s.since = now }
+            s.count += 1
+            guard now - s.lastLog >= 10 else { return nil }
+            defer { (s.count, s.lastLog) = (0, now) }
+            return (s.count, now - s.since)
+        }
+        if let (count, span) = report {
+            logger.warning("wrong TCP token", metadata: ["attempts": "\(count)", "seconds": "\(Int(span.rounded()))", "last-from": "\(peer)"])
+        }
+    }
+}
+
+/// Closes a connection whose request line, once begun, does not end within `seconds` (a client
+/// dripping a byte a second would otherwise hold its slot for ever). An idle connection (no
+/// partial line: a subscriber waiting for events) has no deadline.
+final class RequestDeadline: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let seconds: Double
+    let logger: Logger
+    let client: UInt64
+    private var timer: Scheduled<Void>?
+
+    init(seconds: Double, logger: Logger, client: UInt64) {
+        (self.seconds, self.logger, self.client) = (seconds, logger, client)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        if bytes.readableBytes > 0 {
+            if bytes.readableBytesView.last == UInt8(ascii: "\n") {
+                timer?.cancel()  // every line so far is complete
+                timer = nil
+            } else if let nl = bytes.readableBytesView.lastIndex(of: UInt8(ascii: "\n")), nl >= bytes.readerIndex {
+                restart(context)  // a new line begun in this chunk
+            } else if timer == nil {
+                restart(context)
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    private func restart(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+            let (handler, context) = bound.value
+            handler.logger.warning("request not completed in time; connection closed",
+                                   metadata: ["client": "\(handler.client)", "seconds": "\(handler.seconds)"])
+            let e = ProtocolError("timeout", "a request line must arrive within \(handler.seconds) s of its first byte; closing")
+            var buf = context.channel.allocator.buffer(capacity: 160)
+            buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
+            let channel = context.channel
+            context.writeAndFlush(NIOAny(buf)).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        context.fireChannelInactive()
+    }
 }
 
 /// A request line was longer than allowed.
@@ -265,11 +368,43 @@ final class ConnectionHandler: ChannelInboundHandler {
     private var busy = false
     private var pending: [ByteBuffer] = []
     private var closing = false
+    /// The client closed its write side: close once every reply is written.
+    private var inputClosed = false
+    /// The last reply's write, for closing after it.
+    private var lastWrite: EventLoopFuture<Void>?
 
-    init(core: DaemonCore, client: ClientContext, logger: Logger) {
+    let tokenFailures: TokenFailures
+    /// Called once when a TCP client authenticates.
+    let authenticated: @Sendable () -> Void
+    private var authDeadline: Scheduled<Void>?
+
+    init(core: DaemonCore, client: ClientContext, logger: Logger, tokenFailures: TokenFailures,
+         authenticated: @escaping @Sendable () -> Void) {
         self.core = core
         self.client = client
         self.logger = logger
+        self.tokenFailures = tokenFailures
+        self.authenticated = authenticated
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard client.needsToken else { return }
+        // A TCP client authenticates within `auth-timeout` or is closed.
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let seconds = core.config.authTimeout
+        authDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+            let (handler, context) = bound.value
+            guard !handler.client.authenticated, !handler.closing else { return }
+            handler.closing = true
+            handler.logger.info("TCP client did not authenticate in time; closed", metadata: ["client": "\(handler.client.id)"])
+            handler.write(DaemonCore.errorReply(.null, ProtocolError("unauthorized", "authenticate within \(seconds) s; closing")), context: context)
+            let channel = context.channel
+            (handler.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        authDeadline?.cancel()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -306,13 +441,55 @@ final class ConnectionHandler: ChannelInboundHandler {
             }
             return
         }
-        write(core.execute(request, client: client), context: context)
+        let reply = core.execute(request, client: client)
+        if client.needsToken, name == "auth" {
+            if client.authenticated {
+                authDeadline?.cancel()
+                authenticated()
+            } else {
+                // A wrong token: answered after a second, then the connection closes; nothing
+                // else is read meanwhile. A guessing loop gets one try per second per
+                // connection, and few connections (`max-unauthenticated`).
+                tokenFailures.record(from: context.remoteAddress.map { "\($0)" } ?? "?", logger: logger)
+                busy = true
+                closing = true
+                context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .seconds(1)) {
+                    let (handler, context) = bound.value
+                    handler.write(reply, context: context)
+                    let channel = context.channel
+                    (handler.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+                }
+                return
+            }
+        }
+        write(reply, context: context)
     }
 
     private func drain(context: ChannelHandlerContext) {
         while !busy, !pending.isEmpty, context.channel.isActive {
             handle(pending.removeFirst(), context: context)
         }
+        closeIfDone(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            // (The decoder has passed on a last line without its newline before this.)
+            inputClosed = true
+            closeIfDone(context: context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// After a half-close: once nothing is left to answer, closes when the last reply is out.
+    private func closeIfDone(context: ChannelHandlerContext) {
+        guard inputClosed, !busy, pending.isEmpty, !closing else { return }
+        closing = true
+        let channel = context.channel
+        (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private func write(_ reply: JSON, context: ChannelHandlerContext) {
@@ -322,7 +499,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         s += "\n"
         var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
         buf.writeString(s)
-        context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
+        lastWrite = context.writeAndFlush(wrapOutboundOut(buf))
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

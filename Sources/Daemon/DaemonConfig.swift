@@ -40,6 +40,12 @@ public struct DaemonConfig: Sendable, Equatable {
     public var maxConnections = 256
     /// Longest request line (bytes); longer gets an error and the connection is closed.
     public var maxRequestBytes = 64 * 1024
+    /// Seconds a request line may take to arrive once begun (a slow-drip client is cut off).
+    public var requestTimeout: Double = 10
+    /// Seconds a TCP client has to authenticate.
+    public var authTimeout: Double = 5
+    /// TCP connections not yet authenticated, at most (they never crowd out the Unix socket).
+    public var maxUnauthenticated = 16
     /// Replies and events queued for a client that does not read; past it, the client is dropped.
     public var maxOutputBytes = 1024 * 1024
     /// Seconds between position events to subscribers (rate limit; at least 0.05).
@@ -149,6 +155,9 @@ public struct DaemonConfig: Sendable, Equatable {
         case "token": token = value.isEmpty ? nil : value
         case "max-connections": maxConnections = Int(try number(1, 100_000))
         case "max-request-bytes": maxRequestBytes = Int(try number(256, 64 * 1024 * 1024))
+        case "request-timeout": requestTimeout = try number(0.5, 600)
+        case "auth-timeout": authTimeout = try number(0.5, 600)
+        case "max-unauthenticated": maxUnauthenticated = Int(try number(1, 10_000))
         case "max-output-bytes": maxOutputBytes = Int(try number(4096, 1024 * 1024 * 1024))
         case "position-interval": positionInterval = try number(0.05, 3600)
         case "save-interval": saveInterval = try number(0.2, 60)

@@ -199,11 +199,15 @@ struct RobustnessTests {
         let c = try TCPLineClient(port: port)
         var r = try c.send("{\"id\":1,\"command\":\"status\"}")
         #expect(r.errorCode == "unauthorized")
+        // A wrong token: answered a second later, then the connection is closed.
+        let t0 = Date()
         r = try c.send("{\"id\":2,\"command\":\"auth\",\"token\":\"guess\"}")
-        #expect(r.errorCode == "unauthorized")
-        r = try c.send("{\"id\":3,\"command\":\"auth\",\"token\":\"\(token)\"}")
+        #expect(r.errorCode == "unauthorized" && Date().timeIntervalSince(t0) >= 0.9)
+        #expect(c.closed(within: 5), "closed after a wrong token")
+        let c2 = try TCPLineClient(port: port)
+        r = try c2.send("{\"id\":3,\"command\":\"auth\",\"token\":\"\(token)\"}")
         #expect(r.ok)
-        r = try c.send("{\"id\":4,\"command\":\"status\"}")
+        r = try c2.send("{\"id\":4,\"command\":\"status\"}")
         #expect(r.ok && r["state"] == "stopped")
         #expect(try d.stop() == 0)
     }
@@ -227,6 +231,46 @@ final class TCPLineClient {
     }
 
     deinit { close(fd) }
+
+    /// Whether the server closes the connection within `seconds` (whatever it sends first is read
+    /// and dropped).
+    func closed(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return true }
+            buffer += chunk[..<n]
+        }
+        return false
+    }
+
+    /// Sends raw bytes (no newline added).
+    func sendRaw(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// The next line, if one arrives within `seconds`.
+    func nextLine(within seconds: Double) -> JSON? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let l = Array(buffer[..<nl])
+                buffer.removeFirst(nl + 1)
+                return try? JSON.parse(l)
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            buffer += chunk[..<n]
+        }
+        return nil
+    }
 
     func send(_ line: String) throws -> JSON {
         let bytes = Array((line + "\n").utf8)
