@@ -204,9 +204,14 @@ public final class PlaybackEngine: Sendable {
                 return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: start)
             }
         }
-        // Paused or not before the new generation's audio can reach the device.
-        shared.pauseRequested.store(paused, ordering: .releasing)
+        // Paused before the new generation's audio can reach the device; unpaused only after the
+        // flush, so the old buffer never sounds again in between.
+        if paused { shared.pauseRequested.store(true, ordering: .releasing) }
         flush(with: items)
+        if !paused {
+            shared.pauseRequested.store(false, ordering: .releasing)
+            shared.wakeOutput()
+        }
         return items.map { ItemID(rawValue: $0.id) }
     }
 

@@ -60,6 +60,8 @@ final class PulseStream: @unchecked Sendable {
         var timingRequested = false
     }
     private var underflowsSeen = 0
+    /// When `delayFrames` last asked the server for timing (monotonic ns).
+    private var lastTimingRequest = 0
 
     /// The sink named by a device string: `pulse` → the server's default, `pulse:NAME` → NAME;
     /// nil when the string does not name the native PulseAudio route.
@@ -246,7 +248,11 @@ final class PulseStream: @unchecked Sendable {
         // up): ask now rather than wait for the next automatic update (up to 100 ms away), one
         // request at a time, so the first frame is reported heard when it is.
         let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
-        if (!known || !playing) && !corked && !userdata.pointee.timingRequested {
+        let now = monotonicNanos()
+        if (!known || !playing) && !corked && !userdata.pointee.timingRequested && now - lastTimingRequest >= 10_000_000 {
+            // (At most one every 10 ms: while the server holds the stream back, a sink
+            // suspended say, the loop would otherwise ask on every wake-up.)
+            lastTimingRequest = now
             userdata.pointee.timingRequested = true
             if let op = pa_stream_update_timing_info(stream, Self.timingArrived, userdata) { pa_operation_unref(op) }
         }

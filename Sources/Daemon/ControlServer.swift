@@ -324,6 +324,15 @@ final class RequestDeadline: ChannelInboundHandler {
         timer?.cancel()
         context.fireChannelInactive()
     }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Half-closed: whatever arrived is the last request (answered however long it takes).
+        if case ChannelEvent.inputClosed = event {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
 }
 
 /// A request line was longer than allowed.

@@ -69,7 +69,10 @@ public struct PathResolver: Sendable {
                 do throws(Refusal) {
                     let file = try confine(full, shown: full)
                     var fst = stat()
-                    guard stat(file, &fst) == 0, fst.st_mode & S_IFMT == S_IFREG else {
+                    guard stat(file, &fst) == 0 else {
+                        throw Refusal(code: .notFound, path: full, message: "no such file or directory")
+                    }
+                    guard fst.st_mode & S_IFMT == S_IFREG else {
                         throw Refusal(code: .unsupported, path: full, message: "not a regular file (\(fileKind(fst.st_mode)))")
                     }
                     found.append(file)

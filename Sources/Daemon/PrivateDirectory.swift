@@ -32,10 +32,11 @@ public enum PrivateDirectory {
                 try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                          attributes: [.posixPermissions: 0o700])
             }
-            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            if mkdir(path, 0o700) == 0 {
+                chmod(path, 0o700)  // ours, just made: whatever the umask (never through a link)
+            } else if errno != EEXIST {
                 throw ServerError(code: errno, message: "cannot create \(path)")
             }
-            chmod(path, 0o700)  // whatever the umask
         }
         if let problem = problem(path) {
             throw ServerError(code: 0, message: "refusing the socket directory: \(problem) (it must be yours, mode 700, not a link)")

@@ -551,6 +551,7 @@ public final class QueuePlayer: Sendable {
                 s.items.remove(at: i)
                 release(item)
                 if i == 0 {
+                    settleSeek(&s, landed: false)  // a seek in the failed item never lands
                     if s.action == .advance && s.engineItems.values.contains(where: { $0 === s.items.first }) {
                         // The engine goes straight on into the next item.
                         s.currentEngineID = s.engineItems.first { $0.value === s.items.first }?.key

@@ -52,22 +52,21 @@ struct SpecialFileTests {
         let w = try d.client()
         _ = try w.request("subscribe", [("events", ["failed", "current"])])
         let later = try #require(try c.request("add", [("path", "odd/later.mp3")])["items"]?.array?.first?.int)
-        _ = try c.request("add", [("path", "album/c.mp3")])
+        let next = try #require(try c.request("add", [("path", "album/c.mp3")])["items"]?.array?.first?.int)
         try FileManager.default.removeItem(atPath: d.music + "/odd/later.mp3")
         #expect(mkfifo(d.music + "/odd/later.mp3", 0o600) == 0)
         #expect(try c.request("play", [("item", .number(Double(later)))]).ok)
         var failed: JSON?
         var current: [Int] = []
         let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, failed == nil || !current.contains(where: { $0 != later }) {
+        while Date() < deadline, failed == nil || !current.contains(next) {
             guard let e = try w.nextEvent(timeout: 1) else { continue }
             if e["event"] == "failed" { failed = e }
             if e["event"] == "current", let id = e["item"]?["id"]?.int { current.append(id) }
         }
         #expect(failed?["item"]?.int == later && (failed?["reason"]?.string ?? "").contains("FIFO"), "\(failed?.text ?? "no failed event")")
-        #expect(current.last.map { $0 != later } == true, "the queue went on: \(current)")
-        let status = try c.request("status")
-        #expect(status["state"] == "playing" && status["current"]?["path"]?.string?.hasSuffix("c.mp3") == true, "\(status.text)")
+        // (`null` plays far faster than real time: the next item is seen through its event.)
+        #expect(current.contains(next), "the queue went on to the next item: \(current)")
         #expect(try d.stop() == 0)
     }
 
