@@ -231,6 +231,10 @@ struct SilenceTests {
                                          session: s)
                 let (_, rec) = try sink.record { () -> Void in
                     player.play()
+                    // The timeline starts when the first sound is heard (`.playing`), as the
+                    // levels are read from the first sound: on a loaded machine the device may
+                    // take a while to open.
+                    #expect(eventually(timeout: 5) { player.timeControlStatus == .playing })
                     Thread.sleep(forTimeInterval: 0.8)
                     s.silentSwitch = true
                     Thread.sleep(forTimeInterval: 0.8)
