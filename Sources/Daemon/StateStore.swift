@@ -195,13 +195,17 @@ public struct StateStore: Sendable {
         }
     }
 
-    /// Creates `dir` and its parents (mode 0700 for the ones it creates).
+    /// Creates `dir` and its parents (mode 0700 for the ones it creates), reporting the real
+    /// reason when it cannot (a parent that is a file: "Not a directory").
     static func makeDirectory(_ dir: String) throws(StateFileError) {
-        do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw StateFileError(path: dir, code: errno, message: "cannot create the directory")
+        var path = dir.hasPrefix("/") ? "" : "."
+        for part in dir.split(separator: "/") {
+            path += "/" + part
+            if mkdir(path, 0o700) == 0 { continue }
+            let e = errno
+            var st = stat()
+            guard e == EEXIST, stat(path, &st) == 0 else { throw StateFileError(path: path, code: e, message: "cannot create the directory") }
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw StateFileError(path: path, code: ENOTDIR, message: "cannot create the directory") }
         }
     }
 }

@@ -86,3 +86,34 @@ struct SpecialFileTests {
         }
     }
 }
+
+@Suite("backline daemon: a file deleted under the player", Harness.audioTools)
+struct DeletedFileTests {
+    @Test("seeking in an item whose file was deleted fails that item with the reason; the next plays and elapsed follows it (it stayed frozen at the seek target)")
+    func seekDeleted() throws {
+        let d = try DaemonFixture.onSharedSink(config: SpecialFileTests.config)
+        try d.start()
+        let c = try d.client()
+        let ids = (try c.request("add", [("paths", ["album/a.mp3", "long.mp3"])])["items"]?.array ?? []).compactMap(\.int)
+        try #require(ids.count == 2)
+        let w = try d.client()
+        _ = try w.request("subscribe", [("events", ["failed", "current"])])
+        #expect(try c.request("play", [("item", .number(Double(ids[0])))]).ok)
+        #expect(eventually(timeout: 5) { (try? c.request("status"))?["elapsed"]?.number ?? 0 > 0.3 })
+        try FileManager.default.removeItem(atPath: d.music + "/album/a.mp3")
+        _ = try c.request("seek", [("position", 2)])
+        var failed: JSON?
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, failed == nil {
+            if let e = try w.nextEvent(timeout: 1), e["event"] == "failed" { failed = e }
+        }
+        #expect(failed?["item"]?.int == ids[0] && (failed?["reason"]?.string ?? "").contains("no such file"), "\(failed?.text ?? "no failed event")")
+        #expect(eventually(timeout: 5) { (try? c.request("status"))?["current"]?["id"]?.int == ids[1] })
+        usleep(500_000)
+        let a = try c.request("status")["elapsed"]?.number ?? -1
+        usleep(500_000)
+        let b = try c.request("status")["elapsed"]?.number ?? -1
+        #expect(a >= 0 && a < 3 && b - a > 0.3, "elapsed follows the next item: \(a) then \(b)")
+        #expect(try d.stop() == 0)
+    }
+}

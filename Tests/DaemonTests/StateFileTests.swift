@@ -145,6 +145,16 @@ struct StateFileTests {
         }
     }
 
+    @Test("a save under a path whose parent is a file names the real reason (it said 'Transport endpoint is not connected')")
+    func saveErrno() throws {
+        let (_, path) = try store()
+        try "a file".write(toFile: path, atomically: true, encoding: .utf8)
+        let under = StateStore(path: path + "/backline/state.json")
+        #expect { try under.save(Self.valid()) } throws: { error in
+            "\(error)".contains("Not a directory") && "\(error)".contains("cannot create the directory")
+        }
+    }
+
     @Test("temporary files of killed saves are removed at start; one of a running process is not")
     func staleTemporaries() throws {
         let d = try DaemonFixture(device: "null", config: PersistenceTests.config)
