@@ -182,7 +182,7 @@ public final class ControlServer: Sendable {
     /// Answers the connection with `e` as soon as it is active, then closes it.
     private func refuse(_ channel: any Channel, _ e: ProtocolError) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(RefuseHandler(reply: DaemonCore.errorReply(.null, e).text + "\n"))
+            try channel.pipeline.syncOperations.addHandler(RefuseHandler(error: e))
         }
     }
 
@@ -236,15 +236,10 @@ struct PeerCredentials: Sendable {
 final class RefuseHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-    let reply: String
-    init(reply: String) { self.reply = reply }
+    let error: ProtocolError
+    init(error: ProtocolError) { self.error = error }
 
-    func channelActive(context: ChannelHandlerContext) {
-        var buf = context.channel.allocator.buffer(capacity: reply.utf8.count)
-        buf.writeString(reply)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(buf)).whenComplete { _ in channel.close(promise: nil) }
-    }
+    func channelActive(context: ChannelHandlerContext) { writeThenClose(context, error) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
 }
@@ -312,11 +307,7 @@ final class RequestDeadline: ChannelInboundHandler {
             let (handler, context) = bound.value
             handler.logger.warning("request not completed in time; connection closed",
                                    metadata: ["client": "\(handler.client)", "seconds": "\(handler.seconds)"])
-            let e = ProtocolError("timeout", "a request line must arrive within \(handler.seconds) s of its first byte; closing")
-            var buf = context.channel.allocator.buffer(capacity: 160)
-            buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
-            let channel = context.channel
-            context.writeAndFlush(NIOAny(buf)).whenComplete { _ in channel.close(promise: nil) }
+            writeThenClose(context, ProtocolError("timeout", "a request line must arrive within \(handler.seconds) s of its first byte; closing"))
         }
     }
 
@@ -333,6 +324,15 @@ final class RequestDeadline: ChannelInboundHandler {
         }
         context.fireUserInboundEventTriggered(event)
     }
+}
+
+/// Answers `error` (a reply without an id), then closes the connection.
+func writeThenClose(_ context: ChannelHandlerContext, _ error: ProtocolError) {
+    let line = DaemonCore.errorReply(.null, error).text + "\n"
+    var buf = context.channel.allocator.buffer(capacity: line.utf8.count)
+    buf.writeString(line)
+    let channel = context.channel
+    context.writeAndFlush(NIOAny(buf)).whenComplete { _ in channel.close(promise: nil) }
 }
 
 /// A request line was longer than allowed.
@@ -407,8 +407,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             handler.closing = true
             handler.logger.info("TCP client did not authenticate in time; closed", metadata: ["client": "\(handler.client.id)"])
             handler.write(DaemonCore.errorReply(.null, ProtocolError("unauthorized", "authenticate within \(seconds) s; closing")), context: context)
-            let channel = context.channel
-            (handler.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+            handler.closeAfterLastWrite(context)
         }
     }
 
@@ -467,8 +466,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 context.eventLoop.scheduleTask(in: .seconds(1)) {
                     let (handler, context) = bound.value
                     handler.write(reply, context: context)
-                    let channel = context.channel
-                    (handler.lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+                    handler.closeAfterLastWrite(context)
                 }
                 return
             }
@@ -497,6 +495,11 @@ final class ConnectionHandler: ChannelInboundHandler {
     private func closeIfDone(context: ChannelHandlerContext) {
         guard inputClosed, !busy, pending.isEmpty, !closing else { return }
         closing = true
+        closeAfterLastWrite(context)
+    }
+
+    /// Closes the connection once the last reply written has gone out.
+    private func closeAfterLastWrite(_ context: ChannelHandlerContext) {
         let channel = context.channel
         (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
     }
@@ -523,10 +526,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         if error is RequestTooLarge || (error as? ByteToMessageDecoderError) != nil {
             let e = ProtocolError("request-too-large", "a request line may be at most \(core.config.maxRequestBytes) bytes; closing")
             logger.warning("request too large; connection closed", metadata: ["client": "\(client.id)"])
-            var buf = context.channel.allocator.buffer(capacity: 160)
-            buf.writeString(DaemonCore.errorReply(.null, e).text + "\n")
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(buf)).whenComplete { _ in channel.close(promise: nil) }
+            writeThenClose(context, e)
             return
         }
         logger.debug("connection error", metadata: ["client": "\(client.id)", "error": "\(error)"])
