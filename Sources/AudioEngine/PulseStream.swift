@@ -93,12 +93,7 @@ final class PulseStream: @unchecked Sendable {
             throw PulseError(code: Int32(PA_ERR_INTERNAL.rawValue), function: "pa_context_new")
         }
         context = c
-        pa_context_set_state_callback(c, { _, ud in
-            guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
-            pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
-            var one: UInt8 = 1
-            _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
-        }, userdata)
+        pa_context_set_state_callback(c, Self.stateChanged, userdata)
         pa_threaded_mainloop_lock(m)
         var failure: PulseError?
         var s: OpaquePointer?
@@ -109,15 +104,14 @@ final class PulseStream: @unchecked Sendable {
         } else if pa_context_connect(c, nil, PA_CONTEXT_NOAUTOSPAWN, nil) < 0 {
             failure = PulseError(code: pa_context_errno(c), function: "pa_context_connect(\(where_))")
         } else {
-            while true {
-                let st = pa_context_get_state(c)
-                if st == PA_CONTEXT_READY { break }
-                if st == PA_CONTEXT_FAILED || st == PA_CONTEXT_TERMINATED {
-                    failure = PulseError(code: pa_context_errno(c), function: "pa_context_connect(\(where_))")
-                    break
+            let ready = Self.wait(m) {
+                switch pa_context_get_state(c) {
+                case PA_CONTEXT_READY: true
+                case PA_CONTEXT_FAILED, PA_CONTEXT_TERMINATED: false
+                default: nil
                 }
-                pa_threaded_mainloop_wait(m)
             }
+            if !ready { failure = PulseError(code: pa_context_errno(c), function: "pa_context_connect(\(where_))") }
         }
         if failure == nil {
             var spec = pa_sample_spec(format: preferred == .float32 ? PA_SAMPLE_FLOAT32LE : PA_SAMPLE_S16LE,
@@ -126,12 +120,7 @@ final class PulseStream: @unchecked Sendable {
                 failure = PulseError(code: Int32(PA_ERR_INVALID.rawValue), function: "pa_sample_spec(\(rate) Hz, \(channels) ch)")
             } else if let st = pa_stream_new(c, "Backline", &spec, nil) {
                 s = st
-                pa_stream_set_state_callback(st, { _, ud in
-                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
-                    pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
-                    var one: UInt8 = 1
-                    _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
-                }, userdata)
+                pa_stream_set_state_callback(st, Self.stateChanged, userdata)
                 pa_stream_set_underflow_callback(st, { _, ud in
                     guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
                     // (Under the mainloop lock, read under it too.) Running dry after a flush,
@@ -165,15 +154,14 @@ final class PulseStream: @unchecked Sendable {
                 if pa_stream_connect_playback(st, sink, &attr, flags, nil, nil) < 0 {
                     failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))")
                 } else {
-                    while true {
-                        let state = pa_stream_get_state(st)
-                        if state == PA_STREAM_READY { break }
-                        if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
-                            failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))")
-                            break
+                    let ready = Self.wait(m) {
+                        switch pa_stream_get_state(st) {
+                        case PA_STREAM_READY: true
+                        case PA_STREAM_FAILED, PA_STREAM_TERMINATED: false
+                        default: nil
                         }
-                        pa_threaded_mainloop_wait(m)
                     }
+                    if !ready { failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))") }
                 }
                 if failure == nil, let got = pa_stream_get_buffer_attr(st) { attr = got.pointee }
             } else {
@@ -275,6 +263,23 @@ final class PulseStream: @unchecked Sendable {
         userdata.pointee.started = false
         wait(pa_stream_flush(stream, Self.signalDone, userdata))
         wait(pa_stream_update_timing_info(stream, Self.signalDone, userdata))
+    }
+
+    /// The context's or the stream's state changed: wakes a waiting caller, and the output
+    /// thread (one byte on the notification pipe), which then finds a failed stream.
+    private static let stateChanged: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { _, ud in
+        guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+        pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
+        var one: UInt8 = 1
+        _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
+    }
+
+    /// Waits (mainloop locked) until `state` says ready (true) or failed (false).
+    private static func wait(_ mainloop: OpaquePointer, until state: () -> Bool?) -> Bool {
+        while true {
+            if let done = state() { return done }
+            pa_threaded_mainloop_wait(mainloop)
+        }
     }
 
     /// A requested timing update arrived: one byte on the notification pipe, so the output thread
