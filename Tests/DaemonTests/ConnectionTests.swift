@@ -6,7 +6,7 @@ import Testing
 /// How connections end: a client that closes its write side is still answered.
 @Suite("backline daemon: connections")
 struct ConnectionTests {
-    static let config = "background-grace = 60\nstart-state = foreground\n"
+    static let config = DaemonFixture.foreground
 
     @Test("a client that half-closes is answered: a last request without its newline, and add/list/insert (run off the event loop) with one")
     func halfClose() throws {

@@ -8,7 +8,7 @@ import Testing
 struct CtlTests {
     @Test("every command through ctl: human output by default, --json on request, exit 1 with the daemon's message, 3 without a daemon")
     func everyCommand() throws {
-        let d = try DaemonFixture.onSharedSink(config: "background-grace = 60\nstart-state = foreground\n")
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
         let none = try d.ctl(["status"])
         #expect(none.status == 3 && none.stderr.contains("no daemon is running on \(d.socket)"), "\(none.stderr)")
         try d.start()
@@ -103,7 +103,7 @@ struct CtlTests {
 
     @Test("ctl watch prints events as they come")
     func watch() throws {
-        let d = try DaemonFixture.onSharedSink(config: "background-grace = 60\nstart-state = foreground\n")
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
         try d.start()
         let w = try SpawnedProcess(backline, ["ctl", "--socket", d.socket, "watch", "volume", "queue"], environment: d.environment)
         defer { w.signal(SIGKILL); _ = try? w.wait(timeout: 5) }

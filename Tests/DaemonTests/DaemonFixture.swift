@@ -48,6 +48,9 @@ final class DaemonFixture: @unchecked Sendable {
     private static let musicLock = NSLock()
     nonisolated(unsafe) private static var made: [(String, URL)]?  // guarded by musicLock
 
+    /// Config for a daemon that stays awake through a test: in the foreground, 60 s of grace.
+    static let foreground = "background-grace = 60\nstart-state = foreground\n"
+
     init(device: String, sinkEnvironment: [String: String] = [:], config: String = "") throws {
         dir = try Harness.makeTemporaryDirectory("backline-daemon")
         let d = dir.path
@@ -124,6 +127,24 @@ final class DaemonFixture: @unchecked Sendable {
             _ = try? p.wait(timeout: 5)
         }
     }
+}
+
+/// A real `backline daemon` run by another user (`nobody`, uid 65534, through `setpriv`) in a
+/// fresh world-writable directory, serving `socket` (a path inside it, relative); returns once
+/// the socket exists. Kill it with SIGKILL when done.
+func daemonOfAnotherUser(socket relative: String) throws -> (process: SpawnedProcess, dir: String, socket: String) {
+    let dir = try Harness.makeTemporaryDirectory("backline-nobody").path
+    chmod(dir, 0o777)
+    let socket = dir + "/" + relative
+    let p = try SpawnedProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backline, "daemon",
+                                           "--socket", socket, "--music-dir", dir, "--state-file", dir + "/state.json",
+                                           "--device", "null", "--config", "/dev/null"],
+                               environment: ["HOME": dir, "XDG_RUNTIME_DIR": dir + "/rt", "XDG_CONFIG_HOME": dir + "/cfg"])
+    guard eventually(timeout: 20, { FileManager.default.fileExists(atPath: socket) }) else {
+        p.signal(SIGKILL)
+        throw HarnessError("the other user's daemon did not come up: \(p.stderr)")
+    }
+    return (p, dir, socket)
 }
 
 /// Field access for tests.

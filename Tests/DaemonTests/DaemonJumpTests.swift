@@ -48,7 +48,7 @@ struct DaemonJumpTests {
     func jumps() throws {
         try PulseNullSink.exclusive { sink in
             let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment,
-                                      config: "background-grace = 60\nstart-state = foreground\n")
+                                      config: DaemonFixture.foreground)
             let files = try (0..<3).map { try Fixtures.noise("jump-noise-\($0)", seconds: 12) }
             let refs = try files.map { try ReferenceDecoder.decodeS16($0) }
             for (k, f) in files.enumerated() {

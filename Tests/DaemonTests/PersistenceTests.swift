@@ -6,7 +6,7 @@ import Testing
 /// State across restarts: graceful stop, kill -9, a corrupt file.
 @Suite("backline daemon: persistence", Harness.audioTools)
 struct PersistenceTests {
-    static let config = "background-grace = 60\nstart-state = foreground\n"
+    static let config = DaemonFixture.foreground
 
     @Test("SIGTERM mid-play, then kill -9 mid-play: each restart restores the queue, the item and the position (±2 s), paused")
     func restart() throws {

@@ -6,7 +6,7 @@ import Testing
 /// Play-queue semantics, observed through a real daemon's events while it plays (muted) in real time.
 @Suite("backline daemon: play queue, sleep timer, suspension hooks", Harness.audioTools)
 struct PlayQueueTests {
-    static let config = "background-grace = 60\nstart-state = foreground\n"
+    static let config = DaemonFixture.foreground
 
     /// A muted daemon on the shared sink, with a subscribed watcher.
     func daemon(_ extra: String = "") throws -> (DaemonFixture, ControlClient, ControlClient) {

@@ -6,7 +6,7 @@ import Testing
 /// Bad input, stuck clients, permissions, path escapes, a second daemon.
 @Suite("backline daemon: bad input and security", Harness.audioTools)
 struct RobustnessTests {
-    static let config = "background-grace = 60\nstart-state = foreground\n"
+    static let config = DaemonFixture.foreground
 
     @Test("bad input gets an error reply or a clean close; the daemon and other clients are unaffected")
     func badInput() throws {
@@ -108,15 +108,8 @@ struct RobustnessTests {
 
     @Test("the peer's uid is checked: a daemon run by another user refuses this one")
     func peerCredentials() throws {
-        let dir = try Harness.makeTemporaryDirectory("backline-nobody")
-        chmod(dir.path, 0o777)
-        let socket = dir.path + "/run/control.sock"
-        let p = try SpawnedProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backline, "daemon",
-                                               "--socket", socket, "--music-dir", dir.path, "--state-file", dir.path + "/state.json",
-                                               "--device", "null"],
-                                   environment: ["HOME": dir.path, "XDG_RUNTIME_DIR": dir.path + "/rt", "XDG_CONFIG_HOME": dir.path + "/cfg"])
+        let (p, _, socket) = try daemonOfAnotherUser(socket: "run/control.sock")
         defer { p.signal(SIGKILL); _ = try? p.wait(timeout: 5) }
-        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: socket) }, "\(p.stderr)")
         // Root may open the 0600 socket of another user, but the daemon checks who connected.
         let c = try ControlClient(socketPath: socket)
         let r = try c.nextReply(timeout: 10)
@@ -232,59 +225,44 @@ final class TCPLineClient {
 
     deinit { close(fd) }
 
-    /// Whether the server closes the connection within `seconds` (whatever it sends first is read
-    /// and dropped).
+    /// Reads what arrives within `seconds` into the buffer: false once the server has closed.
+    private func read(within seconds: Double) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, Int32(seconds * 1000)) > 0 else { return true }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return false }
+        buffer += chunk[..<n]
+        return true
+    }
+
+    /// Whether the server closes the connection within `seconds` (what it sends first is kept).
     func closed(within seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { return true }
-            buffer += chunk[..<n]
+            if !read(within: 0.1) { return true }
         }
         return false
     }
 
-    /// Sends raw bytes (no newline added).
-    func sendRaw(_ text: String) {
-        let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    /// The next line, if one arrives within `seconds`.
+    /// The next line, if one arrives within `seconds` (nil: none, or the connection closed).
     func nextLine(within seconds: Double) -> JSON? {
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        while true {
             if let nl = buffer.firstIndex(of: 0x0A) {
                 let l = Array(buffer[..<nl])
                 buffer.removeFirst(nl + 1)
                 return try? JSON.parse(l)
             }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { return nil }
-            buffer += chunk[..<n]
+            guard Date() < deadline, read(within: 0.1) else { return nil }
         }
-        return nil
     }
 
+    /// Sends `line` and returns the next line.
     func send(_ line: String) throws -> JSON {
         let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        while true {
-            if let nl = buffer.firstIndex(of: 0x0A) {
-                let l = Array(buffer[..<nl])
-                buffer.removeFirst(nl + 1)
-                return try JSON.parse(l)
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw HarnessError("connection closed") }
-            buffer += chunk[..<n]
-        }
+        guard let reply = nextLine(within: 30) else { throw HarnessError("no reply (closed, or 30 s passed)") }
+        return reply
     }
 }

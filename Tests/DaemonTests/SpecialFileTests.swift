@@ -7,7 +7,7 @@ import Testing
 /// a playlist or a config file is refused with its kind named, at once.
 @Suite("backline daemon: FIFOs, sockets and devices are refused, never waited on", Harness.audioTools)
 struct SpecialFileTests {
-    static let config = "background-grace = 60\nstart-state = foreground\n"
+    static let config = DaemonFixture.foreground
 
     @Test("a FIFO named x.mp3, a FIFO playlist, a socket: add refuses them by kind, a directory skips them, list and play go on; a file replaced by a FIFO after add fails as an item")
     func musicDirectory() throws {

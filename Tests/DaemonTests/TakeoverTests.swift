@@ -34,22 +34,15 @@ struct TakeoverTests {
 
     @Test("ctl refuses a socket in another user's directory, and a socket moved into its own directory that another user's server answers")
     func ctlRefuses() throws {
-        let dir = try Harness.makeTemporaryDirectory("backline-takeover")
-        chmod(dir.path, 0o777)
         // The other user's server: a real daemon run as nobody, in a directory of its own.
-        let theirs = dir.path + "/nobody/control.sock"
-        let p = try SpawnedProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backline, "daemon",
-                                               "--socket", theirs, "--music-dir", dir.path, "--state-file", dir.path + "/state.json",
-                                               "--device", "null", "--config", "/dev/null"],
-                                   environment: ["HOME": dir.path, "XDG_RUNTIME_DIR": dir.path + "/rt", "XDG_CONFIG_HOME": dir.path + "/cfg"])
+        let (p, dir, theirs) = try daemonOfAnotherUser(socket: "nobody/control.sock")
         defer { p.signal(SIGKILL); _ = try? p.wait(timeout: 5) }
-        #expect(eventually(timeout: 20) { FileManager.default.fileExists(atPath: theirs) }, "\(p.stderr)")
 
         let inTheirs = try runProcess(backline, ["ctl", "--socket", theirs, "status"], timeout: 20)
         #expect(inTheirs.status == 3 && inTheirs.stderr.contains("owned by uid 65534"), "\(inTheirs.status) \(inTheirs.stderr)")
 
         // The attack: the socket moved into a directory that passes the check (ours, 0700).
-        let mine = dir.path + "/mine"
+        let mine = dir + "/mine"
         #expect(mkdir(mine, 0o700) == 0)
         #expect(rename(theirs, mine + "/control.sock") == 0)
         let moved = try runProcess(backline, ["ctl", "--socket", mine + "/control.sock", "status"], timeout: 20)
