@@ -81,6 +81,13 @@ final class OutputThread: @unchecked Sendable {
     /// Whether any marker of the current generation has arrived: the end of input is only
     /// reported after some input (an engine with nothing queued yet has nothing to end).
     private var sawInput = false
+    /// The device failed (a write, a wait, or an open): the output holds its place in the ring,
+    /// consuming nothing, until the control plane re-plans (a new generation); it never skips
+    /// the audio it could not play.
+    private var deviceLost = false
+    /// The last published heard frame (device timeline), when it was read, and whether the
+    /// device was running then: the loss estimate's starting point.
+    private var lastHeard = (frame: 0, stamp: 0, running: false)
     private var thread: pthread_t?
 
     init(shared: EngineShared, settings: OutputSettings, consumer: consuming RingConsumer,
@@ -244,9 +251,17 @@ final class OutputThread: @unchecked Sendable {
             (frames, running) = (h.frames, h.state == .running)
         }
         let now = running && !shared.pauseRequested.load(ordering: .relaxed)
-        shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: monotonicNanos(), advancing: now)
+        let stamp = monotonicNanos()
+        lastHeard = (framesWritten - frames, stamp, running)
+        shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: stamp, advancing: now)
         if now && !advancing { shared.wakeMonitor() }
         advancing = now
+    }
+
+    /// Publishes everything written as heard (drained, or the device released).
+    private func publishAllHeard() {
+        lastHeard = (framesWritten, monotonicNanos(), false)
+        shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
     }
 
     /// Drops what the device holds and takes it off the timeline: those frames were never
@@ -272,12 +287,17 @@ final class OutputThread: @unchecked Sendable {
         if requested != generation {
             generation = requested
             if let pcm { dropUnheard(pcm) }
+            deviceLost = false  // re-planned: the next segment opens the device again
             endReported = false
             sawInput = false
             publishPosition()
         }
         if shared.pauseRequested.load(ordering: .acquiring) {
             holdPause()
+            return
+        }
+        if deviceLost {
+            sleepWakeable(100)  // woken at once by a flush
             return
         }
         let cutSeq = shared.cutSeq.load(ordering: .acquiring)
@@ -337,7 +357,9 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         guard let pcm else {
-            consumer.commit(limit)  // no device (it failed to open): skip this item's audio
+            // No device where one should be (a segment start opens it, a failure holds the
+            // output): never skip the audio; hold as after a failure.
+            deviceFailed(-ENODEV)
             return
         }
         write(pcm, limitBytes: limit)
@@ -418,8 +440,26 @@ final class OutputThread: @unchecked Sendable {
             emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
         } catch {
-            emit(.deviceError, code: error.code)
+            deviceFailed(error.code)
         }
+    }
+
+    /// The device failed: what it held but had not played is off the timeline (the heard
+    /// position stands where the listener stopped hearing), the device is closed, and the
+    /// output holds until a re-plan. The heard frame is the last reading carried forward while
+    /// the device ran: a sound server that died is noticed at once (its state change wakes
+    /// this thread), so the estimate is within a few milliseconds.
+    private func deviceFailed(_ code: Int32) {
+        var heard = lastHeard.frame
+        if pcm != nil, lastHeard.running {
+            heard += Int(Double(monotonicNanos() - lastHeard.stamp) * Double(segmentRate) / 1e9)
+        }
+        framesWritten = min(framesWritten, max(heardFloor, heard))
+        heardFloor = framesWritten
+        closeDevice()
+        deviceLost = true
+        publishPosition()
+        emit(.deviceError, item: segmentItem, code: code)
     }
 
     /// Plays out what the device holds (interruptibly until the last period), then stops it.
@@ -436,7 +476,7 @@ final class OutputThread: @unchecked Sendable {
         } else {
             dropUnheard(pcm)
         }
-        shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
+        publishAllHeard()
     }
 
     private func checkEndOfInput(_ pcm: OutputDevice?) {
@@ -449,7 +489,7 @@ final class OutputThread: @unchecked Sendable {
            shared.endGeneration.load(ordering: .acquiring) == generation {
             // Stopped (flushed to an empty queue): the buffer was dropped; release the device.
             closeDevice()
-            shared.publish(framesWritten: framesWritten, delay: 0, floor: heardFloor)
+            publishAllHeard()
             return
         }
         if !endReported, sawInput, end == consumer.position, shared.endGeneration.load(ordering: .acquiring) == generation {
@@ -519,8 +559,7 @@ final class OutputThread: @unchecked Sendable {
         default:
             break
         }
-        emit(.deviceError, item: segmentItem, code: code)
-        closeDevice()
+        deviceFailed(code)
     }
 
     /// Holds the device paused (hardware pause when possible) until resumed or flushed.

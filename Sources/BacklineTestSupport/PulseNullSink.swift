@@ -74,6 +74,7 @@ public final class PulseNullSink: @unchecked Sendable {
         // kills both when the test process (its parent) is gone or when it is told to stop.
         let script = """
             trap 'kill $k $pa 2>/dev/null; wait; exit 0' TERM INT
+            trap 'kill -KILL $pa 2>/dev/null; kill $k 2>/dev/null; wait; exit 0' USR1
             pulseaudio -n -F "\(d)/default.pa" --daemonize=no --exit-idle-time=-1 --use-pid-file=no \
               --disallow-exit --log-target=file:"\(d)/log" &
             pa=$!
@@ -129,6 +130,15 @@ public final class PulseNullSink: @unchecked Sendable {
             Thread.sleep(forTimeInterval: 0.1)
         }
         throw HarnessError("PulseAudio did not restart within 10 s")
+    }
+
+    /// Kills the server with SIGKILL (a crash: clients see their connection drop, nothing is
+    /// said first) and returns once it is gone; ``restart()`` brings it back.
+    public func kill() {
+        lock.withLock {
+            guardProcess.signal(SIGUSR1)
+            _ = try? guardProcess.wait(timeout: 10)
+        }
     }
 
     /// Stops the server and its keep-alive stream.

@@ -344,6 +344,7 @@ public final class DaemonCore: Sendable {
         switch e.code {
         case .emptyQueue, .notPlaying: return .noActionableNowPlayingItem
         case .noSuchItem: return .noSuchContent
+        case .outputUnavailable: return .deviceNotFound
         }
     }
 

@@ -82,7 +82,11 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
 
 /// Errors of play-queue operations.
 public struct PlayQueueError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable { case noSuchItem = "no-such-item", emptyQueue = "empty-queue", notPlaying = "not-playing" }
+    public enum Code: String, Sendable {
+        case noSuchItem = "no-such-item", emptyQueue = "empty-queue", notPlaying = "not-playing"
+        /// The audio device failed and is still gone: the queue stays paused where it was heard.
+        case outputUnavailable = "output-unavailable"
+    }
     public let code: Code
     public let message: String
     public var description: String { message }
@@ -270,7 +274,14 @@ public final class PlayQueue: Sendable {
             }
             player.play()
             publishState(&s)
+            try checkOutput()
         }
+    }
+
+    /// Throws when the player could not play because its device is still gone.
+    private func checkOutput() throws(PlayQueueError) {
+        guard player.rate == 0, let e = player.outputError else { return }
+        throw PlayQueueError(code: .outputUnavailable, message: "\(e.function) is unavailable (\(e.message)): paused where it stopped")
     }
 
     /// Plays the entry `id` from its start (a failed entry is retried).
@@ -284,6 +295,7 @@ public final class PlayQueue: Sendable {
             rebuild(&s)
             player.play()
             publishState(&s)
+            try checkOutput()
         }
     }
 

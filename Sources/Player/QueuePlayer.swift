@@ -53,6 +53,9 @@ public final class QueuePlayer: Sendable {
         /// Suspended: the engine holds nothing (the device is closed); the current item waits at
         /// `parkedTime` and is fed again on play.
         var parked = false
+        /// The device failed and the player has not played since: the next play probes it and
+        /// re-plans from the heard position.
+        var outputLost: ALSAError?
     }
 
     let state = Mutex(State())
@@ -246,6 +249,12 @@ public final class QueuePlayer: Sendable {
         state.withLock { s in setRateLocked(&s, rate == 0 ? 0 : 1, reason: reason) }
     }
 
+    /// The device failure that paused the player, until it plays again: while the device is
+    /// still gone, ``play()`` leaves the rate at 0 (posting `outputFailed` again) rather than
+    /// pretending to play; once it is back, playing re-opens it and goes on from the heard
+    /// position of the same item.
+    public var outputError: ALSAError? { state.withLock { $0.outputLost } }
+
     /// Whether playback is advancing, waiting, or paused.
     public var timeControlStatus: TimeControlStatus { state.withLock { $0.status } }
 
@@ -348,6 +357,17 @@ public final class QueuePlayer: Sendable {
 
     private func setRateLocked(_ s: inout State, _ rate: Float, reason: RateChangeReason) {
         guard s.rate != rate else { return }
+        if rate != 0, let lost = s.outputLost {
+            // After a device failure: play only once the device is back, and from what was
+            // heard (the engine holds its place; a new plan opens the device again).
+            guard engine.probeDevice().available else {
+                post(&s, .outputFailed(lost))
+                post(&s, .rateChanged(0, reason: .setRateFailed))
+                return
+            }
+            s.outputLost = nil
+            if !s.parked { replan(&s, startingAt: currentTimeLocked(s)) }
+        }
         if rate != 0 {
             s.interrupted = false
             // Players activate their session on play (interrupting others as its category says).
@@ -569,6 +589,7 @@ public final class QueuePlayer: Sendable {
             case .deviceError(let e):
                 // The device is gone (unplugged, sound server gone): pause, as AVPlayer does on
                 // `oldDeviceUnavailable`; nothing plays again by itself when it returns.
+                s.outputLost = e
                 post(&s, .outputFailed(e))
                 setRateLocked(&s, 0, reason: .oldDeviceUnavailable)
                 let session = session
