@@ -58,11 +58,12 @@ public struct PathResolver: Sendable {
             throw Refusal(code: .unsupported, path: request, message: "not a regular file (\(fileKind(st.st_mode)))")
         }
         if kind == S_IFDIR {
-            guard let walker = FileManager.default.enumerator(atPath: path) else {
+            var names: [String] = []
+            guard Self.walk(path, prefix: "", into: &names, skipped: &skipped, depth: 0) else {
                 throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
             }
             var found: [String] = []
-            while let rel = walker.nextObject() as? String {
+            for rel in names {
                 let ext = (rel as NSString).pathExtension.lowercased()
                 guard Self.audioExtensions.contains(ext) else { continue }
                 let full = path + "/" + rel
@@ -131,6 +132,41 @@ public struct PathResolver: Sendable {
             throw Refusal(code: .forbidden, path: shown, message: "outside the music directory \(musicDirectory)")
         }
         return real
+    }
+
+    /// Appends the paths (relative to `dir`, prefixed by `prefix`) of everything below `dir`,
+    /// descending into subdirectories but not into symlinks to them (no cycles). A name that is
+    /// not valid UTF-8 cannot be named in the protocol (its text is UTF-8), so it is skipped
+    /// with that reason and its bytes shown as `\xNN`, as mpd skips what it cannot convert.
+    /// False when `dir` itself cannot be read.
+    private static func walk(_ dir: String, prefix: String, into names: inout [String],
+                             skipped: inout [Refusal], depth: Int) -> Bool {
+        guard depth < 64, let d = opendir(dir) else { return false }
+        defer { closedir(d) }
+        while let e = readdir(d) {
+            let (raw, isDirectory): ([UInt8], Bool) = withUnsafeBytes(of: e.pointee.d_name) { b in
+                (Array(b.prefix { $0 != 0 }), e.pointee.d_type == UInt8(DT_DIR))
+            }
+            if raw == [46] || raw == [46, 46] { continue }  // "." and ".."
+            guard let name = String(validating: raw, as: UTF8.self) else {
+                let ext = (String(decoding: raw, as: UTF8.self) as NSString).pathExtension.lowercased()
+                guard isDirectory || audioExtensions.contains(ext) else { continue }  // (not music anyway)
+                let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+                skipped.append(Refusal(code: .unsupported, path: dir + "/" + shown, message: "the file name is not valid UTF-8"))
+                continue
+            }
+            var descend = isDirectory
+            if e.pointee.d_type == UInt8(DT_UNKNOWN) {  // (file systems that do not say: ask)
+                var st = stat()
+                descend = lstat(dir + "/" + name, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
+            }
+            if descend {
+                _ = walk(dir + "/" + name, prefix: prefix + name + "/", into: &names, skipped: &skipped, depth: depth + 1)
+            } else {
+                names.append(prefix + name)
+            }
+        }
+        return true
     }
 
     static func realPath(_ p: String) -> String? {

@@ -70,6 +70,33 @@ struct SpecialFileTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("a directory holding a file whose name is not valid UTF-8: that file is skipped saying so (its bytes shown as \\xNN), the others are added in order")
+    func nonUTF8Name() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let dir = d.music + "/latin1"
+        try FileManager.default.createDirectory(atPath: dir + "/sub", withIntermediateDirectories: true)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: d.music + "/album/a.mp3"))
+        // "café.mp3" in ISO-8859-1: the byte E9 alone is not UTF-8.
+        let name = Array((dir + "/caf").utf8) + [0xE9] + Array(".mp3".utf8) + [0]
+        let fd = name.withUnsafeBufferPointer { p in
+            p.baseAddress!.withMemoryRebound(to: CChar.self, capacity: name.count) { open($0, O_WRONLY | O_CREAT | O_EXCL, 0o644) }
+        }
+        try #require(fd >= 0)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        try FileManager.default.copyItem(atPath: d.music + "/album/b.mp3", toPath: dir + "/sub/b.mp3")
+        try FileManager.default.copyItem(atPath: d.music + "/album/c.mp3", toPath: dir + "/a.mp3")
+        try d.start()
+        let r = try d.request("add", [("path", "latin1")])
+        #expect(r["items"]?.array?.count == 2, "\(r.text)")
+        let skipped = r["skipped"]?.array ?? []
+        #expect(skipped.count == 1 && skipped.first?["reason"] == "the file name is not valid UTF-8"
+                && skipped.first?["path"]?.string?.hasSuffix("/latin1/caf\\xE9.mp3") == true, "\(r.text)")
+        let paths = (try d.request("list")["items"]?.array ?? []).compactMap { $0["path"]?.string }
+        #expect(paths.map { ($0 as NSString).lastPathComponent } == ["a.mp3", "b.mp3"], "\(paths)")
+        #expect(try d.stop() == 0)
+    }
+
     @Test("a config file that is a FIFO or a link to /dev/zero: the daemon refuses it at once, naming the kind")
     func configFile() throws {
         for kind in ["FIFO", "character device"] {
