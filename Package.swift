@@ -36,6 +36,8 @@ let package = Package(
         // a warning on every build), so the module map links it by name; the headers are in the
         // default include path (`/usr/include/pulse`).
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
+        // glibc's malloc controls (`malloc_trim`, `mallopt`), which the Glibc module leaves out.
+        .systemLibrary(name: "CMalloc"),
 
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
@@ -67,7 +69,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine",
+                "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -413,6 +413,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         authDeadline?.cancel()
+        core.trimmer.noteActivity()  // its buffers are free now
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

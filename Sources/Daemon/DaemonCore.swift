@@ -74,6 +74,8 @@ public final class DaemonCore: Sendable {
     private let handlerFailure = Mutex<ProtocolError?>(nil)
     /// Timers, saving, observers.
     private let work = DispatchQueue(label: "backline.daemon")
+    /// Returns what bursts of requests used to the system, a few seconds after them.
+    let trimmer: MemoryTrimmer
 
     private struct Timers {
         var saveScheduled = false
@@ -97,9 +99,11 @@ public final class DaemonCore: Sendable {
 
     /// Builds the daemon's player and state (restoring the saved state) without opening sockets.
     public init(config: DaemonConfig, logger: Logger, version: String, registryDirectory: String? = nil) throws(ProtocolError) {
+        MemoryTrimmer.limitArenas()
         self.config = config
         self.logger = logger
         self.version = version
+        trimmer = MemoryTrimmer(queue: work)
         session = AudioSession(registryDirectory: registryDirectory)
         do {
             try session.setCategory(SessionCategory(rawValue: config.category) ?? .playback)
@@ -426,6 +430,7 @@ public final class DaemonCore: Sendable {
 
     /// Executes one request; returns the reply (`{"id":…,"ok":…}`).
     public func execute(_ request: JSON, client: ClientContext) -> JSON {
+        trimmer.noteActivity()
         let id = request["id"] ?? .null
         guard case .object = request else {
             return Self.errorReply(id, ProtocolError("invalid-request", "a request is a JSON object"))
