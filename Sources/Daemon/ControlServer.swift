@@ -253,20 +253,48 @@ final class Once: Sendable {
 /// Wrong TCP tokens: counted, and logged at most once per 10 s (a guessing loop cannot flood
 /// the log, and is still seen).
 final class TokenFailures: Sendable {
-    private let state = Mutex<(count: Int, since: Double, lastLog: Double)>((0, 0, -.infinity))
+    private struct State {
+        var count = 0
+        var since = 0.0
+        var lastLog = -Double.infinity
+        var lastPeer = ""
+        var flushScheduled = false
+    }
+    private let state = Mutex(State())
 
+    /// Logs a wrong token at once when none was logged in the last 10 s; otherwise counts it,
+    /// and the count is logged when those 10 s are over (so the last burst is never left out).
     func record(from peer: String, logger: Logger) {
         let now = ProcessInfo.processInfo.systemUptime
-        let report = state.withLock { s -> (Int, Double)? in
+        let (report, flushIn) = state.withLock { s -> ((Int, Double, String)?, Double?) in
             if s.count == 0 { s.since = now }
             s.count += 1
-            guard now - s.lastLog >= 10 else { return nil }
-            defer { (s.count, s.lastLog) = (0, now) }
-            return (s.count, now - s.since)
+            s.lastPeer = peer
+            if now - s.lastLog >= 10 { return (take(&s, now), nil) }
+            guard !s.flushScheduled else { return (nil, nil) }
+            s.flushScheduled = true
+            return (nil, s.lastLog + 10 - now)
         }
-        if let (count, span) = report {
-            logger.warning("wrong TCP token", metadata: ["attempts": "\(count)", "seconds": "\(Int(span.rounded()))", "last-from": "\(peer)"])
+        if let report { log(report, logger) }
+        if let flushIn {
+            DispatchQueue.global().asyncAfter(deadline: .now() + flushIn) { [self] in
+                let now = ProcessInfo.processInfo.systemUptime
+                let report = state.withLock { s -> (Int, Double, String)? in
+                    s.flushScheduled = false
+                    return s.count > 0 ? take(&s, now) : nil
+                }
+                if let report { log(report, logger) }
+            }
         }
+    }
+
+    private func take(_ s: inout State, _ now: Double) -> (Int, Double, String) {
+        defer { (s.count, s.lastLog) = (0, now) }
+        return (s.count, now - s.since, s.lastPeer)
+    }
+
+    private func log(_ r: (count: Int, span: Double, peer: String), _ logger: Logger) {
+        logger.warning("wrong TCP token", metadata: ["attempts": "\(r.count)", "seconds": "\(Int(r.span.rounded()))", "last-from": "\(r.peer)"])
     }
 }
 
@@ -280,6 +308,8 @@ final class RequestDeadline: ChannelInboundHandler {
     let logger: Logger
     let client: UInt64
     private var timer: Scheduled<Void>?
+    /// A line has begun and not ended.
+    private var partial = false
 
     init(seconds: Double, logger: Logger, client: UInt64) {
         (self.seconds, self.logger, self.client) = (seconds, logger, client)
@@ -289,19 +319,36 @@ final class RequestDeadline: ChannelInboundHandler {
         let bytes = unwrapInboundIn(data)
         if bytes.readableBytes > 0 {
             if bytes.readableBytesView.last == UInt8(ascii: "\n") {
+                partial = false
                 timer?.cancel()  // every line so far is complete
                 timer = nil
-            } else if let nl = bytes.readableBytesView.lastIndex(of: UInt8(ascii: "\n")), nl >= bytes.readerIndex {
-                restart(context)  // a new line begun in this chunk
-            } else if timer == nil {
-                restart(context)
+            } else {
+                // A new line begun in this chunk restarts the clock; a line going on keeps it.
+                let begun = bytes.readableBytesView.lastIndex(of: UInt8(ascii: "\n")).map { $0 >= bytes.readerIndex } ?? false
+                partial = true
+                if begun || timer == nil { restart(context) }
             }
         }
         context.fireChannelRead(data)
     }
 
+    /// Back-pressure stops reading while the client does not read its replies: the rest of a
+    /// begun line cannot arrive meanwhile, so its clock stops too, and starts afresh when
+    /// reading does.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable {
+            timer?.cancel()
+            timer = nil
+        } else if partial {
+            restart(context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     private func restart(_ context: ChannelHandlerContext) {
         timer?.cancel()
+        timer = nil
+        guard context.channel.isWritable else { return }  // not reading: no clock (see above)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
             let (handler, context) = bound.value
