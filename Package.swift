@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
         .library(name: "PlayQueue", targets: ["PlayQueue"]),
+        .library(name: "Control", targets: ["Control"]),
         .library(name: "Daemon", targets: ["Daemon"]),
     ],
     dependencies: [
@@ -65,11 +66,18 @@ let package = Package(
         .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
         .target(name: "PlayQueue", dependencies: ["Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
-        // `backline daemon`: protocol, control socket (SwiftNIO), persistence, hooks, sleep timer.
+        // The protocol-neutral command layer: typed commands (one descriptor table), typed replies,
+        // errors and events, and the playback façade they act on. No networking.
+        .target(
+            name: "Control",
+            dependencies: ["PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
+            swiftSettings: strictSettings
+        ),
+        // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
-                "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc",
+                "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -87,7 +95,7 @@ let package = Package(
         .executableTarget(
             name: "backline",
             dependencies: [
-                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon",
+                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -125,7 +133,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "PlayQueue", "backline", "BacklineTestSupport"],
+            dependencies: ["Daemon", "Control", "PlayQueue", "backline", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -191,7 +191,7 @@ public final class ControlServer: Sendable {
         let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
         let hub = core.hub
         let logger = self.logger
-        let client = ClientContext(id: id, needsToken: needsToken) { line in
+        let client = ClientContext(id: id, needsToken: needsToken, hub: hub) { line in
             channel.eventLoop.execute {
                 guard channel.isActive else { return }
                 guard channel.isWritable else {
@@ -480,14 +480,13 @@ final class ConnectionHandler: ChannelInboundHandler {
             write(DaemonCore.errorReply(.null, ProtocolError("invalid-json", "not valid JSON: \(error)")), context: context)
             return
         }
-        let name = request["command"]?.string ?? ""
-        if DaemonCore.slowCommands.contains(name) {
+        let prepared = core.prepare(request, client: client)
+        if prepared.offLoop {
             busy = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            let core = self.core, client = self.client
             let loop = context.eventLoop
             DispatchQueue.global(qos: .userInitiated).async {
-                let reply = core.execute(request, client: client)
+                let reply = prepared.run()
                 loop.execute {
                     let (handler, context) = bound.value
                     handler.busy = false
@@ -497,8 +496,8 @@ final class ConnectionHandler: ChannelInboundHandler {
             }
             return
         }
-        let reply = core.execute(request, client: client)
-        if client.needsToken, name == "auth" {
+        let reply = prepared.run()
+        if client.needsToken, prepared.presentsToken {
             if client.authenticated {
                 authDeadline?.cancel()
                 authenticated()

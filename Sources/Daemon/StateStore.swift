@@ -1,3 +1,4 @@
+import Control
 import Foundation
 import PlayQueue
 
@@ -67,12 +68,8 @@ public struct SavedState: Codable, Sendable, Equatable {
 }
 
 /// A saving or loading error, with the file, the C error number when there is one, and what failed.
-public struct StateFileError: Error, CustomStringConvertible, Sendable {
-    public let path: String
-    public let code: Int32
-    public let message: String
-    public var description: String { "\(path): \(message)" + (code != 0 ? " (\(String(cString: strerror(code))))" : "") }
-}
+/// A state-file error: the file, the errno (0: none) and what failed.
+public typealias StateFileError = FileError
 
 /// Saves and loads ``SavedState`` atomically: the new contents go to a temporary file in the
 /// same directory, which is fsync'ed, renamed over the old one, and the directory fsync'ed. A

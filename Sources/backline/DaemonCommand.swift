@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Daemon
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import Control
 import Daemon
 import Foundation
 import Testing
@@ -83,7 +84,7 @@ struct CtlTests {
         #expect(try ctl("ping") == "pong\n")
         #expect(try ctl("version").hasPrefix("backline 0."))
         let help = try ctl("help")
-        for c in DaemonCore.commands { #expect(help.contains("\n\(c.name)") || help.hasPrefix(c.name), "help lacks \(c.name)") }
+        for c in CommandTable.all { #expect(help.contains("\n\(c.name)") || help.hasPrefix(c.name), "help lacks \(c.name)") }
         let json = try ctl("status", "--json")
         let parsed = try JSON.parse(Array(json.utf8))
         #expect(parsed.ok && parsed["current"]?["id"] == 2)

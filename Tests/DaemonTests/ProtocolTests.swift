@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import Control
 import Daemon
 import Foundation
 import Testing
@@ -133,7 +134,7 @@ struct ProtocolTests {
         #expect(try ok("ping")["pong"] == true)
         #expect(try ok("version")["protocol"] == 1)
         let names = try ok("help")["commands"]?.array?.compactMap { $0["name"]?.string } ?? []
-        #expect(names == DaemonCore.commands.map(\.name))
+        #expect(names == CommandTable.all.map(\.name))
         try refused("frobnicate", [], "unknown-command")
         try refused("status", [("verbose", true)], "bad-argument")
         #expect(try ok("unsubscribe").ok)

@@ -9,7 +9,7 @@ import Glibc
 // device in its place is refused with its kind named, never waited on, and sizes are bounded.
 
 /// What kind of file `mode` describes, in words.
-func fileKind(_ mode: mode_t) -> String {
+public func fileKind(_ mode: mode_t) -> String {
     switch mode & S_IFMT {
     case S_IFDIR: "a directory"
     case S_IFIFO: "a FIFO"
@@ -23,17 +23,28 @@ func fileKind(_ mode: mode_t) -> String {
 
 /// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
 /// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
-public func readRegularFile(_ path: String, limit: Int) -> Result<Data, StateFileError> {
+/// A file that could not be read or written: its path, the errno (0: none) and what failed.
+public struct FileError: Error, CustomStringConvertible, Sendable {
+    public let path: String
+    public let code: Int32
+    public let message: String
+    public init(path: String, code: Int32, message: String) {
+        (self.path, self.code, self.message) = (path, code, message)
+    }
+    public var description: String { "\(path): \(message)" + (code != 0 ? " (\(String(cString: strerror(code))))" : "") }
+}
+
+public func readRegularFile(_ path: String, limit: Int) -> Result<Data, FileError> {
     let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-    guard fd >= 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot open")) }
+    guard fd >= 0 else { return .failure(FileError(path: path, code: errno, message: "cannot open")) }
     defer { close(fd) }
     var st = stat()
-    guard fstat(fd, &st) == 0 else { return .failure(StateFileError(path: path, code: errno, message: "cannot stat")) }
+    guard fstat(fd, &st) == 0 else { return .failure(FileError(path: path, code: errno, message: "cannot stat")) }
     guard st.st_mode & S_IFMT == S_IFREG else {
-        return .failure(StateFileError(path: path, code: 0, message: "not a regular file (\(fileKind(st.st_mode)))"))
+        return .failure(FileError(path: path, code: 0, message: "not a regular file (\(fileKind(st.st_mode)))"))
     }
     guard Int(st.st_size) <= limit else {
-        return .failure(StateFileError(path: path, code: 0, message: "larger than \(limit >> 20) MiB (\(st.st_size) bytes)"))
+        return .failure(FileError(path: path, code: 0, message: "larger than \(limit >> 20) MiB (\(st.st_size) bytes)"))
     }
     var data = Data(count: Int(st.st_size))
     var off = 0
@@ -46,6 +57,6 @@ public func readRegularFile(_ path: String, limit: Int) -> Result<Data, StateFil
         }
         return true
     }
-    guard ok else { return .failure(StateFileError(path: path, code: errno, message: "cannot read")) }
+    guard ok else { return .failure(FileError(path: path, code: errno, message: "cannot read")) }
     return .success(data.prefix(off))
 }

@@ -1,0 +1,184 @@
+/// Why a command failed: one typed error for every protocol, mapped once to each protocol's
+/// codes (``code`` is the JSON protocol's).
+public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No such command.
+    case unknownCommand(String)
+    /// An argument is missing, of the wrong type, out of range, or unknown.
+    case badArgument(String)
+    /// No queue item with that id.
+    case noSuchItem(String)
+    /// The command needs a current item.
+    case notPlaying(String)
+    /// `play` with nothing queued.
+    case emptyQueue(String)
+    /// The audio device that failed is still gone.
+    case outputUnavailable(String)
+    /// `add`: no such file or directory.
+    case notFound(String)
+    /// `add`: outside the music directory; or a connection not allowed to do this.
+    case forbidden(String)
+    /// `add`: a playlist that cannot be read, or not a regular file.
+    case unsupported(String)
+    /// The audio session refused.
+    case sessionError(String)
+    /// Authenticate first, or a wrong token.
+    case unauthorized(String)
+    /// Anything else that failed.
+    case failed(String)
+
+    /// The JSON protocol's error code.
+    public var code: String {
+        switch self {
+        case .unknownCommand: "unknown-command"
+        case .badArgument: "bad-argument"
+        case .noSuchItem: "no-such-item"
+        case .notPlaying: "not-playing"
+        case .emptyQueue: "empty-queue"
+        case .outputUnavailable: "output-unavailable"
+        case .notFound: "not-found"
+        case .forbidden: "forbidden"
+        case .unsupported: "unsupported"
+        case .sessionError: "session-error"
+        case .unauthorized: "unauthorized"
+        case .failed: "command-failed"
+        }
+    }
+
+    /// The message for people.
+    public var message: String {
+        switch self {
+        case .unknownCommand(let m), .badArgument(let m), .noSuchItem(let m), .notPlaying(let m), .emptyQueue(let m),
+             .outputUnavailable(let m), .notFound(let m), .forbidden(let m), .unsupported(let m), .sessionError(let m),
+             .unauthorized(let m), .failed(let m):
+            m
+        }
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// An argument's type, as every protocol checks it before a command is built.
+public enum ArgumentType: String, Sendable {
+    case string, number, integer, boolean, strings, integers
+}
+
+/// One argument a command takes.
+public struct ArgumentSpec: Sendable {
+    public let name: String
+    public let type: ArgumentType
+    public let summary: String
+}
+
+/// A typed argument value.
+public enum ArgumentValue: Sendable, Equatable {
+    case string(String), number(Double), integer(Int), boolean(Bool), strings([String]), integers([Int])
+}
+
+/// A command's arguments by name, already checked against its ``ArgumentSpec``s by the codec
+/// that read them: commands read them typed, and build themselves from them.
+public struct Arguments: Sendable, Equatable {
+    public var values: [String: ArgumentValue]
+
+    public init(_ values: [String: ArgumentValue] = [:]) { self.values = values }
+
+    public func string(_ k: String) -> String? { if case .string(let v) = values[k] { v } else { nil } }
+    public func bool(_ k: String) -> Bool? { if case .boolean(let v) = values[k] { v } else { nil } }
+    public func strings(_ k: String) -> [String]? { if case .strings(let v) = values[k] { v } else { nil } }
+    public func integer(_ k: String) -> Int? { if case .integer(let v) = values[k] { v } else { nil } }
+    public func integers(_ k: String) -> [Int]? { if case .integers(let v) = values[k] { v } else { nil } }
+    public func number(_ k: String) -> Double? {
+        switch values[k] {
+        case .number(let v): v
+        case .integer(let v): Double(v)
+        default: nil
+        }
+    }
+}
+
+/// The area a command belongs to (its handlers live in one file per area).
+public enum CommandArea: String, Sendable {
+    case transport, queue, mixer, options, session, sleep, info, connection
+}
+
+/// Who may run a command.
+public enum CommandPermission: Sendable {
+    /// Before authentication too (`auth`, `ping`).
+    case anyone
+    /// An authenticated connection (every Unix-socket client is: it is the owner).
+    case control
+}
+
+/// Where a command runs.
+public enum CommandExecutor: Sendable {
+    /// On the connection's event loop: microseconds.
+    case loop
+    /// Off it: the file system, tags (`add`, `list`).
+    case offLoop
+}
+
+/// Everything about a command but its behaviour: the one place a command is named.
+public struct CommandDescriptor: Sendable {
+    public let name: String
+    public let summary: String
+    public let arguments: [ArgumentSpec]
+    public let area: CommandArea
+    public let permission: CommandPermission
+    public let executor: CommandExecutor
+    /// Whether it wakes a suspended daemon (as a remote command wakes a suspended app).
+    public let wakes: Bool
+    /// Builds the typed command from checked arguments.
+    public let make: @Sendable (Arguments) throws(CommandError) -> any ControlCommand
+
+    init<C: ControlCommand>(_ type: C.Type, _ name: String, _ area: CommandArea, _ summary: String,
+                            _ arguments: [(String, ArgumentType, String)] = [], permission: CommandPermission = .control,
+                            executor: CommandExecutor = .loop, wakes: Bool = true) {
+        self.name = name
+        self.summary = summary
+        self.arguments = arguments.map { ArgumentSpec(name: $0.0, type: $0.1, summary: $0.2) }
+        self.area = area
+        self.permission = permission
+        self.executor = executor
+        self.wakes = wakes
+        make = { (a: Arguments) throws(CommandError) -> any ControlCommand in try C(a) }
+    }
+
+    /// The argument named `name`, if this command takes it.
+    public func argument(_ name: String) -> ArgumentSpec? { arguments.first { $0.name == name } }
+}
+
+/// A typed command: built from its arguments (by any protocol's codec, or directly), run
+/// against the playback façade, answered with a typed ``Reply``.
+public protocol ControlCommand: Sendable {
+    /// Its entry in ``CommandTable``.
+    static var descriptor: CommandDescriptor { get }
+    /// Builds it from arguments the codec checked against the descriptor's types.
+    init(_ arguments: Arguments) throws(CommandError)
+    /// Its arguments (what a client sends: the inverse of `init`).
+    var arguments: Arguments { get }
+    /// Runs it.
+    func run(_ context: CommandContext) throws(CommandError) -> Reply
+}
+
+extension ControlCommand {
+    public var descriptor: CommandDescriptor { Self.descriptor }
+    public var arguments: Arguments { Arguments() }
+}
+
+/// Every command, in the order `help` lists them.
+public enum CommandTable {
+    public static let all: [CommandDescriptor] = [
+        PlayCommand.descriptor, PauseCommand.descriptor, ToggleCommand.descriptor, StopCommand.descriptor,
+        NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
+        RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, RateCommand.descriptor,
+        AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor,
+        ClearCommand.descriptor, ListCommand.descriptor, StatusCommand.descriptor, NowPlayingCommand.descriptor,
+        VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
+        SleepCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,
+        PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,
+    ]
+
+    private static let byName: [String: CommandDescriptor] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The command named `name`.
+    public static func descriptor(_ name: String) -> CommandDescriptor? { byName[name] }
+}

@@ -1,0 +1,163 @@
+import Lifecycle
+import NowPlaying
+import PlayQueue
+import Synchronization
+
+/// The connection a command came from, as the command layer needs it; each transport
+/// implements it (the JSON socket's clients, an MPD client, an in-process test, the remote
+/// command center).
+public protocol ConnectionContext: AnyObject, Sendable {
+    /// Unique per connection.
+    var id: UInt64 { get }
+    /// Whether it must authenticate before commands other than ``CommandPermission/anyone``.
+    var needsToken: Bool { get }
+    /// Whether it has authenticated.
+    var authenticated: Bool { get set }
+    /// Receives events of `kinds` (nil: all) from now on.
+    func subscribe(kinds: Set<String>?)
+    /// Receives no more events.
+    func unsubscribe()
+}
+
+/// A connection within the process (tests, the remote command center): trusted, no events.
+public final class LocalConnection: ConnectionContext {
+    public let id: UInt64
+    public var needsToken: Bool { false }
+    public var authenticated: Bool {
+        get { true }
+        set {}
+    }
+    private let subscription = Mutex<Set<String>??>(nil)
+
+    public init(id: UInt64 = 0) { self.id = id }
+    public func subscribe(kinds: Set<String>?) { subscription.withLock { $0 = .some(kinds) } }
+    public func unsubscribe() { subscription.withLock { $0 = nil } }
+    /// What it subscribed to: nil when not subscribed, `.some(nil)` for every kind.
+    public var subscribed: Set<String>?? { subscription.withLock { $0 } }
+}
+
+/// What a running command sees: the playback façade, its connection, the dispatcher.
+public struct CommandContext: Sendable {
+    public let playback: Playback
+    public let connection: any ConnectionContext
+    public let dispatcher: CommandDispatcher
+
+    /// Runs `body` under the command lock (for the queue-changing part of an off-loop command).
+    public func locked<T>(_ body: () throws(CommandError) -> T) throws(CommandError) -> T {
+        try dispatcher.commandLock.withLock { _ throws(CommandError) in try body() }
+    }
+}
+
+/// Runs typed commands: checks permission, wakes a suspended app, serialises them (each is
+/// short) so every command sees the effects of those answered before it, and answers typed.
+/// It also binds the remote command center to the same commands, so a headset button, another
+/// process and a socket client take one route into playback.
+public final class CommandDispatcher: Sendable {
+    public let playback: Playback
+    /// The daemon's version (for `version`).
+    public let version: String
+    /// Checks a token (`auth`); nil: tokens are not used.
+    let checkToken: (@Sendable (String) -> Bool)?
+    let commandLock = Mutex(())
+    private let local = LocalConnection()
+
+    public init(playback: Playback, version: String, checkToken: (@Sendable (String) -> Bool)? = nil) {
+        self.playback = playback
+        self.version = version
+        self.checkToken = checkToken
+        bindRemoteCommands()
+    }
+
+    /// Runs `command` for `connection`.
+    public func execute(_ command: any ControlCommand, from connection: any ConnectionContext) -> Result<Reply, CommandError> {
+        let d = command.descriptor
+        if d.permission != .anyone, connection.needsToken, !connection.authenticated {
+            return .failure(.unauthorized("authenticate first"))
+        }
+        if d.wakes, playback.application.applicationState == .suspended {
+            playback.application.resume(reason: "command \(d.name)")
+        }
+        let context = CommandContext(playback: playback, connection: connection, dispatcher: self)
+        do throws(CommandError) {
+            if d.executor == .offLoop { return .success(try command.run(context)) }
+            return .success(try commandLock.withLock { _ throws(CommandError) in try command.run(context) })
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Runs `command` as the process itself (tests, remote commands).
+    public func execute(_ command: any ControlCommand) -> Result<Reply, CommandError> {
+        execute(command, from: local)
+    }
+
+    // MARK: - The remote command center: the same commands
+
+    private func bindRemoteCommands() {
+        let remote = playback.remote
+        remote.skipForwardCommand.preferredIntervals = [15]
+        remote.skipBackwardCommand.preferredIntervals = [15]
+        remote.changePlaybackRateCommand.supportedPlaybackRates = [1]
+        remote.seekForwardCommand.isEnabled = false
+        remote.seekBackwardCommand.isEnabled = false
+        remote.likeCommand.isEnabled = false
+        remote.dislikeCommand.isEnabled = false
+        remote.bookmarkCommand.isEnabled = false
+        func on(_ c: RemoteCommand, _ make: @escaping @Sendable (RemoteCommandEvent) -> (any ControlCommand)?) {
+            _ = c.addTarget { [weak self] e in
+                guard let self, let command = make(e) else { return .commandFailed }
+                switch execute(command) {
+                case .success: return .success
+                case .failure(let error): return Self.status(error)
+                }
+            }
+        }
+        on(remote.playCommand) { _ in PlayCommand(item: nil) }
+        on(remote.pauseCommand) { _ in PauseCommand() }
+        on(remote.togglePlayPauseCommand) { _ in ToggleCommand() }
+        on(remote.stopCommand) { _ in StopCommand() }
+        on(remote.nextTrackCommand) { _ in NextCommand() }
+        on(remote.previousTrackCommand) { _ in PreviousCommand() }
+        on(remote.changePlaybackPositionCommand) { e in
+            if case .position(let t) = e.payload { SeekCommand(target: .position(t)) } else { nil }
+        }
+        on(remote.skipForwardCommand) { e in
+            if case .skip(let i) = e.payload { SkipCommand(seconds: i) } else { nil }
+        }
+        on(remote.skipBackwardCommand) { e in
+            if case .skip(let i) = e.payload { SkipCommand(seconds: -i) } else { nil }
+        }
+        on(remote.changeRepeatModeCommand) { e in
+            guard case .repeatMode(let r, _) = e.payload else { return nil }
+            return RepeatCommand(mode: r == .one ? .one : r == .all ? .all : .off)
+        }
+        on(remote.changeShuffleModeCommand) { e in
+            if case .shuffleMode(let s, _) = e.payload { ShuffleCommand(on: s != .off) } else { nil }
+        }
+        on(remote.changePlaybackRateCommand) { e in
+            if case .rate(let r) = e.payload { RateCommand(rate: Double(r)) } else { nil }
+        }
+    }
+
+    /// A command's failure as the remote command center reports it.
+    static func status(_ e: CommandError) -> RemoteCommandHandlerStatus {
+        switch e {
+        case .emptyQueue, .notPlaying: .noActionableNowPlayingItem
+        case .noSuchItem: .noSuchContent
+        case .outputUnavailable: .deviceNotFound
+        default: .commandFailed
+        }
+    }
+}
+
+extension CommandError {
+    /// A play-queue error as a command error.
+    init(_ e: PlayQueueError) {
+        switch e.code {
+        case .noSuchItem: self = .noSuchItem(e.message)
+        case .emptyQueue: self = .emptyQueue(e.message)
+        case .notPlaying: self = .notPlaying(e.message)
+        case .outputUnavailable: self = .outputUnavailable(e.message)
+        }
+    }
+}

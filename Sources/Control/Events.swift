@@ -1,0 +1,101 @@
+import Lifecycle
+import PlayQueue
+import Session
+
+/// What changed, protocol-neutral, as MPD's idle subsystems name it (plus what MPD does not
+/// have): a client waiting for changes asks for the subsystems it cares about.
+public struct Subsystems: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Playback state, the current item, seeks, failures.
+    public static let player = Subsystems(rawValue: 1 << 0)
+    /// Volume and mute.
+    public static let mixer = Subsystems(rawValue: 1 << 1)
+    /// Repeat, shuffle, single.
+    public static let options = Subsystems(rawValue: 1 << 2)
+    /// The play queue's contents.
+    public static let playlist = Subsystems(rawValue: 1 << 3)
+    /// Stored playlists.
+    public static let storedPlaylist = Subsystems(rawValue: 1 << 4)
+    /// The audio output (device lost or back).
+    public static let output = Subsystems(rawValue: 1 << 5)
+    /// The audio session (interruptions, silencing, ducking).
+    public static let session = Subsystems(rawValue: 1 << 6)
+    /// The app's life cycle.
+    public static let lifecycle = Subsystems(rawValue: 1 << 7)
+    /// The sleep timer.
+    public static let sleep = Subsystems(rawValue: 1 << 8)
+    /// The daemon itself (hooks, shutdown).
+    public static let daemon = Subsystems(rawValue: 1 << 9)
+    /// The periodic position report.
+    public static let position = Subsystems(rawValue: 1 << 10)
+}
+
+/// What the sleep timer did.
+public enum SleepEvent: Sendable, Equatable {
+    case set(minutes: Double?, endOfItem: Bool)
+    case cancelled
+    case fired
+}
+
+/// Something that happened, typed; each protocol renders it (JSON events, MPD idle changes).
+public enum ControlEvent: Sendable, Equatable {
+    case state(PlaybackState)
+    case current(QueueItem?)
+    case queue(version: Int, count: Int)
+    case modes(repeatMode: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool)
+    case failed(item: Int, path: String, reason: String)
+    case seeked(item: Int, time: Double)
+    case position(item: Int, elapsed: Double, duration: Double?)
+    case volume(VolumeState)
+    case session(SessionEvent)
+    case lifecycle(ApplicationEvent, state: ApplicationState)
+    case sleep(SleepEvent)
+    case hook(name: String, status: Int32?)
+    case shutdown
+
+    /// Every kind, as clients subscribe to them.
+    public static let kinds: [String] = [
+        "state", "current", "queue", "modes", "failed", "seeked", "position", "volume",
+        "session", "lifecycle", "sleep", "hook", "shutdown",
+    ]
+
+    /// This event's kind.
+    public var kind: String {
+        switch self {
+        case .state: "state"
+        case .current: "current"
+        case .queue: "queue"
+        case .modes: "modes"
+        case .failed: "failed"
+        case .seeked: "seeked"
+        case .position: "position"
+        case .volume: "volume"
+        case .session: "session"
+        case .lifecycle: "lifecycle"
+        case .sleep: "sleep"
+        case .hook: "hook"
+        case .shutdown: "shutdown"
+        }
+    }
+
+    /// What it changed.
+    public var subsystems: Subsystems {
+        switch self {
+        case .state, .current, .failed, .seeked: .player
+        case .queue: .playlist
+        case .modes: .options
+        case .volume: .mixer
+        case .session(let e):
+            switch e {
+            case .routeChanged, .mediaServicesWereReset: [.session, .output]
+            default: .session
+            }
+        case .lifecycle: .lifecycle
+        case .sleep: .sleep
+        case .hook, .shutdown: .daemon
+        case .position: .position
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Player
+// Mixer: volume and mute.
+
+/// Sets the volume (percent, or a change in percent) or reads it.
+public struct VolumeCommand: ControlCommand {
+    public enum Change: Sendable, Equatable {
+        case set(Double)
+        case by(Double)
+    }
+    public static let descriptor = CommandDescriptor(
+        Self.self, "volume", .mixer, "Set or read the volume in percent.",
+        [("volume", .number, "0–100"), ("change", .number, "relative (±)")])
+    /// nil: read it.
+    public var change: Change?
+    public init(change: Change?) { self.change = change }
+    public init(_ a: Arguments) throws(CommandError) {
+        switch (a.number("volume"), a.number("change")) {
+        case (nil, nil): change = nil
+        case (let v?, nil):
+            guard v.isFinite else { throw .badArgument("volume: not a number") }
+            guard (0...100).contains(v) else { throw .badArgument("volume: 0 to 100") }
+            change = .set(v)
+        case (nil, let d?):
+            guard d.isFinite else { throw .badArgument("volume: not a number") }
+            change = .by(d)
+        default: throw .badArgument("volume: give \"volume\" or \"change\", not both")
+        }
+    }
+    public var arguments: Arguments {
+        switch change {
+        case nil: Arguments()
+        case .set(let v): Arguments(["volume": .number(v)])
+        case .by(let d): Arguments(["change": .number(d)])
+        }
+    }
+    public func run(_ x: CommandContext) -> Reply {
+        let p = x.playback
+        if let change {
+            let percent: Double
+            switch change {
+            case .set(let v): percent = v
+            case .by(let d): percent = Double(p.player.volume) * 100 + d
+            }
+            p.player.volume = Float(min(100, max(0, percent)) / 100)
+            p.post(.volume(p.volumeState))
+        }
+        return .volume(p.volumeState)
+    }
+}
+
+/// Mutes or unmutes (toggles without `on`); the volume is kept.
+public struct MuteCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "mute", .mixer, "Mute or unmute (toggles without `on`).", [("on", .boolean, "")])
+    /// nil: toggle.
+    public var on: Bool?
+    public init(on: Bool?) { self.on = on }
+    public init(_ a: Arguments) { on = a.bool("on") }
+    public var arguments: Arguments { Arguments(on.map { ["on": .boolean($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        let p = x.playback
+        p.player.isMuted = on ?? !p.player.isMuted
+        p.post(.volume(p.volumeState))
+        return .volume(p.volumeState)
+    }
+}

@@ -1,0 +1,52 @@
+import PlayQueue
+
+// Options: repeat, shuffle, single.
+
+public struct RepeatCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "repeat", .options, "Set or read the repeat mode.", [("mode", .string, "off, one or all")])
+    /// nil: read it.
+    public var mode: RepeatMode?
+    public init(mode: RepeatMode?) { self.mode = mode }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let m = a.string("mode") else { mode = nil; return }
+        guard let mode = RepeatMode(rawValue: m) else { throw .badArgument("repeat: mode is off, one or all") }
+        self.mode = mode
+    }
+    public var arguments: Arguments { Arguments(mode.map { ["mode": .string($0.rawValue)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        if let mode { x.playback.queue.setRepeat(mode) }
+        return .repeatMode(x.playback.queue.repeatMode)
+    }
+}
+
+public struct ShuffleCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "shuffle", .options, "Shuffle on or off (toggles without `on`).", [("on", .boolean, "")])
+    /// nil: toggle.
+    public var on: Bool?
+    public init(on: Bool?) { self.on = on }
+    public init(_ a: Arguments) { on = a.bool("on") }
+    public var arguments: Arguments { Arguments(on.map { ["on": .boolean($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        let q = x.playback.queue
+        q.setShuffle(on ?? !q.shuffle)
+        return .shuffle(q.shuffle)
+    }
+}
+
+public struct SingleCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "single", .options, "Stop after the current item (toggles without `on`; clears when it takes effect).", [("on", .boolean, "")])
+    /// nil: toggle.
+    public var on: Bool?
+    public init(on: Bool?) { self.on = on }
+    public init(_ a: Arguments) { on = a.bool("on") }
+    public var arguments: Arguments { Arguments(on.map { ["on": .boolean($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        let q = x.playback.queue
+        let value = on ?? !q.stopAfterCurrent
+        q.setStopAfterCurrent(value)
+        return .stopAfterCurrent(value)
+    }
+}

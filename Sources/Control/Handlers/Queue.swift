@@ -1,0 +1,144 @@
+import PlayQueue
+
+// Queue: add, insert, remove, move, clear, list.
+
+/// Queues files, directories (recursively, in name order) and M3U playlists, relative to the
+/// music directory; at `position` (an index) or at the end. Paths are resolved and tags read
+/// off the command lock; only the queue change takes it.
+public struct AddCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "add", .queue,
+        "Queue files, directories (recursively, name order) and M3U playlists; relative to the music directory.",
+        [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)")],
+        executor: .offLoop)
+    public var paths: [String]
+    public var position: Int?
+    public init(paths: [String], position: Int? = nil) {
+        self.paths = paths
+        self.position = position
+    }
+    public init(_ a: Arguments) throws(CommandError) {
+        try self.init(a, command: "add")
+    }
+    init(_ a: Arguments, command: String) throws(CommandError) {
+        paths = (a.strings("paths") ?? []) + (a.string("path").map { [$0] } ?? [])
+        guard !paths.isEmpty else { throw .badArgument("\(command): \"paths\" (array of strings) or \"path\" is required") }
+        position = a.integer("position")
+        if let position, position < 0 { throw .badArgument("add: position must be ≥ 0") }
+    }
+    public var arguments: Arguments {
+        var v: [String: ArgumentValue] = ["paths": .strings(paths)]
+        if let position { v["position"] = .integer(position) }
+        return Arguments(v)
+    }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        var files: [String] = []
+        var skipped: [PathResolver.Refusal] = []
+        for request in paths {
+            do {
+                let (f, s) = try x.playback.resolver.resolve(request)
+                files += f
+                skipped += s
+            } catch {
+                throw CommandError(error)  // one path that cannot be used fails the request: nothing is added
+            }
+        }
+        if files.isEmpty, let first = skipped.first { throw CommandError(first) }
+        let ids = try x.locked { x.playback.queue.add(files, at: position) }
+        x.playback.tags.prefetch(files)  // read tags ahead for `list`
+        return .added(ids: ids, skipped: skipped.map { SkippedPath(path: $0.path, reason: $0.message) })
+    }
+}
+
+/// Like ``AddCommand``, with the position required.
+public struct InsertCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "insert", .queue, "Like add, at a position.",
+        [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required")], executor: .offLoop)
+    public var add: AddCommand
+    public init(paths: [String], position: Int) { add = AddCommand(paths: paths, position: position) }
+    public init(_ a: Arguments) throws(CommandError) {
+        add = try AddCommand(a, command: "insert")
+        guard add.position != nil else { throw .badArgument("insert: \"position\" is required") }
+    }
+    public var arguments: Arguments { add.arguments }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply { try add.run(x) }
+}
+
+/// Removes items by id (the current one: playback moves on); all or nothing.
+public struct RemoveCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "remove", .queue, "Remove items (the current one: playback moves on).",
+        [("items", .integers, "item ids"), ("item", .integer, "one item id")])
+    public var ids: [Int]
+    public init(ids: [Int]) { self.ids = ids }
+    public init(_ a: Arguments) throws(CommandError) {
+        let ids = a.integers("items") ?? a.integer("item").map { [$0] }
+        guard let ids, !ids.isEmpty else { throw .badArgument("remove: \"items\" (array of ids) or \"item\" is required") }
+        self.ids = ids
+    }
+    public var arguments: Arguments { Arguments(["items": .integers(ids)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.remove(ids) } catch { throw CommandError(error) }
+        return .count(x.playback.queue.entries.count)
+    }
+}
+
+/// Moves an item to an index.
+public struct MoveCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "move", .queue, "Move an item to an index.", [("item", .integer, "item id"), ("position", .integer, "new index")])
+    public var id: Int
+    public var position: Int
+    public init(id: Int, position: Int) { (self.id, self.position) = (id, position) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let id = a.integer("item"), let to = a.integer("position") else {
+            throw .badArgument("move: \"item\" and \"position\" are required")
+        }
+        guard to >= 0 else { throw .badArgument("move: position must be ≥ 0") }
+        (self.id, position) = (id, to)
+    }
+    public var arguments: Arguments { Arguments(["item": .integer(id), "position": .integer(position)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let q = x.playback.queue
+        do throws(PlayQueueError) { try q.move(id, to: position) } catch { throw CommandError(error) }
+        return .index(q.entries.firstIndex { $0.id == id } ?? 0)
+    }
+}
+
+public struct ClearCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "clear", .queue, "Empty the queue and stop.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply {
+        x.playback.queue.clear()
+        return .none
+    }
+}
+
+/// The queue with tags and durations (read off the command lock: the first listing of new
+/// files reads them).
+public struct ListCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "list", .queue, "The queue with tags and durations, the current item marked.", executor: .offLoop)
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let p = x.playback
+        let (entries, current, version) = try x.locked { (p.queue.entries, p.queue.current?.id, p.queue.version) }
+        return .queue(QueueListing(version: version, current: current, items: entries.enumerated().map { i, e in
+            p.describe(e, index: i, current: e.id == current, read: true)
+        }))
+    }
+}
+
+extension CommandError {
+    /// A path refusal as a command error.
+    init(_ r: PathResolver.Refusal) {
+        switch r.code {
+        case .notFound: self = .notFound(r.description)
+        case .forbidden: self = .forbidden(r.description)
+        case .unsupported: self = .unsupported(r.description)
+        }
+    }
+}

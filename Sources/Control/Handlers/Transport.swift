@@ -1,0 +1,153 @@
+import PlayQueue
+import Player
+
+// Transport: play, pause, toggle, stop, next, previous, seek, skip, rate.
+
+/// Plays (resumes when paused; from the current item's start when stopped), or plays `item`.
+public struct PlayCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "play", .transport,
+        "Play (resume when paused; from the current item's start when stopped), or play the queue item `item`.",
+        [("item", .integer, "queue item id")])
+    public var item: Int?
+    public init(item: Int?) { self.item = item }
+    public init(_ a: Arguments) { item = a.integer("item") }
+    public var arguments: Arguments { Arguments(item.map { ["item": .integer($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let q = x.playback.queue
+        do throws(PlayQueueError) {
+            if let item { try q.play(id: item) } else { try q.play() }
+        } catch { throw CommandError(error) }
+        return .state(q.playbackState)
+    }
+}
+
+public struct PauseCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "pause", .transport, "Pause at the current position (no effect when stopped).")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply {
+        x.playback.queue.pause()
+        return .state(x.playback.queue.playbackState)
+    }
+}
+
+public struct ToggleCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "toggle", .transport, "Pause when playing, play otherwise.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.toggle() } catch { throw CommandError(error) }
+        return .state(x.playback.queue.playbackState)
+    }
+}
+
+public struct StopCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "stop", .transport, "Stop: the device is released; the current item stays selected.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply {
+        x.playback.queue.stop()
+        return .state(x.playback.queue.playbackState)
+    }
+}
+
+public struct NextCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "next", .transport, "Next item in play order (wraps with repeat); past the last, stop.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.next() } catch { throw CommandError(error) }
+        return .current(x.playback.currentItem)
+    }
+}
+
+public struct PreviousCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "previous", .transport, "Restart the item when more than 3 s in, else the previously played item.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.previous() } catch { throw CommandError(error) }
+        return .current(x.playback.currentItem)
+    }
+}
+
+/// Seeks the current item to a position or by an offset; clamped to the item (a later time is
+/// its end: it ends, and the next one plays).
+public struct SeekCommand: ControlCommand {
+    public enum Target: Sendable, Equatable {
+        case position(Double)
+        case offset(Double)
+    }
+    public static let descriptor = CommandDescriptor(
+        Self.self, "seek", .transport, "Seek the current item.",
+        [("position", .number, "seconds from the start"), ("offset", .number, "seconds from the current position (±)")])
+    public var target: Target
+    public init(target: Target) { self.target = target }
+    public init(_ a: Arguments) throws(CommandError) {
+        switch (a.number("position"), a.number("offset")) {
+        case (let p?, nil): target = .position(p)
+        case (nil, let o?): target = .offset(o)
+        default: throw .badArgument("seek: give \"position\" or \"offset\" (seconds)")
+        }
+    }
+    public var arguments: Arguments {
+        switch target {
+        case .position(let p): Arguments(["position": .number(p)])
+        case .offset(let o): Arguments(["offset": .number(o)])
+        }
+    }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let q = x.playback.queue
+        let t: Double
+        switch target {
+        case .position(let p): t = p
+        case .offset(let o): t = q.elapsed + o
+        }
+        guard t.isFinite else { throw .badArgument("seek: not a number") }
+        let clamped = min(max(0, t), x.playback.player.currentItem?.duration ?? .infinity)
+        do throws(PlayQueueError) { try q.seek(to: clamped) } catch { throw CommandError(error) }
+        return .position(clamped)
+    }
+}
+
+/// Skips forward (positive) or backward (negative) within the current item.
+public struct SkipCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "skip", .transport, "Skip forward (positive) or backward (negative).", [("seconds", .number, "default 15")])
+    public var seconds: Double
+    public init(seconds: Double) { self.seconds = seconds }
+    public init(_ a: Arguments) throws(CommandError) {
+        seconds = a.number("seconds") ?? 15
+        guard seconds != 0, seconds.isFinite else { throw .badArgument("skip: \"seconds\" must be non-zero") }
+    }
+    public var arguments: Arguments { Arguments(["seconds": .number(seconds)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let q = x.playback.queue
+        do throws(PlayQueueError) { try q.seek(to: max(0, q.elapsed + seconds)) } catch { throw CommandError(error) }
+        return .position(q.elapsed)
+    }
+}
+
+/// The playback rate: 1 plays, 0 pauses (no time-stretching yet).
+public struct RateCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "rate", .transport, "Playback rate (1; 0 pauses).", [("rate", .number, "")])
+    public var rate: Double
+    public init(rate: Double) { self.rate = rate }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let r = a.number("rate") else { throw .badArgument("rate: \"rate\" is required") }
+        rate = r
+    }
+    public var arguments: Arguments { Arguments(["rate": .number(rate)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        guard rate == 0 || rate == 1 else {
+            throw .badArgument("rate \(rate) is not supported: 1 plays, 0 pauses (no time-stretching yet)")
+        }
+        if rate == 0 {
+            x.playback.queue.pause()
+        } else {
+            do throws(PlayQueueError) { try x.playback.queue.play() } catch { throw CommandError(error) }
+        }
+        return .rate(Double(x.playback.player.rate))
+    }
+}

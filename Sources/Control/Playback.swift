@@ -1,0 +1,274 @@
+import AudioEngine
+import Broadcast
+import Dispatch
+import Foundation
+import Lifecycle
+import NowPlaying
+import PlayQueue
+import Player
+import Session
+import Synchronization
+
+/// What a ``Playback`` is built from.
+public struct PlaybackConfiguration: Sendable {
+    /// The output device (`default`, `pulse`, `null`, any ALSA name).
+    public var device: String
+    public var bufferMilliseconds: Int
+    public var category: SessionCategory
+    /// Seconds of background grace before an idle app is suspended.
+    public var backgroundGrace: Double
+    /// Where relative paths resolve, and what `add` is confined to.
+    public var musicDirectory: String
+    public var allowAbsolutePaths: Bool
+    /// Where the audio-session registry lives (nil: the default).
+    public var registryDirectory: String?
+
+    public init(device: String, bufferMilliseconds: Int = 200, category: SessionCategory = .playback,
+                backgroundGrace: Double = 5, musicDirectory: String, allowAbsolutePaths: Bool = false,
+                registryDirectory: String? = nil) {
+        self.device = device
+        self.bufferMilliseconds = bufferMilliseconds
+        self.category = category
+        self.backgroundGrace = backgroundGrace
+        self.musicDirectory = musicDirectory
+        self.allowAbsolutePaths = allowAbsolutePaths
+        self.registryDirectory = registryDirectory
+    }
+}
+
+/// The one route into playback that every command takes: it owns the play queue, the player,
+/// the audio session, the app life cycle, the now-playing info, the tag cache, the path
+/// resolver and the sleep timer, and reports what happens as typed ``ControlEvent``s.
+public final class Playback: Sendable {
+    public let configuration: PlaybackConfiguration
+    public let session: AudioSession
+    public let application: Application
+    public let player: QueuePlayer
+    public let queue: PlayQueue
+    public let nowPlaying: NowPlayingInfoCenter
+    let nowPlayingBinding: NowPlayingBinding
+    /// The remote command center: other processes' commands arrive here when this is the
+    /// now-playing app; the ``CommandDispatcher`` binds it to the same commands.
+    public let remote: RemoteCommandCenter
+    public let tags = TagCache()
+    public let resolver: PathResolver
+    private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
+    /// Timers and observers.
+    let work = DispatchQueue(label: "backline.playback")
+
+    struct SleepState {
+        var deadline: Double?  // monotonic seconds
+        var endOfItem: Bool
+        var fade: Double  // seconds of fade-out (0: stop at once)
+        var timer: (any DispatchSourceTimer)?
+    }
+
+    private struct Timers {
+        var sleep: SleepState?
+        var fading: (any DispatchSourceTimer)?
+        var fadeStep = 0
+        var stopped = false
+    }
+
+    private let timers = Mutex(Timers())
+
+    /// Builds the player, queue and session (nothing plays yet).
+    public init(configuration: PlaybackConfiguration) throws(CommandError) {
+        self.configuration = configuration
+        session = AudioSession(registryDirectory: configuration.registryDirectory)
+        do {
+            try session.setCategory(configuration.category)
+        } catch {
+            throw .sessionError("category: \(error)")
+        }
+        application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace))
+        player = QueuePlayer(configuration: EngineConfiguration(
+            output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds)),
+            session: session, application: application)
+        queue = PlayQueue(player: player)
+        nowPlaying = NowPlayingInfoCenter()
+        nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying) { [queue] in
+            queue.currentIndex.map { ($0, queue.entries.count) }
+        }
+        remote = RemoteCommandCenter()
+        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
+        _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }
+        _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
+        _ = application.addObserver(queue: work) { [weak self] e in
+            guard let self else { return }
+            post(.lifecycle(e, state: application.applicationState))
+        }
+    }
+
+    // MARK: - Events
+
+    /// Calls `handler` on `queue` for every event, in order.
+    @discardableResult
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (ControlEvent) -> Void) -> UInt64 {
+        broadcaster.addObserver(queue: queue, handler)
+    }
+
+    /// Reports `event` to every observer.
+    public func post(_ event: ControlEvent) { broadcaster.post(event) }
+
+    private func queueEvent(_ e: PlayQueueEvent) {
+        switch e {
+        case .state(let s):
+            post(.state(s))
+            if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
+        case .current(let entry):
+            nowPlayingBinding.refresh()  // the index is the play queue's, which may settle after the player's event
+            post(.current(entry.map { describe($0, index: queue.currentIndex, current: true) }))
+        case .queue(let version, let count):
+            nowPlayingBinding.refresh()
+            post(.queue(version: version, count: count))
+        case .modes(let r, let sh, let sac):
+            post(.modes(repeatMode: r, shuffle: sh, stopAfterCurrent: sac))
+        case .failed(let entry, let reason):
+            post(.failed(item: entry.id, path: entry.path, reason: reason))
+        case .seeked(let id, let time):
+            post(.seeked(item: id, time: time))
+        }
+    }
+
+    // MARK: - Snapshots
+
+    /// An entry as replies show it. With `read`, the file's tags are read if need be (off the
+    /// network thread only); without, tags not read yet are left out (and fetched in the background).
+    public func describe(_ e: PlayQueueEntry, index: Int?, current: Bool, read: Bool = false) -> QueueItem {
+        let info = read ? tags.info(e.path) : tags.lookup(e.path) ?? TagCache.Info(metadata: TrackMetadata(), duration: nil, error: nil)
+        let m = info.metadata
+        return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? (e.path as NSString).lastPathComponent,
+                        artist: m.artist, album: m.album, track: m.trackNumber, duration: info.duration,
+                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error)
+    }
+
+    /// The current item, described.
+    public var currentItem: QueueItem? {
+        queue.current.map { describe($0, index: queue.currentIndex, current: true) }
+    }
+
+    public var volumeState: VolumeState { VolumeState(volume: player.volume, muted: player.isMuted) }
+
+    public var sessionSnapshot: SessionSnapshot {
+        var options: [String] = []
+        let o = session.categoryOptions
+        if o.contains(.interruptSpokenAudioAndMixWithOthers) { options.append("interruptSpokenAudioAndMixWithOthers") }
+        else if o.contains(.duckOthers) { options.append("duckOthers") }
+        if o.contains(.mixWithOthers) { options.append("mixWithOthers") }
+        return SessionSnapshot(category: session.category, options: options, active: session.isActive,
+                               interrupted: player.isInterrupted, silentSwitch: session.silentSwitch,
+                               screenLocked: session.screenLocked, silenced: session.isOutputSilenced,
+                               ducked: session.isDucked, nowPlayingApp: session.isNowPlayingApp)
+    }
+
+    public var status: StatusSnapshot {
+        let c = queue.current
+        return StatusSnapshot(
+            state: queue.playbackState, current: currentItem, elapsed: queue.elapsed,
+            duration: c.flatMap { tags.lookup($0.path) }?.duration, volume: volumeState, rate: Double(player.rate),
+            index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
+            repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,
+            session: sessionSnapshot, app: application.applicationState, device: configuration.device,
+            underruns: player.engine.underrunCount, sleep: sleepSnapshot)
+    }
+
+    public var nowPlayingSnapshot: NowPlayingSnapshot? {
+        guard let i = nowPlaying.nowPlayingInfo, let c = queue.current else { return nil }
+        return NowPlayingSnapshot(item: c.id, info: i, elapsed: nowPlaying.elapsed(), playbackState: "\(nowPlaying.playbackState)")
+    }
+
+    // MARK: - Sleep timer
+
+    public var sleepSnapshot: SleepSnapshot? {
+        timers.withLock { t in
+            t.sleep.map { SleepSnapshot(remaining: $0.deadline.map { max(0, $0 - Self.now()) }, endOfItem: $0.endOfItem, fade: $0.fade) }
+        }
+    }
+
+    /// Pauses after `minutes` (fading out over the last `fade` seconds), replacing any timer.
+    func setSleep(minutes: Double, fade: Double) {
+        cancelSleep()
+        timers.withLock { t in
+            let timer = DispatchSource.makeTimerSource(queue: work)
+            timer.schedule(deadline: .now() + max(0, minutes * 60 - fade))  // the fade ends at the deadline
+            timer.setEventHandler { [weak self] in self?.sleepFired(fade: fade) }
+            t.sleep = SleepState(deadline: Self.now() + minutes * 60, endOfItem: false, fade: fade, timer: timer)
+            timer.resume()
+        }
+        post(.sleep(.set(minutes: minutes, endOfItem: false)))
+    }
+
+    /// Stops at the end of the current item, replacing any timer.
+    func setSleepAtEndOfItem() {
+        cancelSleep()
+        queue.setStopAfterCurrent(true)
+        timers.withLock { $0.sleep = SleepState(deadline: nil, endOfItem: true, fade: 0, timer: nil) }
+        post(.sleep(.set(minutes: nil, endOfItem: true)))
+    }
+
+    /// Cancels the sleep timer (and the stop at the end of the item it set).
+    func cancelSleep() {
+        let endOfItem = timers.withLock { t -> Bool in
+            t.sleep?.timer?.cancel()
+            t.fading?.cancel()
+            t.fading = nil
+            defer { t.sleep = nil }
+            return t.sleep?.endOfItem ?? false
+        }
+        if endOfItem { queue.setStopAfterCurrent(false) }
+    }
+
+    /// The sleep timer is due: fade the volume out over `fade` seconds, then pause (so play
+    /// resumes where the listener fell asleep) and put the volume back.
+    private func sleepFired(fade: Double) {
+        guard timers.withLock({ $0.sleep != nil }) else { return }
+        let volume = player.volume
+        let finish: @Sendable () -> Void = { [weak self] in
+            guard let self else { return }
+            timers.withLock { t in
+                t.fading?.cancel()
+                t.fading = nil
+                t.sleep = nil
+            }
+            queue.pause()
+            player.volume = volume
+            post(.sleep(.fired))
+        }
+        guard fade > 0 else { return finish() }
+        let steps = max(1, Int(fade / 0.05))
+        timers.withLock { t in
+            let timer = DispatchSource.makeTimerSource(queue: work)
+            timer.schedule(deadline: .now(), repeating: fade / Double(steps))
+            timer.setEventHandler { [weak self] in
+                guard let self else { return }
+                let k = timers.withLock { t in
+                    t.fadeStep += 1
+                    return t.fadeStep
+                }
+                if k >= steps { finish() } else { player.volume = volume * Float(steps - k) / Float(steps) }
+            }
+            t.fadeStep = 0
+            t.fading = timer
+            timer.resume()
+        }
+    }
+
+    // MARK: - Shutdown
+
+    /// Cancels the timers, pauses and lets go of the device; the app terminates.
+    public func shutdown() {
+        let first = timers.withLock { t -> Bool in
+            defer { t.stopped = true }
+            t.sleep?.timer?.cancel()
+            t.fading?.cancel()
+            return !t.stopped
+        }
+        guard first else { return }
+        player.pause()
+        player.engine.shutdown()
+        application.terminate()
+    }
+
+    static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+}

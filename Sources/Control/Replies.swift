@@ -1,0 +1,138 @@
+import Lifecycle
+import NowPlaying
+import PlayQueue
+import Session
+
+/// A queue item as replies and events show it.
+public struct QueueItem: Sendable, Equatable {
+    public var id: Int
+    /// Its index in the queue (listings and the current item).
+    public var index: Int?
+    public var path: String
+    /// The title tag, else the file name.
+    public var title: String
+    public var artist: String?
+    public var album: String?
+    public var track: Int?
+    /// Seconds (exact: libmpg123's frame count), nil when unknown.
+    public var duration: Double?
+    /// Whether it is the current item (listings and the current item).
+    public var isCurrent: Bool?
+    /// Why it cannot play, when it cannot.
+    public var error: String?
+}
+
+/// The queue: its version (bumped at every change), the current item, every item in order.
+public struct QueueListing: Sendable, Equatable {
+    public var version: Int
+    public var current: Int?
+    public var items: [QueueItem]
+}
+
+/// The audio session as it stands.
+public struct SessionSnapshot: Sendable, Equatable {
+    public var category: SessionCategory
+    /// The options' names (`mixWithOthers`, `duckOthers`, `interruptSpokenAudioAndMixWithOthers`).
+    public var options: [String]
+    public var active: Bool
+    public var interrupted: Bool
+    public var silentSwitch: Bool
+    public var screenLocked: Bool
+    public var silenced: Bool
+    public var ducked: Bool
+    public var nowPlayingApp: Bool
+}
+
+/// The sleep timer, when one is set.
+public struct SleepSnapshot: Sendable, Equatable {
+    /// Seconds until it fires (nil: at the end of the item).
+    public var remaining: Double?
+    public var endOfItem: Bool
+    /// Seconds of fade-out before it fires.
+    public var fade: Double
+}
+
+/// Volume (0–1) and mute.
+public struct VolumeState: Sendable, Equatable {
+    public var volume: Float
+    public var muted: Bool
+}
+
+/// Everything `status` reports.
+public struct StatusSnapshot: Sendable, Equatable {
+    public var state: PlaybackState
+    public var current: QueueItem?
+    /// The heard position in the current item, seconds.
+    public var elapsed: Double
+    public var duration: Double?
+    public var volume: VolumeState
+    public var rate: Double
+    public var index: Int?
+    public var count: Int
+    public var queueVersion: Int
+    public var repeatMode: RepeatMode
+    public var shuffle: Bool
+    public var stopAfterCurrent: Bool
+    public var session: SessionSnapshot
+    public var app: ApplicationState
+    public var device: String
+    public var underruns: Int
+    public var sleep: SleepSnapshot?
+}
+
+/// What the now-playing info center holds for the current item.
+public struct NowPlayingSnapshot: Sendable, Equatable {
+    public var item: Int
+    public var info: NowPlayingInfo
+    /// The elapsed time extrapolated to now.
+    public var elapsed: Double?
+    public var playbackState: String
+}
+
+/// What a path request skipped, and why.
+public struct SkippedPath: Sendable, Equatable {
+    public var path: String
+    public var reason: String
+}
+
+/// A command's answer, typed; each protocol renders it its own way.
+public enum Reply: Sendable, Equatable {
+    case none
+    case state(PlaybackState)
+    case current(QueueItem?)
+    /// A position in the current item, seconds.
+    case position(Double)
+    case repeatMode(RepeatMode)
+    case shuffle(Bool)
+    case stopAfterCurrent(Bool)
+    case rate(Double)
+    case added(ids: [Int], skipped: [SkippedPath])
+    /// Items left in the queue.
+    case count(Int)
+    /// An item's new index.
+    case index(Int)
+    case queue(QueueListing)
+    case status(StatusSnapshot)
+    case nowPlaying(NowPlayingSnapshot?)
+    case volume(VolumeState)
+    case session(SessionSnapshot)
+    case app(ApplicationState)
+    case sleep(SleepSnapshot?)
+    /// The event kinds now subscribed.
+    case subscribed([String])
+    case pong
+    case version(String, protocol: Int)
+    case help([String])
+}
+
+extension ApplicationState {
+    /// Its name in replies and events.
+    public var name: String {
+        switch self {
+        case .active: "active"
+        case .inactive: "inactive"
+        case .background: "background"
+        case .suspended: "suspended"
+        }
+    }
+}

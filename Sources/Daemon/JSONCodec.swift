@@ -1,0 +1,283 @@
+import AudioEngine
+import Control
+import Foundation
+import Lifecycle
+import NowPlaying
+import PlayQueue
+import Session
+
+/// The JSON protocol as a codec over the command layer: a request line becomes a typed command
+/// (its arguments checked against ``CommandTable``), a typed reply, error or event becomes
+/// JSON. Nothing here runs a command.
+public enum JSONCodec {
+    /// The protocol's version (`version`).
+    public static let protocolVersion = 1
+
+    // MARK: - Requests
+
+    /// The typed command `request` asks for. Throws `invalid-request`, `unknown-command` or
+    /// `bad-argument` (unknown member, wrong type) errors.
+    public static func command(_ request: JSON) throws(ProtocolError) -> any ControlCommand {
+        guard case .object(let members) = request else { throw ProtocolError("invalid-request", "a request is a JSON object") }
+        guard let name = request["command"]?.string else { throw ProtocolError("invalid-request", "missing \"command\" (a string)") }
+        guard let d = CommandTable.descriptor(name) else {
+            throw ProtocolError("unknown-command", "unknown command \"\(name)\" (try \"help\")")
+        }
+        var values: [String: ArgumentValue] = [:]
+        for (key, value) in members where key != "id" && key != "command" {
+            guard let spec = d.argument(key) else { throw .badArgument("\(name): unknown argument \"\(key)\"") }
+            if value == .null { continue }
+            values[key] = try argument(value, spec)
+        }
+        do throws(CommandError) {
+            return try d.make(Arguments(values))
+        } catch {
+            throw protocolError(error)
+        }
+    }
+
+    private static func argument(_ v: JSON, _ spec: ArgumentSpec) throws(ProtocolError) -> ArgumentValue {
+        let k = spec.name
+        switch spec.type {
+        case .string:
+            guard let s = v.string else { throw .badArgument("\"\(k)\" must be a string") }
+            return .string(s)
+        case .number:
+            guard let n = v.number else { throw .badArgument("\"\(k)\" must be a number") }
+            return .number(n)
+        case .integer:
+            guard let n = v.int else { throw .badArgument("\"\(k)\" must be an integer") }
+            return .integer(n)
+        case .boolean:
+            guard let b = v.bool else { throw .badArgument("\"\(k)\" must be true or false") }
+            return .boolean(b)
+        case .strings:
+            guard let a = v.array, case let s = a.compactMap(\.string), s.count == a.count else {
+                throw .badArgument("\"\(k)\" must be an array of strings")
+            }
+            return .strings(s)
+        case .integers:
+            guard let a = v.array, case let n = a.compactMap(\.int), n.count == a.count else {
+                throw .badArgument("\"\(k)\" must be an array of integers")
+            }
+            return .integers(n)
+        }
+    }
+
+    /// The request line for `command` (what `ctl` sends).
+    public static func request(_ command: any ControlCommand, id: Int? = nil) -> JSON {
+        var members: [(String, JSON)] = []
+        if let id { members.append(("id", .int(id))) }
+        members.append(("command", .string(command.descriptor.name)))
+        for spec in command.descriptor.arguments {
+            guard let v = command.arguments.values[spec.name] else { continue }
+            members.append((spec.name, json(v)))
+        }
+        return .object(members)
+    }
+
+    private static func json(_ v: ArgumentValue) -> JSON {
+        switch v {
+        case .string(let s): .string(s)
+        case .number(let n): .number(n)
+        case .integer(let i): .int(i)
+        case .boolean(let b): .bool(b)
+        case .strings(let a): .array(a.map(JSON.string))
+        case .integers(let a): .array(a.map(JSON.int))
+        }
+    }
+
+    // MARK: - Replies and errors
+
+    /// The protocol error for a command error (same code, same message).
+    public static func protocolError(_ e: CommandError) -> ProtocolError { ProtocolError(e.code, e.message) }
+
+    /// `{"id":…,"ok":true,…}` for `reply`.
+    public static func success(_ id: JSON, _ reply: Reply) -> JSON {
+        .object([("id", id), ("ok", true)] + fields(reply))
+    }
+
+    /// `{"id":…,"ok":false,"error":{code,message}}`.
+    public static func failure(_ id: JSON, _ e: ProtocolError) -> JSON {
+        .object([("id", id), ("ok", false), ("error", .object([("code", .string(e.code)), ("message", .string(e.message))]))])
+    }
+
+    /// A reply's members.
+    public static func fields(_ reply: Reply) -> [(String, JSON)] {
+        switch reply {
+        case .none: []
+        case .state(let s): [("state", .string(s.rawValue))]
+        case .current(let item): [("current", item.map { .object(fields($0)) } ?? .null)]
+        case .position(let t): [("position", ms(t))]
+        case .repeatMode(let m): [("repeat", .string(m.rawValue))]
+        case .shuffle(let on): [("shuffle", .bool(on))]
+        case .stopAfterCurrent(let on): [("stopAfterCurrent", .bool(on))]
+        case .rate(let r): [("rate", .number(r))]
+        case .added(let ids, let skipped):
+            [("items", .array(ids.map(JSON.int))),
+             ("skipped", .array(skipped.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]
+        case .count(let n): [("count", .int(n))]
+        case .index(let i): [("index", .int(i))]
+        case .queue(let q):
+            [("version", .int(q.version)), ("current", q.current.map(JSON.int) ?? .null), ("items", .array(q.items.map { .object(fields($0)) }))]
+        case .status(let s): fields(s)
+        case .nowPlaying(let n): n.map(fields) ?? [("info", .null)]
+        case .volume(let v): fields(v)
+        case .session(let s): fields(s)
+        case .app(let a): [("app", .string(a.name))]
+        case .sleep(let s): [("sleep", sleep(s))]
+        case .subscribed(let kinds): [("events", .array(kinds.map(JSON.string)))]
+        case .pong: [("pong", true)]
+        case .version(let v, let p): [("version", .string(v)), ("protocol", .int(p))]
+        case .help(let names): [("commands", .array(names.compactMap(CommandTable.descriptor).map(help)))]
+        }
+    }
+
+    static func fields(_ i: QueueItem) -> [(String, JSON)] {
+        var f: [(String, JSON)] = [("id", .int(i.id))]
+        if let index = i.index { f.append(("index", .int(index))) }
+        f.append(("path", .string(i.path)))
+        f.append(("title", .string(i.title)))
+        if let a = i.artist { f.append(("artist", .string(a))) }
+        if let a = i.album { f.append(("album", .string(a))) }
+        if let n = i.track { f.append(("track", .int(n))) }
+        f.append(("duration", i.duration.map(ms) ?? .null))
+        if let c = i.isCurrent { f.append(("current", .bool(c))) }
+        if let e = i.error { f.append(("error", .string(e))) }
+        return f
+    }
+
+    static func fields(_ s: StatusSnapshot) -> [(String, JSON)] {
+        [
+            ("state", .string(s.state.rawValue)),
+            ("current", s.current.map { .object(fields($0)) } ?? .null),
+            ("elapsed", ms(s.elapsed)),
+            ("duration", s.duration.map(ms) ?? .null),
+            ("volume", percent(s.volume.volume)),
+            ("muted", .bool(s.volume.muted)),
+            ("rate", .number(s.rate)),
+            ("index", s.index.map(JSON.int) ?? .null),
+            ("count", .int(s.count)),
+            ("queueVersion", .int(s.queueVersion)),
+            ("repeat", .string(s.repeatMode.rawValue)),
+            ("shuffle", .bool(s.shuffle)),
+            ("stopAfterCurrent", .bool(s.stopAfterCurrent)),
+            ("session", .object(fields(s.session))),
+            ("app", .string(s.app.name)),
+            ("device", .string(s.device)),
+            ("underruns", .int(s.underruns)),
+            ("sleep", sleep(s.sleep)),
+        ]
+    }
+
+    static func fields(_ v: VolumeState) -> [(String, JSON)] {
+        [("volume", percent(v.volume)), ("muted", .bool(v.muted))]
+    }
+
+    static func fields(_ s: SessionSnapshot) -> [(String, JSON)] {
+        [
+            ("category", .string(s.category.rawValue)), ("options", .array(s.options.map(JSON.string))),
+            ("active", .bool(s.active)), ("interrupted", .bool(s.interrupted)),
+            ("silentSwitch", .bool(s.silentSwitch)), ("screenLocked", .bool(s.screenLocked)),
+            ("silenced", .bool(s.silenced)), ("ducked", .bool(s.ducked)),
+            ("nowPlayingApp", .bool(s.nowPlayingApp)),
+        ]
+    }
+
+    static func fields(_ n: NowPlayingSnapshot) -> [(String, JSON)] {
+        let i = n.info
+        var f: [(String, JSON)] = []
+        func add(_ k: String, _ v: JSON?) { if let v { f.append((k, v)) } }
+        add("title", i.title.map(JSON.string))
+        add("artist", i.artist.map(JSON.string))
+        add("albumTitle", i.albumTitle.map(JSON.string))
+        add("albumArtist", i.albumArtist.map(JSON.string))
+        add("albumTrackNumber", i.albumTrackNumber.map(JSON.int))
+        add("albumTrackCount", i.albumTrackCount.map(JSON.int))
+        add("discNumber", i.discNumber.map(JSON.int))
+        add("discCount", i.discCount.map(JSON.int))
+        add("genre", i.genre.map(JSON.string))
+        add("playbackDuration", i.playbackDuration.map(ms))
+        add("elapsedPlaybackTime", n.elapsed.map(ms))
+        add("playbackRate", i.playbackRate.map(JSON.number))
+        add("defaultPlaybackRate", i.defaultPlaybackRate.map(JSON.number))
+        add("playbackQueueIndex", i.playbackQueueIndex.map(JSON.int))
+        add("playbackQueueCount", i.playbackQueueCount.map(JSON.int))
+        add("mediaType", i.mediaType.map { .string($0.name) })
+        if let a = i.artwork {
+            f.append(("artwork", .object([("mimeType", .string(a.mimeType)), ("bytes", .int(a.data.count)),
+                                          ("base64", .string(Data(a.data).base64EncodedString()))])))
+        }
+        return [("item", .int(n.item)), ("info", .object(f)), ("playbackState", .string(n.playbackState))]
+    }
+
+    static func sleep(_ s: SleepSnapshot?) -> JSON {
+        guard let s else { return .null }
+        return .object([("remaining", s.remaining.map(ms) ?? .null), ("endOfItem", .bool(s.endOfItem)), ("fade", .number(s.fade))])
+    }
+
+    /// A command as `help` lists it.
+    static func help(_ d: CommandDescriptor) -> JSON {
+        .object([
+            ("name", .string(d.name)), ("summary", .string(d.summary)),
+            ("arguments", .array(d.arguments.map { .object([("name", .string($0.name)), ("type", .string($0.type.rawValue)), ("summary", .string($0.summary))]) })),
+        ])
+    }
+
+    // MARK: - Events
+
+    /// An event's members (after `event` and `seq`).
+    public static func fields(_ e: ControlEvent) -> [(String, JSON)] {
+        switch e {
+        case .state(let s): [("state", .string(s.rawValue))]
+        case .current(let item): [("item", item.map { .object(fields($0)) } ?? .null)]
+        case .queue(let version, let count): [("version", .int(version)), ("count", .int(count))]
+        case .modes(let r, let sh, let sac): [("repeat", .string(r.rawValue)), ("shuffle", .bool(sh)), ("stopAfterCurrent", .bool(sac))]
+        case .failed(let item, let path, let reason): [("item", .int(item)), ("path", .string(path)), ("reason", .string(reason))]
+        case .seeked(let item, let time): [("item", .int(item)), ("time", ms(time))]
+        case .position(let item, let elapsed, let duration):
+            [("item", .int(item)), ("elapsed", ms(elapsed)), ("duration", duration.map(ms) ?? .null)]
+        case .volume(let v): fields(v)
+        case .session(let e):
+            switch e {
+            case .interruptionBegan(let reason, let by):
+                [("kind", "interruptionBegan"), ("reason", .string("\(reason)")), ("by", by.map(JSON.string) ?? .null)]
+            case .interruptionEnded(let shouldResume): [("kind", "interruptionEnded"), ("shouldResume", .bool(shouldResume))]
+            case .routeChanged(let reason): [("kind", "routeChanged"), ("reason", .string("\(reason)"))]
+            case .mediaServicesWereReset: [("kind", "mediaServicesWereReset")]
+            case .silencedChanged(let on): [("kind", "silencedChanged"), ("silenced", .bool(on))]
+            case .duckingChanged(let on): [("kind", "duckingChanged"), ("ducked", .bool(on))]
+            }
+        case .lifecycle(let e, let state): [("kind", .string(lifecycleName(e))), ("state", .string(state.name))]
+        case .sleep(let s):
+            switch s {
+            case .set(let minutes, let endOfItem): [("kind", "set"), ("minutes", minutes.map(JSON.number) ?? .null), ("endOfItem", .bool(endOfItem))]
+            case .cancelled: [("kind", "cancelled")]
+            case .fired: [("kind", "fired")]
+            }
+        case .hook(let name, let status): [("hook", .string(name)), ("status", status.map { .int(Int($0)) } ?? .null)]
+        case .shutdown: []
+        }
+    }
+
+    static func lifecycleName(_ e: ApplicationEvent) -> String {
+        switch e {
+        case .willResignActive: "willResignActive"
+        case .didEnterBackground: "didEnterBackground"
+        case .willEnterForeground: "willEnterForeground"
+        case .didBecomeActive: "didBecomeActive"
+        case .willTerminate: "willTerminate"
+        case .didSuspend: "didSuspend"
+        case .didResume: "didResume"
+        case .backgroundTaskExpiring: "backgroundTaskExpiring"
+        case .backgroundTaskLeaked: "backgroundTaskLeaked"
+        }
+    }
+
+    // MARK: - Numbers
+
+    /// Seconds, rounded to the millisecond.
+    static func ms(_ t: Double) -> JSON { .number((t * 1000).rounded() / 1000) }
+    /// 0–1 as a percentage with one decimal.
+    static func percent(_ v: Float) -> JSON { .number((Double(v) * 1000).rounded() / 10) }
+}
