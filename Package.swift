@@ -132,6 +132,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ControlTests",
+            dependencies: ["Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "DaemonTests",
             dependencies: ["Daemon", "Control", "PlayQueue", "backline", "BacklineTestSupport"],
             swiftSettings: strictSettings

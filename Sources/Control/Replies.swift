@@ -56,6 +56,7 @@ public struct SleepSnapshot: Sendable, Equatable {
 public struct VolumeState: Sendable, Equatable {
     public var volume: Float
     public var muted: Bool
+    public init(volume: Float, muted: Bool) { (self.volume, self.muted) = (volume, muted) }
 }
 
 /// Everything `status` reports.

@@ -1,0 +1,138 @@
+import BacklineTestSupport
+import Control
+import Dispatch
+import Foundation
+import NowPlaying
+import PlayQueue
+import Session
+import Synchronization
+import Testing
+
+/// The command layer in-process, in the spirit of swift-nio's `NIOEmbedded`: typed commands
+/// run through a ``CommandDispatcher`` over a real ``Playback`` (ALSA's `null` device), their
+/// typed replies, errors and events checked without a daemon, a socket or a sound server.
+@Suite("The command layer, in-process")
+struct DispatcherTests {
+    /// A playback on the null device with a music directory of three short tones.
+    static func make() throws -> (CommandDispatcher, String) {
+        let music = try Harness.makeTemporaryDirectory("backline-control").path
+        try FileManager.default.createDirectory(atPath: music + "/album", withIntermediateDirectories: true)
+        for (k, f) in [440.0, 660, 880].enumerated() {
+            let tone = try Fixtures.tone("control-\(k)", seconds: 2, frequency: f)
+            try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/album/\(k).mp3")
+        }
+        let playback = try Playback(configuration: PlaybackConfiguration(
+            device: "null", musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path))
+        return (CommandDispatcher(playback: playback, version: "test", checkToken: { $0 == "secret" }), music)
+    }
+
+    /// Collects the playback's events.
+    final class Events: Sendable {
+        let seen = Mutex<[ControlEvent]>([])
+        init(_ p: Playback) { p.addObserver(queue: DispatchQueue(label: "events")) { [self] e in seen.withLock { $0.append(e) } } }
+        func wait(for predicate: (ControlEvent) -> Bool) -> Bool {
+            eventually(timeout: 5) { seen.withLock { $0.contains(where: predicate) } }
+        }
+    }
+
+    @Test("add, list, play, next, seek, modes and volume: typed replies, and typed events with their subsystems")
+    func commands() throws {
+        let (d, _) = try Self.make()
+        let events = Events(d.playback)
+        guard case .success(.added(let ids, let skipped)) = d.execute(AddCommand(paths: ["album"])) else {
+            Issue.record("add failed")
+            return
+        }
+        #expect(ids.count == 3 && skipped.isEmpty)
+        guard case .success(.queue(let listing)) = d.execute(ListCommand()) else { Issue.record("list failed"); return }
+        #expect(listing.items.map(\.id) == ids && listing.items.map(\.title) == ["0.mp3", "1.mp3", "2.mp3"])
+        #expect(listing.items.allSatisfy { abs(($0.duration ?? 0) - 2) < 0.05 }, "exact durations: \(listing.items.map(\.duration))")
+        #expect(events.wait { $0 == .queue(version: listing.version, count: 3) })
+        #expect(ControlEvent.queue(version: 1, count: 3).subsystems == .playlist)
+
+        #expect(d.execute(PauseCommand()) == .success(.state(.stopped)), "pause while stopped does nothing")
+        #expect(d.execute(PlayCommand(item: ids[1])) == .success(.state(.playing)))
+        #expect(events.wait { if case .current(let item) = $0 { item?.id == ids[1] } else { false } })
+        #expect(d.execute(PauseCommand()) == .success(.state(.paused)))
+        let length = try #require(listing.items[1].duration)
+        #expect(d.execute(SeekCommand(target: .position(99))) == .success(.position(length)), "a seek is clamped to the item")
+        #expect(d.execute(SeekCommand(target: .position(1))) == .success(.position(1)))
+        #expect(d.execute(RepeatCommand(mode: .all)) == .success(.repeatMode(.all)))
+        #expect(events.wait { $0 == .modes(repeatMode: .all, shuffle: false, stopAfterCurrent: false) })
+        #expect(d.execute(VolumeCommand(change: .set(40))) == .success(.volume(VolumeState(volume: 0.4, muted: false))))
+        #expect(events.wait { $0 == .volume(VolumeState(volume: 0.4, muted: false)) })
+        #expect(ControlEvent.volume(VolumeState(volume: 0.4, muted: false)).subsystems == .mixer)
+        guard case .success(.status(let s)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
+        #expect(s.count == 3 && s.repeatMode == .all && s.device == "null" && s.volume.volume == 0.4)
+        d.playback.shutdown()
+    }
+
+    @Test("errors are typed: a bad id, nothing to play, a path outside the music directory, a bad argument; the remote command center takes the same route")
+    func errors() throws {
+        let (d, _) = try Self.make()
+        #expect(d.execute(PlayCommand(item: nil)) == .failure(.emptyQueue("the queue is empty")))
+        #expect(d.execute(NextCommand()) == .failure(.notPlaying("nothing is current")))
+        guard case .failure(.forbidden) = d.execute(AddCommand(paths: ["/etc/passwd"])) else { Issue.record("an escape was allowed"); return }
+        guard case .failure(.notFound) = d.execute(AddCommand(paths: ["nothing-here.mp3"])) else { Issue.record("a missing file was added"); return }
+        #expect(throws: CommandError.badArgument("seek: give \"position\" or \"offset\" (seconds)")) {
+            _ = try SeekCommand(Arguments())
+        }
+        #expect(throws: CommandError.badArgument("rate 2.0 is not supported: 1 plays, 0 pauses (no time-stretching yet)")) {
+            try d.execute(RateCommand(rate: 2)).get()
+        }
+        guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album/0.mp3"])) else { Issue.record("add failed"); return }
+        guard case .failure(.noSuchItem) = d.execute(RemoveCommand(ids: [ids[0], 999])) else { Issue.record("removed a missing id"); return }
+        #expect(d.playback.queue.entries.map(\.id) == ids, "all or nothing")
+        // The remote command center (headset buttons, other processes) runs the same commands
+        // (the null device plays far faster than real time: the start is seen as an event).
+        let events = Events(d.playback)
+        let r = d.playback.remote.dispatch(.init(command: .play))
+        #expect(r.status == .success && events.wait { $0 == .state(.playing) })
+        d.playback.shutdown()
+    }
+
+    @Test("permissions: a connection that needs a token may only ping and auth until it presents the right one; subscribe records the kinds")
+    func connection() throws {
+        let (d, _) = try Self.make()
+        final class Remote: ConnectionContext {
+            let id: UInt64 = 7
+            let needsToken = true
+            let authed = Atomic<Bool>(false)
+            let kinds = Mutex<Set<String>??>(nil)
+            var authenticated: Bool {
+                get { authed.load(ordering: .relaxed) }
+                set { authed.store(newValue, ordering: .relaxed) }
+            }
+            func subscribe(kinds k: Set<String>?) { kinds.withLock { $0 = .some(k) } }
+            func unsubscribe() { kinds.withLock { $0 = nil } }
+        }
+        let c = Remote()
+        #expect(d.execute(StatusCommand(), from: c) == .failure(.unauthorized("authenticate first")))
+        #expect(d.execute(PingCommand(), from: c) == .success(.pong))
+        #expect(d.execute(AuthCommand(token: "guess"), from: c) == .failure(.unauthorized("wrong token")))
+        #expect(d.execute(AuthCommand(token: "secret"), from: c) == .success(.none) && c.authenticated)
+        #expect(d.execute(SubscribeCommand(kinds: ["volume", "state"]), from: c) == .success(.subscribed(["state", "volume"])))
+        #expect(c.kinds.withLock { $0 } == .some(["state", "volume"]))
+        #expect(throws: CommandError.self) { _ = try SubscribeCommand(Arguments(["events": .strings(["bogus"])])) }
+        d.playback.shutdown()
+    }
+
+    @Test("the descriptor table is the one place commands are named: unique names, every argument typed, the wake exemptions")
+    func table() {
+        let names = CommandTable.all.map(\.name)
+        #expect(Set(names).count == names.count)
+        #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted() == ["auth", "help", "ping", "subscribe", "unsubscribe", "version"])
+        #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name) == ["add", "insert", "list"])
+        #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number])
+        // Every command's arguments round-trip: built from what it reports, it reports the same.
+        let samples: [any ControlCommand] = [
+            PlayCommand(item: 3), SeekCommand(target: .offset(-5)), SkipCommand(seconds: 15), AddCommand(paths: ["a", "b"], position: 2),
+            RemoveCommand(ids: [1, 2]), MoveCommand(id: 4, position: 0), VolumeCommand(change: .by(-5)), SleepCommand(action: .after(minutes: 10, fade: 5)),
+            SessionCommand(category: .ambient, options: [.mixWithOthers]), RepeatCommand(mode: .one), LifecycleCommand(target: .background),
+        ]
+        for c in samples {
+            let again = try? c.descriptor.make(c.arguments)
+            #expect(again?.arguments == c.arguments, "\(c.descriptor.name)")
+        }
+    }
+}
