@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Daemon
 import Foundation
 
@@ -60,15 +61,23 @@ struct Ctl: ParsableCommand {
             throw ExitCode(3)
         }
         if command == "watch" { return try watch(client) }
-        let (name, args) = try request()
+        let typed: (any ControlCommand)?
+        do {
+            typed = try request()
+        } catch let e as CommandError {
+            Terminal.error("backline ctl: \(e.message) (\(e.code))", tty: false)
+            throw ExitCode(1)
+        }
+        let name = typed?.descriptor.name ?? "send"
         let reply: JSON
         do {
-            if name == "send" {
+            if let typed {
+                guard case .object(let members) = JSONCodec.request(typed) else { throw ExitCode(1) }
+                reply = try client.request(name, members.filter { $0.0 != "command" })
+            } else {
                 guard let raw = arguments.first else { throw ValidationError("send: give a JSON object") }
                 try client.sendRaw(Array((raw + "\n").utf8))
                 reply = try client.nextReply()
-            } else {
-                reply = try client.request(name, args)
             }
         } catch {
             Terminal.error("backline ctl: \(error)", tty: false)
@@ -88,9 +97,11 @@ struct Ctl: ParsableCommand {
 
     // MARK: Building the request
 
-    private func request() throws -> (String, [(String, JSON)]) {
+    /// The typed command the arguments ask for (the daemon's own command types: what `ctl`
+    /// sends is what every protocol runs). Nil for `send` (a raw line).
+    private func request() throws -> (any ControlCommand)? {
         var a = arguments
-        func onOff(_ s: String?) throws -> JSON? {
+        func onOff(_ s: String?) throws -> Bool? {
             guard let s else { return nil }
             switch s {
             case "on", "yes", "true", "1": return true
@@ -98,9 +109,9 @@ struct Ctl: ParsableCommand {
             default: throw ValidationError("expected on or off, got '\(s)'")
             }
         }
-        func int(_ s: String) throws -> JSON {
+        func int(_ s: String) throws -> Int {
             guard let i = Int(s) else { throw ValidationError("expected an integer, got '\(s)'") }
-            return .int(i)
+            return i
         }
         func number(_ s: String) throws -> Double {
             if s.contains(":") {
@@ -122,70 +133,64 @@ struct Ctl: ParsableCommand {
             a.remove(at: i)
             return true
         }
+        /// Built from arguments, checked as the daemon checks them.
+        func make(_ name: String, _ values: [String: ArgumentValue]) throws -> any ControlCommand {
+            guard let d = CommandTable.descriptor(name) else { throw CommandError.unknownCommand("unknown command \"\(name)\" (try \"help\")") }
+            return try d.make(Arguments(values))
+        }
         switch command {
-        case "play":
-            return ("play", try a.first.map { [("item", try int($0))] } ?? [])
-        case "pause", "toggle", "stop", "next", "previous", "clear", "status", "now-playing", "ping", "version", "help":
-            return (command, [])
-        case "list", "queue":
-            return ("list", [])
+        case "play": return PlayCommand(item: try a.first.map(int))
+        case "list", "queue": return ListCommand()
         case "seek":
             guard let t = a.first else { throw ValidationError("seek: give SECONDS, +SECONDS, -SECONDS or M:SS") }
             if t.hasPrefix("+") || t.hasPrefix("-") {
                 let v = try number(String(t.dropFirst()))
-                return ("seek", [("offset", .number(t.hasPrefix("-") ? -v : v))])
+                return SeekCommand(target: .offset(t.hasPrefix("-") ? -v : v))
             }
-            return ("seek", [("position", .number(try number(t)))])
-        case "skip":
-            return ("skip", try a.first.map { [("seconds", .number(try number($0)))] } ?? [])
-        case "repeat":
-            return ("repeat", a.first.map { [("mode", .string($0))] } ?? [])
-        case "shuffle", "single", "mute":
-            return (command, try onOff(a.first).map { [("on", $0)] } ?? [])
+            return SeekCommand(target: .position(try number(t)))
+        case "skip": return try make("skip", try a.first.map { ["seconds": .number(try number($0))] } ?? [:])
+        case "repeat": return try make("repeat", a.first.map { ["mode": .string($0)] } ?? [:])
+        case "shuffle": return ShuffleCommand(on: try onOff(a.first))
+        case "single": return SingleCommand(on: try onOff(a.first))
+        case "mute": return MuteCommand(on: try onOff(a.first))
         case "rate":
             guard let r = a.first else { throw ValidationError("rate: give a rate") }
-            return ("rate", [("rate", .number(try number(r)))])
+            return RateCommand(rate: try number(r))
         case "add":
             let at = option("--at")
             guard !a.isEmpty else { throw ValidationError("add: give at least one path") }
-            var args: [(String, JSON)] = [("paths", .array(a.map(JSON.string)))]
-            if let at { args.append(("position", try int(at))) }
-            return ("add", args)
+            return try make("add", ["paths": .strings(a)].merging(try at.map { ["position": .integer(try int($0))] } ?? [:]) { $1 })
         case "insert":
             guard a.count >= 2 else { throw ValidationError("insert: give INDEX and at least one path") }
-            return ("insert", [("position", try int(a[0])), ("paths", .array(a.dropFirst().map(JSON.string)))])
+            return try make("insert", ["position": .integer(try int(a[0])), "paths": .strings(Array(a.dropFirst()))])
         case "remove":
             guard !a.isEmpty else { throw ValidationError("remove: give at least one id") }
-            return ("remove", [("items", .array(try a.map(int)))])
+            return RemoveCommand(ids: try a.map(int))
         case "move":
             guard a.count == 2 else { throw ValidationError("move: give ID and INDEX") }
-            return ("move", [("item", try int(a[0])), ("position", try int(a[1]))])
+            return try make("move", ["item": .integer(try int(a[0])), "position": .integer(try int(a[1]))])
         case "volume":
-            guard let v = a.first else { return ("volume", []) }
-            if v.hasPrefix("+") || v.hasPrefix("-") { return ("volume", [("change", .number(try number(v)))]) }
-            return ("volume", [("volume", .number(try number(v)))])
+            guard let v = a.first else { return VolumeCommand(change: nil) }
+            if v.hasPrefix("+") || v.hasPrefix("-") { return try make("volume", ["change": .number(try number(v))]) }
+            return try make("volume", ["volume": .number(try number(v))])
         case "session":
-            var args: [(String, JSON)] = []
-            if let c = option("--category") { args.append(("category", .string(c))) }
-            if let o = option("--options") { args.append(("options", .array(o.split(separator: ",").map { .string(String($0)) }))) }
-            if let s = option("--silent-switch") { args.append(("silentSwitch", try onOff(s)!)) }
-            if let s = option("--screen-lock") { args.append(("screenLocked", try onOff(s)!)) }
+            var values: [String: ArgumentValue] = [:]
+            if let c = option("--category") { values["category"] = .string(c) }
+            if let o = option("--options") { values["options"] = .strings(o.split(separator: ",").map(String.init)) }
+            if let s = option("--silent-switch") { values["silentSwitch"] = .boolean(try onOff(s)!) }
+            if let s = option("--screen-lock") { values["screenLocked"] = .boolean(try onOff(s)!) }
             guard a.isEmpty else { throw ValidationError("session: unexpected '\(a[0])'") }
-            return ("session", args)
-        case "lifecycle":
-            return ("lifecycle", a.first.map { [("state", .string($0))] } ?? [])
+            return try make("session", values)
+        case "lifecycle": return try make("lifecycle", a.first.map { ["state": .string($0)] } ?? [:])
         case "sleep":
-            if flag("--cancel") { return ("sleep", [("cancel", true)]) }
-            if flag("--end-of-item") { return ("sleep", [("endOfItem", true)]) }
-            var args: [(String, JSON)] = []
-            if let f = option("--fade") { args.append(("fade", .number(try number(f)))) }
-            if let m = a.first { args.append(("minutes", .number(try number(m)))) }
-            return ("sleep", args)
-        case "send":
-            return ("send", [])
-        default:
-            // Any other protocol command, without arguments.
-            return (command, [])
+            if flag("--cancel") { return SleepCommand(action: .cancel) }
+            if flag("--end-of-item") { return SleepCommand(action: .endOfItem) }
+            var values: [String: ArgumentValue] = [:]
+            if let f = option("--fade") { values["fade"] = .number(try number(f)) }
+            if let m = a.first { values["minutes"] = .number(try number(m)) }
+            return try make("sleep", values)
+        case "send": return nil
+        default: return try make(command, [:])  // any other command, without arguments
         }
     }
 
