@@ -14,7 +14,7 @@ public struct PathResolver: Sendable {
     public let musicDirectory: String
     public let allowAbsolutePaths: Bool
     /// The music directory, resolved.
-    let root: String?
+    public let root: String?
 
     /// Extensions of the files taken from directories (MPEG audio) and of playlists.
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "mpa", "mpga"]
@@ -169,7 +169,8 @@ public struct PathResolver: Sendable {
         return true
     }
 
-    static func realPath(_ p: String) -> String? {
+    /// `p` with its symlinks resolved (`realpath`); nil when it does not exist.
+    public static func realPath(_ p: String) -> String? {
         guard let r = realpath(p, nil) else { return nil }
         defer { free(r) }
         return String(cString: r)

@@ -108,6 +108,9 @@ public final class Playback: Sendable {
         broadcaster.addObserver(queue: queue, handler)
     }
 
+    /// Stops calling an observer.
+    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
+
     /// Reports `event` to every observer.
     public func post(_ event: ControlEvent) { broadcaster.post(event) }
 

@@ -146,14 +146,24 @@ public final class ControlClient {
 
     /// Reads one line and parses it.
     public func readLine(timeout: Double) throws -> JSON {
+        let line = try readRawBytes(timeout: timeout)
+        do { return try JSON.parse(line) } catch {
+            throw ProtocolFailure(message: "the daemon sent something that is not JSON: \(error)")
+        }
+    }
+
+    /// Reads one line as text, without its newline (a test speaking another protocol).
+    public func readRawLine(timeout: Double) throws -> String {
+        String(decoding: try readRawBytes(timeout: timeout), as: UTF8.self)
+    }
+
+    private func readRawBytes(timeout: Double) throws -> [UInt8] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let nl = buffer.firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<nl])
                 buffer.removeFirst(nl + 1)
-                do { return try JSON.parse(line) } catch {
-                    throw ProtocolFailure(message: "the daemon sent something that is not JSON: \(error)")
-                }
+                return line
             }
             let left = deadline.timeIntervalSinceNow
             guard left > 0 else { throw ProtocolFailure(message: "timeout") }

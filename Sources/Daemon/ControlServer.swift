@@ -58,6 +58,22 @@ public final class ControlServer: Sendable {
             channels.withLock { $0.append(t) }
             logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
         }
+        for addr in config.mpdListen {
+            let c: any Channel
+            if addr.hasPrefix("/") {
+                if Self.someoneListens(addr) { throw ServerError(code: 0, message: "another program is already listening on \(addr)") }
+                unlink(addr)
+                let old = umask(0o177)
+                defer { umask(old) }
+                c = try await bootstrap(tcp: false, core: core, mpd: true).bind(unixDomainSocketPath: addr).get()
+                chmod(addr, 0o600)
+            } else {
+                let (host, port) = try Self.split(addr)
+                c = try await bootstrap(tcp: true, core: core, mpd: true).bind(host: host, port: port).get()
+            }
+            channels.withLock { $0.append(c) }
+            logger.info("listening (MPD protocol)", metadata: ["address": "\(c.localAddress.map { "\($0)" } ?? addr)"])
+        }
         let old = umask(0o177)  // the socket is born 0600
         let unix: any Channel
         do {
@@ -77,6 +93,7 @@ public final class ControlServer: Sendable {
         for c in channels.withLock({ $0 }) { try? await c.close() }
         for c in clients.withLock({ Array($0.values) }) { try? await c.close() }
         unlink(config.socketPath)
+        for addr in config.mpdListen where addr.hasPrefix("/") { unlink(addr) }
         try? await group.shutdownGracefully()
         lockFD.withLock { fd in
             if fd >= 0 { close(fd); fd = -1 }
@@ -131,7 +148,7 @@ public final class ControlServer: Sendable {
         return r == 0
     }
 
-    private func bootstrap(tcp: Bool, core: DaemonCore) -> ServerBootstrap {
+    private func bootstrap(tcp: Bool, core: DaemonCore, mpd: Bool = false) -> ServerBootstrap {
         let max = config.maxConnections
         let high = config.maxOutputBytes
         return ServerBootstrap(group: group)
@@ -143,7 +160,12 @@ public final class ControlServer: Sendable {
                 channel.closeFuture.whenComplete { [self] _ in connectionCount.wrappingSubtract(1, ordering: .relaxed) }
                 if n > max {
                     logger.warning("connection refused: too many connections", metadata: ["max": "\(max)"])
+                    if mpd { return channel.close() }  // mpd closes too: its clients expect no JSON
                     return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(max) connections"))
+                }
+                if mpd, tcp {
+                    // MPD over TCP: loopback, or `mpd-password` first (then only ping and password).
+                    return accept(channel, core: core, needsToken: config.mpdPassword != nil, mpd: true)
                 }
                 if tcp {
                     // Unauthenticated TCP connections have their own, small cap: however many a
@@ -168,9 +190,10 @@ public final class ControlServer: Sendable {
                 return peer.flatMap { [self] cred in
                     guard cred.uid == getuid() else {
                         logger.warning("connection refused: another user", metadata: ["uid": "\(cred.uid)", "pid": "\(cred.pid)"])
+                        if mpd { return channel.close() }
                         return refuse(channel, ProtocolError("forbidden", "only uid \(getuid()) may use this daemon"))
                     }
-                    return accept(channel, core: core, needsToken: false)
+                    return accept(channel, core: core, needsToken: false, mpd: mpd)
                 }
             }
             .childChannelOption(.autoRead, value: true)
@@ -186,7 +209,7 @@ public final class ControlServer: Sendable {
         }
     }
 
-    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool,
+    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool, mpd: Bool = false,
                         authenticated: @escaping @Sendable () -> Void = {}) -> EventLoopFuture<Void> {
         let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
         let hub = core.hub
@@ -214,6 +237,12 @@ public final class ControlServer: Sendable {
         do {
             try channel.pipeline.syncOperations.addHandler(RequestDeadline(seconds: config.requestTimeout, logger: logger, client: id))
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
+            if mpd {
+                let local = channel.localAddress?.protocol == .unix
+                try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(codec: MPDProtocol(core: core), client: client,
+                                                                                    local: local, logger: logger))
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
             try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger,
                                                                              tokenFailures: tokenFailures, authenticated: authenticated))
         } catch {

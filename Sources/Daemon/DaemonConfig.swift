@@ -36,6 +36,11 @@ public struct DaemonConfig: Sendable, Equatable {
     public var tcpListen: String?
     /// The token TCP clients must present with `auth` first.
     public var token: String?
+    /// MPD-protocol listeners: Unix socket paths or `HOST:PORT` (loopback unless a host is
+    /// named; any other host needs ``mpdPassword``).
+    public var mpdListen: [String] = []
+    /// The password MPD clients give with `password` first (on TCP listeners).
+    public var mpdPassword: String?
     /// Connections at once; more are refused with an error and closed.
     public var maxConnections = 256
     /// Longest request line (bytes); longer gets an error and the connection is closed.
@@ -153,6 +158,8 @@ public struct DaemonConfig: Sendable, Equatable {
             category = value
         case "tcp": tcpListen = value.isEmpty ? nil : value
         case "token": token = value.isEmpty ? nil : value
+        case "mpd-listen": if !value.isEmpty { mpdListen.append(value) }
+        case "mpd-password": mpdPassword = value.isEmpty ? nil : value
         case "max-connections": maxConnections = Int(try number(1, 100_000))
         case "max-request-bytes": maxRequestBytes = Int(try number(256, 64 * 1024 * 1024))
         case "request-timeout": requestTimeout = try number(0.5, 600)
@@ -173,6 +180,15 @@ public struct DaemonConfig: Sendable, Equatable {
 
     /// Checks settings that depend on each other.
     public func validate() throws(ParseError) {
+        for addr in mpdListen where !addr.hasPrefix("/") {
+            guard let (host, _) = try? ControlServer.split(addr) else {
+                throw ParseError(file: "config", line: 0, message: "mpd-listen: expected a socket path or HOST:PORT, got '\(addr)'")
+            }
+            let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
+            if !loopback, (mpdPassword ?? "").isEmpty {
+                throw ParseError(file: "config", line: 0, message: "mpd-listen \(addr) is not loopback: it needs mpd-password")
+            }
+        }
         if tcpListen != nil, (token ?? "").count < 16 {
             throw ParseError(file: "config", line: 0, message: "tcp needs a token of at least 16 characters")
         }

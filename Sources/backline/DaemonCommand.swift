@@ -39,6 +39,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
+    @Option(name: .customLong("mpd-listen"), help: "Also speak the MPD protocol on this Unix socket path or HOST:PORT (repeatable; for mpc, ncmpcpp and other MPD clients).")
+    var mpdListen: [String] = []
+
     func run() async throws {
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
@@ -58,6 +61,7 @@ struct DaemonCommand: AsyncParsableCommand {
         if let musicDir { settings.musicDirectory = musicDir }
         if let stateFile { settings.stateFile = stateFile }
         if let device { settings.device = device }
+        settings.mpdListen += mpdListen
         if let logLevel {
             do { try settings.set("log-level", logLevel) } catch { fail("--log-level: unknown level '\(logLevel)'") }
         }

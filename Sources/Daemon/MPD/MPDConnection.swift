@@ -1,0 +1,207 @@
+import Control
+import Dispatch
+import Logging
+import NIOCore
+
+/// One MPD client's connection: the greeting, command lists, `idle`/`noidle` with the
+/// connection's pending subsystems, and the order of replies. Commands run on the connection's
+/// own serial queue (some read tags or the file system); replies are written on the event loop
+/// in request order.
+final class MPDConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let codec: MPDProtocol
+    private let client: ClientContext
+    private let state: MPDClientState
+    private let logger: Logger
+    private let work: DispatchQueue
+    private var observer: UInt64?
+
+    /// The command list being collected: whether each success answers `list_OK`, and its lines.
+    private var list: (ok: Bool, commands: [[String]])?
+    /// Waiting in `idle` for these subsystems.
+    private var idling: Subsystems?
+    /// Changes not reported to this client yet (every client hears every change, its own included).
+    private var pending: Subsystems = []
+    /// A command runs on `work`: later lines wait here, so replies keep their order.
+    private var busy = false
+    private var queued: [ByteBuffer] = []
+    private var closing = false
+
+    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger) {
+        self.codec = codec
+        self.client = client
+        self.state = MPDClientState(local: local)
+        self.logger = logger
+        work = DispatchQueue(label: "backline.mpd.\(client.id)")
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        write("OK MPD \(MPDProtocol.version)\n", context: context)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        observer = codec.playback.addObserver(queue: work) { event in
+            let changed = event.subsystems
+            guard !changed.isEmpty else { return }
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.pending.formUnion(changed)
+                handler.reportIdle(context: context)
+            }
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let observer { codec.playback.removeObserver(observer) }
+        observer = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let line = unwrapInboundIn(data)
+        if busy { queued.append(line); return }
+        handle(line, context: context)
+    }
+
+    private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        guard !closing else { return }
+        var bytes = buffer.readableBytesView
+        if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+        let line = String(decoding: bytes, as: UTF8.self)
+        let words: [String]
+        do throws(MPDError) {
+            words = try MPDProtocol.tokenize(line)
+        } catch {
+            if list != nil { list = nil }
+            write("ACK [\(error.ack.rawValue)@0] {} \(error.message)\n", context: context)
+            return
+        }
+        guard let name = words.first else { return }  // a blank line: nothing (as mpd)
+
+        if let idle = idling {
+            // In idle only `noidle` is allowed; anything else closes the connection, as mpd does.
+            guard name == "noidle" else {
+                logger.info("MPD client sent a command during idle; closed", metadata: ["client": "\(client.id)", "command": "\(name)"])
+                close(context: context)
+                return
+            }
+            let changed = pending.intersection(idle)
+            pending.subtract(changed)
+            idling = nil
+            write(Self.changedLines(changed) + "OK\n", context: context)
+            return
+        }
+        if var l = list {
+            switch name {
+            case "command_list_end":
+                list = nil
+                run(l.commands, listOK: l.ok, context: context)
+            case "command_list_begin", "command_list_ok_begin", "idle", "noidle":
+                list = nil
+                write("ACK [\(MPDAck.unknown.rawValue)@\(l.commands.count)] {} unknown command \"\(name)\"\n", context: context)
+            default:
+                l.commands.append(words)
+                list = l
+            }
+            return
+        }
+        switch name {
+        case "command_list_begin": list = (false, [])
+        case "command_list_ok_begin": list = (true, [])
+        case "noidle": return  // not idling: no reply (as mpd)
+        case "close": close(context: context)
+        case "idle":
+            var mask: Subsystems = []
+            for w in words.dropFirst() {
+                guard let s = MPDProtocol.subsystems.first(where: { $0.0 == w }) else {
+                    write("ACK [\(MPDAck.arg.rawValue)@0] {idle} Unrecognized idle event: \(w)\n", context: context)
+                    return
+                }
+                mask.formUnion(s.1)
+            }
+            idling = words.count > 1 ? mask : Subsystems(MPDProtocol.subsystems.map(\.1))
+            reportIdle(context: context)
+        default:
+            run([words], listOK: nil, context: context)
+        }
+    }
+
+    /// Answers `idle` when something it waits for has changed.
+    private func reportIdle(context: ChannelHandlerContext) {
+        guard let idle = idling else { return }
+        let changed = pending.intersection(idle)
+        guard !changed.isEmpty else { return }
+        pending.subtract(changed)
+        idling = nil
+        write(Self.changedLines(changed) + "OK\n", context: context)
+    }
+
+    static func changedLines(_ s: Subsystems) -> String {
+        MPDProtocol.subsystems.filter { !$0.1.isEmpty && s.isSuperset(of: $0.1) }.map { "changed: \($0.0)\n" }.joined()
+    }
+
+    /// Runs one command (`listOK` nil) or a list on `work`; writes the response in order.
+    private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
+        busy = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let (codec, state, client) = (codec, state, client)
+        work.async {
+            var out = ""
+            var failed = false
+            for (i, words) in commands.enumerated() {
+                do throws(MPDError) {
+                    out += try codec.execute(words, state: state, connection: client)
+                    if listOK == true { out += "list_OK\n" }
+                } catch {
+                    let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
+                    out += "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n"
+                    failed = true
+                    break
+                }
+            }
+            if !failed { out += "OK\n" }
+            let response = out
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.busy = false
+                handler.write(response, context: context)
+                handler.drain(context: context)
+            }
+        }
+    }
+
+    private func drain(context: ChannelHandlerContext) {
+        while !busy, !queued.isEmpty, !closing {
+            handle(queued.removeFirst(), context: context)
+        }
+    }
+
+    private func write(_ s: String, context: ChannelHandlerContext) {
+        guard !closing, !s.isEmpty else { return }
+        var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
+        buf.writeString(s)
+        context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
+    }
+
+    private func close(context: ChannelHandlerContext) {
+        closing = true
+        context.close(promise: nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        // Back-pressure: a client that does not read its replies is not read from either.
+        context.channel.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !closing else { return }
+        if error is RequestTooLarge || (error as? ByteToMessageDecoderError) != nil {
+            write("ACK [\(MPDAck.arg.rawValue)@0] {} line too long\n", context: context)
+        }
+        close(context: context)
+    }
+}

@@ -1,0 +1,519 @@
+import AudioEngine
+import Control
+import Foundation
+import PlayQueue
+import Player
+import Synchronization
+
+/// MPD's ACK codes (`src/protocol/Ack.hxx`).
+enum MPDAck: Int, Sendable {
+    case notList = 1, arg = 2, password = 3, permission = 4, unknown = 5
+    case noExist = 50, playlistMax = 51, system = 52, playlistLoad = 53, updateAlready = 54, playerSync = 55, exist = 56
+}
+
+/// A failed MPD command: its ACK code and message.
+struct MPDError: Error, Sendable {
+    let ack: MPDAck
+    let message: String
+    init(_ ack: MPDAck, _ message: String) { (self.ack, self.message) = (ack, message) }
+
+    /// A command-layer error in MPD's terms (mapped once, here).
+    init(_ e: CommandError) {
+        switch e {
+        case .badArgument(let m): self.init(.arg, m)
+        case .noSuchItem: self.init(.noExist, "No such song")
+        case .notPlaying, .emptyQueue: self.init(.playerSync, "Not playing")
+        case .outputUnavailable(let m), .sessionError(let m), .failed(let m): self.init(.system, m)
+        case .notFound(let m), .unsupported(let m): self.init(.noExist, m)
+        case .forbidden(let m): self.init(.permission, m)
+        case .unauthorized(let m): self.init(.permission, m)
+        case .unknownCommand(let m): self.init(.unknown, m)
+        }
+    }
+}
+
+/// One MPD connection's protocol state: its tag mask, whether it gave the password, whether it
+/// is local (a Unix socket: `config` and absolute paths).
+final class MPDClientState: @unchecked Sendable {
+    // @unchecked: used only from the connection's serial work queue.
+    var tags: Set<String> = Set(MPDProtocol.tagTypes)
+    var passwordGiven = false
+    let local: Bool
+    init(local: Bool) { self.local = local }
+}
+
+/// The MPD protocol (0.23) as a codec over the command layer: each MPD command becomes typed
+/// commands run by the ``CommandDispatcher``; replies, errors and events are rendered as MPD
+/// renders them (`key: value` lines, `ACK [code@index] {command} message`, `changed:` lines).
+/// Commands that only read (status, songs, outputs) read the ``Playback`` façade.
+struct MPDProtocol: Sendable {
+    let core: DaemonCore
+    var playback: Playback { core.playback }
+    var dispatcher: CommandDispatcher { core.dispatcher }
+
+    /// The protocol version in the greeting (`OK MPD 0.23.5`).
+    static let version = "0.23.5"
+    /// The tags songs carry, in MPD's names.
+    static let tagTypes = ["Artist", "Album", "Title", "Track"]
+    /// Subsystem names for `idle`, and the command layer's subsystems they stand for.
+    static let subsystems: [(String, Subsystems)] = [
+        ("database", []), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
+        ("mixer", .mixer), ("output", .output), ("options", .options), ("update", []), ("sticker", []),
+        ("subscription", []), ("message", []), ("partition", []), ("neighbor", []), ("mount", []),
+    ]
+
+    /// What the connection may run before giving the password.
+    static let beforePassword: Set<String> = ["ping", "password", "close", "commands", "notcommands"]
+
+    // MARK: - Requests
+
+    /// Splits a request line into its command and arguments: words separated by spaces or tabs,
+    /// or `"…"` with `\"` and `\\` escaped (libmpdclient quotes every argument; `tagtypes enable`
+    /// comes unquoted).
+    static func tokenize(_ line: String) throws(MPDError) -> [String] {
+        var out: [String] = []
+        var i = line.unicodeScalars.startIndex
+        let s = line.unicodeScalars
+        while i < s.endIndex {
+            if s[i] == " " || s[i] == "\t" { i = s.index(after: i); continue }
+            var word = String.UnicodeScalarView()
+            if s[i] == "\"" {
+                i = s.index(after: i)
+                var closed = false
+                while i < s.endIndex {
+                    let c = s[i]
+                    if c == "\\" {
+                        i = s.index(after: i)
+                        guard i < s.endIndex else { break }
+                        word.append(s[i])
+                    } else if c == "\"" {
+                        closed = true
+                        i = s.index(after: i)
+                        break
+                    } else {
+                        word.append(c)
+                    }
+                    i = s.index(after: i)
+                }
+                guard closed else { throw MPDError(.arg, "Missing closing '\"'") }
+                if i < s.endIndex, s[i] != " ", s[i] != "\t" { throw MPDError(.arg, "Space expected after closing '\"'") }
+            } else {
+                while i < s.endIndex, s[i] != " ", s[i] != "\t" {
+                    guard s[i] != "\"" else { throw MPDError(.arg, "Invalid unquoted character") }
+                    word.append(s[i])
+                    i = s.index(after: i)
+                }
+            }
+            out.append(String(word))
+        }
+        return out
+    }
+
+    /// The commands this codec answers (what `commands` lists).
+    static let commandNames: [String] = [
+        "add", "addid", "clear", "close", "commands", "config", "consume", "crossfade", "currentsong", "decoders",
+        "delete", "deleteid", "disableoutput", "enableoutput", "getvol", "idle", "lsinfo", "mixrampdb", "mixrampdelay",
+        "move", "moveid", "next", "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid",
+        "playlistid", "playlistinfo", "plchanges", "plchangesposid", "previous", "random", "repeat",
+        "replay_gain_mode", "replay_gain_status", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
+        "stop", "swap", "swapid", "tagtypes", "toggleoutput", "urlhandlers", "volume",
+    ]
+
+    /// Runs one command (not `idle`, `noidle`, `close` or a list: the connection handles
+    /// those); returns its response lines before `OK`.
+    func execute(_ words: [String], state: MPDClientState, connection: any ConnectionContext) throws(MPDError) -> String {
+        guard let name = words.first else { throw MPDError(.unknown, "No command given") }
+        let args = Array(words.dropFirst())
+        if connection.needsToken, !state.passwordGiven, !Self.beforePassword.contains(name) {
+            throw MPDError(.permission, "you don't have permission for \"\(name)\"")
+        }
+        func arity(_ range: ClosedRange<Int>) throws(MPDError) {
+            if args.count < range.lowerBound { throw MPDError(.arg, "too few arguments for \"\(name)\"") }
+            if args.count > range.upperBound { throw MPDError(.arg, "too many arguments for \"\(name)\"") }
+        }
+        switch name {
+        case "ping": try arity(0...0); return ""
+        case "password":
+            try arity(1...1)
+            guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(args[0], want) else {
+                throw MPDError(.password, "incorrect password")
+            }
+            state.passwordGiven = true
+            connection.authenticated = true
+            return ""
+        case "commands": return Self.commandNames.map { "command: \($0)\n" }.joined()
+        case "notcommands": return ""
+        case "status": try arity(0...0); return status()
+        case "currentsong":
+            try arity(0...0)
+            guard let c = playback.queue.current, let i = playback.queue.currentIndex else { return "" }
+            return song(playback.describe(c, index: i, current: true, read: true), state)
+        case "playlistinfo":
+            try arity(0...1)
+            return try songs(in: args.first.map(range) ?? nil, state)
+        case "playlistid":
+            try arity(0...1)
+            guard let a = args.first else { return try songs(in: nil, state) }
+            let id = try integer(a)
+            let entries = playback.queue.entries
+            guard let i = entries.firstIndex(where: { $0.id == id }) else { throw MPDError(.noExist, "No such song") }
+            return song(playback.describe(entries[i], index: i, current: false, read: true), state)
+        case "plchanges", "plchangesposid":
+            try arity(1...2)
+            let version = try integer(args[0])
+            guard version < playback.queue.version || version > playback.queue.version else { return "" }
+            // Positions are not tracked per version: every song in the range counts as changed.
+            if name == "plchanges" { return try songs(in: args.count > 1 ? try range(args[1]) : nil, state) }
+            return playback.queue.entries.enumerated().map { "cpos: \($0.offset)\nId: \($0.element.id)\n" }.joined()
+
+        case "play":
+            try arity(0...1)
+            guard let a = args.first else { return try play(nil) }
+            let pos = try integer(a)
+            if pos == -1 { return try play(nil) }
+            return try play(try id(atPosition: pos))
+        case "playid":
+            try arity(0...1)
+            guard let a = args.first else { return try play(nil) }
+            let id = try integer(a)
+            return try play(id == -1 ? nil : id)
+        case "pause":
+            try arity(0...1)
+            let state = playback.queue.playbackState
+            switch args.first {
+            case nil where state == .stopped: return ""
+            case nil: _ = try run(ToggleCommand())
+            case "1": _ = try run(PauseCommand())
+            case "0": if state == .paused { _ = try run(PlayCommand(item: nil)) }
+            default: throw MPDError(.arg, "Boolean (0/1) expected: \(args[0])")
+            }
+            return ""
+        case "stop": try arity(0...0); _ = try run(StopCommand()); return ""
+        case "next", "previous":
+            try arity(0...0)
+            guard playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
+            _ = try run(name == "next" ? NextCommand() as any ControlCommand : PreviousCommand())
+            return ""
+        case "seek", "seekid":
+            try arity(2...2)
+            let id = name == "seek" ? try id(atPosition: try integer(args[0])) : try integer(args[0])
+            let t = try float(args[1])
+            if playback.queue.current?.id != id || playback.queue.playbackState == .stopped { _ = try play(id) }
+            _ = try run(SeekCommand(target: .position(max(0, t))))
+            return ""
+        case "seekcur":
+            try arity(1...1)
+            let a = args[0]
+            let t = try float(a)
+            guard playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
+            _ = try run(SeekCommand(target: a.hasPrefix("+") || a.hasPrefix("-") ? .offset(t) : .position(t)))
+            return ""
+
+        case "setvol":
+            try arity(1...1)
+            let v = try integer(args[0])
+            guard v <= 100 else { throw MPDError(.arg, "Number too large: \(args[0])") }
+            guard v >= 0 else { throw MPDError(.arg, "Number too small: \(args[0])") }
+            _ = try run(VolumeCommand(change: .set(Double(v))))
+            return ""
+        case "volume":
+            try arity(1...1)
+            let d = try integer(args[0])
+            guard (-100...100).contains(d) else { throw MPDError(.arg, "Number too large: \(args[0])") }
+            _ = try run(VolumeCommand(change: .by(Double(d))))
+            return ""
+        case "getvol": try arity(0...0); return "volume: \(volumePercent)\n"
+        case "outputs":
+            try arity(0...0)
+            let device = playback.configuration.device
+            let plugin = device.hasPrefix("pulse") ? "pulse" : "alsa"
+            return "outputid: 0\noutputname: \(device)\nplugin: \(plugin)\noutputenabled: \(playback.player.isMuted ? 0 : 1)\n"
+        case "enableoutput", "disableoutput", "toggleoutput":
+            try arity(1...1)
+            guard try integer(args[0]) == 0 else { throw MPDError(.noExist, "No such audio output") }
+            // The one output: disabling it mutes the player (its volume is kept).
+            let on: Bool = name == "enableoutput" ? false : name == "disableoutput" ? true : !playback.player.isMuted
+            _ = try run(MuteCommand(on: on))
+            return ""
+
+        case "repeat":
+            try arity(1...1)
+            let on = try bool(args[0])
+            let q = playback.queue
+            let single = q.repeatMode == .one
+            _ = try run(RepeatCommand(mode: on ? (single ? .one : .all) : .off))
+            if !on, single { _ = try run(SingleCommand(on: true)) }  // single without repeat: stop after this one
+            return ""
+        case "random":
+            try arity(1...1)
+            _ = try run(ShuffleCommand(on: try bool(args[0])))
+            return ""
+        case "single":
+            try arity(1...1)
+            let q = playback.queue
+            switch args[0] {
+            case "1":
+                if q.repeatMode != .off { _ = try run(RepeatCommand(mode: .one)) } else { _ = try run(SingleCommand(on: true)) }
+            case "oneshot":
+                _ = try run(SingleCommand(on: true))
+            case "0":
+                if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }
+                _ = try run(SingleCommand(on: false))
+            default: throw MPDError(.arg, "Boolean (0/1) or \"oneshot\" expected: \(args[0])")
+            }
+            return ""
+        case "consume":
+            try arity(1...1)
+            guard args[0] == "0" else { throw MPDError(.arg, "consume is not supported yet (the queue keeps played items)") }
+            return ""
+        case "crossfade", "mixrampdb", "mixrampdelay":
+            try arity(1...1)
+            _ = try float(args[0])
+            return ""  // accepted; gapless playback never overlaps items (reported off)
+        case "replay_gain_mode":
+            try arity(1...1)
+            guard ["off", "track", "album", "auto"].contains(args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
+            return ""  // accepted; replay gain is not applied (reported off)
+        case "replay_gain_status": return "replay_gain_mode: off\n"
+
+        case "add", "addid":
+            try arity(1...2)
+            let position = try args.count > 1 ? integer(args[1]) : nil
+            let reply = try run(AddCommand(paths: [try uri(args[0], state)], position: position))
+            guard case .added(let ids, _) = reply else { return "" }
+            return name == "addid" ? ids.first.map { "Id: \($0)\n" } ?? "" : ""
+        case "clear": try arity(0...0); _ = try run(ClearCommand()); return ""
+        case "delete":
+            try arity(1...1)
+            let entries = playback.queue.entries
+            let r = try range(args[0], count: entries.count)
+            _ = try run(RemoveCommand(ids: entries[r].map(\.id)))
+            return ""
+        case "deleteid":
+            try arity(1...1)
+            _ = try run(RemoveCommand(ids: [try integer(args[0])]))
+            return ""
+        case "move":
+            try arity(2...2)
+            let entries = playback.queue.entries
+            let r = try range(args[0], count: entries.count)
+            let to = try integer(args[1])
+            guard to >= 0, to + r.count <= entries.count else { throw MPDError(.arg, "Bad song index") }
+            for (k, e) in entries[r].enumerated() { _ = try run(MoveCommand(id: e.id, position: to + k)) }
+            return ""
+        case "moveid":
+            try arity(2...2)
+            let to = try integer(args[1])
+            guard to >= 0, to < playback.queue.entries.count else { throw MPDError(.arg, "Bad song index") }
+            _ = try run(MoveCommand(id: try integer(args[0]), position: to))
+            return ""
+        case "swap", "swapid":
+            try arity(2...2)
+            let entries = playback.queue.entries
+            let a = name == "swap" ? try id(atPosition: try integer(args[0])) : try integer(args[0])
+            let b = name == "swap" ? try id(atPosition: try integer(args[1])) : try integer(args[1])
+            guard let i = entries.firstIndex(where: { $0.id == a }), let j = entries.firstIndex(where: { $0.id == b }) else {
+                throw MPDError(.noExist, "No such song")
+            }
+            _ = try run(MoveCommand(id: a, position: j))
+            _ = try run(MoveCommand(id: b, position: i))
+            return ""
+
+        case "tagtypes":
+            switch args.first {
+            case nil: return Self.tagTypes.filter(state.tags.contains).map { "tagtype: \($0)\n" }.joined()
+            case "clear": state.tags = []
+            case "all": state.tags = Set(Self.tagTypes)
+            case "enable", "disable":
+                for t in args.dropFirst() {
+                    guard let tag = Self.tagTypes.first(where: { $0.lowercased() == t.lowercased() }) else { continue }  // tags we never send
+                    if args[0] == "enable" { state.tags.insert(tag) } else { state.tags.remove(tag) }
+                }
+            default: throw MPDError(.arg, "Unknown sub command")
+            }
+            return ""
+        case "config":
+            guard state.local else { throw MPDError(.permission, "Command only permitted to local clients") }
+            return "music_directory: \(playback.configuration.musicDirectory)\n"
+        case "urlhandlers": return "handler: file://\n"
+        case "decoders":
+            return "plugin: mpg123\n" + PathResolver.audioExtensions.sorted().map { "suffix: \($0)\n" }.joined() + "mime_type: audio/mpeg\n"
+        case "stats":
+            return "uptime: \(Int(ProcessInfo.processInfo.systemUptime - Self.started))\nplaytime: 0\nartists: 0\nalbums: 0\nsongs: 0\ndb_playtime: 0\n"
+        case "lsinfo":
+            try arity(0...1)
+            return try lsinfo(args.first ?? "", state)
+        default:
+            throw MPDError(.unknown, "unknown command \"\(name)\"")
+        }
+    }
+
+    static let started = ProcessInfo.processInfo.systemUptime
+
+    // MARK: - Through the command layer
+
+    private func run(_ command: any ControlCommand) throws(MPDError) -> Reply {
+        switch dispatcher.execute(command) {
+        case .success(let r): return r
+        case .failure(let e): throw MPDError(e)
+        }
+    }
+
+    private func play(_ id: Int?) throws(MPDError) -> String {
+        do throws(MPDError) {
+            _ = try run(PlayCommand(item: id))
+        } catch where error.ack == .playerSync && id == nil {
+            return ""  // play on an empty queue: a silent OK, as mpd
+        }
+        return ""
+    }
+
+    // MARK: - Rendering
+
+    private var volumePercent: Int { Int((Double(playback.player.volume) * 100).rounded()) }
+
+    private func status() -> String {
+        let s = playback.status
+        let q = playback.queue
+        var out = "volume: \(volumePercent)\n"
+        out += "repeat: \(s.repeatMode == .off ? 0 : 1)\n"
+        out += "random: \(s.shuffle ? 1 : 0)\n"
+        out += "single: \(s.repeatMode == .one ? "1" : s.stopAfterCurrent ? "oneshot" : "0")\n"
+        out += "consume: 0\npartition: default\n"
+        out += "playlist: \(s.queueVersion)\nplaylistlength: \(s.count)\nmixrampdb: 0\n"
+        out += "state: \(s.state == .playing ? "play" : s.state == .paused ? "pause" : "stop")\n"
+        if let c = s.current, let i = s.index {
+            out += "song: \(i)\nsongid: \(c.id)\n"
+            if s.state != .stopped {
+                let total = s.duration ?? c.duration ?? 0
+                out += "time: \(Int(s.elapsed.rounded(.down))):\(Int(total.rounded()))\n"
+                out += "elapsed: \(Self.seconds(s.elapsed))\n"
+                out += "duration: \(Self.seconds(total))\n"
+            }
+            let order = q.playOrder
+            if let k = order.firstIndex(of: c.id) {
+                let next: Int? = s.repeatMode == .one ? c.id : k + 1 < order.count ? order[k + 1] : s.repeatMode == .all ? order.first : nil
+                if let next, let j = q.entries.firstIndex(where: { $0.id == next }) { out += "nextsong: \(j)\nnextsongid: \(next)\n" }
+            }
+            if let e = c.error { out += "error: \(e)\n" }
+        }
+        return out
+    }
+
+    static func seconds(_ t: Double) -> String { String(format: "%.3f", t) }
+
+    /// A song object: `file:` first, then the tags the client wants, then times, position and id.
+    private func song(_ i: QueueItem, _ state: MPDClientState) -> String {
+        var out = "file: \(relative(i.path))\n"
+        let tags = state.tags
+        if tags.contains("Artist"), let a = i.artist { out += "Artist: \(a)\n" }
+        if tags.contains("Album"), let a = i.album { out += "Album: \(a)\n" }
+        if tags.contains("Title"), i.title != (i.path as NSString).lastPathComponent { out += "Title: \(i.title)\n" }
+        if tags.contains("Track"), let n = i.track { out += "Track: \(n)\n" }
+        if let d = i.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
+        if let p = i.index { out += "Pos: \(p)\n" }
+        return out + "Id: \(i.id)\n"
+    }
+
+    private func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> String {
+        let entries = playback.queue.entries
+        let current = playback.queue.current?.id
+        let bounds = r ?? 0..<entries.count
+        guard bounds.lowerBound >= 0, bounds.upperBound <= entries.count || r == nil else { throw MPDError(.arg, "Bad song index") }
+        return bounds.clamped(to: 0..<entries.count).map { i in
+            song(playback.describe(entries[i], index: i, current: entries[i].id == current, read: true), state)
+        }.joined()
+    }
+
+    /// A queue path as MPD clients see it: relative to the music directory when inside it.
+    private func relative(_ path: String) -> String {
+        guard let root = playback.resolver.root else { return path }
+        return path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
+    }
+
+    private func lsinfo(_ uri: String, _ state: MPDClientState) throws(MPDError) -> String {
+        guard let root = playback.resolver.root else { throw MPDError(.noExist, "No such directory") }
+        let rel = uri.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        let dir = rel.isEmpty ? root : root + "/" + rel
+        guard let real = PathResolver.realPath(dir), real == root || real.hasPrefix(root + "/"),
+              let names = try? FileManager.default.contentsOfDirectory(atPath: real)
+        else { throw MPDError(.noExist, "No such directory") }
+        var out = ""
+        for name in names.sorted(by: { $0.localizedStandardCompare($1) == .orderedAscending }) where !name.hasPrefix(".") {
+            let child = rel.isEmpty ? name : rel + "/" + name
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: real + "/" + name, isDirectory: &isDir) else { continue }
+            let ext = (name as NSString).pathExtension.lowercased()
+            if isDir.boolValue {
+                out += "directory: \(child)\n"
+            } else if PathResolver.audioExtensions.contains(ext) {
+                let info = playback.tags.info(real + "/" + name)
+                out += "file: \(child)\n"
+                if state.tags.contains("Artist"), let a = info.metadata.artist { out += "Artist: \(a)\n" }
+                if state.tags.contains("Album"), let a = info.metadata.album { out += "Album: \(a)\n" }
+                if state.tags.contains("Title"), let t = info.metadata.title { out += "Title: \(t)\n" }
+                if let d = info.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
+            } else if PathResolver.playlistExtensions.contains(ext) {
+                out += "playlist: \(child)\n"
+            }
+        }
+        return out
+    }
+
+    // MARK: - Arguments
+
+    private func integer(_ s: String) throws(MPDError) -> Int {
+        guard let v = Int(s) else { throw MPDError(.arg, "Integer expected: \(s)") }
+        return v
+    }
+
+    private func float(_ s: String) throws(MPDError) -> Double {
+        guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+        return v
+    }
+
+    private func bool(_ s: String) throws(MPDError) -> Bool {
+        switch s {
+        case "1": return true
+        case "0": return false
+        default: throw MPDError(.arg, "Boolean (0/1) expected: \(s)")
+        }
+    }
+
+    /// `POS`, `START:END` or `START:` (END excluded).
+    private func range(_ s: String) throws(MPDError) -> Range<Int>? {
+        try range(s, count: Int.max)
+    }
+
+    private func range(_ s: String, count: Int) throws(MPDError) -> Range<Int> {
+        if let colon = s.firstIndex(of: ":") {
+            let a = try integer(String(s[..<colon]))
+            let rest = String(s[s.index(after: colon)...])
+            let b = rest.isEmpty ? count : try integer(rest)
+            guard a >= 0, b >= a, count == Int.max || b <= count else { throw MPDError(.arg, "Bad song index") }
+            return a..<b
+        }
+        let p = try integer(s)
+        guard p >= 0, count == Int.max || p < count else { throw MPDError(.arg, "Bad song index") }
+        return p..<(p + 1)
+    }
+
+    private func id(atPosition pos: Int) throws(MPDError) -> Int {
+        let entries = playback.queue.entries
+        guard pos >= 0, pos < entries.count else { throw MPDError(.arg, "Bad song index") }
+        return entries[pos].id
+    }
+
+    /// An `add` URI as a path for the resolver: `file://` and absolute paths only for local
+    /// clients; `""` and `/` are the whole music directory.
+    private func uri(_ u: String, _ state: MPDClientState) throws(MPDError) -> String {
+        var path = u
+        if path.hasPrefix("file://") { path = String(path.dropFirst(7)) }
+        if path.hasPrefix("/") {
+            guard state.local else { throw MPDError(.permission, "Access denied") }
+            return path
+        }
+        if path.contains("://") { throw MPDError(.noExist, "Unsupported URI scheme") }
+        return path.isEmpty ? "." : path
+    }
+}

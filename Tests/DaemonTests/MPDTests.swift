@@ -1,0 +1,228 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// The MPD protocol (`--mpd-listen`) driven by Debian's own MPD clients: stock `mpc` on a Unix
+/// socket and on 127.0.0.1, and python-mpd2 as an independent client; raw bad input over the
+/// socket. The daemon plays through the shared PulseAudio null sink (real-time pacing).
+@Suite("backline daemon speaks MPD: stock mpc and python-mpd2", Harness.audioTools)
+struct MPDTests {
+    /// A daemon with an MPD Unix socket and an MPD TCP port on loopback.
+    static func daemon(port: Int) throws -> (DaemonFixture, String) {
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+        let socket = d.dir.path + "/mpd.sock"
+        try d.start(["--mpd-listen", socket, "--mpd-listen", "127.0.0.1:\(port)"])
+        return (d, socket)
+    }
+
+    /// `mpc ARGS` against `host` (a socket path or an address); its output.
+    static func mpc(_ host: String, port: Int? = nil, _ args: [String]) throws -> ProcessResult {
+        var env = ["MPD_HOST": host]
+        if let port { env["MPD_PORT"] = String(port) }
+        return try runProcess("/usr/bin/mpc", args, environment: env, timeout: 20)
+    }
+
+    static func port() -> Int { 20_000 + Int(getpid() % 20_000) }
+
+    @Test("mpc on the Unix socket: add, playlist, play, status line and time, volume, seek 50%, insert, crop, queued, del, move, cdprev, repeat/random/single, outputs; the same over TCP; errors as mpd prints them")
+    func mpcCommands() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let port = Self.port()
+        let (d, sock) = try Self.daemon(port: port)
+        func mpc(_ args: String...) throws -> String {
+            let r = try Self.mpc(sock, args)
+            #expect(r.status == 0, "mpc \(args.joined(separator: " ")): \(r.stderr)")
+            return r.stdoutText
+        }
+        #expect(try mpc("add", "album/a.mp3", "album/b.mp3", "long.mp3").isEmpty)
+        let listed = try mpc("playlist")
+        #expect(listed == "album/a.mp3\nalbum/b.mp3\nlong.mp3\n", "\(listed)")
+        let stopped = try mpc("status")
+        #expect(stopped.hasPrefix("volume:100%   repeat: off   random: off   single: off   consume: off"), "\(stopped)")
+
+        let playing = try mpc("play", "3")
+        #expect(playing.contains("long.mp3\n[playing] #3/3   0:0"), "\(playing)")
+        #expect(playing.contains("/1:00 ("), "the total comes from `time: E:T`: \(playing)")
+        let seek = try mpc("seek", "50%")
+        #expect(seek.contains("[playing] #3/3   0:30/1:00 (50%)"), "\(seek)")
+        let elapsed = try #require(d.request("status")["elapsed"]?.number)
+        #expect(elapsed >= 30 && elapsed < 31, "the daemon's own elapsed: \(elapsed)")
+        #expect(try mpc("volume", "40").contains("volume: 40%"))
+        #expect(try mpc("volume", "+5").contains("volume: 45%"))
+        #expect(try d.request("status")["volume"]?.number == 45)
+
+        // insert (after the current one), queued, del, move, crop.
+        _ = try mpc("insert", "short/1.mp3")
+        #expect(try mpc("playlist") == "album/a.mp3\nalbum/b.mp3\nlong.mp3\nshort/1.mp3\n")
+        #expect(try mpc("queued") == "short/1.mp3\n")
+        _ = try mpc("move", "4", "1")
+        #expect(try mpc("playlist") == "short/1.mp3\nalbum/a.mp3\nalbum/b.mp3\nlong.mp3\n")
+        _ = try mpc("del", "2")
+        #expect(try mpc("playlist") == "short/1.mp3\nalbum/b.mp3\nlong.mp3\n")
+        _ = try mpc("crop")
+        #expect(try mpc("playlist") == "long.mp3\n")
+        #expect(try mpc("current") == "long.mp3\n", "cropping kept the playing item")
+
+        // cdprev more than 3 s in: back to the start of the item.
+        let back = try mpc("cdprev")
+        #expect(back.contains("[playing] #1/1   0:00/1:00"), "\(back)")
+
+        // Modes, and how mpc shows them.
+        #expect(try mpc("repeat", "on").contains("repeat: on "))
+        #expect(try mpc("random", "on").contains("random: on "))
+        #expect(try mpc("single", "once").contains("single: once"))
+        #expect(try d.request("status")["stopAfterCurrent"] == true)
+        #expect(try mpc("single", "off").contains("single: off"))
+        #expect(try mpc("repeat", "off").contains("repeat: off"))
+
+        // The one output: disabling it mutes (the volume stays).
+        #expect(try mpc("outputs") == "Output 1 (pulse) is enabled\n")
+        _ = try mpc("disable", "1")
+        #expect(try d.request("status")["muted"] == true)
+        _ = try mpc("enable", "1")
+        #expect(try d.request("status")["muted"] == false)
+
+        // TCP on loopback: the same daemon, the same answers.
+        let tcp = try Self.mpc("127.0.0.1", port: port, ["status"])
+        #expect(tcp.status == 0 && tcp.stdoutText.contains("long.mp3\n[playing] #1/1"), "\(tcp.stdoutText) \(tcp.stderr)")
+        // An absolute path over TCP is refused, as mpd refuses it.
+        let abs = try Self.mpc("127.0.0.1", port: port, ["add", d.music + "/album/c.mp3"])
+        #expect(abs.status != 0 && abs.stderr.contains("Access denied"), "\(abs.stderr)")
+
+        // Errors as mpc prints them; nothing changes.
+        let missing = try Self.mpc(sock, ["add", "nothing.mp3"])
+        #expect(missing.status != 0 && missing.stderr.contains("error adding nothing.mp3"), "\(missing.stderr)")
+        _ = try mpc("stop")
+        let next = try Self.mpc(sock, ["next"])
+        #expect(next.status != 0 && next.stderr.contains("MPD error: Not playing"), "\(next.stderr)")
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("idle: mpc idle is woken by another client's mpc next and by a JSON next; ctl watch sees mpc's next; mpc idleloop reports several changes and is never timed out")
+    func idle() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try Self.daemon(port: Self.port() + 1)
+        _ = try Self.mpc(sock, ["add", "long.mp3", "album"])
+        _ = try Self.mpc(sock, ["play"])
+
+        // mpc idle player, woken by another mpc's next.
+        let waiter = try SpawnedProcess("/usr/bin/mpc", ["idle", "player"], environment: ["MPD_HOST": sock])
+        usleep(300_000)
+        #expect(waiter.isRunning, "idle waits")
+        let watcher = try d.client()
+        _ = try watcher.request("subscribe", [("events", ["current"])])
+        _ = try Self.mpc(sock, ["next"])
+        #expect(try waiter.wait(timeout: 5) == 0)
+        #expect(waiter.stdout == "player\n")
+        let event = try watcher.nextEvent(timeout: 5)
+        #expect(event?["item"]?["path"]?.string?.hasSuffix("album/a.mp3") == true, "ctl watch sees mpc's next: \(event?.text ?? "nothing")")
+
+        // The other way round: the JSON protocol's next wakes mpc idle.
+        let second = try SpawnedProcess("/usr/bin/mpc", ["idle"], environment: ["MPD_HOST": sock])
+        usleep(300_000)
+        #expect(try d.request("next").ok)
+        #expect(try second.wait(timeout: 5) == 0)
+        #expect(second.stdout.contains("player"), "\(second.stdout)")
+
+        // idleloop: several changes, then killed; the daemon lives on.
+        let loop = try SpawnedProcess("/usr/bin/mpc", ["idleloop"], environment: ["MPD_HOST": sock])
+        usleep(300_000)
+        _ = try Self.mpc(sock, ["volume", "50"])
+        _ = try Self.mpc(sock, ["repeat", "on"])
+        _ = try Self.mpc(sock, ["del", "3"])
+        #expect(eventually(timeout: 5) { ["mixer", "options", "playlist"].allSatisfy(loop.stdout.contains) }, "\(loop.stdout)")
+        loop.signal(SIGKILL)
+        _ = try loop.wait(timeout: 5)
+        #expect(try d.request("ping").ok)
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("python-mpd2 (an independent client): command lists, idle woken by another client, plchanges, error codes")
+    func pythonMPD() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try Self.daemon(port: Self.port() + 2)
+        let script = """
+            import mpd, sys
+            c = mpd.MPDClient()
+            c.connect(sys.argv[1])
+            out = []
+            c.command_list_ok_begin()
+            c.add("album/a.mp3")
+            c.add("album/b.mp3")
+            c.status()
+            r = c.command_list_end()
+            out.append("list %s %s" % (r[:2], r[2]["playlistlength"]))
+            v = int(c.status()["playlist"])
+            c.addid("album/c.mp3", 0)
+            ch = c.plchanges(v)
+            out.append("plchanges %s" % ",".join(s["file"] for s in ch))
+            out.append("songs %s" % ",".join(s["file"] + "@" + s["pos"] for s in c.playlistinfo()))
+            try:
+                c.playid(999)
+            except mpd.CommandError as e:
+                out.append("error %s" % e)
+            try:
+                c.command_list_ok_begin()
+                c.ping()
+                c.seekcur("x")
+                c.command_list_end()
+            except mpd.CommandError as e:
+                out.append("listerror %s" % e)
+            import threading
+            def other():
+                d = mpd.MPDClient()
+                d.connect(sys.argv[1])
+                d.setvol(20)
+            threading.Timer(0.3, other).start()
+            out.append("idle %s" % c.idle("mixer"))
+            print("\\n".join(out))
+            """
+        let file = d.dir.appendingPathComponent("client.py")
+        try script.write(to: file, atomically: true, encoding: .utf8)
+        let r = try runProcess("/usr/bin/python3", [file.path, sock], timeout: 30)
+        #expect(r.status == 0, "\(r.stderr) \(r.stdoutText)")
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.first == "list [None, None] 2", "\(lines)")
+        #expect(lines.contains("plchanges album/c.mp3,album/a.mp3,album/b.mp3"), "\(lines)")
+        #expect(lines.contains("songs album/c.mp3@0,album/a.mp3@1,album/b.mp3@2"), "\(lines)")
+        #expect(lines.contains("error [50@0] {playid} No such song"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("listerror [2@1] {seekcur}") }, "\(lines)")
+        #expect(lines.contains("idle ['mixer']"), "\(lines)")
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a list that never ends: an ACK or a closed connection, and everyone else is served")
+    func badInput() throws {
+        let (d, sock) = try Self.daemon(port: Self.port() + 3)
+        func session(_ bytes: [UInt8], readFor seconds: Double = 1) throws -> String {
+            let c = try ControlClient(socketPath: sock)
+            try? c.sendRaw(bytes)  // (the daemon may close before it has read everything)
+            var got = ""
+            while let line = try? c.readRawLine(timeout: seconds) { got += line + "\n" }
+            return got
+        }
+        #expect(try session(Array("ping\n".utf8)) == "OK MPD 0.23.5\nOK\n")
+        #expect(try session(Array("foo\n".utf8)) == "OK MPD 0.23.5\nACK [5@0] {} unknown command \"foo\"\n")
+        #expect(try session(Array("play \"1\n".utf8)).contains("ACK [2@0] {} Missing closing"))
+        #expect(try session(Array("setvol \"abc\"\n".utf8)).contains("ACK [2@0] {setvol} Integer expected: abc"))
+        #expect(try session(Array("command_list_begin\nping\nbogus\ncommand_list_end\n".utf8)).contains("ACK [5@1] {} unknown command \"bogus\""))
+        // noidle answers an idle at once; outside idle it gets no reply (as mpd).
+        #expect(try session(Array("idle\nnoidle\nnoidle\nping\n".utf8)) == "OK MPD 0.23.5\nOK\nOK\n")
+        // A command during idle closes the connection, as mpd does.
+        #expect(try session(Array("idle\nstatus\n".utf8)) == "OK MPD 0.23.5\n")
+        // 10 MB without a newline: cut off with an ACK.
+        let long = try session(Array(repeating: UInt8(ascii: "a"), count: 10 << 20))
+        #expect(long.contains("ACK [2@0] {} line too long"), "\(long.prefix(200))")
+        // Binary garbage: answered or closed, never a crash.
+        _ = try? session((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) } + [10])
+        // A list that never ends holds only its own connection.
+        let open = try ControlClient(socketPath: sock)
+        try open.sendRaw(Array("command_list_begin\nstatus\n".utf8))
+        #expect(try session(Array("status\n".utf8)).contains("state: stop"))
+        let mpc = try Self.mpc(sock, ["status"])
+        #expect(mpc.status == 0 || Harness.which("mpc") == nil)
+        #expect(try d.request("ping").ok)
+        #expect(try d.stop() == 0)
+    }
+}
