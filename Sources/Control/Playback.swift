@@ -53,6 +53,7 @@ public final class Playback: Sendable {
     public let tags = TagCache()
     public let resolver: PathResolver
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
+    private let taps = Mutex<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
     let work = DispatchQueue(label: "backline.playback")
 
@@ -111,8 +112,18 @@ public final class Playback: Sendable {
     /// Stops calling an observer.
     public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
 
-    /// Reports `event` to every observer.
-    public func post(_ event: ControlEvent) { broadcaster.post(event) }
+    /// Calls `tap` with every event synchronously, on the thread that posts it, before any
+    /// observer: an event a command causes (volume, sleep) is seen before the command returns.
+    /// It must be quick and must not block (a protocol's fan-out enqueuing lines, say).
+    public func tap(_ tap: @escaping @Sendable (ControlEvent) -> Void) {
+        taps.withLock { $0.append(tap) }
+    }
+
+    /// Reports `event` to the taps, then to every observer.
+    public func post(_ event: ControlEvent) {
+        for t in taps.withLock({ $0 }) { t(event) }
+        broadcaster.post(event)
+    }
 
     private func queueEvent(_ e: PlayQueueEvent) {
         switch e {

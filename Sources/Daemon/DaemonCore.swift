@@ -108,6 +108,9 @@ public final class DaemonCore: Sendable {
         store = StateStore(path: config.stateFile)
         hooks = HookRunner(timeout: config.hookTimeout, logger: logger)
         playback.remote.receiveCommands(for: playback.session)
+        // Subscribers see each event as it is posted (before the reply of the command that
+        // caused it); saving, hooks and logging follow on the work queue.
+        playback.tap { [hub] e in hub.publish(e.kind, JSONCodec.fields(e)) }
         playback.addObserver(queue: work) { [weak self] e in self?.event(e) }
         playback.application.addSuspensionHook { [weak self] _ in self?.suspending() }
         do { try restore() } catch {
@@ -226,7 +229,6 @@ public final class DaemonCore: Sendable {
     // MARK: - Events: the subscribers, saving, hooks, logging
 
     private func event(_ e: ControlEvent) {
-        hub.publish(e.kind, JSONCodec.fields(e))
         switch e {
         case .state(let s):
             updateTicker(playing: s == .playing)
