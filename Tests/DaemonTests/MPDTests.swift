@@ -90,6 +90,13 @@ struct MPDTests {
         let abs = try Self.mpc("127.0.0.1", port: port, ["add", d.music + "/album/c.mp3"])
         #expect(abs.status != 0 && abs.stderr.contains("Access denied"), "\(abs.stderr)")
 
+        // searchplay: a search of the queue, then playid.
+        _ = try mpc("add", "album/c.mp3")
+        #expect(try mpc("searchplay", "filename", "c.mp3").contains("album/c.mp3\n[playing] #2/2"))
+        // No database yet: answered as an mpd without one.
+        let update = try Self.mpc(sock, ["update"])
+        #expect(update.status != 0 && update.stderr.contains("No database"), "\(update.stderr)")
+
         // Errors as mpc prints them; nothing changes.
         let missing = try Self.mpc(sock, ["add", "nothing.mp3"])
         #expect(missing.status != 0 && missing.stderr.contains("error adding nothing.mp3"), "\(missing.stderr)")

@@ -114,7 +114,7 @@ struct MPDProtocol: Sendable {
         "add", "addid", "clear", "close", "commands", "config", "consume", "crossfade", "currentsong", "decoders",
         "delete", "deleteid", "disableoutput", "enableoutput", "getvol", "idle", "lsinfo", "mixrampdb", "mixrampdelay",
         "move", "moveid", "next", "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid",
-        "playlistid", "playlistinfo", "plchanges", "plchangesposid", "previous", "random", "repeat",
+        "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous", "random", "repeat",
         "replay_gain_mode", "replay_gain_status", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
         "stop", "swap", "swapid", "tagtypes", "toggleoutput", "urlhandlers", "volume",
     ]
@@ -343,6 +343,26 @@ struct MPDProtocol: Sendable {
         case "lsinfo":
             try arity(0...1)
             return try lsinfo(args.first ?? "", state)
+        case "playlistfind", "playlistsearch":
+            // TAG VALUE pairs (`any` matches every tag and the file): exact for find, a
+            // case-insensitive substring for search, as mpd.
+            guard !args.isEmpty, args.count % 2 == 0 else { throw MPDError(.arg, "Incorrect number of filter arguments") }
+            let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
+            let entries = playback.queue.entries
+            return entries.enumerated().compactMap { i, e -> String? in
+                let item = playback.describe(e, index: i, current: false, read: true)
+                let fields: [String: String?] = ["artist": item.artist, "album": item.album, "title": item.title,
+                                                 "track": item.track.map(String.init), "file": relative(item.path)]
+                let matches = pairs.allSatisfy { tag, value in
+                    let candidates: [String] = tag == "any" ? fields.values.compactMap { $0 } : [fields[tag] ?? nil].compactMap { $0 }
+                    return candidates.contains { name == "playlistfind" ? $0 == value : $0.lowercased().contains(value.lowercased()) }
+                }
+                return matches ? song(item, state) : nil
+            }.joined()
+        case "update", "rescan", "find", "search", "findadd", "searchadd", "list", "count", "listall", "listallinfo",
+             "listplaylists", "listplaylist", "listplaylistinfo", "load", "save", "rm", "rename", "playlistadd",
+             "playlistdelete", "playlistmove", "playlistclear":
+            throw MPDError(.noExist, "No database")  // as an mpd without a database answers
         default:
             throw MPDError(.unknown, "unknown command \"\(name)\"")
         }
