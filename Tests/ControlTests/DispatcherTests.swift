@@ -13,12 +13,13 @@ import Testing
 /// typed replies, errors and events checked without a daemon, a socket or a sound server.
 @Suite("The command layer, in-process")
 struct DispatcherTests {
-    /// A playback on the null device with a music directory of three short tones.
+    /// A playback on the null device with a music directory of three tones: 2 s, 60 s, 2 s (the
+    /// null device plays as fast as it decodes: the long one stays current while a test pauses it).
     static func make() throws -> (CommandDispatcher, String) {
         let music = try Harness.makeTemporaryDirectory("backline-control").path
         try FileManager.default.createDirectory(atPath: music + "/album", withIntermediateDirectories: true)
         for (k, f) in [440.0, 660, 880].enumerated() {
-            let tone = try Fixtures.tone("control-\(k)", seconds: 2, frequency: f)
+            let tone = try Fixtures.tone("control-\(k)", seconds: k == 1 ? 60 : 2, frequency: f)
             try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/album/\(k).mp3")
         }
         let playback = try Playback(configuration: PlaybackConfiguration(
@@ -46,7 +47,7 @@ struct DispatcherTests {
         #expect(ids.count == 3 && skipped.isEmpty)
         guard case .success(.queue(let listing)) = d.execute(ListCommand()) else { Issue.record("list failed"); return }
         #expect(listing.items.map(\.id) == ids && listing.items.map(\.title) == ["0.mp3", "1.mp3", "2.mp3"])
-        #expect(listing.items.allSatisfy { abs(($0.duration ?? 0) - 2) < 0.05 }, "exact durations: \(listing.items.map(\.duration))")
+        #expect(zip(listing.items, [2.0, 60, 2]).allSatisfy { abs(($0.duration ?? 0) - $1) < 0.05 }, "exact durations: \(listing.items.map(\.duration))")
         #expect(events.wait { $0 == .queue(version: listing.version, count: 3) })
         #expect(ControlEvent.queue(version: 1, count: 3).subsystems == .playlist)
 
