@@ -351,7 +351,8 @@ final class PulseStream: @unchecked Sendable {
         Self.release(mainloop, userdata, [notifyFD, notifyWriteFD])
     }
 
-    /// Whether a server answers (connects and disconnects at once, from the calling thread).
+    /// Whether a server answers within a second (connects and disconnects at once, from the
+    /// calling thread; a server that accepts but never answers, stopped say, counts as absent).
     static func probe() -> Bool {
         guard let m = pa_mainloop_new() else { return false }
         defer { pa_mainloop_free(m) }
@@ -359,11 +360,13 @@ final class PulseStream: @unchecked Sendable {
         defer { pa_context_unref(c) }
         guard pa_context_connect(c, nil, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { return false }
         defer { pa_context_disconnect(c) }
-        for _ in 0..<200 {
+        let deadline = monotonicNanos() + 1_000_000_000
+        while monotonicNanos() < deadline {
             let st = pa_context_get_state(c)
             if st == PA_CONTEXT_READY { return true }
             if st == PA_CONTEXT_FAILED || st == PA_CONTEXT_TERMINATED { return false }
-            pa_mainloop_iterate(m, 1, nil)
+            // One bounded wait (50 ms) for the server, then the state again.
+            guard pa_mainloop_prepare(m, 50_000) >= 0, pa_mainloop_poll(m) >= 0, pa_mainloop_dispatch(m) >= 0 else { return false }
         }
         return false
     }

@@ -58,6 +58,7 @@ public final class ControlServer: Sendable {
             channels.withLock { $0.append(t) }
             logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
         }
+        _ = MPDProtocol.started  // `stats` counts uptime from here
         for addr in config.mpdListen {
             let c: any Channel
             if addr.hasPrefix("/") {
@@ -163,9 +164,8 @@ public final class ControlServer: Sendable {
                     if mpd { return channel.close() }  // mpd closes too: its clients expect no JSON
                     return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(max) connections"))
                 }
-                if mpd, tcp {
-                    // MPD over TCP: loopback, or `mpd-password` first (then only ping and password).
-                    return accept(channel, core: core, needsToken: config.mpdPassword != nil, mpd: true)
+                if mpd, tcp, config.mpdPassword == nil {
+                    return accept(channel, core: core, needsToken: false, mpd: true)  // loopback only (validated)
                 }
                 if tcp {
                     // Unauthenticated TCP connections have their own, small cap: however many a
@@ -179,10 +179,11 @@ public final class ControlServer: Sendable {
                     if waiting > config.maxUnauthenticated {
                         logger.warning("connection refused: too many unauthenticated TCP connections",
                                        metadata: ["max": "\(config.maxUnauthenticated)"])
+                        if mpd { return channel.close() }
                         return refuse(channel, ProtocolError("too-many-connections",
                                                              "at most \(config.maxUnauthenticated) TCP connections may wait to authenticate"))
                     }
-                    return accept(channel, core: core, needsToken: true, authenticated: release)
+                    return accept(channel, core: core, needsToken: true, mpd: mpd, authenticated: release)
                 }
                 guard let provider = channel as? any SocketOptionProvider else { return accept(channel, core: core, needsToken: false) }
                 let peer: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
@@ -239,8 +240,13 @@ public final class ControlServer: Sendable {
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
             if mpd {
                 let local = channel.localAddress?.protocol == .unix
-                try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(codec: MPDProtocol(core: core), client: client,
-                                                                                    local: local, logger: logger))
+                let failures = tokenFailures, logger = logger
+                let peer = channel.remoteAddress.map { "\($0)" } ?? "?"
+                let codec = MPDProtocol(core: core, wrongPassword: { failures.record(from: peer, logger: logger) },
+                                        passwordAccepted: authenticated)
+                try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
+                    codec: codec, client: client, local: local, logger: logger,
+                    authTimeout: needsToken ? config.authTimeout : nil))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
             try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger,

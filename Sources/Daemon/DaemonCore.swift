@@ -206,7 +206,9 @@ public final class DaemonCore: Sendable {
             // Before authentication only `auth` is looked at (a malformed request is still said to be one).
             let refusal = error.code != "invalid-request" && client.needsToken && !client.authenticated
                 && request["command"]?.string != "auth" ? Self.authFirst : error
-            return PreparedRequest(offLoop: false, presentsToken: false) { Self.errorReply(id, refusal) }
+            // A malformed `auth` still counts as a try (delayed, closed, logged).
+            let presents = request["command"]?.string == "auth"
+            return PreparedRequest(offLoop: false, presentsToken: presents) { Self.errorReply(id, refusal) }
         }
         let d = command.descriptor
         let dispatcher = dispatcher

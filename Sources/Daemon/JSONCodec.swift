@@ -23,11 +23,13 @@ public enum JSONCodec {
         guard let d = CommandTable.descriptor(name) else {
             throw ProtocolError("unknown-command", "unknown command \"\(name)\" (try \"help\")")
         }
+        // Unknown members first (whatever their place), then the types of the known ones.
+        if let extra = members.first(where: { $0.0 != "id" && $0.0 != "command" && d.argument($0.0) == nil })?.0 {
+            throw .badArgument("\(name): unknown argument \"\(extra)\"")
+        }
         var values: [String: ArgumentValue] = [:]
-        for (key, value) in members where key != "id" && key != "command" {
-            guard let spec = d.argument(key) else { throw .badArgument("\(name): unknown argument \"\(key)\"") }
-            if value == .null { continue }
-            values[key] = try argument(value, spec)
+        for (key, value) in members where key != "id" && key != "command" && value != .null {
+            if let spec = d.argument(key) { values[key] = try argument(value, spec) }
         }
         do throws(CommandError) {
             return try d.make(Arguments(values))

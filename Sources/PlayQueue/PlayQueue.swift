@@ -264,6 +264,7 @@ public final class PlayQueue: Sendable {
 
     /// Plays: resumes when paused; when stopped, starts the current entry (or the first) from its start.
     public func play() throws(PlayQueueError) {
+        try refuseWhileOutputIsGone()
         try state.withLock { s throws(PlayQueueError) in
             if s.stopped || s.fed.isEmpty {
                 let start = s.current ?? order(s).first { failure($0, s) == nil } ?? order(s).first
@@ -281,11 +282,23 @@ public final class PlayQueue: Sendable {
     /// Throws when the player could not play because its device is still gone.
     private func checkOutput() throws(PlayQueueError) {
         guard player.rate == 0, let e = player.outputError else { return }
-        throw PlayQueueError(code: .outputUnavailable, message: "\(e.function) is unavailable (\(e.message)): paused where it stopped")
+        throw Self.outputUnavailable(e)
+    }
+
+    /// Before anything changes: a device that failed and is still gone refuses `play` (the
+    /// queue stays as it is, paused where it was heard).
+    private func refuseWhileOutputIsGone() throws(PlayQueueError) {
+        guard let e = player.outputError, !player.outputIsBack() else { return }
+        throw Self.outputUnavailable(e)
+    }
+
+    private static func outputUnavailable(_ e: ALSAError) -> PlayQueueError {
+        PlayQueueError(code: .outputUnavailable, message: "\(e.function) is unavailable (\(e.message)): paused where it stopped")
     }
 
     /// Plays the entry `id` from its start (a failed entry is retried).
     public func play(id: Int) throws(PlayQueueError) {
+        try refuseWhileOutputIsGone()
         try state.withLock { s throws(PlayQueueError) in
             guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
             s.entries[i].failure = nil

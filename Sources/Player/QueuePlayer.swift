@@ -255,6 +255,13 @@ public final class QueuePlayer: Sendable {
     /// position of the same item.
     public var outputError: ALSAError? { state.withLock { $0.outputLost } }
 
+    /// After a device failure, whether the device opens again now (a probe, off the player's
+    /// lock: at most a second for a sound server that does not answer); true when nothing failed.
+    public func outputIsBack() -> Bool {
+        guard outputError != nil else { return true }
+        return engine.probeDevice().available
+    }
+
     /// Whether playback is advancing, waiting, or paused.
     public var timeControlStatus: TimeControlStatus { state.withLock { $0.status } }
 

@@ -92,7 +92,7 @@ struct DispatcherTests {
         d.playback.shutdown()
     }
 
-    @Test("permissions: a connection that needs a token may only ping and auth until it presents the right one; subscribe records the kinds")
+    @Test("permissions: a connection that needs a token may only auth until it presents the right one; subscribe records the kinds")
     func connection() throws {
         let (d, _) = try Self.make()
         final class Remote: ConnectionContext {
@@ -109,7 +109,7 @@ struct DispatcherTests {
         }
         let c = Remote()
         #expect(d.execute(StatusCommand(), from: c) == .failure(.unauthorized("authenticate first")))
-        #expect(d.execute(PingCommand(), from: c) == .success(.pong))
+        #expect(d.execute(PingCommand(), from: c) == .failure(.unauthorized("authenticate first")), "not even ping (the JSON protocol's rule)")
         #expect(d.execute(AuthCommand(token: "guess"), from: c) == .failure(.unauthorized("wrong token")))
         #expect(d.execute(AuthCommand(token: "secret"), from: c) == .success(.none) && c.authenticated)
         #expect(d.execute(SubscribeCommand(kinds: ["volume", "state"]), from: c) == .success(.subscribed(["state", "volume"])))

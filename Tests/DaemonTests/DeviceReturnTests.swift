@@ -45,9 +45,11 @@ struct DeviceReturnTests {
         let refused = try c.request("play")
         #expect(refused.errorCode == "output-unavailable", "\(refused.text)")
         #expect(refused["error"]?["message"]?.string?.contains("paused where it stopped") == true, "\(refused.text)")
+        let other = try c.request("play", [("item", .int(ids[1]))])
+        #expect(other.errorCode == "output-unavailable", "\(other.text)")
         Thread.sleep(forTimeInterval: 0.7)
         let down = try c.request("status")
-        #expect(down["state"] == "paused" && down["current"]?["id"]?.int == ids[0], "\(down.text)")
+        #expect(down["state"] == "paused" && down["current"]?["id"]?.int == ids[0], "a refused play changes nothing: \(down.text)")
         let pausedAt = try #require(down["elapsed"]?.number)
 
         // The server comes back; `play` goes on with the same item.

@@ -221,12 +221,25 @@ struct MPDTests {
         // 10 MB without a newline: cut off with an ACK.
         let long = try session(Array(repeating: UInt8(ascii: "a"), count: 10 << 20))
         #expect(long.contains("ACK [2@0] {} line too long"), "\(long.prefix(200))")
+        // Numbers past any queue: an ACK, never a trap.
+        #expect(try session(Array("playlistinfo 9223372036854775807\n".utf8)).contains("ACK [2@0] {playlistinfo} Bad song index"))
+        #expect(try session(Array("move 0 9223372036854775807\n".utf8)).contains("ACK [2@0] {move}"))
+        #expect(try session(Array("addid \"album/a.mp3\" +9223372036854775807\n".utf8)).contains("ACK [2@0] {addid}"))
+        // Ranges as mpd reads them: an open or over-long end is the queue's length; a block
+        // moved down keeps its order.
+        _ = try session(Array("command_list_begin\nadd album\nadd short\ncommand_list_end\n".utf8))
+        let open3 = try session(Array("playlistinfo 3:\n".utf8))
+        #expect(open3.components(separatedBy: "file: ").count - 1 == 3 && open3.contains("file: short/1.mp3"), "\(open3)")
+        #expect(try session(Array("playlistinfo 4:99\n".utf8)).components(separatedBy: "file: ").count - 1 == 2)
+        _ = try session(Array("move 0:2 3\n".utf8))
+        let moved = try session(Array("playlistinfo\n".utf8)).split(separator: "\n").filter { $0.hasPrefix("file: ") }
+        #expect(moved == ["file: album/c.mp3", "file: short/1.mp3", "file: short/2.mp3", "file: album/a.mp3", "file: album/b.mp3", "file: short/3.mp3"], "\(moved)")
         // Binary garbage: answered or closed, never a crash.
         _ = try? session((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) } + [10])
         // A list that never ends holds only its own connection.
         let open = try ControlClient(socketPath: sock)
         try open.sendRaw(Array("command_list_begin\nstatus\n".utf8))
-        #expect(try session(Array("status\n".utf8)).contains("state: stop"))
+        #expect(try session(Array("status\n".utf8)).contains("playlistlength: 6"))
         let mpc = try Self.mpc(sock, ["status"])
         #expect(mpc.status == 0 || Harness.which("mpc") == nil)
         #expect(try d.request("ping").ok)

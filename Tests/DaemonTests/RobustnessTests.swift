@@ -192,6 +192,8 @@ struct RobustnessTests {
         let c = try TCPLineClient(port: port)
         var r = try c.send("{\"id\":1,\"command\":\"status\"}")
         #expect(r.errorCode == "unauthorized")
+        r = try c.send("{\"id\":1,\"command\":\"ping\"}")
+        #expect(r.errorCode == "unauthorized", "not even ping: \(r.text)")
         // A wrong token: answered a second later, then the connection is closed.
         let t0 = Date()
         r = try c.send("{\"id\":2,\"command\":\"auth\",\"token\":\"guess\"}")

@@ -18,7 +18,7 @@ public struct NowPlayingCommand: ControlCommand {
 }
 
 public struct PingCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "ping", .info, "Answers pong.", permission: .anyone, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, "ping", .info, "Answers pong.", wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply { .pong }

@@ -29,8 +29,14 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private var queued: [ByteBuffer] = []
     private var closing = false
 
-    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger) {
+    /// Seconds a client that must give the password has to give it.
+    private let authTimeout: Double?
+    /// The most commands a list may hold (a list that never ends cannot grow without bound).
+    static let maxListCommands = 10_000
+
+    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, authTimeout: Double? = nil) {
         self.codec = codec
+        self.authTimeout = authTimeout
         self.client = client
         self.state = MPDClientState(local: local)
         self.logger = logger
@@ -40,6 +46,14 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     func channelActive(context: ChannelHandlerContext) {
         write("OK MPD \(MPDProtocol.version)\n", context: context)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        if let authTimeout {
+            context.eventLoop.scheduleTask(in: .nanoseconds(Int64(authTimeout * 1e9))) {
+                let (handler, context) = bound.value
+                guard !handler.client.authenticated, !handler.closing else { return }
+                handler.logger.info("MPD client did not give the password in time; closed", metadata: ["client": "\(handler.client.id)"])
+                handler.close(context: context)
+            }
+        }
         let loop = context.eventLoop
         observer = codec.playback.addObserver(queue: work) { event in
             let changed = event.subsystems
@@ -102,6 +116,11 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 list = nil
                 write("ACK [\(MPDAck.unknown.rawValue)@\(l.commands.count)] {} unknown command \"\(name)\"\n", context: context)
             default:
+                guard l.commands.count < Self.maxListCommands else {
+                    list = nil
+                    write("ACK [\(MPDAck.arg.rawValue)@\(l.commands.count)] {} command list too long (at most \(Self.maxListCommands))\n", context: context)
+                    return
+                }
                 l.commands.append(words)
                 list = l
             }

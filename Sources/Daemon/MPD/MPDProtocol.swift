@@ -48,6 +48,10 @@ final class MPDClientState: @unchecked Sendable {
 /// Commands that only read (status, songs, outputs) read the ``Playback`` façade.
 struct MPDProtocol: Sendable {
     let core: DaemonCore
+    /// Told of every wrong password (the server logs them, rate-limited).
+    var wrongPassword: @Sendable () -> Void = {}
+    /// Told when the password is accepted (the connection no longer counts as unauthenticated).
+    var passwordAccepted: @Sendable () -> Void = {}
     var playback: Playback { core.playback }
     var dispatcher: CommandDispatcher { core.dispatcher }
 
@@ -136,8 +140,12 @@ struct MPDProtocol: Sendable {
         case "password":
             try arity(1...1)
             guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(args[0], want) else {
+                // A guess costs a second on this connection (its serial queue), and is logged.
+                wrongPassword()
+                Thread.sleep(forTimeInterval: 1)
                 throw MPDError(.password, "incorrect password")
             }
+            if !state.passwordGiven { passwordAccepted() }
             state.passwordGiven = true
             connection.authenticated = true
             return ""
@@ -150,7 +158,9 @@ struct MPDProtocol: Sendable {
             return song(playback.describe(c, index: i, current: true, read: true), state)
         case "playlistinfo":
             try arity(0...1)
-            return try songs(in: args.first.map(range) ?? nil, state)
+            let n = playback.queue.entries.count
+            guard let a = args.first else { return try songs(in: nil, state) }
+            return try songs(in: try range(a, count: n, clamp: true), state)
         case "playlistid":
             try arity(0...1)
             guard let a = args.first else { return try songs(in: nil, state) }
@@ -163,7 +173,8 @@ struct MPDProtocol: Sendable {
             let version = try integer(args[0])
             guard version < playback.queue.version || version > playback.queue.version else { return "" }
             // Positions are not tracked per version: every song in the range counts as changed.
-            if name == "plchanges" { return try songs(in: args.count > 1 ? try range(args[1]) : nil, state) }
+            let n = playback.queue.entries.count
+            if name == "plchanges" { return try songs(in: args.count > 1 ? try range(args[1], count: n, clamp: true) : nil, state) }
             return playback.queue.entries.enumerated().map { "cpos: \($0.offset)\nId: \($0.element.id)\n" }.joined()
 
         case "play":
@@ -278,7 +289,7 @@ struct MPDProtocol: Sendable {
 
         case "add", "addid":
             try arity(1...2)
-            let position = try args.count > 1 ? integer(args[1]) : nil
+            let position = try args.count > 1 ? self.position(args[1]) : nil
             let reply = try run(AddCommand(paths: [try uri(args[0], state)], position: position))
             guard case .added(let ids, _) = reply else { return "" }
             return name == "addid" ? ids.first.map { "Id: \($0)\n" } ?? "" : ""
@@ -297,13 +308,16 @@ struct MPDProtocol: Sendable {
             try arity(2...2)
             let entries = playback.queue.entries
             let r = try range(args[0], count: entries.count)
-            let to = try integer(args[1])
-            guard to >= 0, to + r.count <= entries.count else { throw MPDError(.arg, "Bad song index") }
-            for (k, e) in entries[r].enumerated() { _ = try run(MoveCommand(id: e.id, position: to + k)) }
+            let to = try position(args[1])
+            guard to >= 0, to <= entries.count - r.count else { throw MPDError(.arg, "Bad song index") }
+            // The block ends up starting at `to`: moved one by one, the last first when it moves
+            // down (each move takes the item out before putting it back).
+            let moves = Array(entries[r].enumerated())
+            for (k, e) in to > r.lowerBound ? moves.reversed() : moves { _ = try run(MoveCommand(id: e.id, position: to + k)) }
             return ""
         case "moveid":
             try arity(2...2)
-            let to = try integer(args[1])
+            let to = try position(args[1])
             guard to >= 0, to < playback.queue.entries.count else { throw MPDError(.arg, "Bad song index") }
             _ = try run(MoveCommand(id: try integer(args[0]), position: to))
             return ""
@@ -368,6 +382,7 @@ struct MPDProtocol: Sendable {
         }
     }
 
+    /// When the daemon started serving (read first when the MPD listeners open).
     static let started = ProcessInfo.processInfo.systemUptime
 
     // MARK: - Through the command layer
@@ -438,9 +453,7 @@ struct MPDProtocol: Sendable {
     private func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> String {
         let entries = playback.queue.entries
         let current = playback.queue.current?.id
-        let bounds = r ?? 0..<entries.count
-        guard bounds.lowerBound >= 0, bounds.upperBound <= entries.count || r == nil else { throw MPDError(.arg, "Bad song index") }
-        return bounds.clamped(to: 0..<entries.count).map { i in
+        return (r ?? 0..<entries.count).clamped(to: 0..<entries.count).map { i in
             song(playback.describe(entries[i], index: i, current: entries[i].id == current, read: true), state)
         }.joined()
     }
@@ -500,22 +513,30 @@ struct MPDProtocol: Sendable {
         }
     }
 
-    /// `POS`, `START:END` or `START:` (END excluded).
-    private func range(_ s: String) throws(MPDError) -> Range<Int>? {
-        try range(s, count: Int.max)
-    }
-
-    private func range(_ s: String, count: Int) throws(MPDError) -> Range<Int> {
+    /// `POS`, `START:END` or `START:` (END excluded) in a queue of `count` songs. With `clamp`
+    /// (listings, as mpd), an END past the queue is its length; otherwise it is an error.
+    private func range(_ s: String, count: Int, clamp: Bool = false) throws(MPDError) -> Range<Int> {
         if let colon = s.firstIndex(of: ":") {
             let a = try integer(String(s[..<colon]))
             let rest = String(s[s.index(after: colon)...])
-            let b = rest.isEmpty ? count : try integer(rest)
-            guard a >= 0, b >= a, count == Int.max || b <= count else { throw MPDError(.arg, "Bad song index") }
+            var b = rest.isEmpty ? count : try integer(rest)
+            if clamp { b = min(b, count) }
+            guard a >= 0, b >= a, b <= count else { throw MPDError(.arg, "Bad song index") }
             return a..<b
         }
         let p = try integer(s)
-        guard p >= 0, count == Int.max || p < count else { throw MPDError(.arg, "Bad song index") }
+        guard p >= 0, p < count else { throw MPDError(.arg, "Bad song index") }
         return p..<(p + 1)
+    }
+
+    /// A target position: absolute, or `+N`/`-N` relative to the current song (after it / before
+    /// it, as mpd 0.23).
+    private func position(_ s: String) throws(MPDError) -> Int {
+        let n = try integer(s)
+        guard abs(n) <= 1 << 40 else { throw MPDError(.arg, "Bad song index") }  // (no overflow below)
+        guard s.hasPrefix("+") || s.hasPrefix("-") else { return n }
+        guard let current = playback.queue.currentIndex else { throw MPDError(.arg, "No current song") }
+        return s.hasPrefix("+") ? current + 1 + n : current + n  // (n ≤ 0 for "-N")
     }
 
     private func id(atPosition pos: Int) throws(MPDError) -> Int {
