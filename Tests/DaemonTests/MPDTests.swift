@@ -199,6 +199,23 @@ struct MPDTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command")
+    func password() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let port = Self.port() + 4
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground + "mpd-password = open-sesame\n")
+        try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
+        let none = try Self.mpc("127.0.0.1", port: port, ["status"])
+        #expect(none.status != 0 && none.stderr.contains("you don't have permission for \"status\""), "\(none.stderr)")
+        let t0 = Date()
+        let wrong = try Self.mpc("guess@127.0.0.1", port: port, ["status"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("incorrect password") && Date().timeIntervalSince(t0) >= 0.9, "\(wrong.stderr)")
+        let right = try Self.mpc("open-sesame@127.0.0.1", port: port, ["status"])
+        #expect(right.status == 0 && right.stdoutText.contains("volume:"), "\(right.stderr)")
+        #expect(d.log().contains("wrong TCP token"), "guesses are logged")
+        #expect(try d.stop() == 0)
+    }
+
     @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a list that never ends: an ACK or a closed connection, and everyone else is served")
     func badInput() throws {
         let (d, sock) = try Self.daemon(port: Self.port() + 3)
