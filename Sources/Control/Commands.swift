@@ -23,6 +23,8 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
     case sessionError(String)
     /// Authenticate first, or a wrong token.
     case unauthorized(String)
+    /// Something of that name exists already (a stored playlist).
+    case exists(String)
     /// Anything else that failed.
     case failed(String)
 
@@ -40,6 +42,7 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupported: "unsupported"
         case .sessionError: "session-error"
         case .unauthorized: "unauthorized"
+        case .exists: "exists"
         case .failed: "command-failed"
         }
     }
@@ -49,7 +52,7 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unknownCommand(let m), .badArgument(let m), .noSuchItem(let m), .notPlaying(let m), .emptyQueue(let m),
              .outputUnavailable(let m), .notFound(let m), .forbidden(let m), .unsupported(let m), .sessionError(let m),
-             .unauthorized(let m), .failed(let m):
+             .unauthorized(let m), .exists(let m), .failed(let m):
             m
         }
     }
@@ -97,7 +100,7 @@ public struct Arguments: Sendable, Equatable {
 
 /// The area a command belongs to (its handlers live in one file per area).
 public enum CommandArea: String, Sendable {
-    case transport, queue, mixer, options, session, sleep, info, connection
+    case transport, queue, playlists, mixer, options, session, sleep, info, connection
 }
 
 /// Who may run a command.
@@ -171,7 +174,11 @@ public enum CommandTable {
         NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
         RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, RateCommand.descriptor,
         AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor,
-        ClearCommand.descriptor, ListCommand.descriptor, StatusCommand.descriptor, NowPlayingCommand.descriptor,
+        ClearCommand.descriptor, ListCommand.descriptor,
+        SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,
+        PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,
+        PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor,
+        StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
         SleepCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,
         PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,

@@ -54,11 +54,13 @@ public enum ControlEvent: Sendable, Equatable {
     case sleep(SleepEvent)
     case hook(name: String, status: Int32?)
     case shutdown
+    /// A stored playlist was saved, changed, renamed or deleted.
+    case playlists(name: String)
 
     /// Every kind, as clients subscribe to them.
     public static let kinds: [String] = [
         "state", "current", "queue", "modes", "failed", "seeked", "position", "volume",
-        "session", "lifecycle", "sleep", "hook", "shutdown",
+        "session", "lifecycle", "sleep", "hook", "shutdown", "playlists",
     ]
 
     /// This event's kind.
@@ -77,6 +79,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .sleep: "sleep"
         case .hook: "hook"
         case .shutdown: "shutdown"
+        case .playlists: "playlists"
         }
     }
 
@@ -96,6 +99,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .sleep: .sleep
         case .hook, .shutdown: .daemon
         case .position: .position
+        case .playlists: .storedPlaylist
         }
     }
 }

@@ -22,10 +22,12 @@ public struct PlaybackConfiguration: Sendable {
     public var allowAbsolutePaths: Bool
     /// Where the audio-session registry lives (nil: the default).
     public var registryDirectory: String?
+    /// Where stored playlists live (nil: none can be stored).
+    public var playlistDirectory: String?
 
     public init(device: String, bufferMilliseconds: Int = 200, category: SessionCategory = .playback,
                 backgroundGrace: Double = 5, musicDirectory: String, allowAbsolutePaths: Bool = false,
-                registryDirectory: String? = nil) {
+                registryDirectory: String? = nil, playlistDirectory: String? = nil) {
         self.device = device
         self.bufferMilliseconds = bufferMilliseconds
         self.category = category
@@ -33,6 +35,7 @@ public struct PlaybackConfiguration: Sendable {
         self.musicDirectory = musicDirectory
         self.allowAbsolutePaths = allowAbsolutePaths
         self.registryDirectory = registryDirectory
+        self.playlistDirectory = playlistDirectory
     }
 }
 
@@ -52,6 +55,8 @@ public final class Playback: Sendable {
     public let remote: RemoteCommandCenter
     public let tags = TagCache()
     public let resolver: PathResolver
+    /// Stored playlists (nil without a playlist directory).
+    public let playlists: PlaylistStore?
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
     private let taps = Mutex<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
@@ -93,6 +98,7 @@ public final class Playback: Sendable {
         }
         remote = RemoteCommandCenter()
         resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
+        playlists = configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
         _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
         _ = application.addObserver(queue: work) { [weak self] e in

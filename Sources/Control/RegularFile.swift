@@ -60,3 +60,53 @@ public func readRegularFile(_ path: String, limit: Int) -> Result<Data, FileErro
     guard ok else { return .failure(FileError(path: path, code: errno, message: "cannot read")) }
     return .success(data.prefix(off))
 }
+
+/// Writes `data` to `path` so that a crash at any moment leaves either the old file or the new
+/// one, never a torn one: a temporary file in the same directory (mode 0600), fsync'ed, renamed
+/// over `path`, and the directory fsync'ed.
+public func writeFileAtomically(_ data: Data, to path: String) throws(FileError) {
+    let dir = (path as NSString).deletingLastPathComponent
+    let tmp = path + ".tmp-\(getpid())"
+    let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw FileError(path: tmp, code: errno, message: "cannot create") }
+    var ok = data.withUnsafeBytes { raw -> Bool in
+        var off = 0
+        while off < raw.count {
+            let n = write(fd, raw.baseAddress! + off, raw.count - off)
+            if n < 0 { if errno == EINTR { continue }; return false }
+            off += n
+        }
+        return true
+    }
+    let writeErrno = errno
+    if ok, fsync(fd) != 0 { ok = false }
+    close(fd)
+    guard ok else {
+        unlink(tmp)
+        throw FileError(path: tmp, code: writeErrno, message: "cannot write")
+    }
+    guard rename(tmp, path) == 0 else {
+        let e = errno
+        unlink(tmp)
+        throw FileError(path: path, code: e, message: "cannot rename into place")
+    }
+    let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dfd >= 0 {
+        fsync(dfd)
+        close(dfd)
+    }
+}
+
+/// Creates `dir` and its missing parents (mode 0700), reporting the errno of the step that
+/// failed (`ENOTDIR` when a part is a file).
+public func makeDirectories(_ dir: String) throws(FileError) {
+    var path = dir.hasPrefix("/") ? "" : "."
+    for part in dir.split(separator: "/") {
+        path += "/" + part
+        if mkdir(path, 0o700) == 0 { continue }
+        let e = errno
+        var st = stat()
+        guard e == EEXIST, stat(path, &st) == 0 else { throw FileError(path: path, code: e, message: "cannot create the directory") }
+        guard st.st_mode & S_IFMT == S_IFDIR else { throw FileError(path: path, code: ENOTDIR, message: "cannot create the directory") }
+    }
+}

@@ -20,6 +20,12 @@ public struct QueueItem: Sendable, Equatable {
     public var isCurrent: Bool?
     /// Why it cannot play, when it cannot.
     public var error: String?
+
+    public init(id: Int, index: Int? = nil, path: String, title: String, artist: String? = nil, album: String? = nil,
+                track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil) {
+        (self.id, self.index, self.path, self.title, self.artist, self.album) = (id, index, path, title, artist, album)
+        (self.track, self.duration, self.isCurrent, self.error) = (track, duration, isCurrent, error)
+    }
 }
 
 /// The queue: its version (bumped at every change), the current item, every item in order.
@@ -113,6 +119,10 @@ public enum Reply: Sendable, Equatable {
     /// An item's new index.
     case index(Int)
     case queue(QueueListing)
+    /// The stored playlists.
+    case playlists([PlaylistStore.Info])
+    /// A stored playlist's entries (relative to the music directory, or absolute).
+    case playlistEntries([String])
     case status(StatusSnapshot)
     case nowPlaying(NowPlayingSnapshot?)
     case volume(VolumeState)

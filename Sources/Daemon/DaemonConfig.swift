@@ -15,6 +15,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var allowAbsolutePaths = false
     /// The saved state (`$XDG_STATE_HOME/backline/state.json`).
     public var stateFile: String
+    /// Stored playlists, one M3U file each (default: `$XDG_STATE_HOME/backline/playlists`).
+    public var playlistDirectory: String?
     /// ALSA device name.
     public var device = "default"
     /// Device buffer in milliseconds.
@@ -135,6 +137,7 @@ public struct DaemonConfig: Sendable, Equatable {
         case "music-dir", "music-directory": musicDirectory = path
         case "allow-absolute-paths": allowAbsolutePaths = try flag()
         case "state-file": stateFile = path
+        case "playlist-dir": playlistDirectory = path
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
         case "restore":

@@ -96,7 +96,9 @@ public final class DaemonCore: Sendable {
                 device: config.device, bufferMilliseconds: config.bufferMilliseconds,
                 category: SessionCategory(rawValue: config.category) ?? .playback, backgroundGrace: config.backgroundGrace,
                 musicDirectory: config.musicDirectory, allowAbsolutePaths: config.allowAbsolutePaths,
-                registryDirectory: registryDirectory))
+                registryDirectory: registryDirectory,
+                playlistDirectory: config.playlistDirectory
+                    ?? ((config.stateFile as NSString).deletingLastPathComponent + "/playlists")))
         } catch {
             throw ProtocolError("bad-config", error.message)
         }

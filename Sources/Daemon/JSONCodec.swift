@@ -122,6 +122,9 @@ public enum JSONCodec {
         case .index(let i): [("index", .int(i))]
         case .queue(let q):
             [("version", .int(q.version)), ("current", q.current.map(JSON.int) ?? .null), ("items", .array(q.items.map { .object(fields($0)) }))]
+        case .playlists(let all):
+            [("playlists", .array(all.map { .object([("name", .string($0.name)), ("modified", .string(iso8601($0.modified)))]) }))]
+        case .playlistEntries(let entries): [("items", .array(entries.map(JSON.string)))]
         case .status(let s): fields(s)
         case .nowPlaying(let n): n.map(fields) ?? [("info", .null)]
         case .volume(let v): fields(v)
@@ -259,6 +262,7 @@ public enum JSONCodec {
             }
         case .hook(let name, let status): [("hook", .string(name)), ("status", status.map { .int(Int($0)) } ?? .null)]
         case .shutdown: []
+        case .playlists(let name): [("name", .string(name))]
         }
     }
 
@@ -277,6 +281,14 @@ public enum JSONCodec {
     }
 
     // MARK: - Numbers
+
+    /// A date as ISO 8601 in UTC (`2026-11-23T15:04:05Z`), as MPD's `Last-Modified`.
+    static func iso8601(_ d: Date) -> String {
+        var t = time_t(d.timeIntervalSince1970)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+    }
 
     /// Seconds, rounded to the millisecond.
     static func ms(_ t: Double) -> JSON { .number((t * 1000).rounded() / 1000) }

@@ -82,40 +82,12 @@ public struct StateStore: Sendable {
     /// Writes `state` atomically.
     public func save(_ state: SavedState) throws(StateFileError) {
         let dir = (path as NSString).deletingLastPathComponent
-        try Self.makeDirectory(dir)
+        try makeDirectories(dir)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let data: Data
         do { data = try encoder.encode(state) } catch { throw StateFileError(path: path, code: 0, message: "cannot encode: \(error)") }
-        let tmp = path + ".tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StateFileError(path: tmp, code: errno, message: "cannot create") }
-        var ok = data.withUnsafeBytes { raw -> Bool in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                off += n
-            }
-            return true
-        }
-        let writeErrno = errno
-        if ok, fsync(fd) != 0 { ok = false }
-        close(fd)
-        guard ok else {
-            unlink(tmp)
-            throw StateFileError(path: tmp, code: writeErrno, message: "cannot write")
-        }
-        guard rename(tmp, path) == 0 else {
-            let e = errno
-            unlink(tmp)
-            throw StateFileError(path: path, code: e, message: "cannot rename into place")
-        }
-        let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            fsync(dfd)
-            close(dfd)
-        }
+        try writeFileAtomically(data, to: path)
     }
 
     /// The outcome of ``load()``.
@@ -189,20 +161,6 @@ public struct StateStore: Sendable {
         case DecodingError.typeMismatch(_, let c): return "wrong type at \(at(c.codingPath))"
         case DecodingError.valueNotFound(_, let c): return "missing value at \(at(c.codingPath))"
         default: return "\(error)"
-        }
-    }
-
-    /// Creates `dir` and its parents (mode 0700 for the ones it creates), reporting the real
-    /// reason when it cannot (a parent that is a file: "Not a directory").
-    static func makeDirectory(_ dir: String) throws(StateFileError) {
-        var path = dir.hasPrefix("/") ? "" : "."
-        for part in dir.split(separator: "/") {
-            path += "/" + part
-            if mkdir(path, 0o700) == 0 { continue }
-            let e = errno
-            var st = stat()
-            guard e == EEXIST, stat(path, &st) == 0 else { throw StateFileError(path: path, code: e, message: "cannot create the directory") }
-            guard st.st_mode & S_IFMT == S_IFDIR else { throw StateFileError(path: path, code: ENOTDIR, message: "cannot create the directory") }
         }
     }
 }

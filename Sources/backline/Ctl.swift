@@ -18,6 +18,9 @@ struct Ctl: ParsableCommand {
               session [--category C] [--options a,b] [--silent-switch on|off] [--screen-lock on|off]
               lifecycle [foreground|background]
               sleep MINUTES [--fade S] | sleep --end-of-item | sleep --cancel | sleep
+              save NAME                 load NAME             playlists            playlist NAME
+              playlist-add NAME PATH…   playlist-delete NAME INDEX   playlist-move NAME FROM TO
+              playlist-clear NAME       playlist-remove NAME         playlist-rename NAME NEW
               watch [KIND…]             ping | version | help | send JSON
 
             Output is for people by default; --json prints the daemon's reply as is. Exit \
@@ -190,7 +193,26 @@ struct Ctl: ParsableCommand {
             if let m = a.first { values["minutes"] = .number(try number(m)) }
             return try make("sleep", values)
         case "send": return nil
-        default: return try make(command, [:])  // any other command, without arguments
+        default:
+            // Any other command: its arguments in the table's order, each read as its type
+            // (the last one, if a list, takes the rest): `ctl playlist-move NAME 0 3`.
+            guard let d = CommandTable.descriptor(command) else { return try make(command, [:]) }
+            var values: [String: ArgumentValue] = [:]
+            var rest = a[...]
+            for spec in d.arguments {
+                guard let first = rest.first else { break }
+                switch spec.type {
+                case .string: values[spec.name] = .string(first)
+                case .integer: values[spec.name] = .integer(try int(first))
+                case .number: values[spec.name] = .number(try number(first))
+                case .boolean: values[spec.name] = .boolean(try onOff(first)!)
+                case .strings: values[spec.name] = .strings(Array(rest)); rest = []; continue
+                case .integers: values[spec.name] = .integers(try rest.map(int)); rest = []; continue
+                }
+                rest = rest.dropFirst()
+            }
+            guard rest.isEmpty else { throw ValidationError("\(command): unexpected '\(rest.first!)'") }
+            return try d.make(Arguments(values))
         }
     }
 
@@ -286,6 +308,11 @@ struct Ctl: ParsableCommand {
                 if k == "artwork" { return "artwork: \(short(v["mimeType"] ?? .null)), \(short(v["bytes"] ?? .null)) bytes\n" }
                 return "\(k): \(short(v))\n"
             }.joined()
+        case "playlists":
+            let all = r["playlists"]?.array ?? []
+            return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
+        case "playlist":
+            return (r["items"]?.array ?? []).map { "\($0.string ?? "")\n" }.joined()
         case "help":
             return (r["commands"]?.array ?? []).map { c in
                 let args = (c["arguments"]?.array ?? []).compactMap { $0["name"]?.string }.map { "[\($0)]" }.joined(separator: " ")

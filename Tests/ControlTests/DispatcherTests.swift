@@ -123,7 +123,9 @@ struct DispatcherTests {
         let names = CommandTable.all.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted() == ["auth", "help", "ping", "subscribe", "unsubscribe", "version"])
-        #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name) == ["add", "insert", "list"])
+        // Off the event loop: what touches the file system (paths, tags, stored playlists).
+        #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
+                == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name))
         #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number])
         // Every command's arguments round-trip: built from what it reports, it reports the same.
         let samples: [any ControlCommand] = [

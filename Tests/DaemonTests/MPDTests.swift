@@ -199,6 +199,41 @@ struct MPDTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory")
+    func storedPlaylists() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try Self.daemon(port: Self.port() + 5)
+        func mpc(_ args: String...) throws -> ProcessResult { try Self.mpc(sock, args) }
+        _ = try mpc("add", "album/a.mp3", "long.mp3")
+        let waiter = try SpawnedProcess("/usr/bin/mpc", ["idle", "stored_playlist"], environment: ["MPD_HOST": sock])
+        usleep(300_000)
+        #expect(try mpc("save", "mix").status == 0)
+        #expect(try waiter.wait(timeout: 5) == 0 && waiter.stdout == "stored_playlist\n", "\(waiter.stdout)")
+        let again = try mpc("save", "mix")
+        #expect(again.status != 0 && again.stderr.contains("exists"), "\(again.stderr)")
+        #expect(try mpc("lsplaylists").stdoutText == "mix\n")
+        #expect(try mpc("playlist", "mix").stdoutText == "album/a.mp3\nlong.mp3\n")
+        let file = try String(contentsOfFile: d.dir.path + "/state/backline/playlists/mix.m3u", encoding: .utf8)
+        #expect(file == "#EXTM3U\nalbum/a.mp3\nlong.mp3\n", "\(file)")
+
+        // The JSON protocol sees and edits the same playlists.
+        let listed = try d.ctl(["playlists"])
+        #expect(listed.status == 0 && listed.stdoutText == "mix\n", "\(listed.stdoutText) \(listed.stderr)")
+        #expect(try d.ctl(["playlist-add", "mix", "short/1.mp3"]).status == 0)
+        #expect(try d.ctl(["playlist", "mix"]).stdoutText == "album/a.mp3\nlong.mp3\nshort/1.mp3\n")
+
+        _ = try mpc("clear")
+        #expect(try mpc("load", "mix").status == 0)
+        #expect(try mpc("playlist").stdoutText == "album/a.mp3\nlong.mp3\nshort/1.mp3\n")
+        #expect(try mpc("rm", "mix").status == 0)
+        #expect(try mpc("lsplaylists").stdoutText.isEmpty)
+        let gone = try mpc("load", "mix")
+        #expect(gone.status != 0 && gone.stderr.contains("no playlist named"), "\(gone.stderr)")
+        let bad = try d.ctl(["save", "../escape"])
+        #expect(bad.status == 1 && bad.stderr.contains("a playlist name may not"), "\(bad.stderr)")
+        #expect(try d.stop() == 0)
+    }
+
     @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command")
     func password() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }

@@ -32,15 +32,22 @@ public struct AddCommand: ControlCommand {
         return Arguments(v)
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try add(paths, x, failFirst: true)
+    }
+
+    /// Resolves `requests` and queues what they name. With `failFirst` one request that
+    /// cannot be used fails them all (nothing is added); without, it is skipped with its reason.
+    func add(_ requests: [String], _ x: CommandContext, failFirst: Bool) throws(CommandError) -> Reply {
         var files: [String] = []
         var skipped: [PathResolver.Refusal] = []
-        for request in paths {
+        for request in requests {
             do {
                 let (f, s) = try x.playback.resolver.resolve(request)
                 files += f
                 skipped += s
             } catch {
-                throw CommandError(error)  // one path that cannot be used fails the request: nothing is added
+                if failFirst { throw CommandError(error) }
+                skipped.append(error)
             }
         }
         if files.isEmpty, let first = skipped.first { throw CommandError(first) }

@@ -28,6 +28,7 @@ struct MPDError: Error, Sendable {
         case .forbidden(let m): self.init(.permission, m)
         case .unauthorized(let m): self.init(.permission, m)
         case .unknownCommand(let m): self.init(.unknown, m)
+        case .exists(let m): self.init(.exist, m)
         }
     }
 }
@@ -116,10 +117,12 @@ struct MPDProtocol: Sendable {
     /// The commands this codec answers (what `commands` lists).
     static let commandNames: [String] = [
         "add", "addid", "clear", "close", "commands", "config", "consume", "crossfade", "currentsong", "decoders",
-        "delete", "deleteid", "disableoutput", "enableoutput", "getvol", "idle", "lsinfo", "mixrampdb", "mixrampdelay",
+        "delete", "deleteid", "disableoutput", "enableoutput", "getvol", "idle", "listplaylist", "listplaylistinfo",
+        "listplaylists", "load", "lsinfo", "mixrampdb", "mixrampdelay",
         "move", "moveid", "next", "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid",
-        "playlistfind", "playlistid", "playlistinfo", "playlistsearch", "plchanges", "plchangesposid", "previous", "random", "repeat",
-        "replay_gain_mode", "replay_gain_status", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
+        "playlistadd", "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistmove",
+        "playlistsearch", "plchanges", "plchangesposid", "previous", "random", "repeat",
+        "rename", "replay_gain_mode", "replay_gain_status", "rm", "save", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
         "stop", "swap", "swapid", "tagtypes", "toggleoutput", "urlhandlers", "volume",
     ]
 
@@ -373,9 +376,58 @@ struct MPDProtocol: Sendable {
                 }
                 return matches ? song(item, state) : nil
             }.joined()
-        case "update", "rescan", "find", "search", "findadd", "searchadd", "list", "count", "listall", "listallinfo",
-             "listplaylists", "listplaylist", "listplaylistinfo", "load", "save", "rm", "rename", "playlistadd",
-             "playlistdelete", "playlistmove", "playlistclear":
+        // Stored playlists.
+        case "save":
+            try arity(1...1)
+            _ = try run(SavePlaylistCommand(name: args[0]))
+            return ""
+        case "load":
+            try arity(1...3)
+            let r = args.count > 1 ? try range(args[1], count: Int(Int32.max), clamp: true) : nil
+            let position = args.count > 2 ? try self.position(args[2]) : nil
+            _ = try run(LoadPlaylistCommand(name: args[0], range: r, position: position))
+            return ""
+        case "listplaylists":
+            try arity(0...0)
+            guard case .playlists(let all) = try run(PlaylistsCommand()) else { return "" }
+            return all.map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }.joined()
+        case "listplaylist", "listplaylistinfo":
+            try arity(1...1)
+            guard case .playlistEntries(let entries) = try run(PlaylistCommand(name: args[0])) else { return "" }
+            return entries.map { e in
+                guard name == "listplaylistinfo" else { return "file: \(e)\n" }
+                let path = e.hasPrefix("/") ? e : (playback.resolver.root ?? "") + "/" + e
+                let info = playback.tags.info(path)
+                let item = QueueItem(id: 0, index: nil, path: path, title: info.metadata.title ?? (e as NSString).lastPathComponent,
+                                     artist: info.metadata.artist, album: info.metadata.album, track: info.metadata.trackNumber,
+                                     duration: info.duration, isCurrent: nil, error: nil)
+                return song(item, state, withID: false)
+            }.joined()
+        case "playlistadd":
+            try arity(2...2)
+            _ = try run(PlaylistAddCommand(name: args[0], paths: [try uri(args[1], state)]))
+            return ""
+        case "playlistdelete":
+            try arity(2...2)
+            _ = try run(PlaylistDeleteCommand(name: args[0], position: try integer(args[1])))
+            return ""
+        case "playlistmove":
+            try arity(3...3)
+            _ = try run(PlaylistMoveCommand(name: args[0], from: try integer(args[1]), to: try integer(args[2])))
+            return ""
+        case "playlistclear":
+            try arity(1...1)
+            _ = try run(PlaylistClearCommand(name: args[0]))
+            return ""
+        case "rm":
+            try arity(1...1)
+            _ = try run(PlaylistRemoveCommand(name: args[0]))
+            return ""
+        case "rename":
+            try arity(2...2)
+            _ = try run(PlaylistRenameCommand(name: args[0], to: args[1]))
+            return ""
+        case "update", "rescan", "find", "search", "findadd", "searchadd", "list", "count", "listall", "listallinfo":
             throw MPDError(.noExist, "No database")  // as an mpd without a database answers
         default:
             throw MPDError(.unknown, "unknown command \"\(name)\"")
@@ -437,8 +489,9 @@ struct MPDProtocol: Sendable {
 
     static func seconds(_ t: Double) -> String { String(format: "%.3f", t) }
 
-    /// A song object: `file:` first, then the tags the client wants, then times, position and id.
-    private func song(_ i: QueueItem, _ state: MPDClientState) -> String {
+    /// A song object: `file:` first, then the tags the client wants, then times, position and
+    /// id (not for a stored playlist's songs).
+    private func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true) -> String {
         var out = "file: \(relative(i.path))\n"
         let tags = state.tags
         if tags.contains("Artist"), let a = i.artist { out += "Artist: \(a)\n" }
@@ -447,7 +500,7 @@ struct MPDProtocol: Sendable {
         if tags.contains("Track"), let n = i.track { out += "Track: \(n)\n" }
         if let d = i.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
         if let p = i.index { out += "Pos: \(p)\n" }
-        return out + "Id: \(i.id)\n"
+        return withID ? out + "Id: \(i.id)\n" : out
     }
 
     private func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> String {
@@ -472,6 +525,10 @@ struct MPDProtocol: Sendable {
               let names = try? FileManager.default.contentsOfDirectory(atPath: real)
         else { throw MPDError(.noExist, "No such directory") }
         var out = ""
+        if rel.isEmpty, let store = playback.playlists {
+            // The root also lists the stored playlists, as mpd's does (`mpc lsplaylists` reads them here).
+            out += store.all().map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }.joined()
+        }
         for name in names.sorted(by: { $0.localizedStandardCompare($1) == .orderedAscending }) where !name.hasPrefix(".") {
             let child = rel.isEmpty ? name : rel + "/" + name
             var isDir: ObjCBool = false

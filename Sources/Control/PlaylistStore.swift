@@ -1,0 +1,102 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Stored playlists: one M3U file per playlist (`NAME.m3u`) in a directory of their own, written
+/// atomically. Entries inside the music directory are stored relative to it (the files stay
+/// valid when the music directory moves), others absolute.
+public struct PlaylistStore: Sendable {
+    /// Where the `.m3u` files live.
+    public let directory: String
+    /// The music directory, resolved (entries inside it are stored relative to it).
+    public let musicRoot: String?
+
+    public init(directory: String, musicRoot: String?) {
+        self.directory = directory
+        self.musicRoot = musicRoot
+    }
+
+    /// A stored playlist's name and when it last changed.
+    public struct Info: Sendable, Equatable {
+        public var name: String
+        public var modified: Date
+    }
+
+    /// Checks a playlist name: not empty, at most 200 bytes, no `/`, no control characters,
+    /// not starting with a dot (names are file names).
+    public static func check(_ name: String) throws(CommandError) {
+        guard !name.isEmpty, name.utf8.count <= 200 else { throw .badArgument("a playlist name is 1 to 200 bytes") }
+        guard !name.hasPrefix("."), !name.contains("/"), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw .badArgument("a playlist name may not start with a dot or hold '/' or control characters: \(name)")
+        }
+    }
+
+    func file(_ name: String) -> String { directory + "/" + name + ".m3u" }
+
+    /// Every stored playlist, by name.
+    public func all() -> [Info] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.filter { $0.hasSuffix(".m3u") && !$0.hasPrefix(".") }.compactMap { f -> Info? in
+            var st = stat()
+            guard stat(directory + "/" + f, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+            return Info(name: String(f.dropLast(4)), modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
+        }.sorted { $0.name < $1.name }
+    }
+
+    /// Whether `name` exists.
+    public func exists(_ name: String) -> Bool {
+        var st = stat()
+        return stat(file(name), &st) == 0
+    }
+
+    /// The entries of `name` as stored (relative to the music directory, or absolute).
+    public func entries(_ name: String) throws(CommandError) -> [String] {
+        try Self.check(name)
+        switch readRegularFile(file(name), limit: PathResolver.maximumPlaylistSize) {
+        case .success(let data):
+            return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        case .failure(let e) where e.code == ENOENT: throw .notFound("no playlist named \"\(name)\"")
+        case .failure(let e): throw .failed("playlist \"\(name)\": \(e.message)")
+        }
+    }
+
+    /// Writes `entries` as `name` (replacing it).
+    public func write(_ name: String, entries: [String]) throws(CommandError) {
+        try Self.check(name)
+        do {
+            try makeDirectories(directory)
+            try writeFileAtomically(Data(("#EXTM3U\n" + entries.map { $0 + "\n" }.joined()).utf8), to: file(name))
+        } catch {
+            throw .failed("cannot save the playlist \"\(name)\": \(error)")
+        }
+    }
+
+    /// Deletes `name`.
+    public func remove(_ name: String) throws(CommandError) {
+        try Self.check(name)
+        guard unlink(file(name)) == 0 else {
+            if errno == ENOENT { throw .notFound("no playlist named \"\(name)\"") }
+            throw .failed("cannot delete the playlist \"\(name)\": \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Renames `name` to `new` (which must not exist).
+    public func rename(_ name: String, to new: String) throws(CommandError) {
+        try Self.check(name)
+        try Self.check(new)
+        guard exists(name) else { throw .notFound("no playlist named \"\(name)\"") }
+        guard !exists(new) else { throw .exists("a playlist named \"\(new)\" exists") }
+        guard Glibc.rename(file(name), file(new)) == 0 else {
+            throw .failed("cannot rename the playlist \"\(name)\": \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// How an absolute file path is stored: relative to the music directory when inside it.
+    public func entry(for path: String) -> String {
+        guard let musicRoot, path.hasPrefix(musicRoot + "/") else { return path }
+        return String(path.dropFirst(musicRoot.count + 1))
+    }
+}
