@@ -32,8 +32,10 @@ public enum DaemonBench {
 
         // Backline.
         let socket = dir + "/run/control.sock"
+        let blMPD = dir + "/bl-mpd.sock"
         let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music",
-                                            "--state-file", dir + "/state.json", "--device", device, "--config", "/dev/null"],
+                                            "--state-file", dir + "/state.json", "--device", device, "--config", "/dev/null",
+                                            "--mpd-listen", blMPD],
                                environment: ["XDG_RUNTIME_DIR": dir + "/rt"])
         defer { daemon.stop() }
         guard waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
@@ -43,6 +45,12 @@ public enum DaemonBench {
         let bl1 = try roundTrips(connect: blPing, request: "{\"command\":\"ping\"}", others: 0)
         let bl100 = try roundTrips(connect: blPing, request: "{\"command\":\"ping\"}", others: 99,
                                    subscribe: "{\"command\":\"subscribe\"}")
+        // The MPD protocol: `status` (stopped, empty queue) with 1 and 100 clients (99 in `idle`),
+        // and stock `mpc status` as a whole process.
+        let blMPDConnect: () throws -> LineConnection = { try LineConnection(unix: blMPD, greeting: true) }
+        let blStatus1 = try roundTrips(connect: blMPDConnect, request: "status", others: 0)
+        let blStatus100 = try roundTrips(connect: blMPDConnect, request: "status", others: 99, subscribe: "idle")
+        let blMpc = try mpcStatus(blMPD)
         let c = try ControlClient(socketPath: socket)
         _ = try c.request("add", [("path", "tone.mp3")])
         let blPause = try pauseLatency(monitor: sinkMonitor,
@@ -65,6 +73,7 @@ public enum DaemonBench {
         var results: [BenchResult] = []
         let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
         var mpd1: Latencies?, mpd100: Latencies?, mpdPause: Double?, mpdJumps: [Jump: Double] = [:]
+        var mpdStatus1: Latencies?, mpdStatus100: Latencies?, mpdMpc: Double?
         if let mpdPath {
             let msock = dir + "/mpd.sock"
             let conf = """
@@ -85,6 +94,9 @@ public enum DaemonBench {
                 let mpdConnect: () throws -> LineConnection = { try LineConnection(unix: msock, greeting: true) }
                 mpd1 = try roundTrips(connect: mpdConnect, request: "ping", others: 0)
                 mpd100 = try roundTrips(connect: mpdConnect, request: "ping", others: 99, subscribe: "idle")
+                mpdStatus1 = try roundTrips(connect: mpdConnect, request: "status", others: 0)
+                mpdStatus100 = try roundTrips(connect: mpdConnect, request: "status", others: 99, subscribe: "idle")
+                mpdMpc = try mpcStatus(msock)
                 let m = try LineConnection(unix: msock, greeting: true)
                 _ = try m.exchange("update")
                 _ = waitUntil(10) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
@@ -113,6 +125,11 @@ public enum DaemonBench {
         add("daemon ping round trip p99, 1 client", bl1.p99, mpd1?.p99, "µs", "mpd ping")
         add("daemon ping round trip p50, 100 clients", bl100.p50, mpd100?.p50, "µs", "mpd ping")
         add("daemon ping round trip p99, 100 clients", bl100.p99, mpd100?.p99, "µs", "mpd ping")
+        add("MPD-protocol status round trip p50, 1 client", blStatus1.p50, mpdStatus1?.p50, "µs", "mpd status")
+        add("MPD-protocol status round trip p99, 1 client", blStatus1.p99, mpdStatus1?.p99, "µs", "mpd status")
+        add("MPD-protocol status round trip p50, 100 clients (99 in idle)", blStatus100.p50, mpdStatus100?.p50, "µs", "mpd status")
+        add("MPD-protocol status round trip p99, 100 clients (99 in idle)", blStatus100.p99, mpdStatus100?.p99, "µs", "mpd status")
+        if let blMpc { add("`mpc status` as a whole process, wall (median of 20)", blMpc, mpdMpc, "ms", "mpc status against mpd") }
         add("pause request → silence on the sink monitor (median of 8)", blPause, mpdPause, "ms", "mpd pause 1")
         for j in Jump.allCases {
             add("jump: \(j.rawValue) → longest silence on the sink monitor (median of 5)", blJumps[j] ?? .nan, mpdJumps[j], "ms", "mpd \(j.mpd)")
@@ -243,6 +260,28 @@ public enum DaemonBench {
             usleep(2000)
         }
         return condition()
+    }
+
+    /// Stock `mpc status` against the MPD socket `socket`, as a whole process: the median wall
+    /// time of 20 runs (after 3 warm-up runs), in ms; nil without mpc.
+    static func mpcStatus(_ socket: String) throws -> Double? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpc") else { return nil }
+        var times: [Double] = []
+        for k in 0..<23 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/mpc")
+            p.arguments = ["status"]
+            p.environment = ["MPD_HOST": socket, "PATH": "/usr/bin:/bin"]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            let t0 = clockNow()
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw BenchError("mpc status failed against \(socket)") }
+            if k >= 3 { times.append((clockNow() - t0) * 1000) }
+        }
+        times.sort()
+        return times[times.count / 2]
     }
 
     static func shell(_ command: String) throws {

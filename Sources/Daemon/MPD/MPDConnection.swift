@@ -161,28 +161,20 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         MPDProtocol.subsystems.filter { !$0.1.isEmpty && s.isSuperset(of: $0.1) }.map { "changed: \($0.0)\n" }.joined()
     }
 
-    /// Runs one command (`listOK` nil) or a list on `work`; writes the response in order.
+    /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
+    /// command that touches no file (``MPDProtocol/inline``) runs here on the event loop, as the
+    /// JSON protocol's do (microseconds); the rest on the connection's queue.
     private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
+        if listOK == nil, commands.count == 1, let name = commands[0].first, MPDProtocol.inline.contains(name) {
+            write(Self.respond(commands, listOK: nil, codec: codec, state: state, client: client), context: context)
+            return
+        }
         busy = true
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let (codec, state, client) = (codec, state, client)
         work.async {
-            var out = ""
-            var failed = false
-            for (i, words) in commands.enumerated() {
-                do throws(MPDError) {
-                    out += try codec.execute(words, state: state, connection: client)
-                    if listOK == true { out += "list_OK\n" }
-                } catch {
-                    let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
-                    out += "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n"
-                    failed = true
-                    break
-                }
-            }
-            if !failed { out += "OK\n" }
-            let response = out
+            let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
             loop.execute {
                 let (handler, context) = bound.value
                 handler.busy = false
@@ -190,6 +182,23 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 handler.drain(context: context)
             }
         }
+    }
+
+    /// The response to `commands`: each one's lines (and `list_OK` in an `_ok_` list), then `OK`,
+    /// or the first failure's `ACK [code@index] {command} message`.
+    static func respond(_ commands: [[String]], listOK: Bool?, codec: MPDProtocol, state: MPDClientState,
+                        client: ClientContext) -> String {
+        var out = ""
+        for (i, words) in commands.enumerated() {
+            do throws(MPDError) {
+                out += try codec.execute(words, state: state, connection: client)
+                if listOK == true { out += "list_OK\n" }
+            } catch {
+                let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
+                return out + "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n"
+            }
+        }
+        return out + "OK\n"
     }
 
     private func drain(context: ChannelHandlerContext) {

@@ -67,6 +67,15 @@ struct MPDProtocol: Sendable {
         ("subscription", []), ("message", []), ("partition", []), ("neighbor", []), ("mount", []),
     ]
 
+    /// Commands that touch no file (no tags read, no paths resolved, no playlist written): the
+    /// connection runs them on its event loop, as the JSON protocol runs its own.
+    static let inline: Set<String> = [
+        "ping", "status", "getvol", "outputs", "commands", "notcommands", "urlhandlers", "decoders", "stats",
+        "replay_gain_status", "play", "playid", "pause", "stop", "next", "previous", "seekcur", "setvol", "volume",
+        "repeat", "random", "single", "consume", "crossfade", "mixrampdb", "mixrampdelay", "replay_gain_mode",
+        "enableoutput", "disableoutput", "toggleoutput", "tagtypes", "clear", "deleteid", "moveid",
+    ]
+
     /// What the connection may run before giving the password.
     static let beforePassword: Set<String> = ["ping", "password", "close", "commands", "notcommands"]
 
