@@ -236,7 +236,8 @@ public final class ControlServer: Sendable {
             _ = clients.withLock { $0.removeValue(forKey: id) }
         }
         do {
-            try channel.pipeline.syncOperations.addHandler(RequestDeadline(seconds: config.requestTimeout, logger: logger, client: id))
+            try channel.pipeline.syncOperations.addHandler(RequestDeadline(seconds: config.requestTimeout, logger: logger, client: id,
+                                                                           silent: mpd))
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
             if mpd {
                 let local = channel.localAddress?.protocol == .unix
@@ -346,8 +347,11 @@ final class RequestDeadline: ChannelInboundHandler {
     /// A line has begun and not ended.
     private var partial = false
 
-    init(seconds: Double, logger: Logger, client: UInt64) {
-        (self.seconds, self.logger, self.client) = (seconds, logger, client)
+    /// Close without a reply (an MPD client expects no JSON; mpd closes timed-out clients silently).
+    let silent: Bool
+
+    init(seconds: Double, logger: Logger, client: UInt64, silent: Bool = false) {
+        (self.seconds, self.logger, self.client, self.silent) = (seconds, logger, client, silent)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -389,6 +393,7 @@ final class RequestDeadline: ChannelInboundHandler {
             let (handler, context) = bound.value
             handler.logger.warning("request not completed in time; connection closed",
                                    metadata: ["client": "\(handler.client)", "seconds": "\(handler.seconds)"])
+            if handler.silent { context.close(promise: nil); return }
             writeThenClose(context, ProtocolError("timeout", "a request line must arrive within \(handler.seconds) s of its first byte; closing"))
         }
     }

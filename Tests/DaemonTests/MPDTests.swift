@@ -9,8 +9,8 @@ import Testing
 @Suite("backline daemon speaks MPD: stock mpc and python-mpd2", Harness.audioTools)
 struct MPDTests {
     /// A daemon with an MPD Unix socket and an MPD TCP port on loopback.
-    static func daemon(port: Int) throws -> (DaemonFixture, String) {
-        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+    static func daemon(port: Int, config: String = DaemonFixture.foreground) throws -> (DaemonFixture, String) {
+        let d = try DaemonFixture.onSharedSink(config: config)
         let socket = d.dir.path + "/mpd.sock"
         try d.start(["--mpd-listen", socket, "--mpd-listen", "127.0.0.1:\(port)"])
         return (d, socket)
@@ -251,9 +251,9 @@ struct MPDTests {
         #expect(try d.stop() == 0)
     }
 
-    @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a list that never ends: an ACK or a closed connection, and everyone else is served")
+    @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a line never finished, a list that never ends: an ACK or a closed connection, and everyone else is served")
     func badInput() throws {
-        let (d, sock) = try Self.daemon(port: Self.port() + 3)
+        let (d, sock) = try Self.daemon(port: Self.port() + 3, config: DaemonFixture.foreground + "request-timeout = 1\n")
         func session(_ bytes: [UInt8], readFor seconds: Double = 1) throws -> String {
             let c = try ControlClient(socketPath: sock)
             try? c.sendRaw(bytes)  // (the daemon may close before it has read everything)
@@ -288,6 +288,12 @@ struct MPDTests {
         #expect(moved == ["file: album/c.mp3", "file: short/1.mp3", "file: short/2.mp3", "file: album/a.mp3", "file: album/b.mp3", "file: short/3.mp3"], "\(moved)")
         // Binary garbage: answered or closed, never a crash.
         _ = try? session((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) } + [10])
+        // A line begun and never finished: closed at the request deadline (1 s here) without a
+        // word of JSON, as mpd closes a timed-out client.
+        let dripper = try ControlClient(socketPath: sock)
+        try dripper.sendRaw(Array("stat".utf8))
+        #expect(try dripper.readRawLine(timeout: 2) == "OK MPD 0.23.5")
+        #expect(throws: (any Error).self) { _ = try dripper.readRawLine(timeout: 3) }
         // A list that never ends holds only its own connection.
         let open = try ControlClient(socketPath: sock)
         try open.sendRaw(Array("command_list_begin\nstatus\n".utf8))
