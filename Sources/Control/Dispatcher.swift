@@ -19,7 +19,8 @@ public protocol ConnectionContext: AnyObject, Sendable {
     func unsubscribe()
 }
 
-/// A connection within the process (tests, the remote command center): trusted, no events.
+/// A connection within the process (tests, the remote command center): trusted; it has no
+/// event stream, so subscribing does nothing.
 public final class LocalConnection: ConnectionContext {
     public let id: UInt64
     public var needsToken: Bool { false }
@@ -27,13 +28,10 @@ public final class LocalConnection: ConnectionContext {
         get { true }
         set {}
     }
-    private let subscription = Mutex<Set<String>??>(nil)
 
     public init(id: UInt64 = 0) { self.id = id }
-    public func subscribe(kinds: Set<String>?) { subscription.withLock { $0 = .some(kinds) } }
-    public func unsubscribe() { subscription.withLock { $0 = nil } }
-    /// What it subscribed to: nil when not subscribed, `.some(nil)` for every kind.
-    public var subscribed: Set<String>?? { subscription.withLock { $0 } }
+    public func subscribe(kinds: Set<String>?) {}
+    public func unsubscribe() {}
 }
 
 /// What a running command sees: the playback façade, its connection, the dispatcher.

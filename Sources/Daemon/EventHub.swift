@@ -1,12 +1,9 @@
-import Control
 import Synchronization
 
 /// Fans daemon events out to the connections that subscribed, in one order for everyone: each
 /// event gets the next sequence number and is handed to every matching subscriber's `send`
 /// (which only enqueues) under one lock.
 public final class EventHub: Sendable {
-    /// Every event kind the daemon publishes (the command layer's).
-    public static var kinds: [String] { ControlEvent.kinds }
 
     private struct Subscriber {
         var kinds: Set<String>?

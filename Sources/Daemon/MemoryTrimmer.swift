@@ -14,7 +14,6 @@ final class MemoryTrimmer: Sendable {
     let delay: DispatchTimeInterval
     private let queue: DispatchQueue
     private let scheduled = Atomic<Bool>(false)
-    private let trims = Atomic<Int>(0)
 
     init(queue: DispatchQueue, delay: DispatchTimeInterval = .seconds(5)) {
         self.queue = queue
@@ -33,10 +32,6 @@ final class MemoryTrimmer: Sendable {
         queue.asyncAfter(deadline: .now() + delay) { [self] in
             scheduled.store(false, ordering: .releasing)
             _ = malloc_trim(0)
-            trims.add(1, ordering: .relaxed)
         }
     }
-
-    /// Trims done so far.
-    var count: Int { trims.load(ordering: .relaxed) }
 }

@@ -28,7 +28,7 @@ struct ProtocolTests {
         func elapsed() throws -> Double { try status()["elapsed"]?.number ?? -1 }
 
         let sub = try watcher.request("subscribe")
-        #expect(sub.ok && sub["events"]?.array?.count == EventHub.kinds.count)
+        #expect(sub.ok && sub["events"]?.array?.count == ControlEvent.kinds.count)
         #expect(try ok("mute", [("on", true)])["muted"] == true)  // the shared sink hears nothing from us
 
         // Queue.
