@@ -172,8 +172,8 @@ public enum CommandTable {
     public static let all: [CommandDescriptor] = [
         PlayCommand.descriptor, PauseCommand.descriptor, ToggleCommand.descriptor, StopCommand.descriptor,
         NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
-        RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, RateCommand.descriptor,
-        AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor,
+        RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, ConsumeCommand.descriptor, RateCommand.descriptor,
+        AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor, PriorityCommand.descriptor,
         ClearCommand.descriptor, ListCommand.descriptor,
         SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,
         PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,

@@ -12,7 +12,7 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let player = Subsystems(rawValue: 1 << 0)
     /// Volume and mute.
     public static let mixer = Subsystems(rawValue: 1 << 1)
-    /// Repeat, shuffle, single.
+    /// Repeat, shuffle, single, consume.
     public static let options = Subsystems(rawValue: 1 << 2)
     /// The play queue's contents.
     public static let playlist = Subsystems(rawValue: 1 << 3)
@@ -44,11 +44,13 @@ public enum ControlEvent: Sendable, Equatable {
     case state(PlaybackState)
     case current(QueueItem?)
     case queue(version: Int, count: Int)
-    case modes(repeatMode: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool)
+    case modes(repeatMode: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool, consume: ConsumeMode = .off)
     case failed(item: Int, path: String, reason: String)
     case seeked(item: Int, time: Double)
     case position(item: Int, elapsed: Double, duration: Double?)
-    case volume(VolumeState)
+    /// Volume or mute changed (`muteChanged`: the output was turned off or on, as MPD's
+    /// `disableoutput` does).
+    case volume(VolumeState, muteChanged: Bool = false)
     case session(SessionEvent)
     case lifecycle(ApplicationEvent, state: ApplicationState)
     case sleep(SleepEvent)
@@ -89,7 +91,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .state, .current, .failed, .seeked: .player
         case .queue: .playlist
         case .modes: .options
-        case .volume: .mixer
+        case .volume(_, let muteChanged): muteChanged ? [.mixer, .output] : .mixer
         case .session(let e):
             switch e {
             case .routeChanged, .mediaServicesWereReset: [.session, .output]

@@ -142,8 +142,8 @@ public final class Playback: Sendable {
         case .queue(let version, let count):
             nowPlayingBinding.refresh()
             post(.queue(version: version, count: count))
-        case .modes(let r, let sh, let sac):
-            post(.modes(repeatMode: r, shuffle: sh, stopAfterCurrent: sac))
+        case .modes(let r, let sh, let sac, let consume):
+            post(.modes(repeatMode: r, shuffle: sh, stopAfterCurrent: sac, consume: consume))
         case .failed(let entry, let reason):
             post(.failed(item: entry.id, path: entry.path, reason: reason))
         case .seeked(let id, let time):
@@ -160,7 +160,7 @@ public final class Playback: Sendable {
         let m = info.metadata
         return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? (e.path as NSString).lastPathComponent,
                         artist: m.artist, album: m.album, track: m.trackNumber, duration: info.duration,
-                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error)
+                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority)
     }
 
     /// The current item, described.
@@ -188,7 +188,7 @@ public final class Playback: Sendable {
             state: queue.playbackState, current: currentItem, elapsed: queue.elapsed,
             duration: c.flatMap { tags.lookup($0.path) }?.duration, volume: volumeState, rate: Double(player.rate),
             index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
-            repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,
+            repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume,
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
             underruns: player.engine.underrunCount, sleep: sleepSnapshot)
     }

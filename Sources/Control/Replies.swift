@@ -20,11 +20,13 @@ public struct QueueItem: Sendable, Equatable {
     public var isCurrent: Bool?
     /// Why it cannot play, when it cannot.
     public var error: String?
+    /// 0–255 (shuffle plays higher priorities first).
+    public var priority: Int
 
     public init(id: Int, index: Int? = nil, path: String, title: String, artist: String? = nil, album: String? = nil,
-                track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil) {
+                track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil, priority: Int = 0) {
         (self.id, self.index, self.path, self.title, self.artist, self.album) = (id, index, path, title, artist, album)
-        (self.track, self.duration, self.isCurrent, self.error) = (track, duration, isCurrent, error)
+        (self.track, self.duration, self.isCurrent, self.error, self.priority) = (track, duration, isCurrent, error, priority)
     }
 }
 
@@ -80,6 +82,7 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var repeatMode: RepeatMode
     public var shuffle: Bool
     public var stopAfterCurrent: Bool
+    public var consume: ConsumeMode
     public var session: SessionSnapshot
     public var app: ApplicationState
     public var device: String
@@ -112,6 +115,7 @@ public enum Reply: Sendable, Equatable {
     case repeatMode(RepeatMode)
     case shuffle(Bool)
     case stopAfterCurrent(Bool)
+    case consume(ConsumeMode)
     case rate(Double)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.

@@ -114,6 +114,7 @@ public enum JSONCodec {
         case .repeatMode(let m): [("repeat", .string(m.rawValue))]
         case .shuffle(let on): [("shuffle", .bool(on))]
         case .stopAfterCurrent(let on): [("stopAfterCurrent", .bool(on))]
+        case .consume(let m): [("consume", .string(m.rawValue))]
         case .rate(let r): [("rate", .number(r))]
         case .added(let ids, let skipped):
             [("items", .array(ids.map(JSON.int))),
@@ -149,6 +150,7 @@ public enum JSONCodec {
         f.append(("duration", i.duration.map(ms) ?? .null))
         if let c = i.isCurrent { f.append(("current", .bool(c))) }
         if let e = i.error { f.append(("error", .string(e))) }
+        if i.priority != 0 { f.append(("priority", .int(i.priority))) }
         return f
     }
 
@@ -167,6 +169,7 @@ public enum JSONCodec {
             ("repeat", .string(s.repeatMode.rawValue)),
             ("shuffle", .bool(s.shuffle)),
             ("stopAfterCurrent", .bool(s.stopAfterCurrent)),
+            ("consume", .string(s.consume.rawValue)),
             ("session", .object(fields(s.session))),
             ("app", .string(s.app.name)),
             ("device", .string(s.device)),
@@ -237,12 +240,13 @@ public enum JSONCodec {
         case .state(let s): [("state", .string(s.rawValue))]
         case .current(let item): [("item", item.map { .object(fields($0)) } ?? .null)]
         case .queue(let version, let count): [("version", .int(version)), ("count", .int(count))]
-        case .modes(let r, let sh, let sac): [("repeat", .string(r.rawValue)), ("shuffle", .bool(sh)), ("stopAfterCurrent", .bool(sac))]
+        case .modes(let r, let sh, let sac, let consume):
+            [("repeat", .string(r.rawValue)), ("shuffle", .bool(sh)), ("stopAfterCurrent", .bool(sac)), ("consume", .string(consume.rawValue))]
         case .failed(let item, let path, let reason): [("item", .int(item)), ("path", .string(path)), ("reason", .string(reason))]
         case .seeked(let item, let time): [("item", .int(item)), ("time", ms(time))]
         case .position(let item, let elapsed, let duration):
             [("item", .int(item)), ("elapsed", ms(elapsed)), ("duration", duration.map(ms) ?? .null)]
-        case .volume(let v): fields(v)
+        case .volume(let v, _): fields(v)
         case .session(let e):
             switch e {
             case .interruptionBegan(let reason, let by):

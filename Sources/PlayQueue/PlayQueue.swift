@@ -12,12 +12,42 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
     /// Why the item failed the last time it was played (it is then skipped by automatic
     /// advance until played again by id).
     public var failure: String?
+    /// 0–255: in shuffle, entries of a higher priority play first (MPD's `prio`); 0 by default.
+    public var priority: Int
 
-    public init(id: Int, path: String, failure: String? = nil) {
+    public init(id: Int, path: String, failure: String? = nil, priority: Int = 0) {
         self.id = id
         self.path = path
         self.failure = failure
+        self.priority = priority
     }
+
+    private enum CodingKeys: String, CodingKey { case id, path, failure, priority }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(Int.self, forKey: .id)
+        path = try c.decode(String.self, forKey: .path)
+        failure = try c.decodeIfPresent(String.self, forKey: .failure)
+        priority = try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0  // (saved before priorities)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(path, forKey: .path)
+        try c.encodeIfPresent(failure, forKey: .failure)
+        if priority != 0 { try c.encode(priority, forKey: .priority) }
+    }
+}
+
+/// Consume mode (MPD's `consume`): entries are removed from the queue once played.
+public enum ConsumeMode: String, Sendable, Codable, CaseIterable {
+    case off
+    /// Every entry heard to its end or skipped with next is removed.
+    case on
+    /// Like `on` for one entry, then off.
+    case oneshot
 }
 
 /// Repeat modes (MPRemoteCommandCenter's `changeRepeatModeCommand`, MPD's repeat/single).
@@ -43,8 +73,8 @@ public enum PlayQueueEvent: Sendable, Equatable {
     case current(PlayQueueEntry?)
     /// Entries were added, removed, moved or cleared; `version` bumps on every change.
     case queue(version: Int, count: Int)
-    /// Repeat, shuffle or stop-after-current changed.
-    case modes(repeat: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool)
+    /// Repeat, shuffle, stop-after-current or consume changed.
+    case modes(repeat: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool, consume: ConsumeMode)
     /// An entry failed to play (file and reason); playback went on.
     case failed(PlayQueueEntry, reason: String)
     /// The current item jumped (seek) to `time`.
@@ -63,10 +93,11 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
     public var shuffleOrder: [Int]
     public var stopAfterCurrent: Bool
     public var history: [Int]
+    public var consume: ConsumeMode
 
     public init(entries: [PlayQueueEntry] = [], nextID: Int = 1, current: Int? = nil, position: Double = 0,
                 state: PlaybackState = .stopped, repeatMode: RepeatMode = .off, shuffle: Bool = false,
-                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = []) {
+                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = [], consume: ConsumeMode = .off) {
         self.entries = entries
         self.nextID = nextID
         self.current = current
@@ -77,6 +108,21 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
         self.shuffleOrder = shuffleOrder
         self.stopAfterCurrent = stopAfterCurrent
         self.history = history
+        self.consume = consume
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case entries, nextID, current, position, state, repeatMode, shuffle, shuffleOrder, stopAfterCurrent, history, consume
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(entries: try c.decode([PlayQueueEntry].self, forKey: .entries), nextID: try c.decode(Int.self, forKey: .nextID),
+                  current: try c.decodeIfPresent(Int.self, forKey: .current), position: try c.decode(Double.self, forKey: .position),
+                  state: try c.decode(PlaybackState.self, forKey: .state), repeatMode: try c.decode(RepeatMode.self, forKey: .repeatMode),
+                  shuffle: try c.decode(Bool.self, forKey: .shuffle), shuffleOrder: try c.decode([Int].self, forKey: .shuffleOrder),
+                  stopAfterCurrent: try c.decode(Bool.self, forKey: .stopAfterCurrent), history: try c.decode([Int].self, forKey: .history),
+                  consume: try c.decodeIfPresent(ConsumeMode.self, forKey: .consume) ?? .off)  // (saved before consume)
     }
 }
 
@@ -118,6 +164,11 @@ public final class PlayQueue: Sendable {
         var stopAfterCurrent = false
         var history: [Int] = []
         var version = 0
+        /// The version at which each entry's position last changed (MPD's `plchanges`).
+        var moved: [Int: Int] = [:]
+        var consume: ConsumeMode = .off
+        /// Entries played while consume was on, removed once no longer current.
+        var consumed: [Int] = []
         var failuresInARow = 0
         var lastState: PlaybackState = .stopped
     }
@@ -159,6 +210,7 @@ public final class PlayQueue: Sendable {
     public var repeatMode: RepeatMode { state.withLock { $0.repeatMode } }
     public var shuffle: Bool { state.withLock { $0.shuffle } }
     public var stopAfterCurrent: Bool { state.withLock { $0.stopAfterCurrent } }
+    public var consume: ConsumeMode { state.withLock { $0.consume } }
     /// Ids of the entries played before the current one, most recent last.
     public var history: [Int] { state.withLock { $0.history } }
     /// The order automatic advance follows (the shuffled order when shuffle is on).
@@ -169,13 +221,25 @@ public final class PlayQueue: Sendable {
         state.withLock { s in s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()) }
     }
 
+    /// The entries whose position changed after queue version `version` (added, moved, or
+    /// shifted by an edit before them), with their indexes: MPD's `plchanges`. A version the
+    /// queue never had (from before a restart) lists every entry.
+    public func changes(since version: Int) -> [(index: Int, entry: PlayQueueEntry)] {
+        state.withLock { s in
+            s.entries.enumerated().compactMap { i, e in
+                version > s.version || s.moved[e.id, default: 0] > version ? (i, e) : nil
+            }
+        }
+    }
+
     /// A snapshot for saving.
     public func snapshot() -> PlayQueueSnapshot {
         state.withLock { s in
             PlayQueueSnapshot(entries: s.entries, nextID: s.nextID, current: s.current,
                               position: s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()),
                               state: currentState(s), repeatMode: s.repeatMode, shuffle: s.shuffle,
-                              shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent, history: s.history)
+                              shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent, history: s.history,
+                              consume: s.consume)
         }
     }
 
@@ -207,8 +271,9 @@ public final class PlayQueue: Sendable {
                 // New entries land at random places after the current one.
                 let start = s.current.flatMap { c in s.shuffleOrder.firstIndex(of: c) }.map { $0 + 1 } ?? 0
                 for e in new { s.shuffleOrder.insert(e.id, at: Int.random(in: start...s.shuffleOrder.count)) }
+                prioritize(&s)
             }
-            changed(&s)
+            changed(&s, from: at)
             return new.map(\.id)
         }
     }
@@ -220,6 +285,7 @@ public final class PlayQueue: Sendable {
             let known = Set(s.entries.map(\.id))
             if let bad = ids.first(where: { !known.contains($0) }) { throw noSuchItem(bad) }
             let gone = Set(ids)
+            let first = s.entries.firstIndex { gone.contains($0.id) } ?? s.entries.count
             if let c = s.current, gone.contains(c) {
                 let order = order(s)
                 let i = order.firstIndex(of: c) ?? 0
@@ -234,7 +300,8 @@ public final class PlayQueue: Sendable {
                 s.shuffleOrder.removeAll { gone.contains($0) }
                 s.history.removeAll { gone.contains($0) }
             }
-            changed(&s)
+            for id in gone { s.moved[id] = nil }
+            changed(&s, from: first)
         }
     }
 
@@ -243,8 +310,26 @@ public final class PlayQueue: Sendable {
         try state.withLock { s throws(PlayQueueError) in
             guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
             let e = s.entries.remove(at: i)
-            s.entries.insert(e, at: max(0, min(position, s.entries.count)))
-            changed(&s)
+            let j = max(0, min(position, s.entries.count))
+            s.entries.insert(e, at: j)
+            changed(&s, from: min(i, j), through: max(i, j))
+        }
+    }
+
+    /// Sets the priority (0–255) of the entries `ids`; in shuffle, the entries not yet played
+    /// are reordered so that higher priorities come first. Throws when an id is unknown
+    /// (nothing changes then).
+    public func setPriority(_ priority: Int, of ids: [Int]) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            let wanted = Set(ids)
+            if let bad = ids.first(where: { id in !s.entries.contains { $0.id == id } }) { throw noSuchItem(bad) }
+            let p = max(0, min(255, priority))
+            for i in s.entries.indices where wanted.contains(s.entries[i].id) {
+                s.entries[i].priority = p
+                s.moved[s.entries[i].id] = s.version + 1  // (the version changed() sets)
+            }
+            prioritize(&s)
+            changed(&s, from: s.entries.count)
         }
     }
 
@@ -254,9 +339,11 @@ public final class PlayQueue: Sendable {
             s.entries = []
             s.shuffleOrder = []
             s.history = []
+            s.moved = [:]
+            s.consumed = []
             s.current = nil
             stopPlayer(&s)
-            changed(&s)
+            changed(&s, from: 0)
         }
     }
 
@@ -302,10 +389,11 @@ public final class PlayQueue: Sendable {
         try state.withLock { s throws(PlayQueueError) in
             guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
             s.entries[i].failure = nil
-            if let c = s.current, c != id, !s.stopped { remember(&s, c) }
+            if let c = s.current, c != id, !s.stopped { played(&s, c) }
             s.current = id
             s.stopped = false
             rebuild(&s)
+            consumePlayed(&s)
             player.play()
             publishState(&s)
             try checkOutput()
@@ -340,10 +428,11 @@ public final class PlayQueue: Sendable {
             let i = order.firstIndex(of: c) ?? 0
             var succ = order[(i + 1)...].first { failure($0, s) == nil }
             if succ == nil, s.repeatMode != .off { succ = order[...i].first { failure($0, s) == nil } }
+            defer { consumePlayed(&s) }
             if let succ, s.fed.count > 1, s.fed[1].id == succ, !s.stopped {
                 // The item after is loaded already: advance to it (AVQueuePlayer's
                 // advanceToNextItem: current at once).
-                remember(&s, c)
+                played(&s, c)
                 s.fed.removeFirst()
                 s.current = succ
                 player.advanceToNextItem()
@@ -351,7 +440,7 @@ public final class PlayQueue: Sendable {
                 refeed(&s)
                 return
             }
-            if !s.stopped { remember(&s, c) }
+            if !s.stopped { played(&s, c) }
             guard let succ else {
                 s.current = nil
                 post(.current(nil))
@@ -415,6 +504,7 @@ public final class PlayQueue: Sendable {
                 var rest = s.entries.map(\.id).filter { $0 != s.current }
                 rest.shuffle()
                 s.shuffleOrder = (s.current.map { [$0] } ?? []) + rest
+                prioritize(&s)
             } else {
                 s.shuffleOrder = []
             }
@@ -428,6 +518,15 @@ public final class PlayQueue: Sendable {
         state.withLock { s in
             s.stopAfterCurrent = on
             refeed(&s)
+            postModes(s)
+        }
+    }
+
+    /// Consume mode: `on` removes every entry once it is heard to its end or skipped with
+    /// next (not while repeat-one holds it current); `oneshot` does so once, then turns off.
+    public func setConsume(_ mode: ConsumeMode) {
+        state.withLock { s in
+            s.consume = mode
             postModes(s)
         }
     }
@@ -446,13 +545,16 @@ public final class PlayQueue: Sendable {
             s.shuffleOrder = snap.shuffleOrder.filter { ids.contains($0) }
             if s.shuffle { s.shuffleOrder += snap.entries.map(\.id).filter { !s.shuffleOrder.contains($0) } }
             s.stopAfterCurrent = snap.stopAfterCurrent
+            s.consume = snap.consume
+            s.consumed = []
+            s.moved = [:]
             s.history = snap.history.filter { ids.contains($0) }
             if s.current != nil, snap.state != .stopped {
                 s.stopped = false
                 rebuild(&s, startingAt: snap.position)
                 if play, snap.state == .playing { player.play() }
             }
-            changed(&s)
+            changed(&s, from: 0)
             post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
             postModes(s)
             publishState(&s)
@@ -487,6 +589,44 @@ public final class PlayQueue: Sendable {
         if let n = order[(i + 1)...].first(where: { failure($0, s) == nil }) { return n }
         if s.repeatMode == .all { return order[...i].first { failure($0, s) == nil } }
         return nil
+    }
+
+    /// `id` was played and is left: into the history; with consume on, to be removed.
+    private func played(_ s: inout State, _ id: Int) {
+        remember(&s, id)
+        guard s.consume != .off else { return }
+        s.consumed.append(id)
+        if s.consume == .oneshot {
+            s.consume = .off
+            postModes(s)
+        }
+    }
+
+    /// Removes the entries consume mode took, once none of them is current (the queue's
+    /// order was read before: nothing below needs them).
+    private func consumePlayed(_ s: inout State) {
+        let held = Set(s.fed.map(\.id))
+        let gone = Set(s.consumed.filter { $0 != s.current && !held.contains($0) })
+        s.consumed.removeAll { gone.contains($0) }
+        guard let first = s.entries.firstIndex(where: { gone.contains($0.id) }) else { return }
+        s.entries.removeAll { gone.contains($0.id) }
+        s.shuffleOrder.removeAll { gone.contains($0) }
+        s.history.removeAll { gone.contains($0) }
+        for id in gone { s.moved[id] = nil }
+        changed(&s, from: first)
+    }
+
+    /// In shuffle, orders the entries after the current one by priority, highest first (the
+    /// shuffled order kept among equals).
+    private func prioritize(_ s: inout State) {
+        guard s.shuffle, s.entries.contains(where: { $0.priority > 0 }) else { return }
+        let start = s.current.flatMap { c in s.shuffleOrder.firstIndex(of: c) }.map { $0 + 1 } ?? 0
+        let priority = Dictionary(s.entries.map { ($0.id, $0.priority) }, uniquingKeysWith: max)
+        let tail = s.shuffleOrder[start...].enumerated().sorted { a, b in
+            let (pa, pb) = (priority[a.element, default: 0], priority[b.element, default: 0])
+            return pa != pb ? pa > pb : a.offset < b.offset
+        }
+        s.shuffleOrder.replaceSubrange(start..., with: tail.map(\.element))
     }
 
     private func remember(_ s: inout State, _ id: Int) {
@@ -551,14 +691,18 @@ public final class PlayQueue: Sendable {
         publishState(&s)
     }
 
-    private func changed(_ s: inout State) {
+    /// The entries changed: the version bumps; entries at indexes `from…through` (to the end
+    /// without `through`) moved in this version.
+    private func changed(_ s: inout State, from: Int, through: Int? = nil) {
         s.version += 1
+        let end = min(through.map { $0 + 1 } ?? s.entries.count, s.entries.count)
+        if from < end { for i in from..<end { s.moved[s.entries[i].id] = s.version } }
         refeed(&s)
         post(.queue(version: s.version, count: s.entries.count))
     }
 
     private func postModes(_ s: State) {
-        post(.modes(repeat: s.repeatMode, shuffle: s.shuffle, stopAfterCurrent: s.stopAfterCurrent))
+        post(.modes(repeat: s.repeatMode, shuffle: s.shuffle, stopAfterCurrent: s.stopAfterCurrent, consume: s.consume))
     }
 
     private func publishState(_ s: inout State) {
@@ -587,6 +731,7 @@ public final class PlayQueue: Sendable {
             default:
                 break
             }
+            consumePlayed(&s)
         }
     }
 
@@ -615,7 +760,7 @@ public final class PlayQueue: Sendable {
                 s.failuresInARow += 1
                 lastDropped = (f.id, true)
             } else if k == 0 {
-                remember(&s, f.id)
+                played(&s, f.id)
                 lastDropped = (f.id, false)
             } else {
                 k += 1  // not failed, not heard: removed by someone else; keep the books as they are
@@ -655,14 +800,14 @@ public final class PlayQueue: Sendable {
         let last = s.fed.first?.id ?? s.current
         if s.stopAfterCurrent, let last {
             s.stopAfterCurrent = false
-            remember(&s, last)
+            played(&s, last)
             s.current = automaticNext(after: last, s) ?? s.current
             post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
             postModes(s)
             stopPlayer(&s)
             return
         }
-        if let last { remember(&s, last) }
+        if let last { played(&s, last) }
         s.current = nil
         post(.current(nil))
         stopPlayer(&s)

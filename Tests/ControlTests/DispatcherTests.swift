@@ -59,7 +59,7 @@ struct DispatcherTests {
         #expect(d.execute(SeekCommand(target: .position(99))) == .success(.position(length)), "a seek is clamped to the item")
         #expect(d.execute(SeekCommand(target: .position(1))) == .success(.position(1)))
         #expect(d.execute(RepeatCommand(mode: .all)) == .success(.repeatMode(.all)))
-        #expect(events.wait { $0 == .modes(repeatMode: .all, shuffle: false, stopAfterCurrent: false) })
+        #expect(events.wait { $0 == .modes(repeatMode: .all, shuffle: false, stopAfterCurrent: false, consume: .off) })
         #expect(d.execute(VolumeCommand(change: .set(40))) == .success(.volume(VolumeState(volume: 0.4, muted: false))))
         #expect(events.wait { $0 == .volume(VolumeState(volume: 0.4, muted: false)) })
         #expect(ControlEvent.volume(VolumeState(volume: 0.4, muted: false)).subsystems == .mixer)
@@ -118,6 +118,79 @@ struct DispatcherTests {
         d.playback.shutdown()
     }
 
+    @Test("consume: an item heard to its end and one left with next leave the queue (oneshot: once, then off); priorities order shuffle; plchanges lists only positions that moved; a mute reports the output")
+    func consumePriorityChanges() throws {
+        let (d, _) = try Self.make()
+        let p = d.playback
+        let q = p.queue
+        let events = Events(p)
+        guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album"])) else { Issue.record("add failed"); return }
+
+        // Positions that moved, by version (MPD's plchanges).
+        let v1 = q.version
+        #expect(q.changes(since: v1).isEmpty && q.changes(since: v1 - 1).map(\.index) == [0, 1, 2])
+        #expect(d.execute(MoveCommand(id: ids[2], position: 1)) == .success(.index(1)))  // 0, 2, 1
+        #expect(q.changes(since: v1).map(\.index) == [1, 2])
+        let v2 = q.version
+        guard case .success(.added(let extra, _)) = d.execute(AddCommand(paths: ["album/0.mp3"], position: 0)) else { Issue.record("add failed"); return }
+        #expect(q.changes(since: v2).map(\.index) == [0, 1, 2, 3], "an insert at the front shifts everything")
+        let v3 = q.version
+        #expect(d.execute(RemoveCommand(ids: extra)) == .success(.count(3)))
+        #expect(q.changes(since: v3).map(\.index) == [0, 1, 2])
+        let v4 = q.version
+        #expect(d.execute(PriorityCommand(priority: 9, ids: [ids[1]])) == .success(.none))
+        #expect(q.changes(since: v4).map(\.entry.id) == [ids[1]] && q.entries[2].priority == 9)
+        #expect(q.changes(since: q.version + 5).count == 3, "a version from before a restart lists everything")
+
+        // Consume oneshot: the first item, heard to its end (the null device is fast), leaves;
+        // then consume is off.
+        #expect(d.execute(ConsumeCommand(mode: .oneshot)) == .success(.consume(.oneshot)))
+        #expect(d.execute(PlayCommand(item: ids[0])) == .success(.state(.playing)))
+        #expect(eventually(timeout: 10) { q.entries.map(\.id) == [ids[2], ids[1]] }, "\(q.entries.map(\.id))")
+        #expect(events.wait { $0 == .modes(repeatMode: .off, shuffle: false, stopAfterCurrent: false, consume: .off) })
+        #expect(eventually(timeout: 10) { q.current?.id == ids[1] }, "the 2 s item played through to the 60 s one")
+        #expect(q.entries.map(\.id) == [ids[2], ids[1]], "oneshot took one item only")
+        // Consume on: next leaves the current item.
+        _ = d.execute(PlayCommand(item: ids[2]))
+        #expect(d.execute(ConsumeCommand(mode: .on)) == .success(.consume(.on)))
+        _ = d.execute(NextCommand())
+        #expect(q.current?.id == ids[1] && q.entries.map(\.id) == [ids[1]], "\(q.entries.map(\.id))")
+        guard case .success(.status(let s)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
+        #expect(s.consume == .on && s.count == 1)
+        _ = d.execute(ConsumeCommand(mode: .off))
+
+        // Priorities in shuffle: higher first, then the rest.
+        _ = d.execute(ClearCommand())
+        for _ in 0..<3 { _ = d.execute(AddCommand(paths: ["album"])) }
+        let all = q.entries.map(\.id)
+        _ = d.execute(ShuffleCommand(on: true))
+        _ = d.execute(PriorityCommand(priority: 200, ids: [all[4], all[7]]))
+        _ = d.execute(PriorityCommand(priority: 100, ids: [all[2]]))
+        let order = q.playOrder
+        #expect(Set(order.prefix(2)) == [all[4], all[7]] && order[2] == all[2] && Set(order) == Set(all), "\(order)")
+        #expect(throws: CommandError.badArgument("priority: 300 is not in 0–255")) {
+            _ = try PriorityCommand(Arguments(["priority": .integer(300), "item": .integer(1)]))
+        }
+
+        // Mute: the mixer and the output changed; a volume change is the mixer's alone.
+        _ = d.execute(MuteCommand(on: true))
+        #expect(events.wait { $0 == .volume(VolumeState(volume: 1, muted: true), muteChanged: true) })
+        #expect(ControlEvent.volume(VolumeState(volume: 1, muted: true), muteChanged: true).subsystems == [.mixer, .output])
+        p.shutdown()
+    }
+
+    @Test("saved queues keep consume and priorities; a state file from before them still loads")
+    func snapshotCoding() throws {
+        let snap = PlayQueueSnapshot(entries: [PlayQueueEntry(id: 1, path: "/a.mp3", priority: 5), PlayQueueEntry(id: 2, path: "/b.mp3")],
+                                     nextID: 3, consume: .oneshot)
+        let data = try JSONEncoder().encode(snap)
+        #expect(try JSONDecoder().decode(PlayQueueSnapshot.self, from: data) == snap)
+        #expect(!String(decoding: data, as: UTF8.self).contains("\"priority\":0"), "priority 0 is not written")
+        let old = #"{"entries":[{"id":1,"path":"/a.mp3"}],"nextID":2,"position":0,"state":"stopped","repeatMode":"off","shuffle":false,"shuffleOrder":[],"stopAfterCurrent":false,"history":[]}"#
+        let loaded = try JSONDecoder().decode(PlayQueueSnapshot.self, from: Data(old.utf8))
+        #expect(loaded.consume == .off && loaded.entries == [PlayQueueEntry(id: 1, path: "/a.mp3")])
+    }
+
     @Test("the descriptor table is the one place commands are named: unique names, every argument typed, the wake exemptions")
     func table() {
         let names = CommandTable.all.map(\.name)
@@ -132,6 +205,7 @@ struct DispatcherTests {
             PlayCommand(item: 3), SeekCommand(target: .offset(-5)), SkipCommand(seconds: 15), AddCommand(paths: ["a", "b"], position: 2),
             RemoveCommand(ids: [1, 2]), MoveCommand(id: 4, position: 0), VolumeCommand(change: .by(-5)), SleepCommand(action: .after(minutes: 10, fade: 5)),
             SessionCommand(category: .ambient, options: [.mixWithOthers]), RepeatCommand(mode: .one), LifecycleCommand(target: .background),
+            ConsumeCommand(mode: .oneshot), PriorityCommand(priority: 7, ids: [3, 1]),
         ]
         for c in samples {
             let again = try? c.descriptor.make(c.arguments)

@@ -59,8 +59,9 @@ public struct MuteCommand: ControlCommand {
     public var arguments: Arguments { Arguments(on.map { ["on": .boolean($0)] } ?? [:]) }
     public func run(_ x: CommandContext) -> Reply {
         let p = x.playback
-        p.player.isMuted = on ?? !p.player.isMuted
-        p.post(.volume(p.volumeState))
+        let was = p.player.isMuted
+        p.player.isMuted = on ?? !was
+        p.post(.volume(p.volumeState, muteChanged: p.player.isMuted != was))
         return .volume(p.volumeState)
     }
 }

@@ -50,3 +50,23 @@ public struct SingleCommand: ControlCommand {
         return .stopAfterCurrent(value)
     }
 }
+
+/// Consume mode: played entries leave the queue (`oneshot`: one, then off). Reads it without `mode`.
+public struct ConsumeCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "consume", .options, "Remove items from the queue once played (oneshot: the next one only).",
+        [("mode", .string, "off, on or oneshot")])
+    /// nil: read it.
+    public var mode: ConsumeMode?
+    public init(mode: ConsumeMode?) { self.mode = mode }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let m = a.string("mode") else { mode = nil; return }
+        guard let mode = ConsumeMode(rawValue: m) else { throw .badArgument("consume: mode is off, on or oneshot") }
+        self.mode = mode
+    }
+    public var arguments: Arguments { Arguments(mode.map { ["mode": .string($0.rawValue)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        if let mode { x.playback.queue.setConsume(mode) }
+        return .consume(x.playback.queue.consume)
+    }
+}

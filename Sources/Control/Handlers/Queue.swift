@@ -113,6 +113,29 @@ public struct MoveCommand: ControlCommand {
     }
 }
 
+/// Sets items' priority (0–255): in shuffle, higher priorities play first (MPD's `prio`).
+public struct PriorityCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "priority", .queue, "Set items' priority, 0–255: in shuffle, higher priorities play first.",
+        [("priority", .integer, "0–255"), ("items", .integers, "item ids"), ("item", .integer, "one item id")])
+    public var priority: Int
+    public var ids: [Int]
+    public init(priority: Int, ids: [Int]) { (self.priority, self.ids) = (priority, ids) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let p = a.integer("priority") else { throw .badArgument("priority: \"priority\" (0–255) is required") }
+        guard (0...255).contains(p) else { throw .badArgument("priority: \(p) is not in 0–255") }
+        guard let ids = a.integers("items") ?? a.integer("item").map({ [$0] }), !ids.isEmpty else {
+            throw .badArgument("priority: \"items\" (array of ids) or \"item\" is required")
+        }
+        (priority, self.ids) = (p, ids)
+    }
+    public var arguments: Arguments { Arguments(["priority": .integer(priority), "items": .integers(ids)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.setPriority(priority, of: ids) } catch { throw CommandError(error) }
+        return .none
+    }
+}
+
 public struct ClearCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, "clear", .queue, "Empty the queue and stop.")
     public init() {}

@@ -73,7 +73,7 @@ struct MPDProtocol: Sendable {
         "ping", "status", "getvol", "outputs", "commands", "notcommands", "urlhandlers", "decoders", "stats",
         "replay_gain_status", "play", "playid", "pause", "stop", "next", "previous", "seekcur", "setvol", "volume",
         "repeat", "random", "single", "consume", "crossfade", "mixrampdb", "mixrampdelay", "replay_gain_mode",
-        "enableoutput", "disableoutput", "toggleoutput", "tagtypes", "clear", "deleteid", "moveid",
+        "enableoutput", "disableoutput", "toggleoutput", "tagtypes", "clear", "deleteid", "moveid", "prio", "prioid",
     ]
 
     /// What the connection may run before giving the password.
@@ -130,7 +130,7 @@ struct MPDProtocol: Sendable {
         "listplaylists", "load", "lsinfo", "mixrampdb", "mixrampdelay",
         "move", "moveid", "next", "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid",
         "playlistadd", "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistmove",
-        "playlistsearch", "plchanges", "plchangesposid", "previous", "random", "repeat",
+        "playlistsearch", "plchanges", "plchangesposid", "previous", "prio", "prioid", "random", "repeat",
         "rename", "replay_gain_mode", "replay_gain_status", "rm", "save", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
         "stop", "swap", "swapid", "tagtypes", "toggleoutput", "urlhandlers", "volume",
     ]
@@ -181,13 +181,15 @@ struct MPDProtocol: Sendable {
             guard let i = entries.firstIndex(where: { $0.id == id }) else { throw MPDError(.noExist, "No such song") }
             return song(playback.describe(entries[i], index: i, current: false, read: true), state)
         case "plchanges", "plchangesposid":
+            // The songs whose position changed after VERSION (added, moved, shifted by an
+            // edit before them), in an optional position range.
             try arity(1...2)
             let version = try integer(args[0])
-            guard version < playback.queue.version || version > playback.queue.version else { return "" }
-            // Positions are not tracked per version: every song in the range counts as changed.
-            let n = playback.queue.entries.count
-            if name == "plchanges" { return try songs(in: args.count > 1 ? try range(args[1], count: n, clamp: true) : nil, state) }
-            return playback.queue.entries.enumerated().map { "cpos: \($0.offset)\nId: \($0.element.id)\n" }.joined()
+            let r = args.count > 1 ? try range(args[1], count: playback.queue.entries.count, clamp: true) : nil
+            let changes = playback.queue.changes(since: version).filter { r?.contains($0.index) ?? true }
+            guard name == "plchanges" else { return changes.map { "cpos: \($0.index)\nId: \($0.entry.id)\n" }.joined() }
+            let current = playback.queue.current?.id
+            return changes.map { song(playback.describe($0.entry, index: $0.index, current: $0.entry.id == current, read: true), state) }.joined()
 
         case "play":
             try arity(0...1)
@@ -287,7 +289,14 @@ struct MPDProtocol: Sendable {
             return ""
         case "consume":
             try arity(1...1)
-            guard args[0] == "0" else { throw MPDError(.arg, "consume is not supported yet (the queue keeps played items)") }
+            let mode: ConsumeMode
+            switch args[0] {
+            case "1": mode = .on
+            case "0": mode = .off
+            case "oneshot": mode = .oneshot
+            default: throw MPDError(.arg, "Boolean (0/1) or \"oneshot\" expected: \(args[0])")
+            }
+            _ = try run(ConsumeCommand(mode: mode))
             return ""
         case "crossfade", "mixrampdb", "mixrampdelay":
             try arity(1...1)
@@ -332,6 +341,19 @@ struct MPDProtocol: Sendable {
             let to = try position(args[1])
             guard to >= 0, to < playback.queue.entries.count else { throw MPDError(.arg, "Bad song index") }
             _ = try run(MoveCommand(id: try integer(args[0]), position: to))
+            return ""
+        case "prio", "prioid":
+            guard args.count >= 2 else { throw MPDError(.arg, "too few arguments for \"\(name)\"") }
+            let p = try integer(args[0])
+            guard (0...255).contains(p) else { throw MPDError(.arg, "Priority out of range: \(args[0])") }
+            var ids: [Int] = []
+            if name == "prio" {
+                let entries = playback.queue.entries
+                for a in args.dropFirst() { ids += entries[try range(a, count: entries.count)].map(\.id) }
+            } else {
+                ids = try args.dropFirst().map { a throws(MPDError) in try integer(a) }
+            }
+            _ = try run(PriorityCommand(priority: p, ids: ids))
             return ""
         case "swap", "swapid":
             try arity(2...2)
@@ -475,7 +497,7 @@ struct MPDProtocol: Sendable {
         out += "repeat: \(s.repeatMode == .off ? 0 : 1)\n"
         out += "random: \(s.shuffle ? 1 : 0)\n"
         out += "single: \(s.repeatMode == .one ? "1" : s.stopAfterCurrent ? "oneshot" : "0")\n"
-        out += "consume: 0\npartition: default\n"
+        out += "consume: \(s.consume == .on ? "1" : s.consume == .oneshot ? "oneshot" : "0")\npartition: default\n"
         out += "playlist: \(s.queueVersion)\nplaylistlength: \(s.count)\nmixrampdb: 0\n"
         out += "state: \(s.state == .playing ? "play" : s.state == .paused ? "pause" : "stop")\n"
         if let c = s.current, let i = s.index {
@@ -509,7 +531,9 @@ struct MPDProtocol: Sendable {
         if tags.contains("Track"), let n = i.track { out += "Track: \(n)\n" }
         if let d = i.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
         if let p = i.index { out += "Pos: \(p)\n" }
-        return withID ? out + "Id: \(i.id)\n" : out
+        if withID { out += "Id: \(i.id)\n" }
+        if i.priority != 0 { out += "Prio: \(i.priority)\n" }
+        return out
     }
 
     private func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> String {
