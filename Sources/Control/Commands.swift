@@ -100,7 +100,7 @@ public struct Arguments: Sendable, Equatable {
 
 /// The area a command belongs to (its handlers live in one file per area).
 public enum CommandArea: String, Sendable {
-    case transport, queue, playlists, mixer, options, session, sleep, info, connection
+    case transport, queue, playlists, library, mixer, options, session, sleep, info, connection
 }
 
 /// Who may run a command.
@@ -177,7 +177,7 @@ public enum CommandTable {
         ClearCommand.descriptor, ListCommand.descriptor,
         SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,
         PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,
-        PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor,
+        PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
         SleepCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,

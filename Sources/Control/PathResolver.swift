@@ -169,6 +169,73 @@ public struct PathResolver: Sendable {
         return true
     }
 
+    /// One entry of a music-directory listing.
+    public struct Listed: Sendable, Equatable {
+        public enum Kind: String, Sendable { case directory, audio, playlist, other }
+        /// Relative to the music directory.
+        public var path: String
+        public var kind: Kind
+        /// The file it resolves to (symlinks followed).
+        public var file: String
+        public var size: Int
+        public var modified: Date
+    }
+
+    /// The entries of the directory `relative` (to the music directory; "" is its root), in
+    /// name order, as MPD browses: the files, then each directory followed (when `recursive`)
+    /// by what is in it. Confined as `add` is: a symlink leading out of the music directory,
+    /// or to nothing, is left out; hidden names too. Throws when the directory is not one, or
+    /// when there are more than `limit` entries.
+    public func browse(_ relative: String, recursive: Bool, limit: Int = 200_000) throws(Refusal) -> [Listed] {
+        let rel = relative.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
+        guard let root else { throw Refusal(code: .notFound, path: relative, message: "the music directory \(musicDirectory) does not exist") }
+        let dir = rel.isEmpty ? root : try confine(root + "/" + rel, shown: relative)
+        var st = stat()
+        guard stat(dir, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+            throw Refusal(code: .notFound, path: relative, message: "no such directory")
+        }
+        var out: [Listed] = []
+        try list(dir, as: rel, recursive: recursive, into: &out, limit: limit, depth: 0)
+        return out
+    }
+
+    private func list(_ dir: String, as rel: String, recursive: Bool, into out: inout [Listed], limit: Int, depth: Int) throws(Refusal) {
+        guard depth < 64, let d = opendir(dir) else { return }
+        var names: [String] = []
+        while let e = readdir(d) {
+            let raw = withUnsafeBytes(of: e.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            guard raw.first != 46, let name = String(validating: raw, as: UTF8.self) else { continue }  // hidden, ".", "..", not UTF-8
+            names.append(name)
+        }
+        closedir(d)
+        names.sort { $0.localizedStandardCompare($1) == .orderedAscending }
+        var directories: [(Listed, String)] = []
+        for name in names {
+            let shown = rel.isEmpty ? name : rel + "/" + name
+            guard let file = try? confine(dir + "/" + name, shown: shown) else { continue }
+            var st = stat()
+            guard stat(file, &st) == 0 else { continue }
+            let ext = (name as NSString).pathExtension.lowercased()
+            let kind: Listed.Kind = st.st_mode & S_IFMT == S_IFDIR ? .directory
+                : st.st_mode & S_IFMT != S_IFREG ? .other
+                : Self.audioExtensions.contains(ext) ? .audio : Self.playlistExtensions.contains(ext) ? .playlist : .other
+            let entry = Listed(path: shown, kind: kind, file: file, size: Int(st.st_size),
+                               modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
+            if kind == .directory { directories.append((entry, file)) } else { out.append(entry) }
+            guard out.count + directories.count <= limit else {
+                throw Refusal(code: .unsupported, path: rel, message: "more than \(limit) entries")
+            }
+        }
+        for (entry, file) in directories {
+            out.append(entry)
+            // Not into a directory reached through a symlink (no cycles), as `add` walks.
+            var lst = stat()
+            if recursive, lstat(dir + "/" + (entry.path as NSString).lastPathComponent, &lst) == 0, lst.st_mode & S_IFMT == S_IFDIR {
+                try list(file, as: entry.path, recursive: true, into: &out, limit: limit, depth: depth + 1)
+            }
+        }
+    }
+
     /// `p` with its symlinks resolved (`realpath`); nil when it does not exist.
     public static func realPath(_ p: String) -> String? {
         guard let r = realpath(p, nil) else { return nil }

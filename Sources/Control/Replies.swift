@@ -99,6 +99,13 @@ public struct NowPlayingSnapshot: Sendable, Equatable {
     public var playbackState: String
 }
 
+/// An entry of the music directory as `browse` lists it; audio files with their tags when asked.
+public struct LibraryEntry: Sendable, Equatable {
+    public var listed: PathResolver.Listed
+    /// Tags and duration (id 0: not queued).
+    public var item: QueueItem?
+}
+
 /// What a path request skipped, and why.
 public struct SkippedPath: Sendable, Equatable {
     public var path: String
@@ -127,6 +134,8 @@ public enum Reply: Sendable, Equatable {
     case playlists([PlaylistStore.Info])
     /// A stored playlist's entries (relative to the music directory, or absolute).
     case playlistEntries([String])
+    /// A directory of the music directory.
+    case directory([LibraryEntry])
     case status(StatusSnapshot)
     case nowPlaying(NowPlayingSnapshot?)
     case volume(VolumeState)

@@ -22,16 +22,23 @@ public final class TagCache: Sendable {
     /// The info for `path`, reading the file the first time.
     public func info(_ path: String) -> Info {
         if let i = cache.withLock({ $0[path] }) { return i }
-        let info: Info
-        do {
-            let d = try MPG123Decoder(path: path)
-            info = Info(metadata: d.metadata, duration: d.duration, error: nil)
-        } catch {
-            info = Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
-        }
+        let info = Self.read(path)
         cache.withLock { $0[path] = info }
         return info
     }
+
+    private static func read(_ path: String) -> Info {
+        do {
+            let d = try MPG123Decoder(path: path)
+            return Info(metadata: d.metadata, duration: d.duration, error: nil)
+        } catch {
+            return Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
+        }
+    }
+
+    /// The info, read now if it was not read already, without keeping it (a whole library
+    /// walked once need not stay in memory).
+    public func peek(_ path: String) -> Info { cached(path) ?? Self.read(path) }
 
     /// The info if it was read already.
     public func cached(_ path: String) -> Info? { cache.withLock { $0[path] } }

@@ -126,6 +126,14 @@ public enum JSONCodec {
         case .playlists(let all):
             [("playlists", .array(all.map { .object([("name", .string($0.name)), ("modified", .string(iso8601($0.modified)))]) }))]
         case .playlistEntries(let entries): [("items", .array(entries.map(JSON.string)))]
+        case .directory(let entries):
+            [("entries", .array(entries.map { e in
+                var f: [(String, JSON)] = [("path", .string(e.listed.path)), ("kind", .string(e.listed.kind.rawValue))]
+                if e.listed.kind != .directory { f.append(("size", .int(e.listed.size))) }
+                f.append(("modified", .string(iso8601(e.listed.modified))))
+                if let i = e.item { f += fields(i).filter { !["id", "path"].contains($0.0) } }
+                return .object(f)
+            }))]
         case .status(let s): fields(s)
         case .nowPlaying(let n): n.map(fields) ?? [("info", .null)]
         case .volume(let v): fields(v)

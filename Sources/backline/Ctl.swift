@@ -313,6 +313,12 @@ struct Ctl: ParsableCommand {
             return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
         case "playlist":
             return (r["items"]?.array ?? []).map { "\($0.string ?? "")\n" }.joined()
+        case "browse":
+            return (r["entries"]?.array ?? []).map { e in
+                let path = e["path"]?.string ?? ""
+                guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
+                return "\(path)  \(itemLine(e))\n"
+            }.joined()
         case "help":
             return (r["commands"]?.array ?? []).map { c in
                 let args = (c["arguments"]?.array ?? []).compactMap { $0["name"]?.string }.map { "[\($0)]" }.joined(separator: " ")

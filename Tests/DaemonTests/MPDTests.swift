@@ -199,6 +199,154 @@ struct MPDTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("python-mpd2: browsing (lsinfo, listall, listallinfo, listfiles), albumart and readpicture in chunks, consume, priorities in random mode, plchanges of only what moved, changed: output")
+    func pythonLibrary() throws {
+        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try Self.daemon(port: Self.port() + 5)
+        // An album cover beside album/*.mp3, a track with a picture in its tags, a symlink out.
+        let cover = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
+        try Data(cover).write(to: URL(fileURLWithPath: d.music + "/album/cover.png"))
+        try FileManager.default.createDirectory(atPath: d.music + "/demo", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try #require(Fixtures.demoTracks.first).path, toPath: d.music + "/demo/sunrise.mp3")
+        try FileManager.default.createSymbolicLink(atPath: d.music + "/outside", withDestinationPath: "/etc")
+        let script = """
+            import mpd, sys, time
+            c = mpd.MPDClient()
+            c.connect(sys.argv[1])
+            out = []
+            import atexit
+            atexit.register(lambda: print("\\n".join(out)))
+            def names(items):
+                return ",".join(i.get("directory", i.get("file", i.get("playlist", "?"))) for i in items)
+            out.append("lsinfo %s" % names(c.lsinfo()))
+            out.append("lsinfo-album %s" % ",".join("%s:%s" % (i["file"], i.get("time")) for i in c.lsinfo("album")))
+            out.append("listall %s" % names(c.listall("short")))
+            out.append("listallinfo %s" % ",".join("%s:%s" % (i["file"], i["title"]) for i in c.listallinfo("demo")))
+            out.append("listfiles %s" % ",".join("%s:%s" % (i["file"], i["size"]) for i in c.listfiles("album")))
+            for bad in ("outside", "../"):
+                try:
+                    c.lsinfo(bad)
+                    out.append("escaped %s" % bad)
+                except mpd.CommandError as e:
+                    out.append("lsinfo-error %s" % e)
+            # binarylimit (python-mpd2 3.0 has no method for it): by hand on a raw socket.
+            import socket
+            raw = socket.socket(socket.AF_UNIX)
+            raw.connect(sys.argv[1])
+            f = raw.makefile("rb")
+            f.readline()
+            raw.sendall(b"binarylimit 64\\nalbumart album/a.mp3 100\\n")
+            ok, size, binary = f.readline(), f.readline(), f.readline()
+            chunk = f.read(64)
+            rest = f.read(4)
+            cover = open(sys.argv[2], "rb").read()
+            out.append("raw %s %s %s %s %s" % (ok.strip(), size.strip(), binary.strip(), chunk == cover[100:164], rest))
+            art = c.albumart("album/a.mp3")
+            out.append("albumart %d %s" % (len(art["binary"]), art["binary"] == open(sys.argv[2], "rb").read()))
+            pic = c.readpicture("demo/sunrise.mp3")
+            out.append("readpicture %s %d %s" % (pic["type"], len(pic["binary"]), pic["binary"][:4] == b"\\x89PNG"))
+            out.append("readpicture-none %s" % c.readpicture("album/a.mp3"))
+            try:
+                c.albumart("long.mp3")
+            except mpd.CommandError as e:
+                out.append("albumart-error %s" % e)
+
+            # Priorities: in random mode the higher ones come next.
+            for f in ("short/1.mp3", "short/2.mp3", "short/3.mp3", "album/a.mp3", "album/b.mp3"):
+                c.add(f)
+            ids = [int(s["id"]) for s in c.playlistinfo()]
+            c.random(1)
+            c.play(0)
+            c.prioid(200, ids[4])
+            c.prio(100, "3:4")
+            st = c.status()
+            out.append("nextsong %s" % (int(st["nextsongid"]) == ids[4]))
+            out.append("prio %s" % ",".join(s.get("prio", "0") for s in c.playlistinfo()))
+            c.random(0)
+            c.stop()
+
+            # plchanges: a move lists only the positions it changed.
+            v = int(c.status()["playlist"])
+            c.moveid(ids[3], 1)
+            out.append("plchanges %s" % ",".join(s["pos"] for s in c.plchanges(v)))
+            out.append("plchangesposid %s" % ",".join(s["cpos"] for s in c.plchangesposid(v)))
+
+            # Consume: each song heard (1 s) leaves the queue; oneshot takes one.
+            c.clear()
+            for f in ("short/1.mp3", "short/2.mp3", "short/3.mp3"):
+                c.add(f)
+            c.consume(1)
+            out.append("consume %s" % c.status()["consume"])
+            c.play(0)
+            deadline = time.time() + 10
+            while len(c.playlistinfo()) > 1 and time.time() < deadline:
+                c.idle("playlist")
+            out.append("consumed %s" % names(c.playlistinfo()))
+            c.consume("oneshot")
+            out.append("consume %s" % c.status()["consume"])
+            c.stop()
+
+            # Disabling the one output is an output change (and a mixer one: it mutes).
+            other = mpd.MPDClient()
+            other.connect(sys.argv[1])
+            import threading
+            threading.Timer(0.3, lambda: c.disableoutput(0)).start()
+            out.append("idle %s" % other.idle("output"))
+            c.enableoutput(0)
+            """
+        let file = d.dir.appendingPathComponent("library.py")
+        try script.write(to: file, atomically: true, encoding: .utf8)
+        let r = try runProcess("/usr/bin/python3", [file.path, sock, d.music + "/album/cover.png"], timeout: 60)
+        #expect(r.status == 0, "\(r.stderr) \(r.stdoutText)")
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines.contains("lsinfo long.mp3,album,broken,demo,short"), "files first, then directories; no escape: \(lines)")
+        #expect(lines.contains("lsinfo-album album/a.mp3:3,album/b.mp3:4,album/c.mp3:5"), "\(lines)")
+        #expect(lines.contains("listall short/1.mp3,short/2.mp3,short/3.mp3"), "\(lines)")
+        #expect(lines.contains("listallinfo demo/sunrise.mp3:Sunrise Chord"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("listfiles a.mp3:") && $0.contains("cover.png:20000") }, "\(lines)")
+        #expect(lines.filter { $0.hasPrefix("lsinfo-error [50@0] {lsinfo} No such directory") }.count == 2, "\(lines)")
+        #expect(lines.contains("albumart 20000 True"), "all chunks, byte for byte: \(lines)")
+        #expect(lines.contains("raw b'OK' b'size: 20000' b'binary: 64' True b'\\nOK\\n'"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("readpicture image/png ") && $0.hasSuffix(" True") }, "\(lines)")
+        #expect(lines.contains("readpicture-none {}"), "\(lines)")
+        #expect(lines.contains("albumart-error [50@0] {albumart} No file exists"), "\(lines)")
+        #expect(lines.contains("nextsong True"), "\(lines)")
+        #expect(lines.contains("prio 0,0,0,100,200"), "\(lines)")
+        #expect(lines.contains("plchanges 1,2,3"), "\(lines)")
+        #expect(lines.contains("plchangesposid 1,2,3"), "\(lines)")
+        #expect(lines.contains("consume 1") && lines.contains("consume oneshot"), "\(lines)")
+        #expect(lines.contains("consumed short/3.mp3"), "\(lines)")
+        #expect(lines.contains("idle ['output']"), "\(lines)")
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("300 clients on the MPD socket: at most max-connections are greeted, the rest closed at once without a word; when they leave, new clients are served")
+    func manyConnections() throws {
+        let (d, sock) = try Self.daemon(port: Self.port() + 4)
+        var clients: [ControlClient] = []
+        for _ in 0..<300 { clients.append(try ControlClient(socketPath: sock)) }
+        var greeted: [ControlClient] = []
+        var closed = 0
+        for c in clients {
+            switch try? c.readRawLine(timeout: 5) {
+            case "OK MPD 0.23.5": greeted.append(c)
+            case nil: closed += 1
+            case let other?: Issue.record("unexpected \(other)")
+            }
+        }
+        #expect(greeted.count <= 256 && greeted.count >= 250 && closed == 300 - greeted.count, "\(greeted.count) greeted, \(closed) closed")
+        // Those served are served in full.
+        for c in [greeted.first, greeted.last].compactMap({ $0 }) {
+            try c.sendRaw(Array("ping\n".utf8))
+            #expect(try c.readRawLine(timeout: 5) == "OK")
+        }
+        clients = []
+        greeted = []
+        #expect(eventually(timeout: 10) { (try? Self.mpc(sock, ["status"]).status) == 0 || Harness.which("mpc") == nil })
+        #expect(try d.request("ping").ok)
+        #expect(try d.stop() == 0)
+    }
+
     @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory")
     func storedPlaylists() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }

@@ -187,18 +187,22 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// The response to `commands`: each one's lines (and `list_OK` in an `_ok_` list), then `OK`,
     /// or the first failure's `ACK [code@index] {command} message`.
     static func respond(_ commands: [[String]], listOK: Bool?, codec: MPDProtocol, state: MPDClientState,
-                        client: ClientContext) -> String {
-        var out = ""
+                        client: ClientContext) -> [UInt8] {
+        var out: [UInt8] = []
         for (i, words) in commands.enumerated() {
             do throws(MPDError) {
-                out += try codec.execute(words, state: state, connection: client)
-                if listOK == true { out += "list_OK\n" }
+                if MPDProtocol.binary.contains(words[0]) {
+                    out += try codec.picture(words, state: state, connection: client)
+                } else {
+                    out += try codec.execute(words, state: state, connection: client).utf8
+                }
+                if listOK == true { out += "list_OK\n".utf8 }
             } catch {
                 let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
-                return out + "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n"
+                return out + "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n".utf8
             }
         }
-        return out + "OK\n"
+        return out + "OK\n".utf8
     }
 
     private func drain(context: ChannelHandlerContext) {
@@ -212,6 +216,11 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
         buf.writeString(s)
         context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
+    }
+
+    private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        guard !closing, !bytes.isEmpty else { return }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
     }
 
     private func close(context: ChannelHandlerContext) {

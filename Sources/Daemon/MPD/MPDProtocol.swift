@@ -39,6 +39,8 @@ final class MPDClientState: @unchecked Sendable {
     // @unchecked: used only from the connection's serial work queue.
     var tags: Set<String> = Set(MPDProtocol.tagTypes)
     var passwordGiven = false
+    /// The largest binary chunk (`albumart`, `readpicture`) this client takes (`binarylimit`).
+    var binaryLimit = 8192
     let local: Bool
     init(local: Bool) { self.local = local }
 }
@@ -75,6 +77,9 @@ struct MPDProtocol: Sendable {
         "repeat", "random", "single", "consume", "crossfade", "mixrampdb", "mixrampdelay", "replay_gain_mode",
         "enableoutput", "disableoutput", "toggleoutput", "tagtypes", "clear", "deleteid", "moveid", "prio", "prioid",
     ]
+
+    /// Commands whose response carries binary data (``picture(_:state:connection:)``).
+    static let binary: Set<String> = ["albumart", "readpicture"]
 
     /// What the connection may run before giving the password.
     static let beforePassword: Set<String> = ["ping", "password", "close", "commands", "notcommands"]
@@ -125,12 +130,12 @@ struct MPDProtocol: Sendable {
 
     /// The commands this codec answers (what `commands` lists).
     static let commandNames: [String] = [
-        "add", "addid", "clear", "close", "commands", "config", "consume", "crossfade", "currentsong", "decoders",
+        "add", "addid", "albumart", "binarylimit", "clear", "close", "commands", "config", "consume", "crossfade", "currentsong", "decoders",
         "delete", "deleteid", "disableoutput", "enableoutput", "getvol", "idle", "listplaylist", "listplaylistinfo",
-        "listplaylists", "load", "lsinfo", "mixrampdb", "mixrampdelay",
+        "listall", "listallinfo", "listfiles", "listplaylists", "load", "lsinfo", "mixrampdb", "mixrampdelay",
         "move", "moveid", "next", "noidle", "notcommands", "outputs", "password", "pause", "ping", "play", "playid",
         "playlistadd", "playlistclear", "playlistdelete", "playlistfind", "playlistid", "playlistinfo", "playlistmove",
-        "playlistsearch", "plchanges", "plchangesposid", "previous", "prio", "prioid", "random", "repeat",
+        "playlistsearch", "plchanges", "plchangesposid", "previous", "prio", "prioid", "random", "readpicture", "repeat",
         "rename", "replay_gain_mode", "replay_gain_status", "rm", "save", "seek", "seekcur", "seekid", "setvol", "single", "stats", "status",
         "stop", "swap", "swapid", "tagtypes", "toggleoutput", "urlhandlers", "volume",
     ]
@@ -149,6 +154,12 @@ struct MPDProtocol: Sendable {
         }
         switch name {
         case "ping": try arity(0...0); return ""
+        case "binarylimit":
+            try arity(1...1)
+            let n = try integer(args[0])
+            guard n >= 64 else { throw MPDError(.arg, "Value too small") }
+            state.binaryLimit = min(n, Self.maximumResponse)
+            return ""
         case "password":
             try arity(1...1)
             guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(args[0], want) else {
@@ -388,9 +399,12 @@ struct MPDProtocol: Sendable {
             return "plugin: mpg123\n" + PathResolver.audioExtensions.sorted().map { "suffix: \($0)\n" }.joined() + "mime_type: audio/mpeg\n"
         case "stats":
             return "uptime: \(Int(ProcessInfo.processInfo.systemUptime - Self.started))\nplaytime: 0\nartists: 0\nalbums: 0\nsongs: 0\ndb_playtime: 0\n"
-        case "lsinfo":
+        case "lsinfo", "listall", "listallinfo":
             try arity(0...1)
-            return try lsinfo(args.first ?? "", state)
+            return try listing(args.first ?? "", recursive: name != "lsinfo", info: name != "listall", state)
+        case "listfiles":
+            try arity(0...1)
+            return try listFiles(args.first ?? "")
         case "playlistfind", "playlistsearch":
             // TAG VALUE pairs (`any` matches every tag and the file): exact for find, a
             // case-insensitive substring for search, as mpd.
@@ -458,7 +472,7 @@ struct MPDProtocol: Sendable {
             try arity(2...2)
             _ = try run(PlaylistRenameCommand(name: args[0], to: args[1]))
             return ""
-        case "update", "rescan", "find", "search", "findadd", "searchadd", "list", "count", "listall", "listallinfo":
+        case "update", "rescan", "find", "search", "findadd", "searchadd", "list", "count":
             throw MPDError(.noExist, "No database")  // as an mpd without a database answers
         default:
             throw MPDError(.unknown, "unknown command \"\(name)\"")
@@ -522,8 +536,9 @@ struct MPDProtocol: Sendable {
 
     /// A song object: `file:` first, then the tags the client wants, then times, position and
     /// id (not for a stored playlist's songs).
-    private func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true) -> String {
+    private func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true, modified: Date? = nil) -> String {
         var out = "file: \(relative(i.path))\n"
+        if let modified { out += "Last-Modified: \(JSONCodec.iso8601(modified))\n" }
         let tags = state.tags
         if tags.contains("Artist"), let a = i.artist { out += "Artist: \(a)\n" }
         if tags.contains("Album"), let a = i.album { out += "Album: \(a)\n" }
@@ -550,37 +565,109 @@ struct MPDProtocol: Sendable {
         return path.hasPrefix(root + "/") ? String(path.dropFirst(root.count + 1)) : path
     }
 
-    private func lsinfo(_ uri: String, _ state: MPDClientState) throws(MPDError) -> String {
-        guard let root = playback.resolver.root else { throw MPDError(.noExist, "No such directory") }
-        let rel = uri.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        let dir = rel.isEmpty ? root : root + "/" + rel
-        guard let real = PathResolver.realPath(dir), real == root || real.hasPrefix(root + "/"),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: real)
-        else { throw MPDError(.noExist, "No such directory") }
+    /// `albumart URI OFFSET` (a cover file beside the song: cover.png, cover.jpg, …) and
+    /// `readpicture URI OFFSET` (the picture embedded in its tags): `size`, `type` (readpicture),
+    /// `binary: N`, then N bytes from OFFSET, at most the client's binary limit. No embedded
+    /// picture answers nothing (as mpd); no cover file is an error.
+    func picture(_ words: [String], state: MPDClientState, connection: any ConnectionContext) throws(MPDError) -> [UInt8] {
+        let name = words[0]
+        if connection.needsToken, !state.passwordGiven { throw MPDError(.permission, "you don't have permission for \"\(name)\"") }
+        guard words.count == 3 else { throw MPDError(.arg, "\(words.count < 3 ? "too few" : "too many") arguments for \"\(name)\"") }
+        let offset = try integer(words[2])
+        guard offset >= 0 else { throw MPDError(.arg, "Number too small: \(words[2])") }
+        // One audio file, confined as `add` is (a directory or a playlist is no song).
+        let request = try uri(words[1], state)
+        let ext = (request as NSString).pathExtension.lowercased()
+        guard PathResolver.audioExtensions.contains(ext), let (files, _) = try? playback.resolver.resolve(request),
+              files.count == 1, let file = files.first else { throw MPDError(.noExist, "No such song") }
+        let found: (data: [UInt8], type: String?)?
+        if name == "readpicture" {
+            found = playback.tags.info(file).metadata.artwork.map { ($0.data, $0.mimeType) }
+        } else {
+            found = coverFile(beside: file).map { ($0, nil) }
+            guard found != nil else { throw MPDError(.noExist, "No file exists") }
+        }
+        guard let (data, type) = found else { return [] }
+        guard offset <= data.count else { throw MPDError(.arg, "Offset too large") }
+        let chunk = data[offset..<min(data.count, offset + state.binaryLimit)]
+        let header = "size: \(data.count)\n" + (type.map { "type: \($0)\n" } ?? "") + "binary: \(chunk.count)\n"
+        return Array(header.utf8) + chunk + [UInt8(ascii: "\n")]
+    }
+
+    /// The names mpd looks for beside a song, in its order.
+    static let coverNames = ["cover.png", "cover.jpg", "cover.jpeg", "cover.webp", "cover.tiff", "cover.bmp"]
+
+    /// The first cover file in `file`'s directory, confined to the music directory.
+    private func coverFile(beside file: String) -> [UInt8]? {
+        let dir = (file as NSString).deletingLastPathComponent
+        for n in Self.coverNames {
+            guard let real = PathResolver.realPath(dir + "/" + n), let root = playback.resolver.root,
+                  playback.resolver.allowAbsolutePaths || real.hasPrefix(root + "/"),
+                  case .success(let data) = readRegularFile(real, limit: 32 << 20) else { continue }
+            return [UInt8](data)
+        }
+        return nil
+    }
+
+    /// mpd's default `max_output_buffer_size`: a longer answer is an error, not a stall.
+    static let maximumResponse = 8 << 20
+
+    /// A directory of the music directory, through the command layer (confined as `add` is).
+    private func browse(_ uri: String, recursive: Bool, tags: Bool) throws(MPDError) -> [LibraryEntry] {
+        let path = uri == "/" ? "" : uri
+        do throws(MPDError) {
+            guard case .directory(let entries) = try run(BrowseCommand(path: path, recursive: recursive, tags: tags)) else { return [] }
+            return entries
+        } catch where error.ack == .noExist || error.ack == .permission {
+            throw MPDError(.noExist, "No such directory")
+        }
+    }
+
+    /// `lsinfo`, `listall`, `listallinfo`: songs with their tags (or `file:` alone), playlists,
+    /// directories; the root of `lsinfo` also lists the stored playlists, as mpd's does
+    /// (`mpc lsplaylists` reads them there). A song's URI lists that song.
+    private func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
+        let entries: [LibraryEntry]
+        do throws(MPDError) {
+            entries = try browse(uri, recursive: recursive, tags: info)
+        } catch {
+            // A song named by its URI.
+            guard !uri.isEmpty,
+                  case .success(.directory(let parent)) = dispatcher.execute(BrowseCommand(path: (uri as NSString).deletingLastPathComponent, tags: info)),
+                  let e = parent.first(where: { $0.listed.path == uri.trimmingCharacters(in: CharacterSet(charactersIn: "/")) && $0.listed.kind == .audio })
+            else { throw error }
+            return info ? song(e.item!, state, withID: false, modified: e.listed.modified) : "file: \(e.listed.path)\n"
+        }
         var out = ""
-        if rel.isEmpty, let store = playback.playlists {
-            // The root also lists the stored playlists, as mpd's does (`mpc lsplaylists` reads them here).
+        if !recursive, uri.isEmpty || uri == "/", let store = playback.playlists {
             out += store.all().map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }.joined()
         }
-        for name in names.sorted(by: { $0.localizedStandardCompare($1) == .orderedAscending }) where !name.hasPrefix(".") {
-            let child = rel.isEmpty ? name : rel + "/" + name
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: real + "/" + name, isDirectory: &isDir) else { continue }
-            let ext = (name as NSString).pathExtension.lowercased()
-            if isDir.boolValue {
-                out += "directory: \(child)\n"
-            } else if PathResolver.audioExtensions.contains(ext) {
-                let info = playback.tags.info(real + "/" + name)
-                out += "file: \(child)\n"
-                if state.tags.contains("Artist"), let a = info.metadata.artist { out += "Artist: \(a)\n" }
-                if state.tags.contains("Album"), let a = info.metadata.album { out += "Album: \(a)\n" }
-                if state.tags.contains("Title"), let t = info.metadata.title { out += "Title: \(t)\n" }
-                if let d = info.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
-            } else if PathResolver.playlistExtensions.contains(ext) {
-                out += "playlist: \(child)\n"
+        for e in entries {
+            switch e.listed.kind {
+            case .directory:
+                out += "directory: \(e.listed.path)\n"
+                if info { out += "Last-Modified: \(JSONCodec.iso8601(e.listed.modified))\n" }
+            case .audio:
+                out += info ? e.item.map { song($0, state, withID: false, modified: e.listed.modified) } ?? "" : "file: \(e.listed.path)\n"
+            case .playlist:
+                out += "playlist: \(e.listed.path)\n"
+                if info { out += "Last-Modified: \(JSONCodec.iso8601(e.listed.modified))\n" }
+            case .other:
+                continue
             }
+            guard out.utf8.count <= Self.maximumResponse else { throw MPDError(.system, "Output buffer is full") }
         }
         return out
+    }
+
+    /// `listfiles`: every file and directory in one directory, with size and time, as mpd
+    /// lists a storage directory.
+    private func listFiles(_ uri: String) throws(MPDError) -> String {
+        try browse(uri, recursive: false, tags: false).map { e in
+            e.listed.kind == .directory
+                ? "directory: \((e.listed.path as NSString).lastPathComponent)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
+                : "file: \((e.listed.path as NSString).lastPathComponent)\nsize: \(e.listed.size)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
+        }.joined()
     }
 
     // MARK: - Arguments

@@ -1,0 +1,175 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// Debian's stock ncmpcpp (a curses MPD client) against a real daemon's MPD socket: run in a
+/// detached tmux of its own (fixed 120×40 pane), driven with keys (`send-keys`) and read off the
+/// screen (`capture-pane`); what the keys did is checked on the daemon's JSON status as well.
+/// The daemon plays through the shared PulseAudio null sink (real-time pacing).
+@Suite("backline daemon speaks MPD: stock ncmpcpp in tmux", Harness.audioTools)
+struct NcmpcppTests {
+    /// A private tmux server (its socket in the test's directory, no user config) with one session.
+    struct Terminal {
+        let socket: String
+        let session = "ncm"
+
+        @discardableResult
+        func tmux(_ args: [String]) throws -> ProcessResult {
+            try runProcess("tmux", ["-S", socket, "-f", "/dev/null"] + args, timeout: 20)
+        }
+
+        /// Starts `command` (executed directly, no shell) in a detached 120×40 pane.
+        func start(_ command: [String]) throws {
+            let r = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "40"] + command)
+            guard r.status == 0 else { throw HarnessError("tmux new-session failed: \(r.stderr)") }
+        }
+
+        /// Types `keys` (tmux key names: `Enter`, `Home`, or literal characters).
+        func keys(_ keys: String...) throws {
+            let r = try tmux(["send-keys", "-t", session] + keys)
+            guard r.status == 0 else { throw HarnessError("tmux send-keys \(keys) failed: \(r.stderr)") }
+        }
+
+        /// The pane's text now ("" once the session is gone).
+        func screen() -> String {
+            (try? tmux(["capture-pane", "-p", "-t", session]))?.stdoutText ?? ""
+        }
+
+        /// Polls the screen every 100 ms until `condition` holds or `timeout` seconds pass;
+        /// whether it held, and the last screen (for the failure message).
+        func waitForScreen(timeout: Double = 10, _ condition: (String) -> Bool) -> (Bool, String) {
+            let deadline = Date().addingTimeInterval(timeout)
+            var text = screen()
+            while !condition(text) {
+                if Date() > deadline { return (false, text) }
+                usleep(100_000)
+                text = screen()
+            }
+            return (true, text)
+        }
+
+        /// Whether the session (its program) is still there.
+        var isRunning: Bool { (try? tmux(["has-session", "-t", session]))?.status == 0 }
+
+        func kill() { _ = try? tmux(["kill-server"]) }
+    }
+
+    /// Polls `condition` every 50 ms for up to `timeout` seconds (at least once); whether it held.
+    static func poll(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if condition() { return true }
+            usleep(50_000)
+        } while Date() < deadline
+        return false
+    }
+
+    /// The elapsed time ncmpcpp's footer shows for the 1-minute item, `[M:SS/1:00]`, in seconds.
+    static func shownElapsed(_ screen: String) -> Int? {
+        guard let end = screen.range(of: "/1:00]", options: .backwards),
+              let open = screen[..<end.lowerBound].range(of: "[", options: .backwards)
+        else { return nil }
+        let parts = screen[open.upperBound..<end.lowerBound].split(separator: ":")
+        guard parts.count == 2, let m = Int(parts[0]), let s = Int(parts[1]) else { return nil }
+        return m * 60 + s
+    }
+
+    /// Whether a row of `screen` begins with each of `starts` (a list entry, not the footer's
+    /// `Playing: …`).
+    static func rows(_ screen: String, startWith starts: [String]) -> Bool {
+        let rows = screen.split(separator: "\n")
+        return starts.allSatisfy { start in rows.contains { $0.hasPrefix(start) } }
+    }
+
+    @Test("ncmpcpp connects and shows the queue; Enter plays the selected item, f seeks it forward, p pauses and resumes; 2 browses the music directory and Enter opens a folder; q quits and the daemon plays on")
+    func ncmpcpp() throws {
+        guard (Harness.which("ncmpcpp") != nil && Harness.which("tmux") != nil)
+            || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+        let sock = d.dir.path + "/mpd.sock"
+        try d.start(["--mpd-listen", sock])
+        let queued = try d.request("add", [("paths", ["long.mp3", "album/a.mp3", "album/b.mp3"])])
+        #expect(queued.ok, "\(queued.text)")
+
+        // ncmpcpp with a config of its own and a private home: the user's files are never read.
+        let home = d.dir.appendingPathComponent("ncmpcpp-home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let config = home.appendingPathComponent("config")
+        try """
+            mpd_host = \(sock)
+            startup_screen = playlist
+            user_interface = classic
+            seek_time = 10
+            message_delay_time = 1
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let term = Terminal(socket: d.dir.path + "/tmux.sock")
+        defer { term.kill() }
+        try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
+                        "/usr/bin/ncmpcpp", "-c", config.path])
+
+        // Connected: the queue's three items, by title (the file name: the fixtures carry no tags).
+        var (ok, screen) = term.waitForScreen {
+            $0.contains("Playlist (3 items") && ["long.mp3", "a.mp3", "b.mp3"].allSatisfy($0.contains)
+        }
+        #expect(ok, "the queue on screen:\n\(screen)")
+        #expect(try d.request("status")["state"] == "stopped")
+
+        // Enter on the first row plays it.
+        try term.keys("Enter")
+        let playing = Self.poll {
+            let s = try? d.request("status")
+            return s?["state"] == "playing" && s?["current"]?["path"]?.string?.hasSuffix("/long.mp3") == true
+        }
+        #expect(playing, "playing long.mp3: \((try? d.request("status"))?.text ?? "")")
+        (ok, screen) = term.waitForScreen { $0.contains("Playing: long.mp3") }
+        #expect(ok, "the footer says playing:\n\(screen)")
+
+        // f three times: one seek, 3 × seek_time (10 s) ahead of where ncmpcpp last saw it.
+        let before = try #require(d.request("status")["elapsed"]?.number)
+        #expect(before < 10, "\(before)")
+        try term.keys("f", "f", "f")
+        var after = before
+        let sought = Self.poll {
+            after = (try? d.request("status"))?["elapsed"]?.number ?? after
+            return after >= before + 20
+        }
+        #expect(sought, "elapsed \(before) → \(after) after f f f")
+        #expect(after < 60, "still in long.mp3: \(after)")
+        #expect(try d.request("status")["current"]?["path"]?.string?.hasSuffix("/long.mp3") == true)
+        (ok, screen) = term.waitForScreen { (Self.shownElapsed($0) ?? 0) >= Int(before) + 20 }
+        #expect(ok, "the footer shows the new position:\n\(screen)")
+
+        // p pauses, p again resumes (MPD's toggling `pause`).
+        try term.keys("p")
+        #expect(Self.poll { (try? d.request("status"))?["state"] == "paused" }, "paused")
+        (ok, screen) = term.waitForScreen { $0.contains("Paused: long.mp3") }
+        #expect(ok, "the footer says paused:\n\(screen)")
+        try term.keys("p")
+        #expect(Self.poll { (try? d.request("status"))?["state"] == "playing" }, "playing again")
+
+        // 2: the browser at the music directory's top: its folders (ncmpcpp lists them first,
+        // in brackets) and its file.
+        try term.keys("2")
+        (ok, screen) = term.waitForScreen {
+            $0.hasPrefix("Browse: /") && Self.rows($0, startWith: ["[album]", "[broken]", "[short]", "long.mp3"])
+        }
+        #expect(ok, "the browser at the top:\n\(screen)")
+        // Home, Enter: into the first folder (album), whose three files are listed.
+        try term.keys("Home", "Enter")
+        (ok, screen) = term.waitForScreen {
+            $0.hasPrefix("Browse: album") && Self.rows($0, startWith: ["[..]", "a.mp3", "b.mp3", "c.mp3"])
+        }
+        #expect(ok, "the album folder:\n\(screen)")
+        #expect(!Self.rows(screen, startWith: ["[short]"]) && !Self.rows(screen, startWith: ["long.mp3"]),
+                "only the folder's files:\n\(screen)")
+
+        // q: ncmpcpp exits (its session closes); the daemon answers and plays on.
+        try term.keys("q")
+        #expect(Self.poll { !term.isRunning }, "ncmpcpp quit:\n\(term.screen())")
+        #expect(try d.request("ping").ok)
+        #expect(try d.request("status")["state"] == "playing")
+        #expect(try d.stop() == 0)
+    }
+}
