@@ -221,6 +221,40 @@ public final class PlayQueue: Sendable {
         state.withLock { s in s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()) }
     }
 
+    /// What a status line needs, read under one lock (cheap: no copy of the queue).
+    public struct Status: Sendable {
+        public var state: PlaybackState
+        /// The current entry and its index.
+        public var current: (entry: PlayQueueEntry, index: Int)?
+        /// The entry automatic advance plays after the current one, and its index.
+        public var next: (entry: PlayQueueEntry, index: Int)?
+        public var count: Int
+        public var version: Int
+        public var repeatMode: RepeatMode
+        public var shuffle: Bool
+        public var stopAfterCurrent: Bool
+        public var consume: ConsumeMode
+        /// The audible position in the current item (0 when stopped).
+        public var elapsed: Double
+    }
+
+    /// The transport state, current and next entries, modes and position, at one instant.
+    public func status() -> Status {
+        state.withLock { s in
+            let state = currentState(s)
+            let ci = s.current.flatMap { id in s.entries.firstIndex { $0.id == id } }
+            var next: (PlayQueueEntry, Int)?
+            if let ci, let n = automaticNext(after: s.entries[ci].id, s, ignoringStop: true),
+               let ni = s.entries.firstIndex(where: { $0.id == n }) {
+                next = (s.entries[ni], ni)
+            }
+            return Status(state: state, current: ci.map { (s.entries[$0], $0) }, next: next, count: s.entries.count,
+                          version: s.version, repeatMode: s.repeatMode, shuffle: s.shuffle,
+                          stopAfterCurrent: s.stopAfterCurrent, consume: s.consume,
+                          elapsed: state == .stopped ? 0 : max(0, player.currentTime()))
+        }
+    }
+
     /// The entries whose position changed after queue version `version` (added, moved, or
     /// shifted by an edit before them), with their indexes: MPD's `plchanges`. A version the
     /// queue never had (from before a restart) lists every entry.
@@ -390,8 +424,16 @@ public final class PlayQueue: Sendable {
             guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
             s.entries[i].failure = nil
             if let c = s.current, c != id, !s.stopped { played(&s, c) }
+            if s.shuffle, let k = s.shuffleOrder.firstIndex(of: id) {
+                // In shuffle, the item played by id takes the current place in the order (after
+                // the current item; first when stopped), so the rest plays as shuffled (mpd's rule).
+                s.shuffleOrder.remove(at: k)
+                let at = s.stopped ? 0 : s.current.flatMap { c in s.shuffleOrder.firstIndex(of: c) }.map { $0 + 1 } ?? 0
+                s.shuffleOrder.insert(id, at: at)
+            }
             s.current = id
             s.stopped = false
+            prioritize(&s)
             rebuild(&s)
             consumePlayed(&s)
             player.play()
@@ -581,13 +623,21 @@ public final class PlayQueue: Sendable {
     }
 
     /// The entry automatic advance plays after `id`.
-    private func automaticNext(after id: Int, _ s: State) -> Int? {
-        if s.stopAfterCurrent { return nil }
+    private func automaticNext(after id: Int, _ s: State, ignoringStop: Bool = false) -> Int? {
+        if s.stopAfterCurrent, !ignoringStop { return nil }
         if s.repeatMode == .one { return failure(id, s) == nil ? id : nil }
-        let order = order(s)
-        guard let i = order.firstIndex(of: id) else { return nil }
-        if let n = order[(i + 1)...].first(where: { failure($0, s) == nil }) { return n }
-        if s.repeatMode == .all { return order[...i].first { failure($0, s) == nil } }
+        guard !s.shuffle else {
+            let order = s.shuffleOrder
+            guard let i = order.firstIndex(of: id) else { return nil }
+            if let n = order[(i + 1)...].first(where: { failure($0, s) == nil }) { return n }
+            if s.repeatMode == .all { return order[...i].first { failure($0, s) == nil } }
+            return nil
+        }
+        // Queue order, read in place (no copy of the ids).
+        let e = s.entries
+        guard let i = e.firstIndex(where: { $0.id == id }) else { return nil }
+        if let n = e[(i + 1)...].first(where: { $0.failure == nil }) { return n.id }
+        if s.repeatMode == .all { return e[...i].first { $0.failure == nil }?.id }
         return nil
     }
 

@@ -198,14 +198,14 @@ struct DispatcherTests {
         #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted() == ["auth", "help", "ping", "subscribe", "unsubscribe", "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists).
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
-                == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name))
+                == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name) + ["browse"])
         #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number])
         // Every command's arguments round-trip: built from what it reports, it reports the same.
         let samples: [any ControlCommand] = [
             PlayCommand(item: 3), SeekCommand(target: .offset(-5)), SkipCommand(seconds: 15), AddCommand(paths: ["a", "b"], position: 2),
             RemoveCommand(ids: [1, 2]), MoveCommand(id: 4, position: 0), VolumeCommand(change: .by(-5)), SleepCommand(action: .after(minutes: 10, fade: 5)),
             SessionCommand(category: .ambient, options: [.mixWithOthers]), RepeatCommand(mode: .one), LifecycleCommand(target: .background),
-            ConsumeCommand(mode: .oneshot), PriorityCommand(priority: 7, ids: [3, 1]),
+            ConsumeCommand(mode: .oneshot), PriorityCommand(priority: 7, ids: [3, 1]), BrowseCommand(path: "a", recursive: true, tags: false),
         ]
         for c in samples {
             let again = try? c.descriptor.make(c.arguments)

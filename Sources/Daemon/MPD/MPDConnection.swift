@@ -187,22 +187,26 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// The response to `commands`: each one's lines (and `list_OK` in an `_ok_` list), then `OK`,
     /// or the first failure's `ACK [code@index] {command} message`.
     static func respond(_ commands: [[String]], listOK: Bool?, codec: MPDProtocol, state: MPDClientState,
-                        client: ClientContext) -> [UInt8] {
-        var out: [UInt8] = []
+                        client: ClientContext) -> ByteBuffer {
+        var out = ByteBuffer()
         for (i, words) in commands.enumerated() {
             do throws(MPDError) {
-                if MPDProtocol.binary.contains(words[0]) {
-                    out += try codec.picture(words, state: state, connection: client)
+                if words.count == 1, words[0] == "status", !client.needsToken || state.passwordGiven {
+                    codec.status(into: &out)  // (polled: written in place)
+                } else if MPDProtocol.binary.contains(words[0]) {
+                    out.writeBytes(try codec.picture(words, state: state, connection: client))
                 } else {
-                    out += try codec.execute(words, state: state, connection: client).utf8
+                    out.writeString(try codec.execute(words, state: state, connection: client))
                 }
-                if listOK == true { out += "list_OK\n".utf8 }
+                if listOK == true { out.writeStaticString("list_OK\n") }
             } catch {
                 let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
-                return out + "ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n".utf8
+                out.writeString("ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n")
+                return out
             }
         }
-        return out + "OK\n".utf8
+        out.writeStaticString("OK\n")
+        return out
     }
 
     private func drain(context: ChannelHandlerContext) {
@@ -218,9 +222,9 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
     }
 
-    private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        guard !closing, !bytes.isEmpty else { return }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
+    private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        guard !closing, buffer.readableBytes > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
     }
 
     private func close(context: ChannelHandlerContext) {

@@ -1,6 +1,7 @@
 import AudioEngine
 import Control
 import Foundation
+import NIOCore
 import PlayQueue
 import Player
 import Synchronization
@@ -90,6 +91,11 @@ struct MPDProtocol: Sendable {
     /// or `"…"` with `\"` and `\\` escaped (libmpdclient quotes every argument; `tagtypes enable`
     /// comes unquoted).
     static func tokenize(_ line: String) throws(MPDError) -> [String] {
+        // Most lines (`status`, `idle player`) quote nothing: split the bytes.
+        if !line.utf8.contains(UInt8(ascii: "\"")) {
+            return line.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") })
+                .map { String(Substring($0)) }
+        }
         var out: [String] = []
         var i = line.unicodeScalars.startIndex
         let s = line.unicodeScalars
@@ -504,35 +510,78 @@ struct MPDProtocol: Sendable {
 
     private var volumePercent: Int { Int((Double(playback.player.volume) * 100).rounded()) }
 
-    private func status() -> String {
-        let s = playback.status
-        let q = playback.queue
-        var out = "volume: \(volumePercent)\n"
-        out += "repeat: \(s.repeatMode == .off ? 0 : 1)\n"
-        out += "random: \(s.shuffle ? 1 : 0)\n"
-        out += "single: \(s.repeatMode == .one ? "1" : s.stopAfterCurrent ? "oneshot" : "0")\n"
-        out += "consume: \(s.consume == .on ? "1" : s.consume == .oneshot ? "oneshot" : "0")\npartition: default\n"
-        out += "playlist: \(s.queueVersion)\nplaylistlength: \(s.count)\nmixrampdb: 0\n"
-        out += "state: \(s.state == .playing ? "play" : s.state == .paused ? "pause" : "stop")\n"
-        if let c = s.current, let i = s.index {
-            out += "song: \(i)\nsongid: \(c.id)\n"
-            if s.state != .stopped {
-                let total = s.duration ?? c.duration ?? 0
-                out += "time: \(Int(s.elapsed.rounded(.down))):\(Int(total.rounded()))\n"
-                out += "elapsed: \(Self.seconds(s.elapsed))\n"
-                out += "duration: \(Self.seconds(total))\n"
-            }
-            let order = q.playOrder
-            if let k = order.firstIndex(of: c.id) {
-                let next: Int? = s.repeatMode == .one ? c.id : k + 1 < order.count ? order[k + 1] : s.repeatMode == .all ? order.first : nil
-                if let next, let j = q.entries.firstIndex(where: { $0.id == next }) { out += "nextsong: \(j)\nnextsongid: \(next)\n" }
-            }
-            if let e = c.error { out += "error: \(e)\n" }
+    /// `status`, in mpd's field order: read under the play queue's one lock (plus the
+    /// volume and the duration the tag cache knows), written straight into the reply's bytes
+    /// (the round trip is what MPD status bars poll).
+    func status(into out: inout ByteBuffer) {
+        let q = playback.queue.status()
+        out.writeStaticString("volume: "); Self.write(volumePercent, &out)
+        out.writeStaticString(q.repeatMode == .off ? "\nrepeat: 0\nrandom: " : "\nrepeat: 1\nrandom: ")
+        out.writeStaticString(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
+        out.writeStaticString(q.repeatMode == .one ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
+        out.writeStaticString(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
+        out.writeStaticString("\npartition: default\nplaylist: "); Self.write(q.version, &out)
+        out.writeStaticString("\nplaylistlength: "); Self.write(q.count, &out)
+        out.writeStaticString("\nmixrampdb: 0\nstate: ")
+        out.writeStaticString(q.state == .playing ? "play\n" : q.state == .paused ? "pause\n" : "stop\n")
+        guard let (c, i) = q.current else { return }
+        out.writeStaticString("song: "); Self.write(i, &out)
+        out.writeStaticString("\nsongid: "); Self.write(c.id, &out)
+        out.writeStaticString("\n")
+        if q.state != .stopped {
+            let total = playback.tags.lookup(c.path)?.duration ?? 0
+            out.writeStaticString("time: "); Self.write(Int(q.elapsed.rounded(.down)), &out)
+            out.writeStaticString(":"); Self.write(Int(total.rounded()), &out)
+            out.writeStaticString("\nelapsed: "); Self.writeSeconds(q.elapsed, &out)
+            out.writeStaticString("\nduration: "); Self.writeSeconds(total, &out)
+            out.writeStaticString("\n")
         }
-        return out
+        if let (n, j) = q.next {
+            out.writeStaticString("nextsong: "); Self.write(j, &out)
+            out.writeStaticString("\nnextsongid: "); Self.write(n.id, &out)
+            out.writeStaticString("\n")
+        }
+        if let e = c.failure {
+            out.writeStaticString("error: "); out.writeString(e); out.writeStaticString("\n")
+        }
     }
 
-    static func seconds(_ t: Double) -> String { String(format: "%.3f", t) }
+    private func status() -> String {
+        var out = ByteBuffer()
+        status(into: &out)
+        return String(buffer: out)
+    }
+
+    /// `n` in decimal ASCII, without an intermediate `String`.
+    static func write(_ n: Int, _ out: inout ByteBuffer) {
+        if n < 0 { out.writeInteger(UInt8(ascii: "-")) }
+        var v = n.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var k = 20
+            repeat {
+                k -= 1
+                digits[k] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+            } while v > 0
+            out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[k...]))
+        }
+    }
+
+    /// `t` with three decimals (mpd's `%.3f`), without Foundation's formatter.
+    static func writeSeconds(_ t: Double, _ out: inout ByteBuffer) {
+        let ms = t.isFinite ? max(0, Int((t * 1000).rounded())) : 0
+        write(ms / 1000, &out)
+        let frac = ms % 1000
+        out.writeStaticString(frac < 10 ? ".00" : frac < 100 ? ".0" : ".")
+        write(frac, &out)
+    }
+
+    static func seconds(_ t: Double) -> String {
+        var out = ByteBuffer()
+        writeSeconds(t, &out)
+        return String(buffer: out)
+    }
+
 
     /// A song object: `file:` first, then the tags the client wants, then times, position and
     /// id (not for a stored playlist's songs).
