@@ -188,7 +188,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// or the first failure's `ACK [code@index] {command} message`.
     static func respond(_ commands: [[String]], listOK: Bool?, codec: MPDProtocol, state: MPDClientState,
                         client: ClientContext) -> ByteBuffer {
-        var out = ByteBuffer()
+        var out = ByteBufferAllocator().buffer(capacity: 1024)
         for (i, words) in commands.enumerated() {
             do throws(MPDError) {
                 if words.count == 1, words[0] == "status", !client.needsToken || state.passwordGiven {

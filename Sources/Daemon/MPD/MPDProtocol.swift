@@ -92,10 +92,23 @@ struct MPDProtocol: Sendable {
     /// comes unquoted).
     static func tokenize(_ line: String) throws(MPDError) -> [String] {
         // Most lines (`status`, `idle player`) quote nothing: split the bytes.
-        if !line.utf8.contains(UInt8(ascii: "\"")) {
-            return line.utf8.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") })
-                .map { String(Substring($0)) }
-        }
+        let plain: [String]? = line.utf8.withContiguousStorageIfAvailable { b -> [String]? in
+            var words: [String] = []
+            var start = -1
+            for i in b.indices {
+                switch b[i] {
+                case UInt8(ascii: "\""): return nil
+                case UInt8(ascii: " "), UInt8(ascii: "\t"):
+                    if start >= 0 { words.append(String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)) }
+                    start = -1
+                default:
+                    if start < 0 { start = i }
+                }
+            }
+            if start >= 0 { words.append(String(decoding: UnsafeBufferPointer(rebasing: b[start...]), as: UTF8.self)) }
+            return words
+        } ?? nil
+        if let plain { return plain }
         var out: [String] = []
         var i = line.unicodeScalars.startIndex
         let s = line.unicodeScalars
@@ -512,38 +525,38 @@ struct MPDProtocol: Sendable {
 
     /// `status`, in mpd's field order: read under the play queue's one lock (plus the
     /// volume and the duration the tag cache knows), written straight into the reply's bytes
-    /// (the round trip is what MPD status bars poll).
-    func status(into out: inout ByteBuffer) {
+    /// in one pass (the round trip is what MPD status bars poll).
+    func status(into buffer: inout ByteBuffer) {
         let q = playback.queue.status()
-        out.writeStaticString("volume: "); Self.write(volumePercent, &out)
-        out.writeStaticString(q.repeatMode == .off ? "\nrepeat: 0\nrandom: " : "\nrepeat: 1\nrandom: ")
-        out.writeStaticString(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
-        out.writeStaticString(q.repeatMode == .one ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
-        out.writeStaticString(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
-        out.writeStaticString("\npartition: default\nplaylist: "); Self.write(q.version, &out)
-        out.writeStaticString("\nplaylistlength: "); Self.write(q.count, &out)
-        out.writeStaticString("\nmixrampdb: 0\nstate: ")
-        out.writeStaticString(q.state == .playing ? "play\n" : q.state == .paused ? "pause\n" : "stop\n")
-        guard let (c, i) = q.current else { return }
-        out.writeStaticString("song: "); Self.write(i, &out)
-        out.writeStaticString("\nsongid: "); Self.write(c.id, &out)
-        out.writeStaticString("\n")
-        if q.state != .stopped {
-            let total = playback.tags.lookup(c.path)?.duration ?? 0
-            out.writeStaticString("time: "); Self.write(Int(q.elapsed.rounded(.down)), &out)
-            out.writeStaticString(":"); Self.write(Int(total.rounded()), &out)
-            out.writeStaticString("\nelapsed: "); Self.writeSeconds(q.elapsed, &out)
-            out.writeStaticString("\nduration: "); Self.writeSeconds(total, &out)
-            out.writeStaticString("\n")
+        let volume = volumePercent
+        let total = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path)?.duration } ?? 0
+        // Every field but `error` has a bounded length (≤ 20 digits a number): 512 bytes hold them.
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 512) { raw in
+            var w = ASCIIWriter(raw)
+            w.put("volume: "); w.put(volume)
+            w.put(q.repeatMode == .off ? "\nrepeat: 0\nrandom: " : "\nrepeat: 1\nrandom: ")
+            w.put(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
+            w.put(q.repeatMode == .one ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
+            w.put(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
+            w.put("\npartition: default\nplaylist: "); w.put(q.version)
+            w.put("\nplaylistlength: "); w.put(q.count)
+            w.put("\nmixrampdb: 0\nstate: ")
+            w.put(q.state == .playing ? "play\n" : q.state == .paused ? "pause\n" : "stop\n")
+            guard let (c, i) = q.current else { return w.count }
+            w.put("song: "); w.put(i)
+            w.put("\nsongid: "); w.put(c.id); w.put("\n")
+            if q.state != .stopped {
+                w.put("time: "); w.put(Int(q.elapsed.rounded(.down))); w.put(":"); w.put(Int(total.rounded()))
+                w.put("\nelapsed: "); w.putSeconds(q.elapsed)
+                w.put("\nduration: "); w.putSeconds(total); w.put("\n")
+            }
+            if let (n, j) = q.next {
+                w.put("nextsong: "); w.put(j)
+                w.put("\nnextsongid: "); w.put(n.id); w.put("\n")
+            }
+            return w.count
         }
-        if let (n, j) = q.next {
-            out.writeStaticString("nextsong: "); Self.write(j, &out)
-            out.writeStaticString("\nnextsongid: "); Self.write(n.id, &out)
-            out.writeStaticString("\n")
-        }
-        if let e = c.failure {
-            out.writeStaticString("error: "); out.writeString(e); out.writeStaticString("\n")
-        }
+        if let e = q.current?.entry.failure { buffer.writeString("error: \(e)\n") }
     }
 
     private func status() -> String {
@@ -552,33 +565,14 @@ struct MPDProtocol: Sendable {
         return String(buffer: out)
     }
 
-    /// `n` in decimal ASCII, without an intermediate `String`.
-    static func write(_ n: Int, _ out: inout ByteBuffer) {
-        if n < 0 { out.writeInteger(UInt8(ascii: "-")) }
-        var v = n.magnitude
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var k = 20
-            repeat {
-                k -= 1
-                digits[k] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            out.writeBytes(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(digits)[k...]))
-        }
-    }
-
-    /// `t` with three decimals (mpd's `%.3f`), without Foundation's formatter.
-    static func writeSeconds(_ t: Double, _ out: inout ByteBuffer) {
-        let ms = t.isFinite ? max(0, Int((t * 1000).rounded())) : 0
-        write(ms / 1000, &out)
-        let frac = ms % 1000
-        out.writeStaticString(frac < 10 ? ".00" : frac < 100 ? ".0" : ".")
-        write(frac, &out)
-    }
-
+    /// `t` with three decimals, as mpd's `%.3f`.
     static func seconds(_ t: Double) -> String {
         var out = ByteBuffer()
-        writeSeconds(t, &out)
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: 32) { raw in
+            var w = ASCIIWriter(raw)
+            w.putSeconds(t)
+            return w.count
+        }
         return String(buffer: out)
     }
 
@@ -782,5 +776,49 @@ struct MPDProtocol: Sendable {
         }
         if path.contains("://") { throw MPDError(.noExist, "Unsupported URI scheme") }
         return path.isEmpty ? "." : path
+    }
+}
+
+/// Writes ASCII into a buffer the caller sized (MPD's hot replies, without `String`s).
+struct ASCIIWriter {
+    private let raw: UnsafeMutableRawBufferPointer
+    private(set) var count = 0
+
+    init(_ raw: UnsafeMutableRawBufferPointer) { self.raw = raw }
+
+    mutating func put(_ s: StaticString) {
+        let n = s.utf8CodeUnitCount
+        precondition(count + n <= raw.count)
+        (raw.baseAddress! + count).copyMemory(from: s.utf8Start, byteCount: n)
+        count += n
+    }
+
+    /// `n` in decimal.
+    mutating func put(_ n: Int) {
+        precondition(count + 20 <= raw.count)
+        if n < 0 {
+            raw[count] = UInt8(ascii: "-")
+            count += 1
+        }
+        var v = n.magnitude
+        var digits = 1
+        var t = v
+        while t >= 10 { t /= 10; digits += 1 }
+        var k = count + digits
+        count = k
+        repeat {
+            k -= 1
+            raw[k] = UInt8(ascii: "0") &+ UInt8(v % 10)
+            v /= 10
+        } while v > 0
+    }
+
+    /// `t` ≥ 0 with three decimals (mpd's `%.3f`).
+    mutating func putSeconds(_ t: Double) {
+        let ms = t.isFinite ? max(0, Int((min(t, 1e15) * 1000).rounded())) : 0
+        put(ms / 1000)
+        let frac = ms % 1000
+        put(frac < 10 ? ".00" : frac < 100 ? ".0" : ".")
+        put(frac)
     }
 }
