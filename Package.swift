@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NowPlaying", targets: ["NowPlaying"]),
         .library(name: "PlayQueue", targets: ["PlayQueue"]),
         .library(name: "Control", targets: ["Control"]),
+        .library(name: "MPRIS", targets: ["MPRIS"]),
         .library(name: "Daemon", targets: ["Daemon"]),
     ],
     dependencies: [
@@ -39,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         // glibc's malloc controls (`malloc_trim`, `mallopt`), which the Glibc module leaves out.
         .systemLibrary(name: "CMalloc"),
+        // sd-bus (libsystemd): the session bus, for MPRIS.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
@@ -66,6 +69,10 @@ let package = Package(
         .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
         .target(name: "PlayQueue", dependencies: ["Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
+        // A thin typed wrapper over sd-bus: a connection with its own thread, messages, values.
+        .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strictSettings),
+        // MPRIS2: the now-playing info center and the remote command center on the session bus.
+        .target(name: "MPRIS", dependencies: ["DBus", "NowPlaying", "AudioEngine"], swiftSettings: strictSettings),
         // The protocol-neutral command layer: typed commands (one descriptor table), typed replies,
         // errors and events, and the playback façade they act on. No networking.
         .target(
@@ -77,7 +84,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc",
+                "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

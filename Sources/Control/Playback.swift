@@ -93,7 +93,9 @@ public final class Playback: Sendable {
             session: session, application: application)
         queue = PlayQueue(player: player)
         nowPlaying = NowPlayingInfoCenter()
-        nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying) { [queue] in
+        nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying, identifier: { [queue] in
+            queue.current.map { String($0.id) }
+        }) { [queue] in
             queue.currentIndex.map { ($0, queue.entries.count) }
         }
         remote = RemoteCommandCenter()
@@ -143,6 +145,9 @@ public final class Playback: Sendable {
             nowPlayingBinding.refresh()
             post(.queue(version: version, count: count))
         case .modes(let r, let sh, let sac, let consume):
+            // The remote command center shows the modes, as an app sets MPChangeRepeatModeCommand's.
+            remote.changeRepeatModeCommand.currentRepeatType = r == .one ? .one : r == .all ? .all : .off
+            remote.changeShuffleModeCommand.currentShuffleType = sh ? .items : .off
             post(.modes(repeatMode: r, shuffle: sh, stopAfterCurrent: sac, consume: consume))
         case .failed(let entry, let reason):
             post(.failed(item: entry.id, path: entry.path, reason: reason))

@@ -61,6 +61,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var saveInterval: Double = 1
     /// swift-log level name.
     public var logLevel = "info"
+    /// Publish the player on the session bus as MPRIS2 (`org.mpris.MediaPlayer2.backline`).
+    public var mpris = true
 
     /// The defaults for this user (XDG directories).
     public static func defaults(environment env: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfig {
@@ -163,6 +165,9 @@ public struct DaemonConfig: Sendable, Equatable {
         case "token": token = value.isEmpty ? nil : value
         case "mpd-listen": if !value.isEmpty { mpdListen.append(value) }
         case "mpd-password": mpdPassword = value.isEmpty ? nil : value
+        case "mpris":
+            guard ["yes", "no"].contains(value) else { throw BadValue(message: "mpris: expected yes or no, got '\(value)'") }
+            mpris = value == "yes"
         case "max-connections": maxConnections = Int(try number(1, 100_000))
         case "max-request-bytes": maxRequestBytes = Int(try number(256, 64 * 1024 * 1024))
         case "request-timeout": requestTimeout = try number(0.5, 600)

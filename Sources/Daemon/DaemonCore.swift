@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Lifecycle
 import Logging
+import MPRIS
 import NowPlaying
 import PlayQueue
 import Player
@@ -68,6 +69,8 @@ public final class DaemonCore: Sendable {
     private let work = DispatchQueue(label: "backline.daemon")
     /// Returns what bursts of requests used to the system, a few seconds after them.
     let trimmer: MemoryTrimmer
+    /// The player on the session bus, when published.
+    let mpris = Mutex<MPRISService?>(nil)
 
     public var session: AudioSession { playback.session }
     public var application: Application { playback.application }
@@ -178,6 +181,10 @@ public final class DaemonCore: Sendable {
         guard first else { return }
         saveNow("shutdown")
         hub.publish("shutdown")
+        mpris.withLock { m in
+            m?.stop()
+            m = nil
+        }
         playback.shutdown()
         logger.info("stopped")
     }
@@ -239,6 +246,7 @@ public final class DaemonCore: Sendable {
             scheduleSave()
         case .current, .queue, .modes, .seeked, .volume:
             scheduleSave()
+            mpris.withLock { $0 }?.refresh()  // (what the now-playing info does not carry: modes, volume, the queue)
         case .failed(let item, let path, let reason):
             logger.warning("item failed", metadata: ["id": "\(item)", "path": "\(path)", "reason": "\(reason)"])
             scheduleSave()

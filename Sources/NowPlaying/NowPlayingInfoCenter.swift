@@ -45,6 +45,11 @@ public struct NowPlayingInfo: Sendable, Equatable {
     public var playbackQueueCount: Int?
     public var mediaType: MediaType?
     public var isLiveStream: Bool?
+    /// `MPNowPlayingInfoPropertyAssetURL`: the item's file, as a `file://` URL.
+    public var assetURL: String?
+    /// `MPNowPlayingInfoPropertyExternalContentIdentifier`: a stable id of the item (the play
+    /// queue's id in the daemon; the queue index otherwise).
+    public var externalContentIdentifier: String?
 
     public init() {}
 }

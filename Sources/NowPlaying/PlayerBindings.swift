@@ -17,14 +17,20 @@ public final class NowPlayingBinding: Sendable {
     private let done = Mutex(0)
     /// Where the queue index and count come from when a queue above the player owns them.
     private let queuePosition: (@Sendable () -> (index: Int, count: Int)?)?
+    /// Where the current item's stable id comes from (the queue index otherwise).
+    private let identifier: (@Sendable () -> String?)?
 
     /// Binds `player` to `center`. `queuePosition`, when given, supplies the queue index and
     /// count (a play queue that feeds the player only its next items knows them; call
     /// ``refresh()`` when it changes); otherwise they are counted from the player's own queue.
+    /// `identifier`, when given, supplies the current item's stable id
+    /// (``NowPlayingInfo/externalContentIdentifier``).
     public init(player: QueuePlayer, center: NowPlayingInfoCenter = .default,
+                identifier: (@Sendable () -> String?)? = nil,
                 queuePosition: (@Sendable () -> (index: Int, count: Int)?)? = nil) {
         self.player = player
         self.center = center
+        self.identifier = identifier
         self.queuePosition = queuePosition
         let t = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
         token.withLock { $0 = t }
@@ -94,8 +100,28 @@ public final class NowPlayingBinding: Sendable {
             info.playbackQueueIndex = index
             info.playbackQueueCount = index + items.count
         }
+        info.assetURL = Self.fileURL(item.path)
+        info.externalContentIdentifier = identifier?() ?? info.playbackQueueIndex.map(String.init)
         center.nowPlayingInfo = info
         center.playbackState = player.rate != 0 ? .playing : (player.isInterrupted ? .interrupted : .paused)
+    }
+}
+
+extension NowPlayingBinding {
+    /// `path` as a `file://` URL (RFC 3986: everything but unreserved characters and `/`
+    /// percent-encoded).
+    public static func fileURL(_ path: String) -> String {
+        var out = "file://"
+        for b in path.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.unicodeScalars.append(UnicodeScalar(b))
+            default:
+                out += "%" + String(b >> 4, radix: 16, uppercase: true) + String(b & 15, radix: 16, uppercase: true)
+            }
+        }
+        return out
     }
 }
 

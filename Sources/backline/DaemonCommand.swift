@@ -42,6 +42,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("mpd-listen"), help: "Also speak the MPD protocol on this Unix socket path or HOST:PORT (repeatable; for mpc, ncmpcpp and other MPD clients).")
     var mpdListen: [String] = []
 
+    @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
+    var noMPRIS = false
+
     func run() async throws {
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
@@ -62,6 +65,7 @@ struct DaemonCommand: AsyncParsableCommand {
         if let stateFile { settings.stateFile = stateFile }
         if let device { settings.device = device }
         settings.mpdListen += mpdListen
+        if noMPRIS { settings.mpris = false }
         if let logLevel {
             do { try settings.set("log-level", logLevel) } catch { fail("--log-level: unknown level '\(logLevel)'") }
         }
@@ -87,6 +91,7 @@ struct DaemonCommand: AsyncParsableCommand {
         case .success(let c): core = c
         case .failure(let error): fail("\(error)")
         }
+        if settings.mpris { core.publishMPRIS() }
         let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
                                  gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

@@ -51,7 +51,9 @@ final class DaemonFixture: @unchecked Sendable {
     /// Config for a daemon that stays awake through a test: in the foreground, 60 s of grace.
     static let foreground = "background-grace = 60\nstart-state = foreground\n"
 
-    init(device: String, sinkEnvironment: [String: String] = [:], config: String = "") throws {
+    /// `bus`: the D-Bus session bus address the daemon sees (default: none, so no test daemon
+    /// touches the bus of whoever runs the tests).
+    init(device: String, sinkEnvironment: [String: String] = [:], config: String = "", bus: String? = nil) throws {
         dir = try Harness.makeTemporaryDirectory("backline-daemon")
         let d = dir.path
         music = d + "/music"
@@ -67,14 +69,15 @@ final class DaemonFixture: @unchecked Sendable {
         try config.write(toFile: configFile, atomically: true, encoding: .utf8)
         environment = sinkEnvironment.merging([
             "XDG_RUNTIME_DIR": d + "/run", "XDG_STATE_HOME": d + "/state", "XDG_CONFIG_HOME": d + "/config",
+            "XDG_CACHE_HOME": d + "/cache", "DBUS_SESSION_BUS_ADDRESS": bus ?? "unix:path=\(d)/no-bus",
         ]) { $1 }
     }
 
     /// A daemon playing into the test process's shared PulseAudio null sink (tests on it play
     /// muted, so they never disturb another test's recording).
-    static func onSharedSink(config: String) throws -> DaemonFixture {
+    static func onSharedSink(config: String, bus: String? = nil) throws -> DaemonFixture {
         let sink = try PulseNullSink.shared()
-        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: config)
+        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: config, bus: bus)
     }
 
     /// Starts the daemon and waits until it answers `ping`.

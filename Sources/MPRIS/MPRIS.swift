@@ -1,0 +1,398 @@
+import AudioEngine
+import DBus
+import Dispatch
+import Foundation
+import NowPlaying
+import Synchronization
+
+/// Where to publish: the session bus under `org.mpris.MediaPlayer2.<name>`, or a bus at an
+/// address (tests).
+public enum MPRISBus: Sendable {
+    case sessionBus(name: String)
+    case address(String, name: String)
+
+    var name: String {
+        switch self {
+        case .sessionBus(let n), .address(_, let n): n
+        }
+    }
+}
+
+/// What MPRIS shows and does beyond the now-playing info and the remote command center: the
+/// player's name, volume, quit, opening URIs, and whether there is something to go to.
+public struct MPRISOptions: Sendable {
+    /// `Identity`, shown by desktop shells.
+    public var identity: String
+    /// `DesktopEntry`: the `.desktop` file's name without the suffix.
+    public var desktopEntry: String?
+    public var supportedUriSchemes: [String] = ["file"]
+    public var supportedMimeTypes: [String] = ["audio/mpeg", "audio/x-mpegurl"]
+    /// The volume, 0–1 (nil: `Volume` reads 1 and cannot be set).
+    public var volume: (@Sendable () -> Double)?
+    public var setVolume: (@Sendable (Double) -> Void)?
+    /// `Quit` (nil: `CanQuit` is false).
+    public var quit: (@Sendable () -> Void)?
+    /// `OpenUri`: nil when it was opened, else why not (a D-Bus error then).
+    public var openURI: (@Sendable (String) -> String?)?
+    /// Whether `Play`, `Next`, `Previous` would do something (nil: from the now-playing info:
+    /// an item to play, one after it in the queue, a current one).
+    public var canPlay: (@Sendable () -> Bool)?
+    public var canGoNext: (@Sendable () -> Bool)?
+    public var canGoPrevious: (@Sendable () -> Bool)?
+    /// Where embedded artwork is written for `mpris:artUrl` (default
+    /// `$XDG_CACHE_HOME/backline/art`).
+    public var artDirectory: String
+
+    public init(identity: String, desktopEntry: String? = nil) {
+        self.identity = identity
+        self.desktopEntry = desktopEntry
+        let env = ProcessInfo.processInfo.environment
+        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (NSHomeDirectory() + "/.cache")
+        artDirectory = cache + "/backline/art"
+    }
+}
+
+extension NowPlayingInfoCenter {
+    /// Publishes this center and `commands` as an MPRIS2 media player (`org.mpris.MediaPlayer2`
+    /// and `.Player` at `/org/mpris/MediaPlayer2`): desktop media controls, media keys and
+    /// `playerctl` see what is playing and send remote commands. Throws when there is no bus
+    /// or the name is taken. Keep the returned service; ``MPRISService/stop()`` unpublishes.
+    public func publish(on bus: MPRISBus, commands: RemoteCommandCenter = .shared,
+                        options: MPRISOptions = MPRISOptions(identity: "Backline")) throws(DBusError) -> MPRISService {
+        try MPRISService(bus: bus, info: self, commands: commands, options: options)
+    }
+}
+
+/// An MPRIS2 player on a bus, fed by a ``NowPlayingInfoCenter`` and answering with a
+/// ``RemoteCommandCenter``. Properties change with one `PropertiesChanged` per transition
+/// (never polled, never a stream of positions); a position that jumps emits `Seeked`.
+public final class MPRISService: Sendable {
+    /// The bus name, `org.mpris.MediaPlayer2.<name>`.
+    public let busName: String
+    public static let objectPath = "/org/mpris/MediaPlayer2"
+    static let root = "org.mpris.MediaPlayer2"
+    static let player = "org.mpris.MediaPlayer2.Player"
+    static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
+
+    private let connection: DBusConnection
+    private let info: NowPlayingInfoCenter
+    private let commands: RemoteCommandCenter
+    private let options: MPRISOptions
+    private let observer = Mutex<UInt64?>(nil)
+    private let events = DispatchQueue(label: "backline.mpris.events")
+    private let refreshPending = Atomic<Bool>(false)
+    /// What the bus was last told (only on the connection's thread).
+    private let sent = Mutex(Sent())
+
+    struct Sent {
+        var properties: [String: DBusValue] = [:]
+        var trackID = ""
+        /// The position last seen and when (monotonic s), at which rate.
+        var position = 0.0
+        var at = 0.0
+        var rate = 0.0
+    }
+
+    init(bus: MPRISBus, info: NowPlayingInfoCenter, commands: RemoteCommandCenter, options: MPRISOptions) throws(DBusError) {
+        busName = "org.mpris.MediaPlayer2." + bus.name
+        switch bus {
+        case .sessionBus: connection = try DBusConnection.session()
+        case .address(let a, _): connection = try DBusConnection.connect(address: a)
+        }
+        self.info = info
+        self.commands = commands
+        self.options = options
+        // Register and take the name on the connection's thread; wait for the outcome.
+        let outcome = Mutex<Result<Void, DBusError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        connection.perform { [self] c in
+            do throws(DBusError) {
+                try c.addObject(path: Self.objectPath) { [self] m in handle(m) }
+                try c.requestName(busName)
+                sent.withLock { $0.properties = playerProperties() }
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        if case .failure(let e) = outcome.withLock({ $0 }) {
+            connection.close()
+            throw e
+        }
+        let token = info.addObserver(queue: events) { [weak self] _ in self?.refresh() }
+        observer.withLock { $0 = token }
+    }
+
+    /// Tells the bus what changed (call it when something the now-playing info does not carry
+    /// changes: volume, repeat, shuffle, the queue). Changes that arrive together are sent as one.
+    public func refresh() {
+        guard !refreshPending.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        connection.perform { [self] c in
+            refreshPending.store(false, ordering: .releasing)
+            sendChanges(c)
+        }
+    }
+
+    /// Leaves the bus.
+    public func stop() {
+        if let t = observer.withLock({ $0 }) { info.removeObserver(t) }
+        connection.close()
+    }
+
+    deinit { stop() }
+
+    // MARK: - Properties (on the connection's thread)
+
+    private var trackID: String {
+        guard let i = info.nowPlayingInfo else { return Self.noTrack }
+        let id = i.externalContentIdentifier ?? i.playbackQueueIndex.map(String.init) ?? "0"
+        // Object paths take [A-Za-z0-9_] only.
+        let safe = id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? String($0) : "_" }.joined()
+        return "/org/mpris/MediaPlayer2/Track/" + (safe.isEmpty ? "0" : safe)
+    }
+
+    private var positionMicroseconds: Int64 {
+        Int64(((info.elapsed() ?? 0) * 1e6).rounded())
+    }
+
+    private func rootProperties() -> [String: DBusValue] {
+        [
+            "CanQuit": .bool(options.quit != nil), "CanRaise": .bool(false), "HasTrackList": .bool(false),
+            "Identity": .string(options.identity), "DesktopEntry": .string(options.desktopEntry ?? ""),
+            "SupportedUriSchemes": .strings(options.supportedUriSchemes), "SupportedMimeTypes": .strings(options.supportedMimeTypes),
+            "Fullscreen": .bool(false), "CanSetFullscreen": .bool(false),
+        ]
+    }
+
+    /// Every Player property but Position (read on demand, never signalled).
+    private func playerProperties() -> [String: DBusValue] {
+        let now = info.nowPlayingInfo
+        let state = info.playbackState
+        let status = state == .playing ? "Playing" : (state == .paused || state == .interrupted) && now != nil ? "Paused" : "Stopped"
+        let loop: String
+        switch commands.changeRepeatModeCommand.currentRepeatType {
+        case .off: loop = "None"
+        case .one: loop = "Track"
+        case .all: loop = "Playlist"
+        }
+        let hasItem = now != nil
+        let canPlay = options.canPlay?() ?? hasItem
+        let canNext = options.canGoNext?() ?? now.map { i in (i.playbackQueueIndex ?? 0) + 1 < (i.playbackQueueCount ?? 0) } ?? false
+        let canPrevious = options.canGoPrevious?() ?? hasItem
+        return [
+            "PlaybackStatus": .string(status), "LoopStatus": .string(loop),
+            "Shuffle": .bool(commands.changeShuffleModeCommand.currentShuffleType != .off),
+            "Volume": .double(options.volume?() ?? 1), "Rate": .double(1), "MinimumRate": .double(1), "MaximumRate": .double(1),
+            "Metadata": .dictionary(metadata(now)),
+            "CanGoNext": .bool(canNext && commands.nextTrackCommand.isEnabled),
+            "CanGoPrevious": .bool(canPrevious && commands.previousTrackCommand.isEnabled),
+            "CanPlay": .bool(canPlay && commands.playCommand.isEnabled),
+            "CanPause": .bool(hasItem && commands.pauseCommand.isEnabled),
+            "CanSeek": .bool(hasItem && now?.playbackDuration != nil && commands.changePlaybackPositionCommand.isEnabled),
+            "CanControl": .bool(true),
+        ]
+    }
+
+    private func metadata(_ i: NowPlayingInfo?) -> [(String, DBusValue)] {
+        guard let i else { return [("mpris:trackid", .objectPath(Self.noTrack))] }
+        var m: [(String, DBusValue)] = [("mpris:trackid", .objectPath(trackID))]
+        if let d = i.playbackDuration { m.append(("mpris:length", .int64(Int64((d * 1e6).rounded())))) }
+        if let art = i.artwork, let url = artURL(art) { m.append(("mpris:artUrl", .string(url))) }
+        if let t = i.title { m.append(("xesam:title", .string(t))) }
+        if let a = i.artist { m.append(("xesam:artist", .strings([a]))) }
+        if let a = i.albumTitle { m.append(("xesam:album", .string(a))) }
+        if let a = i.albumArtist { m.append(("xesam:albumArtist", .strings([a]))) }
+        if let n = i.albumTrackNumber { m.append(("xesam:trackNumber", .int32(Int32(clamping: n)))) }
+        if let n = i.discNumber { m.append(("xesam:discNumber", .int32(Int32(clamping: n)))) }
+        if let g = i.genre { m.append(("xesam:genre", .strings([g]))) }
+        if let u = i.assetURL { m.append(("xesam:url", .string(u))) }
+        return m
+    }
+
+    /// Embedded artwork as a file (written once, named by its content), for `mpris:artUrl`.
+    private func artURL(_ art: NowPlayingInfo.Artwork) -> String? {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        for b in art.data { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let ext = art.mimeType.contains("png") ? "png" : art.mimeType.contains("jpeg") || art.mimeType.contains("jpg") ? "jpg" : "img"
+        let path = options.artDirectory + "/" + String(h, radix: 16) + "." + ext
+        if !FileManager.default.fileExists(atPath: path) {
+            do {
+                try FileManager.default.createDirectory(atPath: options.artDirectory, withIntermediateDirectories: true)
+                try Data(art.data).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                return nil
+            }
+        }
+        return NowPlayingBinding.fileURL(path)
+    }
+
+    /// One `PropertiesChanged` with what changed since the last; `Seeked` when the position
+    /// moved otherwise than time and rate say.
+    private func sendChanges(_ c: DBusConnection) {
+        let now = playerProperties()
+        let track = trackID
+        let position = info.elapsed() ?? 0
+        let clock = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        let rate = info.playbackState == .playing ? 1.0 : 0.0
+        let (changed, seeked) = sent.withLock { s -> ([(String, DBusValue)], Bool) in
+            let changed = now.filter { s.properties[$0.key] != $0.value }.sorted { $0.key < $1.key }
+            let expected = s.position + s.rate * (clock - s.at)
+            let seeked = track == s.trackID && track != Self.noTrack && abs(position - expected) > 0.25
+            s.properties = now
+            s.trackID = track
+            (s.position, s.at, s.rate) = (position, clock, rate)
+            return (changed, seeked)
+        }
+        if !changed.isEmpty {
+            try? c.emit(path: Self.objectPath, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                        [.string(Self.player), .dictionary(changed), .strings([])])
+        }
+        if seeked {
+            try? c.emit(path: Self.objectPath, interface: Self.player, member: "Seeked", [.int64(Int64((position * 1e6).rounded()))])
+        }
+    }
+
+    // MARK: - Calls (on the connection's thread)
+
+    private static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+
+    private func handle(_ m: borrowing DBusMessage) -> DBusReply {
+        guard let interface = m.interface, let member = m.member else { return .unhandled }
+        switch (interface, member) {
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
+            return .values([.string(Self.introspection)])
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard m.signature == "ss", case .string(let i)? = try? m.read(), case .string(let p)? = try? m.read() else {
+                return .error(name: Self.invalidArgs, message: "Get takes (ss)")
+            }
+            let all = i == Self.root ? rootProperties() : i == Self.player ? playerProperties().merging(["Position": .int64(positionMicroseconds)]) { $1 } : [:]
+            guard let v = all[p] else { return .error(name: Self.invalidArgs, message: "no property \(p) on \(i)") }
+            return .values([.variant(v)])
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            guard m.signature == "s", case .string(let i)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GetAll takes (s)") }
+            let all = i == Self.root ? rootProperties() : i == Self.player ? playerProperties().merging(["Position": .int64(positionMicroseconds)]) { $1 } : [:]
+            return .values([.dictionary(all.sorted { $0.key < $1.key })])
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            guard m.signature == "ssv", case .string(let i)? = try? m.read(), case .string(let p)? = try? m.read(), let v = try? m.read() else {
+                return .error(name: Self.invalidArgs, message: "Set takes (ssv)")
+            }
+            return set(i, p, v)
+        case (Self.root, "Raise"): return .values([])
+        case (Self.root, "Quit"):
+            guard let quit = options.quit else { return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "cannot quit") }
+            quit()
+            return .values([])
+        case (Self.player, "Play"): return dispatch(.play)
+        case (Self.player, "Pause"): return dispatch(.pause)
+        case (Self.player, "PlayPause"): return dispatch(.togglePlayPause)
+        case (Self.player, "Stop"): return dispatch(.stop)
+        case (Self.player, "Next"): return dispatch(.nextTrack)
+        case (Self.player, "Previous"): return dispatch(.previousTrack)
+        case (Self.player, "Seek"):
+            guard m.signature == "x", case .int64(let offset)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "Seek takes (x)") }
+            guard let now = info.nowPlayingInfo else { return .values([]) }
+            let target = (info.elapsed() ?? 0) + Double(offset) / 1e6
+            // Past the end: as Next; before the start: the start (the spec's rules).
+            if let d = now.playbackDuration, target > d { return dispatch(.nextTrack) }
+            return dispatch(.changePlaybackPosition, .position(max(0, target)))
+        case (Self.player, "SetPosition"):
+            guard m.signature == "ox", case .objectPath(let track)? = try? m.read(), case .int64(let us)? = try? m.read() else {
+                return .error(name: Self.invalidArgs, message: "SetPosition takes (ox)")
+            }
+            // A stale track id, or a position outside the track, is ignored (the spec's rule).
+            guard track == trackID, us >= 0, let now = info.nowPlayingInfo, Double(us) / 1e6 <= now.playbackDuration ?? .infinity else {
+                return .values([])
+            }
+            return dispatch(.changePlaybackPosition, .position(Double(us) / 1e6))
+        case (Self.player, "OpenUri"):
+            guard m.signature == "s", case .string(let uri)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "OpenUri takes (s)") }
+            guard let open = options.openURI else { return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "cannot open URIs") }
+            if let why = open(uri) { return .error(name: Self.invalidArgs, message: why) }
+            return .values([])
+        default:
+            return .unhandled
+        }
+    }
+
+    private func set(_ interface: String, _ property: String, _ value: DBusValue) -> DBusReply {
+        guard interface == Self.player else {
+            return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "\(interface).\(property) is read-only")
+        }
+        switch (property, value) {
+        case ("LoopStatus", .string(let s)):
+            let type: RepeatType
+            switch s {
+            case "None": type = .off
+            case "Track": type = .one
+            case "Playlist": type = .all
+            default: return .error(name: Self.invalidArgs, message: "LoopStatus is None, Track or Playlist")
+            }
+            return dispatch(.changeRepeatMode, .repeatMode(type, preservesRepeatMode: false))
+        case ("Shuffle", .bool(let on)):
+            return dispatch(.changeShuffleMode, .shuffleMode(on ? .items : .off, preservesShuffleMode: false))
+        case ("Volume", .double(let v)):
+            guard let setVolume = options.setVolume else {
+                return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "the volume cannot be set")
+            }
+            setVolume(min(1, max(0, v.isFinite ? v : 0)))
+            refresh()
+            return .values([])
+        case ("Rate", .double(let r)):
+            if r == 0 { return dispatch(.pause) }  // (the spec: as Pause)
+            return .values([])  // 1 only until time-stretching; other rates are ignored
+        default:
+            return .error(name: Self.invalidArgs, message: "cannot set \(property) to a \(value.signature)")
+        }
+    }
+
+    private func dispatch(_ kind: RemoteCommandKind, _ payload: RemoteCommandEvent.Payload = .none) -> DBusReply {
+        let result = commands.dispatch(RemoteCommandEvent(command: kind, payload: payload))
+        refresh()
+        guard result.status == .success else {
+            return .error(name: "org.freedesktop.DBus.Error.Failed", message: result.reason ?? "\(kind.rawValue): \(result.status)")
+        }
+        return .values([])
+    }
+
+    static let introspection = """
+        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
+        <node>
+          <interface name="org.freedesktop.DBus.Introspectable">
+            <method name="Introspect"><arg name="xml" type="s" direction="out"/></method>
+          </interface>
+          <interface name="org.freedesktop.DBus.Properties">
+            <method name="Get"><arg name="interface" type="s" direction="in"/><arg name="property" type="s" direction="in"/><arg name="value" type="v" direction="out"/></method>
+            <method name="GetAll"><arg name="interface" type="s" direction="in"/><arg name="properties" type="a{sv}" direction="out"/></method>
+            <method name="Set"><arg name="interface" type="s" direction="in"/><arg name="property" type="s" direction="in"/><arg name="value" type="v" direction="in"/></method>
+            <signal name="PropertiesChanged"><arg name="interface" type="s"/><arg name="changed" type="a{sv}"/><arg name="invalidated" type="as"/></signal>
+          </interface>
+          <interface name="org.mpris.MediaPlayer2">
+            <method name="Raise"/><method name="Quit"/>
+            <property name="CanQuit" type="b" access="read"/><property name="CanRaise" type="b" access="read"/>
+            <property name="HasTrackList" type="b" access="read"/><property name="Identity" type="s" access="read"/>
+            <property name="DesktopEntry" type="s" access="read"/><property name="SupportedUriSchemes" type="as" access="read"/>
+            <property name="SupportedMimeTypes" type="as" access="read"/><property name="Fullscreen" type="b" access="read"/>
+            <property name="CanSetFullscreen" type="b" access="read"/>
+          </interface>
+          <interface name="org.mpris.MediaPlayer2.Player">
+            <method name="Next"/><method name="Previous"/><method name="Pause"/><method name="PlayPause"/>
+            <method name="Stop"/><method name="Play"/>
+            <method name="Seek"><arg name="Offset" type="x" direction="in"/></method>
+            <method name="SetPosition"><arg name="TrackId" type="o" direction="in"/><arg name="Position" type="x" direction="in"/></method>
+            <method name="OpenUri"><arg name="Uri" type="s" direction="in"/></method>
+            <signal name="Seeked"><arg name="Position" type="x"/></signal>
+            <property name="PlaybackStatus" type="s" access="read"/><property name="LoopStatus" type="s" access="readwrite"/>
+            <property name="Rate" type="d" access="readwrite"/><property name="Shuffle" type="b" access="readwrite"/>
+            <property name="Metadata" type="a{sv}" access="read"/><property name="Volume" type="d" access="readwrite"/>
+            <property name="Position" type="x" access="read"/><property name="MinimumRate" type="d" access="read"/>
+            <property name="MaximumRate" type="d" access="read"/><property name="CanGoNext" type="b" access="read"/>
+            <property name="CanGoPrevious" type="b" access="read"/><property name="CanPlay" type="b" access="read"/>
+            <property name="CanPause" type="b" access="read"/><property name="CanSeek" type="b" access="read"/>
+            <property name="CanControl" type="b" access="read"/>
+          </interface>
+        </node>
+        """
+}

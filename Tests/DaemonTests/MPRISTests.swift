@@ -1,0 +1,199 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// The daemon on a private D-Bus session bus as an MPRIS2 player, driven by Debian's own
+/// `playerctl`, `busctl` and watched with `dbus-monitor`; its own status checked each time.
+@Suite("backline daemon on D-Bus: MPRIS2 with playerctl", Harness.audioTools)
+struct MPRISTests {
+    static var available: Bool { Harness.which("playerctl") != nil || ProcessInfo.processInfo.environment["CI"] != nil }
+
+    /// A daemon on `bus`, muted, with the demo track (tags, artwork), `long.mp3` and `album/a.mp3` queued.
+    static func daemon(_ bus: PrivateBus, extra: [String] = []) throws -> DaemonFixture {
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground, bus: bus.address)
+        try FileManager.default.createDirectory(atPath: d.music + "/demo", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try #require(Fixtures.demoTracks.first).path, toPath: d.music + "/demo/sunrise.mp3")
+        try d.start(extra)
+        #expect(try d.request("mute", [("on", true)]).ok)
+        #expect(try d.request("add", [("paths", ["demo/sunrise.mp3", "long.mp3", "album/a.mp3"])]).ok)
+        return d
+    }
+
+    static func playerctl(_ bus: PrivateBus, _ args: String...) throws -> String {
+        let r = try runProcess("/usr/bin/playerctl", args, environment: bus.environment, timeout: 20)
+        #expect(r.status == 0, "playerctl \(args.joined(separator: " ")): \(r.stderr)")
+        return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func busctl(_ bus: PrivateBus, _ args: [String]) throws -> ProcessResult {
+        try runProcess("/usr/bin/busctl", ["--user", "call", "org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2",
+                                           "org.mpris.MediaPlayer2.Player"] + args,
+                       environment: bus.environment, timeout: 20)
+    }
+
+    @Test("playerctl: -l lists the daemon; status and every metadata key; play-pause, next, previous, position 30 and 5+, volume, loop, shuffle; the daemon's own status agrees each time")
+    func playerctl() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        func pc(_ args: String...) throws -> String {
+            let r = try runProcess("/usr/bin/playerctl", ["-p", "backline"] + args, environment: bus.environment, timeout: 20)
+            #expect(r.status == 0, "playerctl \(args.joined(separator: " ")): \(r.stderr)")
+            return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func status() throws -> JSON { try d.request("status") }
+
+        #expect(try Self.playerctl(bus, "-l").split(separator: "\n").contains("backline"))
+        #expect(try pc("status") == "Stopped")
+        #expect(try d.request("play").ok)
+        #expect(eventually { (try? pc("status")) == "Playing" })
+
+        // Metadata: the demo track's tags, its exact length, the stable id, the file, the artwork.
+        let meta = try pc("metadata", "--format",
+                          "{{mpris:trackid}}|{{mpris:length}}|{{xesam:title}}|{{xesam:artist}}|{{xesam:album}}|{{xesam:trackNumber}}|{{xesam:url}}|{{mpris:artUrl}}")
+        let f = meta.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        #expect(f.count == 8, "\(meta)")
+        guard f.count == 8 else { return }
+        let id = try #require(try status()["current"]?["id"]?.int)
+        #expect(f[0] == "'/org/mpris/MediaPlayer2/Track/\(id)'", "an object path, which playerctl quotes")
+        #expect(f[1] == "8000000", "mpris:length, µs: \(f[1])")
+        #expect(f[2] == "Sunrise Chord" && f[3] == "Backline" && f[4] == "Backline Demo" && f[5] == "1", "\(f)")
+        #expect(f[6] == "file://" + d.music + "/demo/sunrise.mp3")
+        #expect(f[7].hasPrefix("file://" + d.dir.path + "/cache/backline/art/") && f[7].hasSuffix(".png"), "\(f[7])")
+        let art = try Data(contentsOf: URL(fileURLWithPath: String(f[7].dropFirst(7))))
+        #expect(Array(art.prefix(4)) == [0x89, 0x50, 0x4E, 0x47], "the embedded PNG, written once to the cache")
+
+        // Transport.
+        _ = try pc("play-pause")
+        #expect(eventually { (try? status()["state"]) == "paused" })
+        #expect(try pc("status") == "Paused")
+        _ = try pc("play-pause")
+        #expect(eventually { (try? status()["state"]) == "playing" })
+        _ = try pc("next")
+        #expect(eventually { (try? status()["current"]?["path"]?.string)?.hasSuffix("/long.mp3") == true })
+        #expect(eventually { (try? pc("metadata", "xesam:title")) == "long.mp3" }, "untagged: the file name")
+        _ = try pc("position", "30")
+        #expect(eventually { ((try? status()["elapsed"]?.number) ?? 0) >= 30 })
+        let at30 = try #require(try status()["elapsed"]?.number)
+        #expect(at30 < 31.5, "\(at30)")
+        _ = try pc("position", "5+")
+        #expect(eventually { ((try? status()["elapsed"]?.number) ?? 0) >= 35 })
+        let position = Double(try pc("position")) ?? 0
+        #expect(position >= 35 && position < 37, "playerctl's position is the heard one: \(position)")
+        _ = try pc("previous")  // more than 3 s in: back to the start of the item
+        #expect(eventually { ((try? status()["elapsed"]?.number) ?? 99) < 2 })
+        _ = try pc("previous")
+        #expect(eventually { (try? status()["current"]?["id"]?.int) == id })
+
+        // Volume, loop, shuffle: properties set through the same commands.
+        _ = try pc("volume", "0.5")
+        #expect(eventually { (try? status()["volume"]?.number) == 50 })
+        #expect(try pc("volume").hasPrefix("0.5"))
+        _ = try pc("loop", "Track")
+        #expect(eventually { (try? status()["repeat"]) == "one" })
+        #expect(try pc("loop") == "Track")
+        _ = try pc("loop", "Playlist")
+        #expect(eventually { (try? status()["repeat"]) == "all" })
+        _ = try pc("shuffle", "On")
+        #expect(eventually { (try? status()["shuffle"]) == true })
+        #expect(try pc("shuffle") == "On")
+        // And the other way round: a change over the JSON protocol shows on the bus.
+        #expect(try d.request("repeat", [("mode", "off")]).ok)
+        #expect(eventually { (try? pc("loop")) == "None" })
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("busctl: SetPosition with a stale track id is ignored; Seek past the end is Next; OpenUri with a bad URI and calls with wrong argument types are D-Bus errors; the daemon lives; OpenUri with a file plays it")
+    func edgeCases() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        #expect(try d.request("play", [("item", 2)]).ok)  // long.mp3
+        #expect(try d.request("seek", [("position", 10)]).ok)
+        #expect(eventually { (try? Self.playerctl(bus, "-p", "backline", "status")) == "Playing" })
+
+        let stale = try Self.busctl(bus, ["SetPosition", "ox", "/org/mpris/MediaPlayer2/Track/1", "50000000"])
+        #expect(stale.status == 0, "ignored, not an error: \(stale.stderr)")
+        Thread.sleep(forTimeInterval: 0.3)
+        let elapsed = try #require(try d.request("status")["elapsed"]?.number)
+        #expect(elapsed > 9 && elapsed < 13, "a stale track id moved nothing: \(elapsed)")
+        #expect(try Self.busctl(bus, ["SetPosition", "ox", "/org/mpris/MediaPlayer2/Track/2", "40000000"]).status == 0)
+        #expect(eventually { ((try? d.request("status")["elapsed"]?.number) ?? 0) >= 40 })
+
+        #expect(try Self.busctl(bus, ["Seek", "x", "100000000"]).status == 0)
+        #expect(eventually { (try? d.request("status")["current"]?["id"]?.int) == 3 }, "past the end: the next item")
+
+        let bad = try Self.busctl(bus, ["OpenUri", "s", "http://example.invalid/x.mp3"])
+        #expect(bad.status != 0 && bad.stderr.contains("only file:// URIs"), "\(bad.stderr)")
+        let missing = try Self.busctl(bus, ["OpenUri", "s", "file://" + d.music + "/nothing.mp3"])
+        #expect(missing.status != 0 && missing.stderr.contains("no such file"), "\(missing.stderr)")
+        let wrong = try Self.busctl(bus, ["Seek", "s", "soon"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("Seek takes (x)"), "\(wrong.stderr)")
+        let wrongSet = try runProcess("/usr/bin/busctl", ["--user", "set-property", "org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2",
+                                                          "org.mpris.MediaPlayer2.Player", "LoopStatus", "s", "Sometimes"],
+                                      environment: bus.environment, timeout: 20)
+        #expect(wrongSet.status != 0 && wrongSet.stderr.contains("LoopStatus is None, Track or Playlist"), "\(wrongSet.stderr)")
+        #expect(try d.request("list")["items"]?.array?.count == 3, "nothing was added")
+
+        let open = try Self.busctl(bus, ["OpenUri", "s", "file://" + d.music + "/album/b.mp3"])
+        #expect(open.status == 0, "\(open.stderr)")
+        #expect(eventually { (try? d.request("status")["current"]?["path"]?.string)?.hasSuffix("/album/b.mp3") == true })
+        #expect(try d.request("ping").ok)
+        #expect(try d.stop() == 0)
+    }
+
+    @Test("changes are signalled, not polled: one PropertiesChanged per transition, Seeked after a seek, playerctl -F follows; --no-mpris and no bus at all leave the daemon working")
+    func signalsAndNoBus() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        #expect(try d.request("play").ok)
+        #expect(eventually { (try? Self.playerctl(bus, "-p", "backline", "status")) == "Playing" })
+        let monitor = try SpawnedProcess("/usr/bin/dbus-monitor", ["--session", "type='signal',path='/org/mpris/MediaPlayer2'"],
+                                         environment: bus.environment)
+        let follow = try SpawnedProcess("/usr/bin/playerctl", ["-p", "backline", "-F", "status"], environment: bus.environment)
+        defer {
+            monitor.signal(SIGTERM)
+            follow.signal(SIGTERM)
+        }
+        Thread.sleep(forTimeInterval: 1)
+        func signals() -> (changed: Int, seeked: Int) {
+            let text = monitor.stdout
+            return (text.components(separatedBy: "member=PropertiesChanged").count - 1, text.components(separatedBy: "member=Seeked").count - 1)
+        }
+        let before = signals()
+        #expect(before == (0, 0), "nothing while nothing changes (no Position stream): \(before)")
+        #expect(try d.request("pause").ok)
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(signals() == (1, 0), "one PropertiesChanged for a pause: \(signals())")
+        #expect(try d.request("play").ok)
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(signals() == (2, 0))
+        #expect(try d.request("seek", [("position", 5)]).ok)
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(signals().seeked == 1, "\(signals())")
+        #expect(monitor.stdout.contains("int64 50"), "Seeked carries the position (µs): \(monitor.stdout.suffix(300))")
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(signals().changed == 2, "playing on: no more signals")
+        #expect(follow.stdout.split(separator: "\n") == ["Playing", "Paused", "Playing"], "\(follow.stdout)")
+        #expect(try d.stop() == 0)
+
+        // --no-mpris: nothing on the bus.
+        try d.start(["--no-mpris"])
+        let none = try runProcess("/usr/bin/playerctl", ["-l"], environment: bus.environment, timeout: 20)
+        #expect(!none.stdoutText.contains("backline"), "\(none.stdoutText)")
+        #expect(try d.stop() == 0)
+
+        // No bus at all: the daemon works, and says so once, at debug level.
+        let lone = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+        try lone.start()
+        #expect(try lone.request("add", [("path", "album/a.mp3")]).ok)
+        #expect(try lone.request("ping").ok)
+        #expect(try lone.stop() == 0)
+        #expect(lone.log().components(separatedBy: "no MPRIS").count - 1 == 1, "\(lone.log())")
+    }
+}
