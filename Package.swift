@@ -102,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "backline",
             dependencies: [
-                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control",
+                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -4,6 +4,8 @@ import Dispatch
 import Foundation
 import Lifecycle
 import Logging
+import MPRIS
+import NowPlaying
 import Player
 import Session
 import Synchronization
@@ -44,6 +46,9 @@ struct Play: ParsableCommand {
     @Flag(name: .long, help: "Print the device's negotiated settings and position checks to stderr.")
     var verbose = false
 
+    @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
+    var noMPRIS = false
+
     @Argument(help: "MP3 files to play.")
     var files: [String]
 
@@ -78,6 +83,30 @@ struct Play: ParsableCommand {
         let tty = isatty(STDOUT_FILENO) == 1
         let status = Mutex((failed: 0, played: 0, finished: false, deviceFailed: false))
         let done = DispatchSemaphore(value: 0)
+        let interrupted = Atomic<Bool>(false)
+        let quit = Atomic<Bool>(false)
+
+        // The system surface: the now-playing info and the remote commands, on the session bus
+        // as org.mpris.MediaPlayer2.backline.instance<PID> (desktop controls, media keys, playerctl).
+        let nowPlaying = NowPlayingInfoCenter()
+        let nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying)
+        let remote = RemoteCommandCenter()
+        let remoteBinding = RemoteCommandBinding(player: player, center: remote)
+        var mpris: MPRISService?
+        if !noMPRIS {
+            var options = MPRISOptions(identity: "Backline", desktopEntry: "backline")
+            options.volume = { Double(player.volume) }
+            options.setVolume = { player.volume = Float($0) }
+            options.quit = {  // (desktop controls' "close"): an ordinary end
+                quit.store(true, ordering: .relaxed)
+                done.signal()
+            }
+            do {
+                mpris = try nowPlaying.publish(on: .sessionBus(name: "backline.instance\(getpid())"), commands: remote, options: options)
+            } catch {
+                logger.debug("no MPRIS: \(error)")
+            }
+        }
         let foreground = Atomic<Bool>(true)
 
         // One line per item when its first sample is heard (the engine's own event, so even
@@ -151,7 +180,6 @@ struct Play: ParsableCommand {
         // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal line.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        let interrupted = Atomic<Bool>(false)
         var sources: [any DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM] {
             let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -178,6 +206,9 @@ struct Play: ParsableCommand {
                 Terminal.progress("  \(formatTime(player.currentTime())) / \(formatTime(item.duration ?? 0))")
             }
         }
+        mpris?.stop()
+        remoteBinding.unbind()
+        nowPlayingBinding.unbind()
         player.removeAllItems()
         player.engine.shutdown()
         Terminal.finish(tty: tty)
@@ -186,6 +217,7 @@ struct Play: ParsableCommand {
         if terminal >= 0 { close(terminal) }
 
         if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
+        if quit.load(ordering: .relaxed) { return }
         let s = status.withLock { $0 }
         if s.deviceFailed || s.played == 0 { throw ExitCode(1) }
         if s.failed > 0 { throw ExitCode(2) }

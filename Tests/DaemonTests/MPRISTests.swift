@@ -196,4 +196,37 @@ struct MPRISTests {
         #expect(try lone.stop() == 0)
         #expect(lone.log().components(separatedBy: "no MPRIS").count - 1 == 1, "\(lone.log())")
     }
+
+    @Test("backline play is org.mpris.MediaPlayer2.backline.instance<PID>: listed beside the daemon, its metadata, pause and play from playerctl heard as its state, Quit ends it with status 0")
+    func playInstance() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let sink = try PulseNullSink()  // its own sink: `play` is not muted
+        defer { sink.stop() }
+        let d = try Self.daemon(bus)
+        let file = d.music + "/long.mp3"
+        let p = try SpawnedProcess(backline, ["play", "--device", sink.alsaDevice, file],
+                                   environment: sink.environment.merging(bus.environment) { $1 })
+        defer { if p.isRunning { p.signal(SIGKILL) } }
+        let name = "backline.instance\(p.pid)"
+        #expect(eventually { (try? Self.playerctl(bus, "-l").split(separator: "\n").map(String.init)).map { Set($0).isSuperset(of: ["backline", name]) } == true })
+        #expect(eventually { (try? Self.playerctl(bus, "-p", name, "status")) == "Playing" })
+        #expect(try Self.playerctl(bus, "-p", name, "metadata", "--format", "{{xesam:title}}|{{mpris:length}}|{{xesam:url}}")
+                == "long.mp3|60000000|file://" + file)
+        _ = try Self.playerctl(bus, "-p", name, "pause")
+        #expect(eventually { (try? Self.playerctl(bus, "-p", name, "status")) == "Paused" })
+        let paused = Double(try Self.playerctl(bus, "-p", name, "position")) ?? -1
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(Double(try Self.playerctl(bus, "-p", name, "position")) == paused, "paused: the position holds")
+        _ = try Self.playerctl(bus, "-p", name, "play")
+        #expect(eventually { (try? Self.playerctl(bus, "-p", name, "status")) == "Playing" })
+        #expect(try Self.playerctl(bus, "-p", "backline", "status") == "Stopped", "the daemon is another player")
+        let quit = try runProcess("/usr/bin/busctl", ["--user", "call", "org.mpris.MediaPlayer2." + name, "/org/mpris/MediaPlayer2",
+                                                      "org.mpris.MediaPlayer2", "Quit"], environment: bus.environment, timeout: 20)
+        #expect(quit.status == 0, "\(quit.stderr)")
+        #expect(try p.wait(timeout: 10) == 0)
+        #expect(!(try Self.playerctl(bus, "-l")).contains(name), "gone from the bus")
+        #expect(try d.stop() == 0)
+    }
 }
