@@ -30,13 +30,16 @@ public enum DaemonBench {
             try shell("sox -n -r 44100 -c 2 -b 16 \(dir)/j\(k).wav synth 20 sine \(f) gain -6 && lame --quiet -b 192 \(dir)/j\(k).wav \(dir)/music/jump-\(k).mp3")
         }
 
-        // Backline.
+        // Backline, on a private session bus (MPRIS) when dbus-daemon is there.
+        let bus = try? SessionBus(directory: dir)
+        defer { bus?.stop() }
+        if let bus { setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1) }  // (for playerctl below)
         let socket = dir + "/run/control.sock"
         let blMPD = dir + "/bl-mpd.sock"
-        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music",
-                                            "--state-file", dir + "/state.json", "--device", device, "--config", "/dev/null",
-                                            "--mpd-listen", blMPD],
-                               environment: ["XDG_RUNTIME_DIR": dir + "/rt"])
+        let daemonArguments = ["daemon", "--socket", socket, "--music-dir", dir + "/music",
+                               "--state-file", dir + "/state.json", "--device", device, "--config", "/dev/null", "--mpd-listen", blMPD]
+        let daemonEnvironment = ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"]
+        let daemon = try Child(executable, daemonArguments, environment: daemonEnvironment)
         defer { daemon.stop() }
         guard waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
             throw BenchError("backline daemon did not start")
@@ -55,6 +58,16 @@ public enum DaemonBench {
         _ = try c.request("add", [("path", "tone.mp3")])
         let blPause = try pauseLatency(monitor: sinkMonitor,
                                        play: { _ = try c.request("play") }, pause: { _ = try c.request("pause") })
+        // The same pause from whole processes: our own `ctl pause`, and playerctl's PlayPause over MPRIS.
+        var ctlPause: Double?, mprisPause: Double?
+        let playerctl = "/usr/bin/playerctl"
+        if bus != nil, FileManager.default.isExecutableFile(atPath: playerctl),
+           waitUntil(10, { ((try? measureChild(playerctl, ["-p", "backline", "status"]))?.status ?? 1) == 0 }) {
+            ctlPause = try pauseLatency(monitor: sinkMonitor, play: { _ = try c.request("play") },
+                                        pause: { _ = try measureChild(executable, ["ctl", "--socket", socket, "pause"]) })
+            mprisPause = try pauseLatency(monitor: sinkMonitor, play: { _ = try c.request("play") },
+                                          pause: { _ = try measureChild(playerctl, ["-p", "backline", "play-pause"]) })
+        }
         _ = try c.request("stop")
         _ = try c.request("clear")
         let ids = try (0..<3).map { k in
@@ -66,8 +79,25 @@ public enum DaemonBench {
             next: { _ = try c.request("next") },
             previous: { _ = try c.request("previous") },
             seek: { _ = try c.request("seek", [("position", .number(Double($0)))]) }))
+        // Idle: paused, no client, with MPRIS on; then the same with --no-mpris.
+        var idleOn: IdleUsage?, idleOff: IdleUsage?
+        if bus != nil {
+            _ = try c.request("play", [("item", .number(Double(ids[0])))])
+            _ = try c.request("pause")
+            idleOn = try idleUsage(pid: daemon.process.processIdentifier, seconds: Self.idleSeconds)
+        }
         _ = try c.request("stop")
         daemon.stop()
+        if bus != nil {
+            let quiet = try Child(executable, daemonArguments + ["--no-mpris"], environment: daemonEnvironment)
+            defer { quiet.stop() }
+            if waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) {
+                let q = try ControlClient(socketPath: socket)
+                _ = try q.request("play")
+                _ = try q.request("pause")
+                idleOff = try idleUsage(pid: quiet.process.processIdentifier, seconds: Self.idleSeconds)
+            }
+        }
 
         // mpd, same machine, same sink.
         var results: [BenchResult] = []
@@ -131,6 +161,16 @@ public enum DaemonBench {
         add("MPD-protocol status round trip p99, 100 clients (99 in idle)", blStatus100.p99, mpdStatus100?.p99, "µs", "mpd status")
         if let blMpc { add("`mpc status` as a whole process, wall (median of 20)", blMpc, mpdMpc, "ms", "mpc status against mpd") }
         add("pause request → silence on the sink monitor (median of 8)", blPause, mpdPause, "ms", "mpd pause 1")
+        if let mprisPause, let ctlPause {
+            add("playerctl play-pause (MPRIS, a whole process) → silence on the sink monitor (median of 8)", mprisPause, ctlPause,
+                "ms", "backline ctl pause, a whole process")
+        }
+        if let idleOn, let idleOff {
+            add("daemon paused, no client, \(Int(Self.idleSeconds)) s with MPRIS on: CPU", idleOn.cpuMilliseconds, idleOff.cpuMilliseconds,
+                "ms", "the same with --no-mpris")
+            add("daemon paused, no client, \(Int(Self.idleSeconds)) s with MPRIS on: wakeups (context switches, all threads) per second",
+                idleOn.wakeupsPerSecond, idleOff.wakeupsPerSecond, "/s", "the same with --no-mpris")
+        }
         for j in Jump.allCases {
             add("jump: \(j.rawValue) → longest silence on the sink monitor (median of 5)", blJumps[j] ?? .nan, mpdJumps[j], "ms", "mpd \(j.mpd)")
         }
@@ -247,6 +287,41 @@ public enum DaemonBench {
         return results[results.count / 2]
     }
 
+    /// How long the idle rows watch a paused daemon.
+    static let idleSeconds = 30.0
+
+    struct IdleUsage {
+        var cpuMilliseconds: Double
+        var wakeupsPerSecond: Double
+    }
+
+    /// CPU time (utime + stime) and context switches of every thread of `pid` over `seconds`.
+    static func idleUsage(pid: Int32, seconds: Double) throws -> IdleUsage {
+        Thread.sleep(forTimeInterval: 2)  // (settle after the last request)
+        func sample() -> (ticks: Double, switches: Double) {
+            var ticks = 0.0, switches = 0.0
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            for t in tasks {
+                if let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stat", encoding: .utf8),
+                   let close = stat.lastIndex(of: ")") {
+                    let fields = stat[stat.index(after: close)...].split(separator: " ")
+                    ticks += (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)  // utime, stime
+                }
+                if let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) {
+                    for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
+                        switches += Double(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+                    }
+                }
+            }
+            return (ticks, switches)
+        }
+        let a = sample()
+        Thread.sleep(forTimeInterval: seconds)
+        let b = sample()
+        let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return IdleUsage(cpuMilliseconds: (b.ticks - a.ticks) / hz * 1000, wakeupsPerSecond: (b.switches - a.switches) / seconds)
+    }
+
     static func clockNow() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -295,6 +370,30 @@ public enum DaemonBench {
 }
 
 /// A child process, killed (SIGTERM, then SIGKILL) by ``stop()``.
+/// A private D-Bus session bus for the MPRIS rows (`dbus-daemon --session --fork`).
+final class SessionBus {
+    let address: String
+    let pid: Int32
+
+    init(directory: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw BenchError("no dbus-daemon") }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        p.arguments = ["--session", "--fork", "--print-address=1", "--print-pid=1", "--address=unix:dir=" + directory]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        guard lines.count >= 2, let pid = Int32(lines[1]) else { throw BenchError("dbus-daemon did not start") }
+        address = String(lines[0])
+        self.pid = pid
+    }
+
+    func stop() { kill(pid, SIGTERM) }
+}
+
 final class Child {
     let process = Process()
 
