@@ -145,7 +145,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "Control", "PlayQueue", "backline", "BacklineTestSupport"],
+            dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -23,6 +23,7 @@ public indirect enum DBusValue: Sendable, Equatable {
     case objectPath(String)
     case bool(Bool)
     case int32(Int32)
+    case uint32(UInt32)
     case int64(Int64)
     case uint64(UInt64)
     case double(Double)
@@ -40,6 +41,7 @@ public indirect enum DBusValue: Sendable, Equatable {
         case .objectPath: "o"
         case .bool: "b"
         case .int32: "i"
+        case .uint32: "u"
         case .int64: "x"
         case .uint64: "t"
         case .double: "d"
@@ -54,6 +56,7 @@ public indirect enum DBusValue: Sendable, Equatable {
         case (.string(let x), .string(let y)), (.objectPath(let x), .objectPath(let y)): x == y
         case (.bool(let x), .bool(let y)): x == y
         case (.int32(let x), .int32(let y)): x == y
+        case (.uint32(let x), .uint32(let y)): x == y
         case (.int64(let x), .int64(let y)): x == y
         case (.uint64(let x), .uint64(let y)): x == y
         case (.double(let x), .double(let y)): x == y
@@ -76,7 +79,7 @@ public struct DBusMessage: ~Copyable {
     /// The body's signature ("" when empty).
     public var signature: String { sd_bus_message_get_signature(raw, 1).map { String(cString: $0) } ?? "" }
 
-    /// Reads the next argument, which must be of `type` (`s`, `o`, `b`, `i`, `x`, `t`, `d`), or,
+    /// Reads the next argument, which must be of a basic type (`s`, `o`, `b`, `i`, `u`, `x`, `t`, `d`), or,
     /// for a variant, the value inside it.
     public func read() throws(DBusError) -> DBusValue {
         var type: CChar = 0
@@ -103,6 +106,10 @@ public struct DBusMessage: ~Copyable {
             var v: Int32 = 0
             try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
             return .int32(v)
+        case UInt8(ascii: "u"):
+            var v: UInt32 = 0
+            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
+            return .uint32(v)
         case UInt8(ascii: "x"):
             var v: Int64 = 0
             try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
@@ -142,6 +149,7 @@ public struct DBusMessage: ~Copyable {
             var v: Int32 = b ? 1 : 0
             try basic(UInt8(ascii: "b"), &v)
         case .int32(var v): try basic(UInt8(ascii: "i"), &v)
+        case .uint32(var v): try basic(UInt8(ascii: "u"), &v)
         case .int64(var v): try basic(UInt8(ascii: "x"), &v)
         case .uint64(var v): try basic(UInt8(ascii: "t"), &v)
         case .double(var v): try basic(UInt8(ascii: "d"), &v)

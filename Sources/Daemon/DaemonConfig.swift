@@ -63,6 +63,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var logLevel = "info"
     /// Publish the player on the session bus as MPRIS2 (`org.mpris.MediaPlayer2.backline`).
     public var mpris = true
+    /// Post a desktop notification when the current item changes (replacing the previous one).
+    public var notify = false
 
     /// The defaults for this user (XDG directories).
     public static func defaults(environment env: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfig {
@@ -168,6 +170,9 @@ public struct DaemonConfig: Sendable, Equatable {
         case "mpris":
             guard ["yes", "no"].contains(value) else { throw BadValue(message: "mpris: expected yes or no, got '\(value)'") }
             mpris = value == "yes"
+        case "notify":
+            guard ["yes", "no"].contains(value) else { throw BadValue(message: "notify: expected yes or no, got '\(value)'") }
+            notify = value == "yes"
         case "max-connections": maxConnections = Int(try number(1, 100_000))
         case "max-request-bytes": maxRequestBytes = Int(try number(256, 64 * 1024 * 1024))
         case "request-timeout": requestTimeout = try number(0.5, 600)

@@ -71,6 +71,8 @@ public final class DaemonCore: Sendable {
     let trimmer: MemoryTrimmer
     /// The player on the session bus, when published.
     let mpris = Mutex<MPRISService?>(nil)
+    /// "Now playing" notifications, when turned on.
+    let notifications = Mutex<LocalNotificationCenter?>(nil)
 
     public var session: AudioSession { playback.session }
     public var application: Application { playback.application }
@@ -244,6 +246,10 @@ public final class DaemonCore: Sendable {
         case .state(let s):
             updateTicker(playing: s == .playing)
             scheduleSave()
+        case .current(let item?):
+            scheduleSave()
+            mpris.withLock { $0 }?.refresh()
+            notifyNowPlaying(item)
         case .current, .queue, .modes, .seeked, .volume:
             scheduleSave()
             mpris.withLock { $0 }?.refresh()  // (what the now-playing info does not carry: modes, volume, the queue)

@@ -1,3 +1,4 @@
+import AudioEngine
 import Control
 import Foundation
 import Logging
@@ -45,5 +46,31 @@ extension DaemonCore {
             logger.debug("no MPRIS: \(error)")
             return false
         }
+    }
+}
+
+extension DaemonCore {
+    /// Turns on "now playing" desktop notifications (org.freedesktop.Notifications on the
+    /// session bus), each replacing the one before. No bus: a debug line.
+    @discardableResult
+    public func enableNotifications(address: String? = nil) -> Bool {
+        do {
+            let center = try LocalNotificationCenter(appName: "Backline", address: address)
+            notifications.withLock { $0 = center }
+            return true
+        } catch {
+            logger.debug("no notifications: \(error)")
+            return false
+        }
+    }
+
+    /// Posts the item that became current.
+    func notifyNowPlaying(_ item: QueueItem) {
+        guard let center = notifications.withLock({ $0 }) else { return }
+        let art = playback.tags.cached(item.path)?.metadata.artwork
+        let icon = art.flatMap { MPRISService.artworkFile($0, directory: MPRISOptions(identity: "").artDirectory) }
+        let body = [item.artist, item.album].compactMap { $0 }.joined(separator: " — ")
+        center.present(LocalNotification(alertTitle: item.title, alertBody: body, icon: icon ?? "audio-x-generic",
+                                         replacesPrevious: true, userInfo: ["item": String(item.id)]))
     }
 }

@@ -211,21 +211,27 @@ public final class MPRISService: Sendable {
         return m
     }
 
-    /// Embedded artwork as a file (written once, named by its content), for `mpris:artUrl`.
+    /// Embedded artwork as a file URL, for `mpris:artUrl`.
     private func artURL(_ art: NowPlayingInfo.Artwork) -> String? {
+        Self.artworkFile(art, directory: options.artDirectory).map(NowPlayingBinding.fileURL)
+    }
+
+    /// Embedded artwork as a file in `directory`, written once and named by its content (so a
+    /// cover shared by an album is one file); nil when it cannot be written.
+    public static func artworkFile(_ art: NowPlayingInfo.Artwork, directory: String) -> String? {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
         for b in art.data { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
         let ext = art.mimeType.contains("png") ? "png" : art.mimeType.contains("jpeg") || art.mimeType.contains("jpg") ? "jpg" : "img"
-        let path = options.artDirectory + "/" + String(h, radix: 16) + "." + ext
+        let path = directory + "/" + String(h, radix: 16) + "." + ext
         if !FileManager.default.fileExists(atPath: path) {
             do {
-                try FileManager.default.createDirectory(atPath: options.artDirectory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 try Data(art.data).write(to: URL(fileURLWithPath: path), options: .atomic)
             } catch {
                 return nil
             }
         }
-        return NowPlayingBinding.fileURL(path)
+        return path
     }
 
     /// One `PropertiesChanged` with what changed since the last; `Seeked` when the position

@@ -42,6 +42,9 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("mpd-listen"), help: "Also speak the MPD protocol on this Unix socket path or HOST:PORT (repeatable; for mpc, ncmpcpp and other MPD clients).")
     var mpdListen: [String] = []
 
+    @Flag(name: .long, help: "Post a desktop notification when the current item changes (replacing the previous one).")
+    var notify = false
+
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = false
 
@@ -66,6 +69,7 @@ struct DaemonCommand: AsyncParsableCommand {
         if let device { settings.device = device }
         settings.mpdListen += mpdListen
         if noMPRIS { settings.mpris = false }
+        if notify { settings.notify = true }
         if let logLevel {
             do { try settings.set("log-level", logLevel) } catch { fail("--log-level: unknown level '\(logLevel)'") }
         }
@@ -92,6 +96,7 @@ struct DaemonCommand: AsyncParsableCommand {
         case .failure(let error): fail("\(error)")
         }
         if settings.mpris { core.publishMPRIS() }
+        if settings.notify { core.enableNotifications() }
         let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
                                  gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {

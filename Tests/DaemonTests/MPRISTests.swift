@@ -1,6 +1,7 @@
 import BacklineTestSupport
 import Daemon
 import Foundation
+import MPRIS
 import Testing
 
 /// The daemon on a private D-Bus session bus as an MPRIS2 player, driven by Debian's own
@@ -228,5 +229,50 @@ struct MPRISTests {
         #expect(try p.wait(timeout: 10) == 0)
         #expect(!(try Self.playerctl(bus, "-l")).contains(name), "gone from the bus")
         #expect(try d.stop() == 0)
+    }
+
+    @Test("notifications: the daemon with --notify posts each new current item through org.freedesktop.Notifications (seen on the bus); the library delivers a scheduled one when due and refuses the 129th pending")
+    func notifications() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let monitor = try SpawnedProcess("/usr/bin/dbus-monitor", ["--session", "type='method_call',interface='org.freedesktop.Notifications'"],
+                                         environment: bus.environment)
+        defer { monitor.signal(SIGTERM) }
+        Thread.sleep(forTimeInterval: 0.5)
+        func calls() -> [String] {
+            // Each Notify call: the summary is its 4th string argument.
+            monitor.stdout.components(separatedBy: "member=Notify").dropFirst().map { call in
+                let strings = call.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("string \"") }
+                return strings.count > 2 ? String(strings[2].trimmingCharacters(in: .whitespaces).dropFirst(8).dropLast()) : "?"
+            }
+        }
+        let d = try Self.daemon(bus, extra: ["--notify"])
+        #expect(try d.request("play").ok)
+        #expect(eventually { calls().contains("Sunrise Chord") }, "\(monitor.stdout.suffix(600))")
+        #expect(try d.request("next").ok)
+        #expect(eventually { calls().contains("long.mp3") }, "\(calls())")
+        #expect(monitor.stdout.contains("string \"Backline\""), "the app name")
+        #expect(try d.stop() == 0)
+
+        // The library: one scheduled a second ahead is delivered then; 128 pending at most.
+        let center = try LocalNotificationCenter(appName: "test", address: bus.address)
+        let soon = try center.schedule(LocalNotification(fireDate: Date().addingTimeInterval(1), alertTitle: "Alarm", alertBody: "07:30"))
+        #expect(center.scheduled.map(\.id) == [soon])
+        #expect(!calls().contains("Alarm"))
+        #expect(eventually(timeout: 5) { calls().contains("Alarm") })
+        #expect(eventually { center.scheduled.isEmpty }, "delivered, no longer pending")
+        var ids: [UInt64] = []
+        for k in 0..<LocalNotificationCenter.limit {
+            ids.append(try center.schedule(LocalNotification(fireDate: Date().addingTimeInterval(3600), alertTitle: "later \(k)")))
+        }
+        #expect(throws: LocalNotificationError.self) {
+            try center.schedule(LocalNotification(fireDate: Date().addingTimeInterval(3600), alertTitle: "one too many"))
+        }
+        center.cancel(ids[0])
+        #expect(center.scheduled.count == LocalNotificationCenter.limit - 1)
+        _ = try center.schedule(LocalNotification(fireDate: Date().addingTimeInterval(3600), alertTitle: "fits again"))
+        center.cancelAll()
+        #expect(center.scheduled.isEmpty)
     }
 }
