@@ -46,6 +46,9 @@ struct Play: ParsableCommand {
     @Flag(name: .long, help: "Print the device's negotiated settings and position checks to stderr.")
     var verbose = false
 
+    @Flag(name: .long, help: "Post a desktop notification when an item starts (replacing the previous one).")
+    var notify = false
+
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = false
 
@@ -109,6 +112,9 @@ struct Play: ParsableCommand {
         }
         let foreground = Atomic<Bool>(true)
 
+        let notifications: LocalNotificationCenter? = notify ? try? LocalNotificationCenter(appName: "Backline") : nil
+        let artDirectory = MPRISOptions(identity: "").artDirectory
+        if notify, notifications == nil { logger.debug("no notifications: no session bus") }
         // One line per item when its first sample is heard (the engine's own event, so even
         // items shorter than the event delivery are announced, in order).
         player.engine.onEvent { event in
@@ -116,6 +122,12 @@ struct Play: ParsableCommand {
             let m = info.metadata
             let name = m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
             Terminal.line("▶ \(name)  [\(formatTime(info.duration))]", tty: tty)
+            if let notifications {
+                let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
+                notifications.present(LocalNotification(
+                    alertTitle: m.title ?? (info.path as NSString).lastPathComponent,
+                    alertBody: [m.artist, m.album].compactMap { $0 }.joined(separator: " — "), icon: icon, replacesPrevious: true))
+            }
         }
         let events = DispatchQueue(label: "backline.play.events")
         player.addObserver(queue: events) { [player] event in
