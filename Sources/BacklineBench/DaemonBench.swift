@@ -380,12 +380,16 @@ final class SessionBus {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         p.arguments = ["--session", "--fork", "--print-address=1", "--print-pid=1", "--address=unix:dir=" + directory]
-        let out = Pipe()
+        // To a file, not a pipe: the forked bus keeps its stdout open, so a pipe never ends.
+        let outPath = directory + "/bus-address"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
         p.waitUntilExit()
-        let lines = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        try? out.close()
+        let lines = ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").split(separator: "\n")
         guard lines.count >= 2, let pid = Int32(lines[1]) else { throw BenchError("dbus-daemon did not start") }
         address = String(lines[0])
         self.pid = pid

@@ -180,7 +180,7 @@ public enum CommandTable {
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
-        SleepCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,
+        SleepCommand.descriptor, AlarmCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,
         PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,
     ]
 

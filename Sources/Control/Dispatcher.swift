@@ -64,6 +64,17 @@ public final class CommandDispatcher: Sendable {
         self.version = version
         self.checkToken = checkToken
         bindRemoteCommands()
+        // An alarm plays through the same commands (and so wakes a suspended daemon).
+        playback.onAlarm { [weak self] alarm in
+            guard let self else { return }
+            if let name = alarm.playlist {
+                _ = execute(ClearCommand())
+                _ = execute(LoadPlaylistCommand(name: name, range: nil, position: nil))
+                _ = execute(PlayCommand(item: nil))
+            } else {
+                _ = execute(PlayCommand(item: alarm.item))
+            }
+        }
     }
 
     /// Runs `command` for `connection`.

@@ -24,7 +24,7 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let session = Subsystems(rawValue: 1 << 6)
     /// The app's life cycle.
     public static let lifecycle = Subsystems(rawValue: 1 << 7)
-    /// The sleep timer.
+    /// The sleep timer and the alarms.
     public static let sleep = Subsystems(rawValue: 1 << 8)
     /// The daemon itself (hooks, shutdown).
     public static let daemon = Subsystems(rawValue: 1 << 9)
@@ -54,6 +54,7 @@ public enum ControlEvent: Sendable, Equatable {
     case session(SessionEvent)
     case lifecycle(ApplicationEvent, state: ApplicationState)
     case sleep(SleepEvent)
+    case alarm(AlarmEvent)
     case hook(name: String, status: Int32?)
     case shutdown
     /// A stored playlist was saved, changed, renamed or deleted.
@@ -62,7 +63,7 @@ public enum ControlEvent: Sendable, Equatable {
     /// Every kind, as clients subscribe to them.
     public static let kinds: [String] = [
         "state", "current", "queue", "modes", "failed", "seeked", "position", "volume",
-        "session", "lifecycle", "sleep", "hook", "shutdown", "playlists",
+        "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists",
     ]
 
     /// This event's kind.
@@ -79,6 +80,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .session: "session"
         case .lifecycle: "lifecycle"
         case .sleep: "sleep"
+        case .alarm: "alarm"
         case .hook: "hook"
         case .shutdown: "shutdown"
         case .playlists: "playlists"
@@ -98,7 +100,7 @@ public enum ControlEvent: Sendable, Equatable {
             default: .session
             }
         case .lifecycle: .lifecycle
-        case .sleep: .sleep
+        case .sleep, .alarm: .sleep
         case .hook, .shutdown: .daemon
         case .position: .position
         case .playlists: .storedPlaylist

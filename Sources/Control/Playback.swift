@@ -77,6 +77,9 @@ public final class Playback: Sendable {
     }
 
     private let timers = Mutex(Timers())
+    /// The alarms (Alarms.swift).
+    let alarmBook = Mutex(AlarmBook())
+    let alarmAction = Mutex<(@Sendable (Alarm) -> Void)?>(nil)
 
     /// Builds the player, queue and session (nothing plays yet).
     public init(configuration: PlaybackConfiguration) throws(CommandError) {
@@ -288,6 +291,10 @@ public final class Playback: Sendable {
             t.sleep?.timer?.cancel()
             t.fading?.cancel()
             return !t.stopped
+        }
+        alarmBook.withLock { b in
+            for t in b.timers.values { t.cancel() }
+            b.timers = [:]
         }
         guard first else { return }
         player.pause()

@@ -142,6 +142,8 @@ public enum Reply: Sendable, Equatable {
     case session(SessionSnapshot)
     case app(ApplicationState)
     case sleep(SleepSnapshot?)
+    /// The alarms, soonest first.
+    case alarms([Alarm])
     /// The event kinds now subscribed.
     case subscribed([String])
     case pong

@@ -142,6 +142,7 @@ public final class DaemonCore: Sendable {
             player.volume = saved.volume
             player.isMuted = saved.muted
             queue.restore(saved.queue, play: config.restorePlaying)
+            playback.restoreAlarms(saved.alarms ?? [])
             playback.tags.prefetch(saved.queue.entries.map(\.path))
             logger.info("state restored", metadata: [
                 "items": "\(saved.queue.entries.count)", "current": "\(saved.queue.current.map(String.init) ?? "-")",
@@ -160,7 +161,8 @@ public final class DaemonCore: Sendable {
     /// Saves the state now (on the caller's thread). Returns whether it worked.
     @discardableResult
     public func saveNow(_ why: String) -> Bool {
-        let state = SavedState(queue: queue.snapshot(), volume: player.volume, muted: player.isMuted)
+        let alarms = playback.alarms
+        let state = SavedState(queue: queue.snapshot(), volume: player.volume, muted: player.isMuted, alarms: alarms.isEmpty ? nil : alarms)
         do {
             try store.save(state)
             timers.withLock { $0.lastSave = Self.now() }
@@ -260,6 +262,13 @@ public final class DaemonCore: Sendable {
             runHook("on-resume", config.onResume)
         case .sleep(.fired):
             logger.info("sleep timer: paused")
+        case .alarm(let a):
+            saveNow("alarm")  // at once: an alarm set must survive a kill right after
+            if case .fired(let alarm) = a {
+                logger.info("alarm fired", metadata: ["id": "\(alarm.id)", "time": "\(alarm.time)"])
+                notifications.withLock { $0 }?.present(LocalNotification(alertTitle: "Alarm \(alarm.time)",
+                                                                         alertBody: alarm.playlist.map { "Playing \($0)" } ?? "Playing"))
+            }
         default:
             break
         }

@@ -115,6 +115,7 @@ public enum JSONCodec {
         case .shuffle(let on): [("shuffle", .bool(on))]
         case .stopAfterCurrent(let on): [("stopAfterCurrent", .bool(on))]
         case .consume(let m): [("consume", .string(m.rawValue))]
+        case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
         case .added(let ids, let skipped):
             [("items", .array(ids.map(JSON.int))),
@@ -184,6 +185,14 @@ public enum JSONCodec {
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
         ]
+    }
+
+    static func fields(_ a: Alarm) -> [(String, JSON)] {
+        var f: [(String, JSON)] = [("id", .int(a.id)), ("time", .string(a.time)), ("daily", .bool(a.daily)), ("fade", .number(a.fade))]
+        if let item = a.item { f.append(("item", .int(item))) }
+        if let p = a.playlist { f.append(("playlist", .string(p))) }
+        f.append(("next", .string(iso8601(a.next))))
+        return f
     }
 
     static func fields(_ v: VolumeState) -> [(String, JSON)] {
@@ -266,6 +275,12 @@ public enum JSONCodec {
             case .duckingChanged(let on): [("kind", "duckingChanged"), ("ducked", .bool(on))]
             }
         case .lifecycle(let e, let state): [("kind", .string(lifecycleName(e))), ("state", .string(state.name))]
+        case .alarm(let e):
+            switch e {
+            case .set(let a): [("kind", "set"), ("alarm", .object(fields(a)))]
+            case .cancelled(let id): [("kind", "cancelled"), ("id", .int(id))]
+            case .fired(let a): [("kind", "fired"), ("alarm", .object(fields(a)))]
+            }
         case .sleep(let s):
             switch s {
             case .set(let minutes, let endOfItem): [("kind", "set"), ("minutes", minutes.map(JSON.number) ?? .null), ("endOfItem", .bool(endOfItem))]

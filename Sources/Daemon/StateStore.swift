@@ -16,6 +16,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     /// 0…1.
     public var volume: Float
     public var muted: Bool
+    /// Alarms set (absent in files from before alarms).
+    public var alarms: [Alarm]?
 
     public static let formatName = "backline-state"
 
@@ -46,13 +48,14 @@ public struct SavedState: Codable, Sendable, Equatable {
         return nil
     }
 
-    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool) {
+    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool, alarms: [Alarm]? = nil) {
         self.queue = queue
         self.volume = volume
         self.muted = muted
+        self.alarms = alarms
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -64,6 +67,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         let v = try c.decode(Double.self, forKey: .volume)
         volume = (0...1).contains(v) ? Float(v) : (v.isNaN ? .nan : v < 0 ? -.infinity : .infinity)
         muted = try c.decode(Bool.self, forKey: .muted)
+        alarms = try c.decodeIfPresent([Alarm].self, forKey: .alarms)
     }
 }
 

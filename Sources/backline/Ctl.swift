@@ -192,6 +192,17 @@ struct Ctl: ParsableCommand {
             if let f = option("--fade") { values["fade"] = .number(try number(f)) }
             if let m = a.first { values["minutes"] = .number(try number(m)) }
             return try make("sleep", values)
+        case "alarm":
+            // `alarm 07:30 [--fade S] [--play ID|--load PLAYLIST] [--daily]`, `alarm --cancel N`, `alarm`.
+            if let id = option("--cancel") { return AlarmCommand(action: .cancel(id: try int(id))) }
+            var values: [String: ArgumentValue] = [:]
+            if let f = option("--fade") { values["fade"] = .number(try number(f)) }
+            if let i = option("--play") { values["item"] = .integer(try int(i)) }
+            if let p = option("--load") { values["playlist"] = .string(p) }
+            if flag("--daily") { values["daily"] = .boolean(true) }
+            if let t = a.first { values["time"] = .string(t) }
+            guard a.count <= 1 else { throw ValidationError("alarm: unexpected '\(a[1])'") }
+            return try make("alarm", values)
         case "send": return nil
         default:
             // Any other command: its arguments in the table's order, each read as its type
@@ -329,6 +340,16 @@ struct Ctl: ParsableCommand {
             var out = "added \(ids.count) item\(ids.count == 1 ? "" : "s")" + (ids.isEmpty ? "" : ": ids \(ids.map(String.init).joined(separator: ", "))") + "\n"
             for s in r["skipped"]?.array ?? [] { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
             return out
+        case "alarm":
+            let all = r["alarms"]?.array ?? []
+            guard !all.isEmpty else { return "(no alarms)\n" }
+            return all.map { a in
+                var line = "\(a["id"]?.int ?? 0). \(a["time"]?.string ?? "?")\(a["daily"]?.bool == true ? " daily" : "")"
+                if let f = a["fade"]?.number, f > 0 { line += ", fading in over \(Int(f)) s" }
+                if let i = a["item"]?.int { line += ", plays item \(i)" }
+                if let p = a["playlist"]?.string { line += ", loads \(p)" }
+                return line + " (next \(a["next"]?.string ?? "?"))\n"
+            }.joined()
         case "ping": return "pong\n"
         case "version": return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
         default:

@@ -1,3 +1,5 @@
+import PlayQueue
+
 // The sleep timer.
 
 /// Pauses after some minutes (with an optional fade) or at the end of the item; cancels; or reads it.
@@ -49,5 +51,57 @@ public struct SleepCommand: ControlCommand {
         case .after(let m, let f): p.setSleep(minutes: m, fade: f)
         }
         return .sleep(p.sleepSnapshot)
+    }
+}
+
+/// Alarms: start playback at a wall-clock time (fading in), once or daily; list; cancel.
+public struct AlarmCommand: ControlCommand {
+    public enum Action: Sendable, Equatable {
+        case list
+        case cancel(id: Int)
+        case set(hour: Int, minute: Int, second: Int, daily: Bool, fade: Double, item: Int?, playlist: String?)
+    }
+    public static let descriptor = CommandDescriptor(
+        Self.self, "alarm", .sleep,
+        "Alarms: start playing at a time of day (HH:MM[:SS], fading in; an item or a stored playlist; once or daily); cancel one; or list them.",
+        [("time", .string, "HH:MM or HH:MM:SS, local time"), ("fade", .number, "fade-in seconds"), ("item", .integer, "play this item"),
+         ("playlist", .string, "load this stored playlist"), ("daily", .boolean, ""), ("cancel", .integer, "alarm id")])
+    public var action: Action
+    public init(action: Action) { self.action = action }
+    public init(_ a: Arguments) throws(CommandError) {
+        if let id = a.integer("cancel") { action = .cancel(id: id); return }
+        guard let time = a.string("time") else { action = .list; return }
+        guard let (h, m, s) = Alarm.parseTime(time) else { throw .badArgument("alarm: time is HH:MM or HH:MM:SS (got \(time))") }
+        let fade = a.number("fade") ?? 0
+        guard fade >= 0, fade <= 600 else { throw .badArgument("alarm: fade is 0 to 600 seconds") }
+        if a.integer("item") != nil, a.string("playlist") != nil { throw .badArgument("alarm: give \"item\" or \"playlist\", not both") }
+        action = .set(hour: h, minute: m, second: s, daily: a.bool("daily") ?? false, fade: fade,
+                      item: a.integer("item"), playlist: a.string("playlist"))
+    }
+    public var arguments: Arguments {
+        switch action {
+        case .list: return Arguments()
+        case .cancel(let id): return Arguments(["cancel": .integer(id)])
+        case .set(let h, let m, let s, let daily, let fade, let item, let playlist):
+            var v: [String: ArgumentValue] = ["time": .string(Alarm(id: 0, hour: h, minute: m, second: s).time), "daily": .boolean(daily), "fade": .number(fade)]
+            if let item { v["item"] = .integer(item) }
+            if let playlist { v["playlist"] = .string(playlist) }
+            return Arguments(v)
+        }
+    }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let p = x.playback
+        switch action {
+        case .list: break
+        case .cancel(let id):
+            guard p.cancelAlarm(id) else { throw .notFound("alarm: no alarm \(id)") }
+        case .set(let h, let m, let s, let daily, let fade, let item, let playlist):
+            if let item, !p.queue.entries.contains(where: { $0.id == item }) { throw .noSuchItem("alarm: no item with id \(item) in the queue") }
+            if let playlist, p.playlists?.all().contains(where: { $0.name == playlist }) != true {
+                throw .notFound("alarm: no stored playlist \"\(playlist)\"")
+            }
+            p.setAlarm(hour: h, minute: m, second: s, daily: daily, fade: fade, item: item, playlist: playlist)
+        }
+        return .alarms(p.alarms)
     }
 }

@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import PlayQueue
+import Player
+import Synchronization
+
+/// An alarm: the sleep timer's twin. At a wall-clock time it starts playback (an item by id,
+/// a stored playlist, or whatever is current), fading in; once or daily. Saved with the state.
+public struct Alarm: Sendable, Codable, Equatable {
+    public var id: Int
+    public var hour: Int
+    public var minute: Int
+    public var second: Int
+    public var daily: Bool
+    /// Seconds of fade-in from silence to the volume set.
+    public var fade: Double
+    /// Play this queue item…
+    public var item: Int?
+    /// …or load this stored playlist (replacing the queue) and play it.
+    public var playlist: String?
+    /// When it fires next.
+    public var next: Date
+
+    public init(id: Int, hour: Int, minute: Int, second: Int = 0, daily: Bool = false, fade: Double = 0,
+                item: Int? = nil, playlist: String? = nil, after now: Date = Date()) {
+        (self.id, self.hour, self.minute, self.second, self.daily, self.fade) = (id, hour, minute, second, daily, fade)
+        (self.item, self.playlist) = (item, playlist)
+        next = Self.nextDate(hour: hour, minute: minute, second: second, after: now)
+    }
+
+    /// The time of day, `HH:MM:SS`.
+    public var time: String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(two(hour)):\(two(minute)):\(two(second))"
+    }
+
+    /// The next moment after `now` at that local time of day.
+    static func nextDate(hour: Int, minute: Int, second: Int, after now: Date) -> Date {
+        Calendar.current.nextDate(after: now, matching: DateComponents(hour: hour, minute: minute, second: second),
+                                  matchingPolicy: .nextTime) ?? now.addingTimeInterval(86400)
+    }
+
+    /// Parses `HH:MM` or `HH:MM:SS`.
+    public static func parseTime(_ s: String) -> (hour: Int, minute: Int, second: Int)? {
+        let parts = s.split(separator: ":").map { Int($0) }
+        guard (2...3).contains(parts.count), parts.allSatisfy({ $0 != nil }) else { return nil }
+        let (h, m, sec) = (parts[0]!, parts[1]!, parts.count == 3 ? parts[2]! : 0)
+        guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(sec) else { return nil }
+        return (h, m, sec)
+    }
+}
+
+/// What an alarm did.
+public enum AlarmEvent: Sendable, Equatable {
+    case set(Alarm)
+    case cancelled(id: Int)
+    case fired(Alarm)
+}
+
+/// The alarms and their timers.
+struct AlarmBook {
+    var alarms: [Alarm] = []
+    var nextID = 1
+    var timers: [Int: any DispatchSourceTimer] = [:]
+}
+
+extension Playback {
+    /// The alarms, soonest first.
+    public var alarms: [Alarm] { alarmBook.withLock { $0.alarms.sorted { $0.next < $1.next } } }
+
+    /// Sets an alarm; returns it.
+    @discardableResult
+    public func setAlarm(hour: Int, minute: Int, second: Int = 0, daily: Bool, fade: Double,
+                         item: Int?, playlist: String?) -> Alarm {
+        let alarm = alarmBook.withLock { b -> Alarm in
+            defer { b.nextID += 1 }
+            let a = Alarm(id: b.nextID, hour: hour, minute: minute, second: second, daily: daily, fade: fade, item: item, playlist: playlist)
+            b.alarms.append(a)
+            return a
+        }
+        arm(alarm)
+        post(.alarm(.set(alarm)))
+        return alarm
+    }
+
+    /// Cancels alarm `id`; false when there is none.
+    @discardableResult
+    public func cancelAlarm(_ id: Int) -> Bool {
+        let found = alarmBook.withLock { b -> Bool in
+            b.timers.removeValue(forKey: id)?.cancel()
+            guard let i = b.alarms.firstIndex(where: { $0.id == id }) else { return false }
+            b.alarms.remove(at: i)
+            return true
+        }
+        if found { post(.alarm(.cancelled(id: id))) }
+        return found
+    }
+
+    /// Restores saved alarms (one whose time passed while the daemon was not running is moved
+    /// to its next occurrence when daily, dropped otherwise).
+    public func restoreAlarms(_ saved: [Alarm]) {
+        let now = Date()
+        let kept = saved.compactMap { a -> Alarm? in
+            guard a.next <= now else { return a }
+            guard a.daily else { return nil }
+            var b = a
+            b.next = Alarm.nextDate(hour: a.hour, minute: a.minute, second: a.second, after: now)
+            return b
+        }
+        alarmBook.withLock { b in
+            b.alarms = kept
+            b.nextID = (kept.map(\.id).max() ?? 0) + 1
+        }
+        for a in kept { arm(a) }
+    }
+
+    /// What runs an alarm's playback (the command dispatcher, so a suspended daemon wakes as
+    /// for any command): set by whoever owns the commands.
+    public func onAlarm(_ action: @escaping @Sendable (Alarm) -> Void) {
+        alarmAction.withLock { $0 = action }
+    }
+
+    private func arm(_ a: Alarm) {
+        alarmBook.withLock { b in
+            b.timers.removeValue(forKey: a.id)?.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: work)
+            let t = a.next.timeIntervalSince1970
+            // Wall-clock: right across a suspend of the machine.
+            timer.schedule(wallDeadline: DispatchWallTime(timespec: timespec(tv_sec: Int(t.rounded(.down)),
+                                                                              tv_nsec: Int((t - t.rounded(.down)) * 1e9))))
+            timer.setEventHandler { [weak self] in self?.alarmFired(a.id) }
+            b.timers[a.id] = timer
+            timer.resume()
+        }
+    }
+
+    private func alarmFired(_ id: Int) {
+        let fired = alarmBook.withLock { b -> Alarm? in
+            b.timers.removeValue(forKey: id)?.cancel()
+            guard let i = b.alarms.firstIndex(where: { $0.id == id }) else { return nil }
+            let a = b.alarms[i]
+            if a.daily {
+                b.alarms[i].next = Alarm.nextDate(hour: a.hour, minute: a.minute, second: a.second, after: Date().addingTimeInterval(1))
+            } else {
+                b.alarms.remove(at: i)
+            }
+            return a
+        }
+        guard let fired else { return }
+        if fired.daily, let again = alarmBook.withLock({ b in b.alarms.first { $0.id == id } }) { arm(again) }
+        let target = player.volume
+        if fired.fade > 0 { player.volume = 0 }
+        alarmAction.withLock { $0 }?(fired)
+        post(.alarm(.fired(fired)))
+        if fired.fade > 0 { fadeIn(to: target, over: fired.fade) }
+    }
+
+    /// Raises the volume from where it is to `target` over `seconds`.
+    private func fadeIn(to target: Float, over seconds: Double) {
+        let steps = max(1, Int(seconds / 0.05))
+        let step = Mutex(0)
+        let timer = DispatchSource.makeTimerSource(queue: work)
+        timer.schedule(deadline: .now() + seconds / Double(steps), repeating: seconds / Double(steps))
+        let holder = TimerHolder(timer)
+        timer.setEventHandler { [weak self] in
+            let k = step.withLock { s -> Int in
+                s += 1
+                return s
+            }
+            self?.player.volume = target * Float(min(k, steps)) / Float(steps)
+            if k >= steps { holder.cancel() }
+        }
+        timer.resume()
+    }
+}
+
+/// Keeps a timer alive until it cancels itself.
+private final class TimerHolder: @unchecked Sendable {
+    // @unchecked: the timer is only cancelled (thread-safe) after being set in init.
+    private let timer: any DispatchSourceTimer
+    private let keep: Mutex<TimerHolder?>
+    init(_ timer: any DispatchSourceTimer) {
+        self.timer = timer
+        keep = Mutex(nil)
+        keep.withLock { $0 = self }
+    }
+    func cancel() {
+        timer.cancel()
+        keep.withLock { $0 = nil }
+    }
+}
