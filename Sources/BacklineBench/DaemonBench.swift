@@ -377,18 +377,21 @@ final class SessionBus {
 
     init(directory: String) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dbus-daemon") else { throw BenchError("no dbus-daemon") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        p.arguments = ["--session", "--fork", "--print-address=1", "--print-pid=1", "--address=unix:dir=" + directory]
-        // To a file, not a pipe: the forked bus keeps its stdout open, so a pipe never ends.
+        // posix_spawn with stdout to a file, then waitpid: the forked bus keeps its stdout open
+        // (a pipe would never end) and Foundation's Process waits on it.
         let outPath = directory + "/bus-address"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        try? out.close()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let args = ["/usr/bin/dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1", "--address=unix:dir=" + directory]
+        let argv = args.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        guard posix_spawn(&child, args[0], &actions, nil, argv, environ) == 0 else { throw BenchError("cannot run dbus-daemon") }
+        var status: Int32 = 0
+        _ = waitpid(child, &status, 0)
         let lines = ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").split(separator: "\n")
         guard lines.count >= 2, let pid = Int32(lines[1]) else { throw BenchError("dbus-daemon did not start") }
         address = String(lines[0])
