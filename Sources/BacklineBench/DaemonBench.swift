@@ -79,9 +79,11 @@ public enum DaemonBench {
             next: { _ = try c.request("next") },
             previous: { _ = try c.request("previous") },
             seek: { _ = try c.request("seek", [("position", .number(Double($0)))]) }))
-        // Idle: paused, no client, with MPRIS on; then the same with --no-mpris.
+        // Idle: paused (in the foreground, so never suspended), no client, with MPRIS on; then
+        // the same with --no-mpris.
         var idleOn: IdleUsage?, idleOff: IdleUsage?
         if bus != nil {
+            _ = try c.request("lifecycle", [("state", "foreground")])
             _ = try c.request("play", [("item", .number(Double(ids[0])))])
             _ = try c.request("pause")
             idleOn = try idleUsage(pid: daemon.process.processIdentifier, seconds: Self.idleSeconds)
@@ -93,7 +95,8 @@ public enum DaemonBench {
             defer { quiet.stop() }
             if waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) {
                 let q = try ControlClient(socketPath: socket)
-                _ = try q.request("play")
+                _ = try q.request("lifecycle", [("state", "foreground")])
+                _ = try q.request("play", [("item", .number(Double(ids[0])))])
                 _ = try q.request("pause")
                 idleOff = try idleUsage(pid: quiet.process.processIdentifier, seconds: Self.idleSeconds)
             }
@@ -166,9 +169,9 @@ public enum DaemonBench {
                 "ms", "backline ctl pause, a whole process")
         }
         if let idleOn, let idleOff {
-            add("daemon paused, no client, \(Int(Self.idleSeconds)) s with MPRIS on: CPU", idleOn.cpuMilliseconds, idleOff.cpuMilliseconds,
+            add("daemon paused (foreground), no client, \(Int(Self.idleSeconds)) s with MPRIS on: CPU", idleOn.cpuMilliseconds, idleOff.cpuMilliseconds,
                 "ms", "the same with --no-mpris")
-            add("daemon paused, no client, \(Int(Self.idleSeconds)) s with MPRIS on: wakeups (context switches, all threads) per second",
+            add("daemon paused (foreground), no client, \(Int(Self.idleSeconds)) s with MPRIS on: context switches per second, all threads",
                 idleOn.wakeupsPerSecond, idleOff.wakeupsPerSecond, "/s", "the same with --no-mpris")
         }
         for j in Jump.allCases {
