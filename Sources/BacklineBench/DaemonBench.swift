@@ -301,28 +301,38 @@ public enum DaemonBench {
     /// CPU time (utime + stime) and context switches of every thread of `pid` over `seconds`.
     static func idleUsage(pid: Int32, seconds: Double) throws -> IdleUsage {
         Thread.sleep(forTimeInterval: 2)  // (settle after the last request)
-        func sample() -> (ticks: Double, switches: Double) {
-            var ticks = 0.0, switches = 0.0
+        /// Per thread: CPU ticks (utime + stime) and context switches.
+        func sample() -> [String: (ticks: Double, switches: Double)] {
+            var out: [String: (ticks: Double, switches: Double)] = [:]
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
             for t in tasks {
+                var ticks = 0.0, switches = 0.0
                 if let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/stat", encoding: .utf8),
                    let close = stat.lastIndex(of: ")") {
                     let fields = stat[stat.index(after: close)...].split(separator: " ")
-                    ticks += (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)  // utime, stime
+                    ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
                 }
                 if let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) {
                     for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
                         switches += Double(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
                     }
                 }
+                out[t] = (ticks, switches)
             }
-            return (ticks, switches)
+            return out
         }
         let a = sample()
         Thread.sleep(forTimeInterval: seconds)
         let b = sample()
+        // Threads that lived through the window count their change; new ones all they did.
+        var ticks = 0.0, switches = 0.0
+        for (t, now) in b {
+            let before = a[t] ?? (0, 0)
+            ticks += now.ticks - before.ticks
+            switches += now.switches - before.switches
+        }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return IdleUsage(cpuMilliseconds: (b.ticks - a.ticks) / hz * 1000, wakeupsPerSecond: (b.switches - a.switches) / seconds)
+        return IdleUsage(cpuMilliseconds: ticks / hz * 1000, wakeupsPerSecond: switches / seconds)
     }
 
     static func clockNow() -> Double {

@@ -62,9 +62,17 @@ struct AlarmBook {
     var alarms: [Alarm] = []
     var nextID = 1
     var timers: [Int: any DispatchSourceTimer] = [:]
+    /// The fade-in under way, and the volume it rises to (a second alarm firing meanwhile
+    /// takes over the fade and keeps that volume, instead of reading the faded one).
+    var fading: TimerHolder?
+    var fadeTarget: Float?
 }
 
 extension Playback {
+    /// The volume to save: during an alarm's fade-in, the volume it rises to (a kill mid-fade
+    /// must not come back nearly silent).
+    public var volumeToSave: Float { alarmBook.withLock { $0.fadeTarget } ?? player.volume }
+
     /// The alarms, soonest first.
     public var alarms: [Alarm] { alarmBook.withLock { $0.alarms.sorted { $0.next < $1.next } } }
 
@@ -148,8 +156,14 @@ extension Playback {
         }
         guard let fired else { return }
         if fired.daily, let again = alarmBook.withLock({ b in b.alarms.first { $0.id == id } }) { arm(again) }
-        let target = player.volume
-        if fired.fade > 0 { player.volume = 0 }
+        let target = alarmBook.withLock { b -> Float in
+            let t = b.fadeTarget ?? player.volume
+            b.fading?.cancel()
+            b.fading = nil
+            b.fadeTarget = nil
+            return t
+        }
+        player.volume = fired.fade > 0 ? 0 : target
         alarmAction.withLock { $0 }?(fired)
         post(.alarm(.fired(fired)))
         if fired.fade > 0 { fadeIn(to: target, over: fired.fade) }
@@ -162,20 +176,30 @@ extension Playback {
         let timer = DispatchSource.makeTimerSource(queue: work)
         timer.schedule(deadline: .now() + seconds / Double(steps), repeating: seconds / Double(steps))
         let holder = TimerHolder(timer)
+        alarmBook.withLock { b in
+            b.fading = holder
+            b.fadeTarget = target
+        }
         timer.setEventHandler { [weak self] in
+            guard let self else { return }
             let k = step.withLock { s -> Int in
                 s += 1
                 return s
             }
-            self?.player.volume = target * Float(min(k, steps)) / Float(steps)
-            if k >= steps { holder.cancel() }
+            player.volume = target * Float(min(k, steps)) / Float(steps)
+            if k >= steps {
+                holder.cancel()
+                alarmBook.withLock { b in
+                    if b.fading === holder { (b.fading, b.fadeTarget) = (nil, nil) }
+                }
+            }
         }
         timer.resume()
     }
 }
 
 /// Keeps a timer alive until it cancels itself.
-private final class TimerHolder: @unchecked Sendable {
+final class TimerHolder: @unchecked Sendable {
     // @unchecked: the timer is only cancelled (thread-safe) after being set in init.
     private let timer: any DispatchSourceTimer
     private let keep: Mutex<TimerHolder?>

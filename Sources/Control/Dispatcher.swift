@@ -67,7 +67,8 @@ public final class CommandDispatcher: Sendable {
         // An alarm plays through the same commands (and so wakes a suspended daemon).
         playback.onAlarm { [weak self] alarm in
             guard let self else { return }
-            if let name = alarm.playlist {
+            if let name = alarm.playlist, playback.playlists?.all().contains(where: { $0.name == name }) == true {
+                // (a playlist gone since the alarm was set leaves the queue as it is: what is there plays)
                 _ = execute(ClearCommand())
                 _ = execute(LoadPlaylistCommand(name: name, range: nil, position: nil))
                 _ = execute(PlayCommand(item: nil))

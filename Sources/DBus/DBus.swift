@@ -250,12 +250,22 @@ public final class DBusConnection: @unchecked Sendable {
         thread = t
     }
 
-    /// Runs `job` on the connection's thread, soon.
-    public func perform(_ job: @escaping @Sendable (DBusConnection) -> Void) {
-        jobs.withLock { $0.append(job) }
+    /// Runs `job` on the connection's thread, soon. False (and `job` never runs) once the
+    /// connection is closed or lost.
+    @discardableResult
+    public func perform(_ job: @escaping @Sendable (DBusConnection) -> Void) -> Bool {
+        let queued = jobs.withLock { j -> Bool in
+            guard running.load(ordering: .acquiring) else { return false }
+            j.append(job)
+            return true
+        }
+        guard queued else { return false }
         var one: UInt64 = 1
         _ = write(wake, &one, 8)
+        return true
     }
+
+    deinit { Glibc.close(wake) }  // (only now: a late perform never writes to a reused descriptor)
 
     /// Stops the thread and closes the connection (the names it owns go with it). Waits for
     /// the thread unless called on it.
@@ -382,18 +392,22 @@ public final class DBusConnection: @unchecked Sendable {
                 _ = read(wake, &v, 8)
             }
         }
+        // Closed, or the bus went away: no job is taken any more; those left are dropped.
+        jobs.withLock { j in
+            running.store(false, ordering: .releasing)
+            j = []
+        }
         sd_bus_flush(bus)
         sd_bus_close(bus)
         sd_bus_unref(bus)
         for o in objects { o.release() }
         objects = []
-        Glibc.close(wake)
         finished.withLock { $0 = true }
     }
 }
 
 extension DBusError {
-    init(function: String, code: Int32, message: String) {
+    public init(function: String, code: Int32, message: String) {
         self.function = function
         self.code = code
         self.message = message

@@ -162,7 +162,8 @@ public final class DaemonCore: Sendable {
     @discardableResult
     public func saveNow(_ why: String) -> Bool {
         let alarms = playback.alarms
-        let state = SavedState(queue: queue.snapshot(), volume: player.volume, muted: player.isMuted, alarms: alarms.isEmpty ? nil : alarms)
+        let state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
+                               alarms: alarms.isEmpty ? nil : alarms)
         do {
             try store.save(state)
             timers.withLock { $0.lastSave = Self.now() }

@@ -164,7 +164,7 @@ public final class LocalNotificationCenter: Sendable {
         let appName = self.appName
         let answer = Mutex<UInt32?>(nil)
         let done = DispatchSemaphore(value: 0)
-        connection.perform { c in
+        let queued = connection.perform { c in
             let icon = n.icon ?? ""
             var hints: [(String, DBusValue)] = [("category", .string("x-backline.nowplaying"))]
             if icon.hasPrefix("/") { hints.append(("image-path", .string(icon))) }
@@ -175,7 +175,7 @@ public final class LocalNotificationCenter: Sendable {
             if case .uint32(let id)? = reply?.first { answer.withLock { $0 = id } }
             done.signal()
         }
-        done.wait()
+        guard queued, done.wait(timeout: .now() + 5) == .success else { return }  // (the bus is gone)
         if let id = answer.withLock({ $0 }) {
             state.withLock { s in
                 s.lastDelivered = id

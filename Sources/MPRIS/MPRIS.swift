@@ -1,6 +1,7 @@
 import AudioEngine
 import DBus
 import Dispatch
+import Glibc
 import Foundation
 import NowPlaying
 import Synchronization
@@ -105,7 +106,7 @@ public final class MPRISService: Sendable {
         // Register and take the name on the connection's thread; wait for the outcome.
         let outcome = Mutex<Result<Void, DBusError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        connection.perform { [self] c in
+        let queued = connection.perform { [self] c in
             do throws(DBusError) {
                 try c.addObject(path: Self.objectPath) { [self] m in handle(m) }
                 try c.requestName(busName)
@@ -116,7 +117,10 @@ public final class MPRISService: Sendable {
             }
             done.signal()
         }
-        done.wait()
+        // (a bus lost meanwhile drops the job: do not wait for it)
+        if !queued || done.wait(timeout: .now() + 10) == .timedOut {
+            outcome.withLock { if $0 == nil { $0 = .failure(DBusError(function: "sd_bus_request_name", code: -ETIMEDOUT, message: "the bus did not answer")) } }
+        }
         if case .failure(let e) = outcome.withLock({ $0 }) {
             connection.close()
             throw e

@@ -94,10 +94,14 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
     public var stopAfterCurrent: Bool
     public var history: [Int]
     public var consume: ConsumeMode
+    /// The queue's version when saved (the restored queue goes on from it, so a client's
+    /// version from before a restart never looks current).
+    public var version: Int
 
     public init(entries: [PlayQueueEntry] = [], nextID: Int = 1, current: Int? = nil, position: Double = 0,
                 state: PlaybackState = .stopped, repeatMode: RepeatMode = .off, shuffle: Bool = false,
-                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = [], consume: ConsumeMode = .off) {
+                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = [], consume: ConsumeMode = .off,
+                version: Int = 0) {
         self.entries = entries
         self.nextID = nextID
         self.current = current
@@ -109,10 +113,11 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
         self.stopAfterCurrent = stopAfterCurrent
         self.history = history
         self.consume = consume
+        self.version = version
     }
 
     private enum CodingKeys: String, CodingKey {
-        case entries, nextID, current, position, state, repeatMode, shuffle, shuffleOrder, stopAfterCurrent, history, consume
+        case entries, nextID, current, position, state, repeatMode, shuffle, shuffleOrder, stopAfterCurrent, history, consume, version
     }
 
     public init(from decoder: any Decoder) throws {
@@ -122,7 +127,8 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
                   state: try c.decode(PlaybackState.self, forKey: .state), repeatMode: try c.decode(RepeatMode.self, forKey: .repeatMode),
                   shuffle: try c.decode(Bool.self, forKey: .shuffle), shuffleOrder: try c.decode([Int].self, forKey: .shuffleOrder),
                   stopAfterCurrent: try c.decode(Bool.self, forKey: .stopAfterCurrent), history: try c.decode([Int].self, forKey: .history),
-                  consume: try c.decodeIfPresent(ConsumeMode.self, forKey: .consume) ?? .off)  // (saved before consume)
+                  consume: try c.decodeIfPresent(ConsumeMode.self, forKey: .consume) ?? .off,  // (saved before consume)
+                  version: try c.decodeIfPresent(Int.self, forKey: .version) ?? 0)
     }
 }
 
@@ -273,7 +279,7 @@ public final class PlayQueue: Sendable {
                               position: s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()),
                               state: currentState(s), repeatMode: s.repeatMode, shuffle: s.shuffle,
                               shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent, history: s.history,
-                              consume: s.consume)
+                              consume: s.consume, version: s.version)
         }
     }
 
@@ -590,6 +596,7 @@ public final class PlayQueue: Sendable {
             s.consume = snap.consume
             s.consumed = []
             s.moved = [:]
+            s.version = max(s.version, snap.version)
             s.history = snap.history.filter { ids.contains($0) }
             if s.current != nil, snap.state != .stopped {
                 s.stopped = false
@@ -626,25 +633,29 @@ public final class PlayQueue: Sendable {
     private func automaticNext(after id: Int, _ s: State, ignoringStop: Bool = false) -> Int? {
         if s.stopAfterCurrent, !ignoringStop { return nil }
         if s.repeatMode == .one { return failure(id, s) == nil ? id : nil }
+        // Failed entries are skipped, and so are those consume mode is about to remove.
+        let consumed = s.consumed
         guard !s.shuffle else {
             let order = s.shuffleOrder
             guard let i = order.firstIndex(of: id) else { return nil }
-            if let n = order[(i + 1)...].first(where: { failure($0, s) == nil }) { return n }
-            if s.repeatMode == .all { return order[...i].first { failure($0, s) == nil } }
+            let playable = { (n: Int) in self.failure(n, s) == nil && !consumed.contains(n) }
+            if let n = order[(i + 1)...].first(where: playable) { return n }
+            if s.repeatMode == .all { return order[...i].first(where: playable) }
             return nil
         }
         // Queue order, read in place (no copy of the ids).
         let e = s.entries
         guard let i = e.firstIndex(where: { $0.id == id }) else { return nil }
-        if let n = e[(i + 1)...].first(where: { $0.failure == nil }) { return n.id }
-        if s.repeatMode == .all { return e[...i].first { $0.failure == nil }?.id }
+        let playable = { (x: PlayQueueEntry) in x.failure == nil && !consumed.contains(x.id) }
+        if let n = e[(i + 1)...].first(where: playable) { return n.id }
+        if s.repeatMode == .all { return e[...i].first(where: playable)?.id }
         return nil
     }
 
     /// `id` was played and is left: into the history; with consume on, to be removed.
     private func played(_ s: inout State, _ id: Int) {
         remember(&s, id)
-        guard s.consume != .off else { return }
+        guard s.consume != .off, !s.consumed.contains(id) else { return }
         s.consumed.append(id)
         if s.consume == .oneshot {
             s.consume = .off
@@ -652,11 +663,10 @@ public final class PlayQueue: Sendable {
         }
     }
 
-    /// Removes the entries consume mode took, once none of them is current (the queue's
-    /// order was read before: nothing below needs them).
+    /// Removes the entries consume mode took, once none of them is current (automatic advance
+    /// skips them meanwhile; a consumed one fed as next is dropped by the refeed `changed` does).
     private func consumePlayed(_ s: inout State) {
-        let held = Set(s.fed.map(\.id))
-        let gone = Set(s.consumed.filter { $0 != s.current && !held.contains($0) })
+        let gone = Set(s.consumed.filter { $0 != s.current })
         s.consumed.removeAll { gone.contains($0) }
         guard let first = s.entries.firstIndex(where: { gone.contains($0.id) }) else { return }
         s.entries.removeAll { gone.contains($0.id) }

@@ -159,6 +159,24 @@ struct DispatcherTests {
         #expect(s.consume == .on && s.count == 1)
         _ = d.execute(ConsumeCommand(mode: .off))
 
+        // Consume with repeat all: each item leaves once heard, the queue empties (no bouncing
+        // between the last two); a consumed item is never fed as the next one.
+        _ = d.execute(ClearCommand())
+        guard case .success(.added(let short, _)) = d.execute(AddCommand(paths: ["album/0.mp3", "album/2.mp3", "album/0.mp3"])) else {
+            Issue.record("add failed")
+            return
+        }
+        _ = d.execute(RepeatCommand(mode: .all))
+        _ = d.execute(ConsumeCommand(mode: .on))
+        _ = d.execute(PlayCommand(item: short[1]))
+        _ = d.execute(PauseCommand())
+        _ = d.execute(PlayCommand(item: short[0]))  // leaves short[1]: consumed
+        #expect(q.status().next?.entry.id == short[2], "the consumed item is not next: \(String(describing: q.status().next?.entry.id))")
+        _ = d.execute(PlayCommand(item: nil))
+        #expect(eventually(timeout: 15) { q.entries.isEmpty }, "\(q.entries.map(\.id))")
+        _ = d.execute(RepeatCommand(mode: .off))
+        _ = d.execute(ConsumeCommand(mode: .off))
+
         // Priorities in shuffle: higher first, then the rest.
         _ = d.execute(ClearCommand())
         for _ in 0..<3 { _ = d.execute(AddCommand(paths: ["album"])) }

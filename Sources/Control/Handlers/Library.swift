@@ -30,8 +30,8 @@ public struct BrowseCommand: ControlCommand {
         do throws(PathResolver.Refusal) { listed = try p.resolver.browse(path, recursive: recursive) } catch { throw CommandError(error) }
         return .directory(listed.map { e in
             guard tags, e.kind == .audio else { return LibraryEntry(listed: e, item: nil) }
-            // One directory's tags are kept (browsing goes back and forth); a whole tree's are not.
-            let info = recursive ? p.tags.peek(e.file) : p.tags.info(e.file)
+            // Read, not kept: browsing a whole library must not fill the tag cache (with covers).
+            let info = p.tags.peek(e.file)
             let m = info.metadata
             return LibraryEntry(listed: e, item: QueueItem(
                 id: 0, path: (p.resolver.root ?? "") + "/" + e.path, title: m.title ?? (e.path as NSString).lastPathComponent, artist: m.artist,
