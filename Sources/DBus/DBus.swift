@@ -33,6 +33,8 @@ public indirect enum DBusValue: Sendable, Equatable {
     case dictionary([(String, DBusValue)])
     /// `v`.
     case variant(DBusValue)
+    /// An array of any other type, with its element signature (`ao`, `aa{sv}`).
+    case array(element: String, [DBusValue])
 
     /// Its D-Bus signature.
     public var signature: String {
@@ -48,6 +50,7 @@ public indirect enum DBusValue: Sendable, Equatable {
         case .strings: "as"
         case .dictionary: "a{sv}"
         case .variant: "v"
+        case .array(let element, _): "a" + element
         }
     }
 
@@ -62,6 +65,7 @@ public indirect enum DBusValue: Sendable, Equatable {
         case (.double(let x), .double(let y)): x == y
         case (.strings(let x), .strings(let y)): x == y
         case (.variant(let x), .variant(let y)): x == y
+        case (.array(let e, let x), .array(let f, let y)): e == f && x == y
         case (.dictionary(let x), .dictionary(let y)): x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         default: false
         }
@@ -87,6 +91,15 @@ public struct DBusMessage: ~Copyable {
         let r = sd_bus_message_peek_type(raw, &type, &contents)
         guard r > 0 else { throw DBusError("sd_bus_message_peek_type", r < 0 ? r : -EINVAL) }
         switch UInt8(bitPattern: type) {
+        case UInt8(ascii: "a"):
+            // An array of basic values (`as`, `ao`): the elements up to its end.
+            guard let contents else { throw DBusError("sd_bus_message_peek_type", -EINVAL) }
+            let element = String(cString: contents)
+            try check("sd_bus_message_enter_container", sd_bus_message_enter_container(raw, type, contents))
+            var items: [DBusValue] = []
+            while sd_bus_message_at_end(raw, 0) == 0 { items.append(try read()) }
+            try check("sd_bus_message_exit_container", sd_bus_message_exit_container(raw))
+            return .array(element: element, items)
         case UInt8(ascii: "v"):
             guard let contents else { throw DBusError("sd_bus_message_peek_type", -EINVAL) }
             try check("sd_bus_message_enter_container", sd_bus_message_enter_container(raw, type, contents))
@@ -168,6 +181,10 @@ public struct DBusMessage: ~Copyable {
             }
         case .variant(let inner):
             try container(UInt8(ascii: "v"), inner.signature) { () throws(DBusError) in try append(inner) }
+        case .array(let element, let items):
+            try container(UInt8(ascii: "a"), element) { () throws(DBusError) in
+                for v in items { try append(v) }
+            }
         }
     }
 }

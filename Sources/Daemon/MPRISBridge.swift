@@ -35,6 +35,39 @@ extension DaemonCore {
             }
         }
         options.canPlay = { !queue.entries.isEmpty }
+        // The TrackList interface: the play queue by its stable ids, edited with the same commands.
+        let playback = self.playback
+        @Sendable func path(_ uri: String) -> String? { uri.hasPrefix("file://") ? URL(string: uri)?.path : nil }
+        options.trackList = MPRISTrackList(
+            tracks: { queue.entries.map { String($0.id) } },
+            info: { id in
+                let entries = queue.entries
+                guard let n = Int(id), let k = entries.firstIndex(where: { $0.id == n }) else { return nil }
+                let item = playback.describe(entries[k], index: k, current: false, read: true)
+                var i = NowPlayingInfo()
+                (i.title, i.artist, i.albumTitle, i.albumTrackNumber) = (item.title, item.artist, item.album, item.track)
+                (i.playbackDuration, i.assetURL, i.externalContentIdentifier) = (item.duration, NowPlayingBinding.fileURL(item.path), id)
+                return i
+            },
+            goTo: { id in
+                if case .failure(let e) = dispatcher.execute(PlayCommand(item: Int(id) ?? -1)) { return e.message }
+                return nil
+            },
+            add: { uri, after, play in
+                guard let p = path(uri) else { return "only file:// URIs can be added (got \(uri))" }
+                let at = after.flatMap { a in queue.entries.firstIndex { String($0.id) == a } }.map { $0 + 1 } ?? 0
+                switch dispatcher.execute(AddCommand(paths: [p], position: at)) {
+                case .failure(let e): return e.message
+                case .success(.added(let ids, _)):
+                    if play, let first = ids.first, case .failure(let e) = dispatcher.execute(PlayCommand(item: first)) { return e.message }
+                    return nil
+                case .success: return nil
+                }
+            },
+            remove: { id in
+                if case .failure(let e) = dispatcher.execute(RemoveCommand(ids: [Int(id) ?? -1])) { return e.message }
+                return nil
+            })
         options.canGoNext = { queue.status().next != nil }
         options.canGoPrevious = { queue.current != nil }
         do {

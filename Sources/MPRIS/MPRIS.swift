@@ -40,6 +40,9 @@ public struct MPRISOptions: Sendable {
     public var canPlay: (@Sendable () -> Bool)?
     public var canGoNext: (@Sendable () -> Bool)?
     public var canGoPrevious: (@Sendable () -> Bool)?
+    /// The optional TrackList interface: the queue as the player knows it (nil: `HasTrackList`
+    /// is false).
+    public var trackList: MPRISTrackList?
     /// Where embedded artwork is written for `mpris:artUrl` (default
     /// `$XDG_CACHE_HOME/backline/art`).
     public var artDirectory: String
@@ -50,6 +53,26 @@ public struct MPRISOptions: Sendable {
         let env = ProcessInfo.processInfo.environment
         let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (NSHomeDirectory() + "/.cache")
         artDirectory = cache + "/backline/art"
+    }
+}
+
+/// A queue for MPRIS's TrackList interface: stable ids in order, each one's info, and the edits.
+public struct MPRISTrackList: Sendable {
+    /// The ids in play order.
+    public var tracks: @Sendable () -> [String]
+    /// What is known of `id` (nil: no such track).
+    public var info: @Sendable (_ id: String) -> NowPlayingInfo?
+    /// Plays `id`; nil when done, else why not.
+    public var goTo: @Sendable (_ id: String) -> String?
+    /// Adds the file at `uri` after `after` (nil: first), playing it when `play`; nil when done.
+    public var add: (@Sendable (_ uri: String, _ after: String?, _ play: Bool) -> String?)?
+    /// Removes `id`; nil when done.
+    public var remove: (@Sendable (_ id: String) -> String?)?
+
+    public init(tracks: @escaping @Sendable () -> [String], info: @escaping @Sendable (String) -> NowPlayingInfo?,
+                goTo: @escaping @Sendable (String) -> String?,
+                add: (@Sendable (String, String?, Bool) -> String?)? = nil, remove: (@Sendable (String) -> String?)? = nil) {
+        (self.tracks, self.info, self.goTo, self.add, self.remove) = (tracks, info, goTo, add, remove)
     }
 }
 
@@ -73,6 +96,7 @@ public final class MPRISService: Sendable {
     public static let objectPath = "/org/mpris/MediaPlayer2"
     static let root = "org.mpris.MediaPlayer2"
     static let player = "org.mpris.MediaPlayer2.Player"
+    static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
     static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
 
     private let connection: DBusConnection
@@ -88,6 +112,7 @@ public final class MPRISService: Sendable {
     struct Sent {
         var properties: [String: DBusValue] = [:]
         var trackID = ""
+        var tracks: [String]?
         /// The position last seen and when (monotonic s), at which rate.
         var position = 0.0
         var at = 0.0
@@ -151,10 +176,24 @@ public final class MPRISService: Sendable {
 
     private var trackID: String {
         guard let i = info.nowPlayingInfo else { return Self.noTrack }
-        let id = i.externalContentIdentifier ?? i.playbackQueueIndex.map(String.init) ?? "0"
-        // Object paths take [A-Za-z0-9_] only.
+        return Self.trackPath(i.externalContentIdentifier ?? i.playbackQueueIndex.map(String.init) ?? "0")
+    }
+
+    /// A track's object path from its id (object paths take [A-Za-z0-9_] only).
+    static func trackPath(_ id: String) -> String {
         let safe = id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? String($0) : "_" }.joined()
         return "/org/mpris/MediaPlayer2/Track/" + (safe.isEmpty ? "0" : safe)
+    }
+
+    /// The id behind a track's object path (among the track list's ids).
+    private func trackListID(_ path: String, _ list: MPRISTrackList) -> String? {
+        list.tracks().first { Self.trackPath($0) == path }
+    }
+
+    private func trackListProperties() -> [String: DBusValue] {
+        guard let list = options.trackList else { return [:] }
+        return ["Tracks": .array(element: "o", list.tracks().map { .objectPath(Self.trackPath($0)) }),
+                "CanEditTracks": .bool(list.add != nil && list.remove != nil)]
     }
 
     private var positionMicroseconds: Int64 {
@@ -163,7 +202,7 @@ public final class MPRISService: Sendable {
 
     private func rootProperties() -> [String: DBusValue] {
         [
-            "CanQuit": .bool(options.quit != nil), "CanRaise": .bool(false), "HasTrackList": .bool(false),
+            "CanQuit": .bool(options.quit != nil), "CanRaise": .bool(false), "HasTrackList": .bool(options.trackList != nil),
             "Identity": .string(options.identity), "DesktopEntry": .string(options.desktopEntry ?? ""),
             "SupportedUriSchemes": .strings(options.supportedUriSchemes), "SupportedMimeTypes": .strings(options.supportedMimeTypes),
             "Fullscreen": .bool(false), "CanSetFullscreen": .bool(false),
@@ -199,9 +238,9 @@ public final class MPRISService: Sendable {
         ]
     }
 
-    private func metadata(_ i: NowPlayingInfo?) -> [(String, DBusValue)] {
+    private func metadata(_ i: NowPlayingInfo?, track: String? = nil) -> [(String, DBusValue)] {
         guard let i else { return [("mpris:trackid", .objectPath(Self.noTrack))] }
-        var m: [(String, DBusValue)] = [("mpris:trackid", .objectPath(trackID))]
+        var m: [(String, DBusValue)] = [("mpris:trackid", .objectPath(track ?? trackID))]
         if let d = i.playbackDuration { m.append(("mpris:length", .int64(Int64((d * 1e6).rounded())))) }
         if let art = i.artwork, let url = artURL(art) { m.append(("mpris:artUrl", .string(url))) }
         if let t = i.title { m.append(("xesam:title", .string(t))) }
@@ -262,6 +301,21 @@ public final class MPRISService: Sendable {
         if seeked {
             try? c.emit(path: Self.objectPath, interface: Self.player, member: "Seeked", [.int64(Int64((position * 1e6).rounded()))])
         }
+        // The track list: replaced as a whole when it changed (the spec's signal for any
+        // change; `Tracks` is announced as invalidated, its value not sent).
+        if let list = options.trackList {
+            let tracks = list.tracks()
+            let changedList = sent.withLock { s -> Bool in
+                defer { s.tracks = tracks }
+                return s.tracks != nil && s.tracks != tracks
+            }
+            if changedList {
+                try? c.emit(path: Self.objectPath, interface: Self.trackListInterface, member: "TrackListReplaced",
+                            [.array(element: "o", tracks.map { .objectPath(Self.trackPath($0)) }), .objectPath(track)])
+                try? c.emit(path: Self.objectPath, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                            [.string(Self.trackListInterface), .dictionary([]), .strings(["Tracks"])])
+            }
+        }
     }
 
     // MARK: - Calls (on the connection's thread)
@@ -277,18 +331,19 @@ public final class MPRISService: Sendable {
             guard m.signature == "ss", case .string(let i)? = try? m.read(), case .string(let p)? = try? m.read() else {
                 return .error(name: Self.invalidArgs, message: "Get takes (ss)")
             }
-            let all = i == Self.root ? rootProperties() : i == Self.player ? playerProperties().merging(["Position": .int64(positionMicroseconds)]) { $1 } : [:]
+            let all = properties(of: i)
             guard let v = all[p] else { return .error(name: Self.invalidArgs, message: "no property \(p) on \(i)") }
             return .values([.variant(v)])
         case ("org.freedesktop.DBus.Properties", "GetAll"):
             guard m.signature == "s", case .string(let i)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GetAll takes (s)") }
-            let all = i == Self.root ? rootProperties() : i == Self.player ? playerProperties().merging(["Position": .int64(positionMicroseconds)]) { $1 } : [:]
-            return .values([.dictionary(all.sorted { $0.key < $1.key })])
+            return .values([.dictionary(properties(of: i).sorted { $0.key < $1.key })])
         case ("org.freedesktop.DBus.Properties", "Set"):
             guard m.signature == "ssv", case .string(let i)? = try? m.read(), case .string(let p)? = try? m.read(), let v = try? m.read() else {
                 return .error(name: Self.invalidArgs, message: "Set takes (ssv)")
             }
             return set(i, p, v)
+        case (Self.trackListInterface, _):
+            return trackListCall(m, member)
         case (Self.root, "Raise"): return .values([])
         case (Self.root, "Quit"):
             guard let quit = options.quit else { return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "cannot quit") }
@@ -321,6 +376,52 @@ public final class MPRISService: Sendable {
             guard let open = options.openURI else { return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "cannot open URIs") }
             if let why = open(uri) { return .error(name: Self.invalidArgs, message: why) }
             return .values([])
+        default:
+            return .unhandled
+        }
+    }
+
+    private func properties(of interface: String) -> [String: DBusValue] {
+        switch interface {
+        case Self.root: rootProperties()
+        case Self.player: playerProperties().merging(["Position": .int64(positionMicroseconds)]) { $1 }
+        case Self.trackListInterface: trackListProperties()
+        default: [:]
+        }
+    }
+
+    /// GetTracksMetadata, AddTrack, RemoveTrack, GoTo.
+    private func trackListCall(_ m: borrowing DBusMessage, _ member: String) -> DBusReply {
+        guard let list = options.trackList else { return .unhandled }
+        let readOnly = "org.mpris.MediaPlayer2.TrackList.Error.ReadOnly"
+        func done(_ error: String?) -> DBusReply {
+            refresh()
+            return error.map { .error(name: "org.freedesktop.DBus.Error.Failed", message: $0) } ?? .values([])
+        }
+        switch member {
+        case "GetTracksMetadata":
+            guard m.signature == "ao", case .array(_, let paths)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GetTracksMetadata takes (ao)") }
+            let ids = list.tracks()
+            let all: [DBusValue] = paths.compactMap { p in
+                guard case .objectPath(let path) = p, let id = ids.first(where: { Self.trackPath($0) == path }), let i = list.info(id) else { return nil }
+                return .dictionary(metadata(i, track: path))
+            }
+            return .values([.array(element: "a{sv}", all)])
+        case "GoTo":
+            guard m.signature == "o", case .objectPath(let path)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GoTo takes (o)") }
+            guard let id = trackListID(path, list) else { return .values([]) }  // (a stale id: ignored, as SetPosition's)
+            return done(list.goTo(id))
+        case "RemoveTrack":
+            guard m.signature == "o", case .objectPath(let path)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "RemoveTrack takes (o)") }
+            guard let remove = list.remove else { return .error(name: readOnly, message: "the track list cannot be edited") }
+            guard let id = trackListID(path, list) else { return .values([]) }
+            return done(remove(id))
+        case "AddTrack":
+            guard m.signature == "sob", case .string(let uri)? = try? m.read(), case .objectPath(let after)? = try? m.read(),
+                  case .bool(let play)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "AddTrack takes (sob)") }
+            guard let add = list.add else { return .error(name: readOnly, message: "the track list cannot be edited") }
+            let afterID = after == "/org/mpris/MediaPlayer2/TrackList/NoTrack" ? nil : trackListID(after, list)
+            return done(add(uri, afterID, play))
         default:
             return .unhandled
         }
@@ -402,6 +503,14 @@ public final class MPRISService: Sendable {
             <property name="CanGoPrevious" type="b" access="read"/><property name="CanPlay" type="b" access="read"/>
             <property name="CanPause" type="b" access="read"/><property name="CanSeek" type="b" access="read"/>
             <property name="CanControl" type="b" access="read"/>
+          </interface>
+          <interface name="org.mpris.MediaPlayer2.TrackList">
+            <method name="GetTracksMetadata"><arg name="TrackIds" type="ao" direction="in"/><arg name="Metadata" type="aa{sv}" direction="out"/></method>
+            <method name="AddTrack"><arg name="Uri" type="s" direction="in"/><arg name="AfterTrack" type="o" direction="in"/><arg name="SetAsCurrent" type="b" direction="in"/></method>
+            <method name="RemoveTrack"><arg name="TrackId" type="o" direction="in"/></method>
+            <method name="GoTo"><arg name="TrackId" type="o" direction="in"/></method>
+            <signal name="TrackListReplaced"><arg name="Tracks" type="ao"/><arg name="CurrentTrack" type="o"/></signal>
+            <property name="Tracks" type="ao" access="read"/><property name="CanEditTracks" type="b" access="read"/>
           </interface>
         </node>
         """

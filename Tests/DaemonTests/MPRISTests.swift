@@ -275,4 +275,41 @@ struct MPRISTests {
         center.cancelAll()
         #expect(center.scheduled.isEmpty)
     }
+
+    @Test("TrackList: Tracks are the queue's stable ids; GetTracksMetadata, GoTo, RemoveTrack, AddTrack run the same commands; a queue change is one TrackListReplaced")
+    func trackList() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        func busctl(_ args: [String]) throws -> String {
+            let r = try runProcess("/usr/bin/busctl", ["--user"] + args, environment: bus.environment, timeout: 20)
+            #expect(r.status == 0, "busctl \(args.joined(separator: " ")): \(r.stderr)")
+            return r.stdoutText
+        }
+        let object = ["org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.TrackList"]
+        let track = { (id: Int) in "/org/mpris/MediaPlayer2/Track/\(id)" }
+        #expect(try busctl(["get-property"] + object.prefix(2) + ["org.mpris.MediaPlayer2", "HasTrackList"]) == "b true\n")
+        #expect(try busctl(["get-property"] + object + ["Tracks"]) == "ao 3 \"\(track(1))\" \"\(track(2))\" \"\(track(3))\"\n")
+        let meta = try busctl(["call"] + object + ["GetTracksMetadata", "ao", "2", track(1), track(3)])
+        #expect(meta.hasPrefix("aa{sv} 2 ") && meta.contains("\"Sunrise Chord\"") && meta.contains("\"a.mp3\"") && !meta.contains("long.mp3"), "\(meta)")
+
+        let monitor = try SpawnedProcess("/usr/bin/dbus-monitor", ["--session", "type='signal',member='TrackListReplaced'"], environment: bus.environment)
+        defer { monitor.signal(SIGTERM) }
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = try busctl(["call"] + object + ["GoTo", "o", track(3)])
+        #expect(eventually { (try? d.request("status")["current"]?["id"]?.int) == 3 })
+        _ = try busctl(["call"] + object + ["RemoveTrack", "o", track(2)])
+        #expect(eventually { (try? d.request("list")["items"]?.array?.map { $0["id"]?.int }) == [1, 3] })
+        _ = try busctl(["call"] + object + ["AddTrack", "sob", "file://" + d.music + "/album/b.mp3", track(1), "true"])
+        #expect(eventually { (try? d.request("status")["current"]?["path"]?.string)?.hasSuffix("/album/b.mp3") == true })
+        let ids = try #require(try d.request("list")["items"]?.array?.compactMap { $0["id"]?.int })
+        #expect(ids.count == 3 && ids[0] == 1 && ids[2] == 3, "added after track 1: \(ids)")
+        #expect(try d.request("add", [("path", "album/c.mp3")]).ok)
+        #expect(eventually { monitor.stdout.components(separatedBy: "member=TrackListReplaced").count - 1 >= 3 }, "\(monitor.stdout.suffix(400))")
+        let bad = try runProcess("/usr/bin/busctl", ["--user", "call"] + object + ["AddTrack", "sob", "http://example.invalid/x", track(1), "false"],
+                                 environment: bus.environment, timeout: 20)
+        #expect(bad.status != 0 && bad.stderr.contains("only file:// URIs"), "\(bad.stderr)")
+        #expect(try d.stop() == 0)
+    }
 }
