@@ -191,13 +191,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         var out = ByteBufferAllocator().buffer(capacity: 1024)
         for (i, words) in commands.enumerated() {
             do throws(MPDError) {
-                if words.count == 1, words[0] == "status", !client.needsToken || state.passwordGiven {
-                    codec.status(into: &out)  // (polled: written in place)
-                } else if MPDProtocol.binary.contains(words[0]) {
-                    out.writeBytes(try codec.picture(words, state: state, connection: client))
-                } else {
-                    out.writeString(try codec.execute(words, state: state, connection: client))
-                }
+                try codec.execute(words, state: state, connection: client, into: &out)
                 if listOK == true { out.writeStaticString("list_OK\n") }
             } catch {
                 let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`

@@ -79,9 +79,6 @@ struct MPDProtocol: Sendable {
         "enableoutput", "disableoutput", "toggleoutput", "tagtypes", "clear", "deleteid", "moveid", "prio", "prioid",
     ]
 
-    /// Commands whose response carries binary data (``picture(_:state:connection:)``).
-    static let binary: Set<String> = ["albumart", "readpicture"]
-
     /// What the connection may run before giving the password.
     static let beforePassword: Set<String> = ["ping", "password", "close", "commands", "notcommands"]
 
@@ -160,13 +157,29 @@ struct MPDProtocol: Sendable {
     ]
 
     /// Runs one command (not `idle`, `noidle`, `close` or a list: the connection handles
-    /// those); returns its response lines before `OK`.
-    func execute(_ words: [String], state: MPDClientState, connection: any ConnectionContext) throws(MPDError) -> String {
+    /// those) and appends its response lines (before `OK`) to `out`. `status`, which clients
+    /// poll, is written into it directly; the pictures are binary; the rest is text.
+    func execute(_ words: [String], state: MPDClientState, connection: any ConnectionContext,
+                 into out: inout ByteBuffer) throws(MPDError) {
         guard let name = words.first else { throw MPDError(.unknown, "No command given") }
-        let args = Array(words.dropFirst())
         if connection.needsToken, !state.passwordGiven, !Self.beforePassword.contains(name) {
             throw MPDError(.permission, "you don't have permission for \"\(name)\"")
         }
+        switch name {
+        case "status":
+            guard words.count == 1 else { throw MPDError(.arg, "too many arguments for \"status\"") }
+            status(into: &out)
+        case "albumart", "readpicture":
+            out.writeBytes(try picture(words, state: state))
+        default:
+            out.writeString(try text(words, state: state, connection: connection))
+        }
+    }
+
+    /// A command answered in text.
+    private func text(_ words: [String], state: MPDClientState, connection: any ConnectionContext) throws(MPDError) -> String {
+        let name = words[0]
+        let args = Array(words.dropFirst())
         func arity(_ range: ClosedRange<Int>) throws(MPDError) {
             if args.count < range.lowerBound { throw MPDError(.arg, "too few arguments for \"\(name)\"") }
             if args.count > range.upperBound { throw MPDError(.arg, "too many arguments for \"\(name)\"") }
@@ -193,7 +206,6 @@ struct MPDProtocol: Sendable {
             return ""
         case "commands": return Self.commandNames.map { "command: \($0)\n" }.joined()
         case "notcommands": return ""
-        case "status": try arity(0...0); return status()
         case "currentsong":
             try arity(0...0)
             guard let c = playback.queue.current, let i = playback.queue.currentIndex else { return "" }
@@ -526,7 +538,7 @@ struct MPDProtocol: Sendable {
     /// `status`, in mpd's field order: read under the play queue's one lock (plus the
     /// volume and the duration the tag cache knows), written straight into the reply's bytes
     /// in one pass (the round trip is what MPD status bars poll).
-    func status(into buffer: inout ByteBuffer) {
+    private func status(into buffer: inout ByteBuffer) {
         let q = playback.queue.status()
         let volume = volumePercent
         let total = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path)?.duration } ?? 0
@@ -557,12 +569,6 @@ struct MPDProtocol: Sendable {
             return w.count
         }
         if let e = q.current?.entry.failure { buffer.writeString("error: \(e)\n") }
-    }
-
-    private func status() -> String {
-        var out = ByteBuffer()
-        status(into: &out)
-        return String(buffer: out)
     }
 
     /// `t` with three decimals, as mpd's `%.3f`.
@@ -612,9 +618,8 @@ struct MPDProtocol: Sendable {
     /// `readpicture URI OFFSET` (the picture embedded in its tags): `size`, `type` (readpicture),
     /// `binary: N`, then N bytes from OFFSET, at most the client's binary limit. No embedded
     /// picture answers nothing (as mpd); no cover file is an error.
-    func picture(_ words: [String], state: MPDClientState, connection: any ConnectionContext) throws(MPDError) -> [UInt8] {
+    private func picture(_ words: [String], state: MPDClientState) throws(MPDError) -> [UInt8] {
         let name = words[0]
-        if connection.needsToken, !state.passwordGiven { throw MPDError(.permission, "you don't have permission for \"\(name)\"") }
         guard words.count == 3 else { throw MPDError(.arg, "\(words.count < 3 ? "too few" : "too many") arguments for \"\(name)\"") }
         let offset = try integer(words[2])
         guard offset >= 0 else { throw MPDError(.arg, "Number too small: \(words[2])") }
