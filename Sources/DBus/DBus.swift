@@ -90,51 +90,41 @@ public struct DBusMessage: ~Copyable {
         var contents: UnsafePointer<CChar>?
         let r = sd_bus_message_peek_type(raw, &type, &contents)
         guard r > 0 else { throw DBusError("sd_bus_message_peek_type", r < 0 ? r : -EINVAL) }
+        /// A fixed-size basic value (a D-Bus boolean is 4 bytes).
+        func basic<T: BitwiseCopyable>(_ zero: T) throws(DBusError) -> T {
+            var v = zero
+            let r = withUnsafeMutableBytes(of: &v) { sd_bus_message_read_basic(raw, type, $0.baseAddress) }
+            try check("sd_bus_message_read_basic", r)
+            return v
+        }
+        /// The one value of a container (`v`), or its elements (`a` of basic values: `as`, `ao`).
+        func inside<R>(_ body: () throws(DBusError) -> R) throws(DBusError) -> R {
+            guard let contents else { throw DBusError("sd_bus_message_peek_type", -EINVAL) }
+            try check("sd_bus_message_enter_container", sd_bus_message_enter_container(raw, type, contents))
+            let r = try body()
+            try check("sd_bus_message_exit_container", sd_bus_message_exit_container(raw))
+            return r
+        }
         switch UInt8(bitPattern: type) {
         case UInt8(ascii: "a"):
-            // An array of basic values (`as`, `ao`): the elements up to its end.
-            guard let contents else { throw DBusError("sd_bus_message_peek_type", -EINVAL) }
-            let element = String(cString: contents)
-            try check("sd_bus_message_enter_container", sd_bus_message_enter_container(raw, type, contents))
-            var items: [DBusValue] = []
-            while sd_bus_message_at_end(raw, 0) == 0 { items.append(try read()) }
-            try check("sd_bus_message_exit_container", sd_bus_message_exit_container(raw))
+            let element = contents.map { String(cString: $0) } ?? ""
+            let items = try inside { () throws(DBusError) -> [DBusValue] in
+                var items: [DBusValue] = []
+                while sd_bus_message_at_end(raw, 0) == 0 { items.append(try read()) }
+                return items
+            }
             return .array(element: element, items)
         case UInt8(ascii: "v"):
-            guard let contents else { throw DBusError("sd_bus_message_peek_type", -EINVAL) }
-            try check("sd_bus_message_enter_container", sd_bus_message_enter_container(raw, type, contents))
-            let v = try read()
-            try check("sd_bus_message_exit_container", sd_bus_message_exit_container(raw))
-            return v
+            return try inside { () throws(DBusError) in try read() }
         case UInt8(ascii: "s"), UInt8(ascii: "o"):
-            var p: UnsafePointer<CChar>?
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &p))
-            let s = p.map { String(cString: $0) } ?? ""
+            let s = try basic(UnsafePointer<CChar>?.none).map { String(cString: $0) } ?? ""
             return type == CChar(UInt8(ascii: "s")) ? .string(s) : .objectPath(s)
-        case UInt8(ascii: "b"):
-            var v: Int32 = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .bool(v != 0)
-        case UInt8(ascii: "i"):
-            var v: Int32 = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .int32(v)
-        case UInt8(ascii: "u"):
-            var v: UInt32 = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .uint32(v)
-        case UInt8(ascii: "x"):
-            var v: Int64 = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .int64(v)
-        case UInt8(ascii: "t"):
-            var v: UInt64 = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .uint64(v)
-        case UInt8(ascii: "d"):
-            var v: Double = 0
-            try check("sd_bus_message_read_basic", sd_bus_message_read_basic(raw, type, &v))
-            return .double(v)
+        case UInt8(ascii: "b"): return .bool(try basic(Int32(0)) != 0)
+        case UInt8(ascii: "i"): return .int32(try basic(Int32(0)))
+        case UInt8(ascii: "u"): return .uint32(try basic(UInt32(0)))
+        case UInt8(ascii: "x"): return .int64(try basic(Int64(0)))
+        case UInt8(ascii: "t"): return .uint64(try basic(UInt64(0)))
+        case UInt8(ascii: "d"): return .double(try basic(Double(0)))
         default:
             throw DBusError("sd_bus_message_read_basic", -EINVAL)
         }

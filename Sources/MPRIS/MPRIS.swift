@@ -106,6 +106,8 @@ public final class MPRISService: Sendable {
     private let observer = Mutex<UInt64?>(nil)
     private let events = DispatchQueue(label: "backline.mpris.events")
     private let refreshPending = Atomic<Bool>(false)
+    /// The last cover written, and its URL.
+    private let lastArt = Mutex<(NowPlayingInfo.Artwork, String)?>(nil)
     /// What the bus was last told (only on the connection's thread).
     private let sent = Mutex(Sent())
 
@@ -255,8 +257,13 @@ public final class MPRISService: Sendable {
     }
 
     /// Embedded artwork as a file URL, for `mpris:artUrl`.
+    /// (the last one is remembered: properties are rebuilt at every change, and hashing a cover
+    /// and looking for its file each time would be I/O on every transition)
     private func artURL(_ art: NowPlayingInfo.Artwork) -> String? {
-        Self.artworkFile(art, directory: options.artDirectory).map(NowPlayingBinding.fileURL)
+        if let (known, url) = lastArt.withLock({ $0 }), known == art { return url }
+        let url = Self.artworkFile(art, directory: options.artDirectory).map(NowPlayingBinding.fileURL)
+        lastArt.withLock { $0 = url.map { (art, $0) } }
+        return url
     }
 
     /// Embedded artwork as a file in `directory`, written once and named by its content (so a
@@ -331,6 +338,8 @@ public final class MPRISService: Sendable {
             guard m.signature == "ss", case .string(let i)? = try? m.read(), case .string(let p)? = try? m.read() else {
                 return .error(name: Self.invalidArgs, message: "Get takes (ss)")
             }
+            // Position is what clients poll (playerctl position): read on its own.
+            if i == Self.player, p == "Position" { return .values([.variant(.int64(positionMicroseconds))]) }
             let all = properties(of: i)
             guard let v = all[p] else { return .error(name: Self.invalidArgs, message: "no property \(p) on \(i)") }
             return .values([.variant(v)])
