@@ -95,8 +95,12 @@ struct DaemonCommand: AsyncParsableCommand {
         case .success(let c): core = c
         case .failure(let error): fail("\(error)")
         }
-        if settings.mpris { core.publishMPRIS() }
-        if settings.notify { core.enableNotifications() }
+        // Connecting to the bus and taking the name wait for the bus: off the cooperative pool too.
+        let (mpris, notify) = (settings.mpris, settings.notify)
+        await blockingWork {
+            if mpris { core.publishMPRIS() }
+            if notify { core.enableNotifications() }
+        }
         let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
                                  gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         do {
