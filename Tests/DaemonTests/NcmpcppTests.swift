@@ -55,16 +55,6 @@ struct NcmpcppTests {
         func kill() { _ = try? tmux(["kill-server"]) }
     }
 
-    /// Polls `condition` every 50 ms for up to `timeout` seconds (at least once); whether it held.
-    static func poll(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
-            if condition() { return true }
-            usleep(50_000)
-        } while Date() < deadline
-        return false
-    }
-
     /// The elapsed time ncmpcpp's footer shows for the 1-minute item, `[M:SS/1:00]`, in seconds.
     static func shownElapsed(_ screen: String) -> Int? {
         guard let end = screen.range(of: "/1:00]", options: .backwards),
@@ -118,7 +108,7 @@ struct NcmpcppTests {
 
         // Enter on the first row plays it.
         try term.keys("Enter")
-        let playing = Self.poll {
+        let playing = eventually {
             let s = try? d.request("status")
             return s?["state"] == "playing" && s?["current"]?["path"]?.string?.hasSuffix("/long.mp3") == true
         }
@@ -131,7 +121,7 @@ struct NcmpcppTests {
         #expect(before < 10, "\(before)")
         try term.keys("f", "f", "f")
         var after = before
-        let sought = Self.poll {
+        let sought = eventually {
             after = (try? d.request("status"))?["elapsed"]?.number ?? after
             return after >= before + 20
         }
@@ -143,11 +133,11 @@ struct NcmpcppTests {
 
         // p pauses, p again resumes (MPD's toggling `pause`).
         try term.keys("p")
-        #expect(Self.poll { (try? d.request("status"))?["state"] == "paused" }, "paused")
+        #expect(eventually { (try? d.request("status"))?["state"] == "paused" }, "paused")
         (ok, screen) = term.waitForScreen { $0.contains("Paused: long.mp3") }
         #expect(ok, "the footer says paused:\n\(screen)")
         try term.keys("p")
-        #expect(Self.poll { (try? d.request("status"))?["state"] == "playing" }, "playing again")
+        #expect(eventually { (try? d.request("status"))?["state"] == "playing" }, "playing again")
 
         // 2: the browser at the music directory's top: its folders (ncmpcpp lists them first,
         // in brackets) and its file.
@@ -167,7 +157,7 @@ struct NcmpcppTests {
 
         // q: ncmpcpp exits (its session closes); the daemon answers and plays on.
         try term.keys("q")
-        #expect(Self.poll { !term.isRunning }, "ncmpcpp quit:\n\(term.screen())")
+        #expect(eventually { !term.isRunning }, "ncmpcpp quit:\n\(term.screen())")
         #expect(try d.request("ping").ok)
         #expect(try d.request("status")["state"] == "playing")
         #expect(try d.stop() == 0)
