@@ -88,7 +88,9 @@ final class DaemonFixture: @unchecked Sendable {
                                               "--log-level", "debug"] + extra,
                                    environment: environment, stderrFile: log)
         process = p
-        let up = eventually(timeout: 20) { p.isRunning && ((try? ControlClient(socketPath: socket).request("ping")) != nil) }
+        // A daemon that exits (a port in use, a bad config) fails the test at once, with its log.
+        let answers = { (try? ControlClient(socketPath: self.socket).request("ping")) != nil }
+        let up = eventually(timeout: 20) { !p.isRunning || answers() } && p.isRunning && answers()
         guard up else { throw HarnessError("the daemon did not come up: \(p.stderr)") }
     }
 

@@ -105,7 +105,10 @@ public struct SeekCommand: ControlCommand {
         case .offset(let o): t = q.elapsed + o
         }
         guard t.isFinite else { throw .badArgument("seek: not a number") }
-        let clamped = min(max(0, t), x.playback.player.currentItem?.duration ?? .infinity)
+        // The player knows the length once the item is open; until then the tag cache does.
+        let p = x.playback
+        let length = p.player.currentItem?.duration ?? p.queue.current.flatMap { p.tags.lookup($0.path)?.duration }
+        let clamped = min(max(0, t), length ?? .infinity)
         do throws(PlayQueueError) { try q.seek(to: clamped) } catch { throw CommandError(error) }
         return .position(clamped)
     }
