@@ -36,7 +36,7 @@ public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What the device agreed to.
-public struct DeviceConfiguration: Sendable, Equatable {
+public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var rate: Int
     public var channels: Int
     public var sampleFormat: DeviceSampleFormat
@@ -45,6 +45,20 @@ public struct DeviceConfiguration: Sendable, Equatable {
     public var periodFrames: Int
     /// Whether `snd_pcm_pause` works on this device.
     public var canPause: Bool
+
+    /// Milliseconds of `frames` at this rate.
+    public func milliseconds(_ frames: Int) -> Double { rate > 0 ? Double(frames) * 1000 / Double(rate) : 0 }
+
+    /// `float32, 44100 Hz, 2 channels, buffer 22050 frames (500 ms), period 11025 frames (250 ms)`.
+    public var description: String {
+        func ms(_ f: Int) -> String {
+            let v = milliseconds(f)
+            let tenths = Int((v * 10).rounded())
+            return tenths % 10 == 0 ? String(tenths / 10) : "\(tenths / 10).\(tenths % 10)"
+        }
+        return "\(sampleFormat), \(rate) Hz, \(channels) channel\(channels == 1 ? "" : "s"), "
+            + "buffer \(bufferFrames) frames (\(ms(bufferFrames)) ms), period \(periodFrames) frames (\(ms(periodFrames)) ms)"
+    }
 }
 
 /// A thin typed wrapper over one playback `snd_pcm_t`, owned by the output thread.

@@ -161,6 +161,15 @@ final class OutputThread: @unchecked Sendable {
         shared.wakeMonitor()
     }
 
+    /// What the device agreed to, packed into one event: rate, period (in `item`), buffer (in
+    /// `itemFrame`), and format, pause support and channels in `code`.
+    private func emitOpened(_ c: DeviceConfiguration) {
+        let code = Int32(c.sampleFormat == .float32 ? 1 : 2) | (c.canPause ? 4 : 0) | Int32(c.channels << 8)
+        _ = events.push(OutputEvent(kind: .deviceOpened, generation: generation, item: UInt64(c.periodFrames),
+                                    deviceFrame: framesWritten, itemFrame: Int64(c.bufferFrames), rate: Int32(c.rate), code: code))
+        shared.wakeMonitor()
+    }
+
     private func sleepMillis(_ ms: Int) {
         var ts = timespec(tv_sec: 0, tv_nsec: ms * 1_000_000)
         nanosleep(&ts, nil)
@@ -437,7 +446,7 @@ final class OutputThread: @unchecked Sendable {
                                         preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
                                         periodMicros: periodMillis * 1000)
             heardFloor = framesWritten
-            emit(.deviceOpened, code: Int32(pcm!.configuration.sampleFormat == .float32 ? 1 : 2))
+            emitOpened(pcm!.configuration)
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
         } catch {
             deviceFailed(error.code)

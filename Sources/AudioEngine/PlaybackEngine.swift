@@ -39,6 +39,13 @@ public enum EngineEvent: Sendable, Equatable {
     /// The decoder opened an item (ahead of it being heard; again when a seek reopens it):
     /// its format, exact length and tags are known. Delivered as soon as it happens.
     case itemLoaded(ItemInfo)
+    /// The decoder could not (fully) decode an item, ahead of it being heard: the decoder has
+    /// gone on to the next item it holds (if any). ``itemFailed`` follows when the listener
+    /// reaches the failure. Delivered as soon as it happens, so whoever feeds the engine can
+    /// queue what comes next without a gap.
+    case itemDecodeFailed(ItemID, path: String, error: MPG123Error)
+    /// The output device opened, with these settings. Delivered as soon as it happens.
+    case deviceOpened(DeviceConfiguration)
 }
 
 /// The audible position.
@@ -109,6 +116,8 @@ public final class PlaybackEngine: Sendable {
         /// Events delivered at the monitor's next pass, ahead of the timeline's.
         var immediate: [EngineEvent] = []
         var rtLogged = false
+        /// What the device agreed to when it last opened.
+        var device: DeviceConfiguration?
         var pausedByDropFrames: Int?
         /// After a flush: the position to report until the new generation's first segment is
         /// registered (the seek target), and whether that segment is still awaited.
@@ -125,6 +134,8 @@ public final class PlaybackEngine: Sendable {
     public init(configuration: EngineConfiguration = EngineConfiguration()) {
         self.configuration = configuration
         logger = configuration.logger
+        // Failures reach the caller as typed errors (code and message); ALSA's own stderr lines are dropped.
+        backline_alsa_silence_errors()
         let bytes = Int(configuration.decodeAheadSeconds * 48_000 * 8)
         let pcmRing = SPSCRing(minimumCapacity: max(bytes, 1 << 16))
         pcmRing.lockMemory()
@@ -370,6 +381,9 @@ public final class PlaybackEngine: Sendable {
         return (true, server)
     }
 
+    /// What the output device agreed to when it last opened (nil until it has opened).
+    public var deviceConfiguration: DeviceConfiguration? { state.withLock { $0.device } }
+
     /// Underruns since the engine started.
     public var underrunCount: Int { shared.underruns.load(ordering: .relaxed) }
 
@@ -504,13 +518,14 @@ public final class PlaybackEngine: Sendable {
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):
                 s.failures[ItemID(rawValue: id)] = error
+                let path = s.queue.first { $0.id.rawValue == id }?.path ?? error.path
+                s.immediate.append(.itemDecodeFailed(ItemID(rawValue: id), path: path, error: error))
             case .spliceFailed:
                 break
             }
         }
         switch r {
-        case .opened: monitor.poke()
-        case .failed: break
+        case .opened, .failed: monitor.poke()
         case .spliceFailed(let generation):
             // The decoder had already opened an item after the splice point: re-plan from what
             // is heard now (sample-exact; the device buffer is refilled).
@@ -583,7 +598,11 @@ public final class PlaybackEngine: Sendable {
                 case .deviceError:
                     immediate.append(.deviceError(ALSAError(code: e.code, function: "audio output (\(configuration.output.device))")))
                 case .deviceOpened:
-                    break
+                    let c = DeviceConfiguration(
+                        rate: Int(e.rate), channels: Int(e.code >> 8), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,
+                        bufferFrames: Int(e.itemFrame), periodFrames: Int(e.item), canPause: e.code & 4 != 0)
+                    s.device = c
+                    immediate.append(.deviceOpened(c))
                 case .pausedByDrop:
                     s.pausedByDropFrames = Int(e.itemFrame)
                 case .cutMissed:

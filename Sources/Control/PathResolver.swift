@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Turns what a client asks to `add` into files to queue: files, directories (recursively, in
-/// name order) and M3U playlists, confined to the music directory.
+/// natural name order) and M3U/PLS playlists, confined to the music directory.
 ///
 /// Relative paths resolve against the music directory. Every file is resolved through its
 /// symlinks (`realpath`) and must lie inside the music directory, unless absolute paths are
@@ -18,7 +18,7 @@ public struct PathResolver: Sendable {
 
     /// Extensions of the files taken from directories (MPEG audio) and of playlists.
     public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "mpa", "mpga"]
-    public static let playlistExtensions: Set<String> = ["m3u", "m3u8"]
+    public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     /// The largest playlist read (a 100,000-line M3U is ~10 MB).
     public static let maximumPlaylistSize = 16 << 20
 
@@ -37,16 +37,65 @@ public struct PathResolver: Sendable {
         public var description: String { "\(path): \(message)" }
     }
 
+    /// What a request expands to.
+    public struct Resolution: Sendable, Equatable {
+        /// The files to queue, in order (symlinks resolved).
+        public var files: [String] = []
+        /// Entries of directories and playlists that could not be used, each with its reason.
+        public var skipped: [Refusal] = []
+        /// Files found in directories that are not MPEG audio (by extension), left out as mpd leaves them.
+        public var ignored: [String] = []
+    }
+
     /// The files `request` names, in order, and the entries skipped inside directories and
     /// playlists (each with its reason). Throws when `request` itself cannot be used.
     public func resolve(_ request: String) throws(Refusal) -> (files: [String], skipped: [Refusal]) {
-        var skipped: [Refusal] = []
-        let files = try expand(request, relativeTo: nil, depth: 0, skipped: &skipped)
-        return (files, skipped)
+        let r = try expand(request)
+        return (r.files, r.skipped)
     }
 
-    private func expand(_ request: String, relativeTo base: String?, depth: Int,
-                        skipped: inout [Refusal]) throws(Refusal) -> [String] {
+    /// Like ``resolve(_:)``, and also names the files of directories left out as not MPEG audio.
+    public func expand(_ request: String) throws(Refusal) -> Resolution {
+        var r = Resolution()
+        r.files = try expand(request, relativeTo: nil, chain: [], into: &r)
+        return r
+    }
+
+    /// The files a playlist's text names (M3U/M3U8, or PLS when it starts with `[playlist]`),
+    /// relative entries resolved against `base`: a playlist read from standard input.
+    public func expand(playlistText text: String, relativeTo base: String) -> Resolution {
+        var r = Resolution()
+        for entry in Self.playlistEntries(text) {
+            do { r.files += try expand(entry, relativeTo: base, chain: [], into: &r) } catch { r.skipped.append(error) }
+        }
+        return r
+    }
+
+    /// The entries of a playlist in order: PLS (`[playlist]`, `FileN=…`, ordered by N) or M3U
+    /// (every line that is not blank or a `#` comment). `file://` URLs become paths.
+    public static func playlistEntries(_ text: String) -> [String] {
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        func path(_ s: String) -> String {
+            s.hasPrefix("file://") ? (URL(string: s)?.path ?? s) : s
+        }
+        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" {
+            var numbered: [(Int, String)] = []
+            for line in lines {
+                guard line.lowercased().hasPrefix("file"), let eq = line.firstIndex(of: "="),
+                      let n = Int(line[line.index(line.startIndex, offsetBy: 4)..<eq]) else { continue }
+                let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+                if !value.isEmpty { numbered.append((n, path(value))) }
+            }
+            return numbered.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
+        }
+        return lines.filter { !$0.isEmpty && !$0.hasPrefix("#") }.map(path)
+    }
+
+    /// How many playlists deep an expansion follows (a playlist naming a playlist…).
+    public static let maximumPlaylistDepth = 8
+
+    private func expand(_ request: String, relativeTo base: String?, chain: [String],
+                        into r: inout Resolution) throws(Refusal) -> [String] {
         let path = try locate(request, relativeTo: base)
         var st = stat()
         guard stat(path, &st) == 0 else {
@@ -59,13 +108,16 @@ public struct PathResolver: Sendable {
         }
         if kind == S_IFDIR {
             var names: [String] = []
-            guard Self.walk(path, prefix: "", into: &names, skipped: &skipped, depth: 0) else {
+            guard Self.walk(path, prefix: "", into: &names, skipped: &r.skipped, depth: 0) else {
                 throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
             }
             var found: [String] = []
             for rel in names {
                 let ext = (rel as NSString).pathExtension.lowercased()
-                guard Self.audioExtensions.contains(ext) else { continue }
+                guard Self.audioExtensions.contains(ext) else {
+                    r.ignored.append(path + "/" + rel)
+                    continue
+                }
                 let full = path + "/" + rel
                 do throws(Refusal) {
                     let file = try confine(full, shown: full)
@@ -77,13 +129,18 @@ public struct PathResolver: Sendable {
                         throw Refusal(code: .unsupported, path: full, message: "not a regular file (\(fileKind(fst.st_mode)))")
                     }
                     found.append(file)
-                } catch { skipped.append(error) }
+                } catch { r.skipped.append(error) }
             }
             return found.sorted { $0.localizedStandardCompare($1) == .orderedAscending }
         }
         let ext = (path as NSString).pathExtension.lowercased()
         if Self.playlistExtensions.contains(ext) {
-            guard depth < 4 else { throw Refusal(code: .unsupported, path: request, message: "playlists nested too deeply") }
+            guard !chain.contains(path) else {
+                throw Refusal(code: .unsupported, path: request, message: "the playlist includes itself")
+            }
+            guard chain.count < Self.maximumPlaylistDepth else {
+                throw Refusal(code: .unsupported, path: request, message: "playlists nested too deeply")
+            }
             let data: Data
             switch readRegularFile(path, limit: Self.maximumPlaylistSize) {
             case .success(let d): data = d
@@ -94,11 +151,8 @@ public struct PathResolver: Sendable {
             }
             let dir = (path as NSString).deletingLastPathComponent
             var files: [String] = []
-            for raw in text.split(whereSeparator: \.isNewline) {
-                let line = raw.trimmingCharacters(in: .whitespaces)
-                if line.isEmpty || line.hasPrefix("#") { continue }
-                let entry = line.hasPrefix("file://") ? (URL(string: line)?.path ?? line) : line
-                do { files += try expand(entry, relativeTo: dir, depth: depth + 1, skipped: &skipped) } catch { skipped.append(error) }
+            for entry in Self.playlistEntries(text) {
+                do { files += try expand(entry, relativeTo: dir, chain: chain + [path], into: &r) } catch { r.skipped.append(error) }
             }
             return files
         }

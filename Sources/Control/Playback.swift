@@ -14,6 +14,10 @@ public struct PlaybackConfiguration: Sendable {
     /// The output device (`default`, `pulse`, `null`, any ALSA name).
     public var device: String
     public var bufferMilliseconds: Int
+    /// The device sample format tried first (the other one if the device refuses it).
+    public var preferredFormat: DeviceSampleFormat = .float32
+    /// How many items after the current one the player holds (see ``PlayQueue/lookahead``).
+    public var lookahead = 1
     public var category: SessionCategory
     /// Seconds of background grace before an idle app is suspended.
     public var backgroundGrace: Double
@@ -92,9 +96,10 @@ public final class Playback: Sendable {
         }
         application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace))
         player = QueuePlayer(configuration: EngineConfiguration(
-            output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds)),
+            output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
+                                   preferredFormat: configuration.preferredFormat)),
             session: session, application: application)
-        queue = PlayQueue(player: player)
+        queue = PlayQueue(player: player, lookahead: configuration.lookahead)
         nowPlaying = NowPlayingInfoCenter()
         nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying, identifier: { [queue] in
             queue.current.map { String($0.id) }

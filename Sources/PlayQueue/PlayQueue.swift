@@ -190,9 +190,17 @@ public final class PlayQueue: Sendable {
     /// The history keeps this many entries.
     public static let historyLimit = 500
 
+    /// How many items after the current one the player holds (decoded ahead, gapless).
+    public let lookahead: Int
+
     /// A play queue feeding `player` (which should start empty; the queue owns its items from now on).
-    public init(player: QueuePlayer) {
+    /// - Parameter lookahead: how many items after the current one the player holds. One (the
+    ///   default, as mpd) is enough on a device that plays in real time. A player that may run
+    ///   faster than real time (ALSA's `null` or `file` devices) feeds more, so an item's end
+    ///   never comes before the queue has fed what follows.
+    public init(player: QueuePlayer, lookahead: Int = 1) {
         self.player = player
+        self.lookahead = max(1, lookahead)
         let token = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
         observer.withLock { $0 = token }
     }
@@ -732,16 +740,50 @@ public final class PlayQueue: Sendable {
         post(.current(s.entries.first { $0.id == c }))
     }
 
-    /// Keeps the item after the current one in the player what automatic advance wants next.
+    /// Keeps what the player holds after the current item what automatic advance plays next:
+    /// ``lookahead`` items (the player's upcoming items change only where they differ, so what
+    /// is decoded ahead stays). Items fed past one that failed to decode stay too.
     private func refeed(_ s: inout State) {
         guard let first = s.fed.first else { return }
-        let want = automaticNext(after: first.id, s)
-        if s.fed.count > 1, s.fed[1].id == want { return }
-        for extra in s.fed.dropFirst() { player.remove(extra.item) }
-        s.fed.removeSubrange(1...)
-        if let want, let item = item(for: want, s), player.insert(item, after: first.item) {
-            s.fed.append((want, item))
+        let want = upcoming(after: first.id, s)
+        var k = 0  // the upcoming items already fed as wanted
+        while k + 1 < s.fed.count, k < want.count, s.fed[k + 1].id == want[k] { k += 1 }
+        if k == want.count, k + 1 == s.fed.count || (k > 0 && s.fed[k].item.status == .failed) { return }
+        if k + 1 < s.fed.count {
+            player.removeItems(after: s.fed[k].item)
+            s.fed.removeSubrange((k + 1)...)
         }
+        guard k < want.count else { return }
+        let paths = want.count - k > 8 ? Dictionary(s.entries.map { ($0.id, $0.path) }, uniquingKeysWith: { a, _ in a }) : nil
+        let items = want[k...].compactMap { id -> (id: Int, item: PlayerItem)? in
+            let item = paths.map { $0[id].map(PlayerItem.init(path:)) } ?? self.item(for: id, s)
+            return item.map { (id, $0) }
+        }
+        let n = player.insert(contentsOf: items.map(\.item), after: s.fed[k].item)
+        s.fed += items.prefix(n)
+    }
+
+    /// The entries automatic advance plays after `id`, in order: at most ``lookahead`` of them,
+    /// and at most the queue once around (with repeat all, `id` itself comes last).
+    private func upcoming(after id: Int, _ s: State) -> [Int] {
+        guard lookahead > 1, !s.stopAfterCurrent, s.repeatMode != .one else {
+            return automaticNext(after: id, s).map { [$0] } ?? []
+        }
+        let order = order(s)
+        guard let i = order.firstIndex(of: id) else { return [] }
+        let skipped = Set(s.entries.lazy.filter { $0.failure != nil }.map(\.id)).union(s.consumed)
+        var out: [Int] = []
+        var k = i + 1, wrapped = false
+        while out.count < lookahead {
+            if k == order.count {
+                guard s.repeatMode == .all, !wrapped else { break }
+                (k, wrapped) = (0, true)
+            }
+            if wrapped, k > i { break }
+            if !skipped.contains(order[k]) { out.append(order[k]) }
+            k += 1
+        }
+        return out
     }
 
     private func stopPlayer(_ s: inout State) {
@@ -786,12 +828,29 @@ public final class PlayQueue: Sendable {
                 if s.fed.count == 1, s.fed[0].item === item { endOfQueue(&s) }
             case .timeJumped(let item, let time):
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
+            case .itemStatusChanged(_, .failed):
+                feedPast(&s)
             case .rateChanged, .timeControlStatusChanged:
                 publishState(&s)
             default:
                 break
             }
             consumePlayed(&s)
+        }
+    }
+
+    /// An item fed failed to decode before it was heard: the decoder went on past it, and may
+    /// have nothing left. So the player is fed until it holds two items that have not failed
+    /// (what is heard and what follows), and the change stays gapless; the failure is reported,
+    /// and the entry marked, when the listener reaches it. At most ``maximumFailuresInARow``
+    /// items are fed ahead, and no entry twice.
+    private func feedPast(_ s: inout State) {
+        while s.fed.count(where: { $0.item.status != .failed }) < 2,
+              s.fed.count(where: { $0.item.status == .failed }) <= Self.maximumFailuresInARow,
+              let last = s.fed.last, let want = automaticNext(after: last.id, s),
+              !s.fed.contains(where: { $0.id == want }),
+              let item = item(for: want, s), player.insert(item, after: last.item) {
+            s.fed.append((want, item))
         }
     }
 

@@ -147,6 +147,50 @@ public final class QueuePlayer: Sendable {
         }
     }
 
+    /// Inserts `items`, in order, after `after` (nil appends), in one step: upcoming items reach
+    /// the engine once, however many there are (gapless, as ``insert(_:after:)``).
+    /// - Returns: how many were inserted; it stops at the first item ``canInsert(_:after:)`` refuses.
+    @discardableResult
+    public func insert(contentsOf items: [PlayerItem], after: PlayerItem?) -> Int {
+        guard let first = items.first else { return 0 }
+        guard items.count > 1 else { return insert(first, after: after) ? 1 : 0 }
+        return state.withLock { s in
+            var index = s.items.count
+            if let after {
+                guard let i = s.items.firstIndex(where: { $0 === after }) else { return 0 }
+                index = i + 1
+            }
+            let wasEmpty = s.items.isEmpty
+            var inserted = 0
+            for item in items {
+                guard canInsert(item, in: s) else { break }
+                item.state.withLock { $0.owner = ObjectIdentifier(self) }
+                s.items.insert(item, at: index + inserted)
+                inserted += 1
+            }
+            guard inserted > 0 else { return 0 }
+            if index == 0 || wasEmpty {
+                replan(&s, startingAt: nil)
+                announceCurrent(&s)
+                clock.jumped()
+            } else {
+                resplice(&s)
+            }
+            updateStatus(&s)
+            return inserted
+        }
+    }
+
+    /// Removes every item after `item` in one step (`item` and what plays stay as they are).
+    public func removeItems(after item: PlayerItem) {
+        state.withLock { s in
+            guard let i = s.items.firstIndex(where: { $0 === item }), i + 1 < s.items.count else { return }
+            for gone in s.items[(i + 1)...] { release(gone) }
+            s.items.removeSubrange((i + 1)...)
+            resplice(&s)
+        }
+    }
+
     /// Removes `item`; removing the current item is ``advanceToNextItem()``.
     public func remove(_ item: PlayerItem) {
         state.withLock { s in
@@ -517,6 +561,14 @@ public final class QueuePlayer: Sendable {
                 guard let item = s.engineItems[info.id], item.markLoaded(info) else { return }
                 post(&s, .itemStatusChanged(item, .readyToPlay))
 
+            case .itemDecodeFailed(let id, let path, let error):
+                // As AVPlayerItem's status turns `.failed` when loading fails: at once, before
+                // the failure is heard (`itemFailedToPlayToEnd` comes then).
+                guard let item = s.engineItems[id] else { return }
+                var e = error
+                e.path = path
+                if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
+
             case .itemStarted(let info, let fromSeek):
                 guard let item = s.engineItems[info.id], s.items.contains(where: { $0 === item }) else { return }
                 let changed = s.items.first !== item
@@ -605,6 +657,9 @@ public final class QueuePlayer: Sendable {
 
             case .endOfInput:
                 updateStatus(&s)
+
+            case .deviceOpened:
+                break
             }
         }
     }

@@ -1,30 +1,44 @@
 import ArgumentParser
 import AudioEngine
+import Control
 import Dispatch
 import Foundation
 import Lifecycle
 import Logging
 import MPRIS
 import NowPlaying
+import PlayQueue
 import Player
 import Session
 import Synchronization
 
-/// `backline play FILE…`: plays files in order, gaplessly.
+/// `backline play FILE…`: a terminal music player over the same play queue and typed commands
+/// as the daemon (keys, the desktop's media controls and the daemon's clients all run
+/// `ControlCommand`s through one `CommandDispatcher`).
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Play MP3 files in order, gaplessly.",
+        abstract: "Play MP3 files, folders and playlists, gaplessly, with keys on a terminal.",
         discussion: """
-            Prints one line per item (title and artist, or the file name, and duration) and, on a \
-            terminal, a live elapsed/total line. Ctrl-C stops at once and closes the device.
+            Files play in the order given. A folder plays its MP3 files (recursively, in natural \
+            order); an .m3u, .m3u8 or .pls playlist plays its entries (relative ones against the \
+            playlist's folder); `-` reads paths or a playlist from standard input.
 
-            Job control: in the terminal's background (Ctrl-Z then `bg`, or started with `&`) the \
-            `playback` category keeps playing; `soloAmbient` and `ambient` stop, and once nothing \
-            plays in the background the process stops itself (SIGSTOP) until `fg`, which makes it \
-            active and resumes what the background paused.
+            Keys (when standard input is a terminal; --no-keys turns them off): space or p \
+            pause/resume, n or > next, b or < previous (restarts the item when more than 3 s \
+            in), left/right seek 5 s, down/up seek 30 s, 9/0 or -/+ volume, m mute, r repeat \
+            (off, all, one), s shuffle, i about the item, ? the keys, q quit.
 
-            Exit status: 0 every item played; 2 some items failed (each reported on stderr with \
-            the file and the reason); 1 nothing was playable, or a usage error; 130 interrupted.
+            On a terminal a status line shows the item, its place in the queue, the time, the \
+            volume and the modes (in colour unless NO_COLOR is set); otherwise one line per item.
+
+            Job control: Ctrl-Z stops the player and gives the terminal back; `bg` lets it play on \
+            in the background (category playback), `fg` brings the keys back. In the background, \
+            soloAmbient and ambient pause, and once nothing plays the process stops itself \
+            (SIGSTOP) until `fg`.
+
+            Exit status: 0 every item played (or q); 2 some items failed (each reported on stderr \
+            with the file and the reason); 1 nothing was playable, the device failed, or a usage \
+            error; 130 interrupted (Ctrl-C, SIGTERM).
             """)
 
     @Option(name: .long, help: "ALSA PCM device name.")
@@ -36,14 +50,29 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
     var format = "float32"
 
-    @Option(name: .long, help: "Audio session category: playback (keeps playing in the background), soloAmbient or ambient.")
+    @Flag(name: .long, help: "Play the items in a random order.")
+    var shuffle = false
+
+    @Option(name: .long, help: "Repeat: all (the queue) or one (the item); off by default.")
+    var `repeat`: String?
+
+    @Option(name: .long, help: "Volume in percent, 0–100.")
+    var volume: Int?
+
+    @Option(name: .long, help: "Start the first item at this time (seconds, M:SS or H:MM:SS).")
+    var start: String?
+
+    @Flag(name: .customLong("no-keys"), help: "Do not read keys from the terminal.")
+    var noKeys = false
+
+    @Option(name: .long, help: "How it treats other players: playback (keeps playing in the background), soloAmbient (pauses in the background and stops other players) or ambient (pauses in the background, plays along with others).")
     var category = "playback"
 
     @Option(name: .customLong("background-grace"),
-            help: "Seconds in the background with nothing playing before the process suspends itself.")
+            help: "Seconds in the background with nothing playing before the process stops itself.")
     var backgroundGrace = 5.0
 
-    @Flag(name: .long, help: "Print the device's negotiated settings and position checks to stderr.")
+    @Flag(name: .long, help: "Print the device's settings (format, rate, channels, buffer and period), real-time scheduling and underruns to stderr.")
     var verbose = false
 
     @Flag(name: .long, help: "Post a desktop notification when an item starts (replacing the previous one).")
@@ -52,8 +81,20 @@ struct Play: ParsableCommand {
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = false
 
-    @Argument(help: "MP3 files to play.")
+    @Argument(help: "MP3 files, folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
     var files: [String]
+
+    /// `--start` in seconds.
+    static func parseTime(_ s: String) -> Double? {
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count) else { return nil }
+        var total = 0.0
+        for (k, p) in parts.enumerated() {
+            guard let v = Double(p), v.isFinite, v >= 0, k == 0 || v < 60 else { return nil }
+            total = total * 60 + v
+        }
+        return total
+    }
 
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
@@ -62,101 +103,156 @@ struct Play: ParsableCommand {
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
         }
-        guard !files.isEmpty else { throw ValidationError("give at least one file") }
+        if let r = self.repeat, RepeatMode(rawValue: r) == nil { throw ValidationError("--repeat must be all, one or off (got '\(r)')") }
+        if let v = volume, !(0...100).contains(v) { throw ValidationError("--volume must be 0…100 (got \(v))") }
+        if let s = start, Self.parseTime(s) == nil { throw ValidationError("--start must be seconds, M:SS or H:MM:SS (got '\(s)')") }
+        guard !files.isEmpty else { throw ValidationError("give at least one file, folder or playlist") }
     }
 
     func run() throws {
-        var logger = Logger(label: "backline")
-        logger.logLevel = verbose ? .debug : .warning
-        let session = AudioSession.shared
-        do {
-            try session.setCategory(SessionCategory(rawValue: category) ?? .playback)
-        } catch {
-            throw ValidationError("\(error)")
+        let verbose = self.verbose
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = verbose ? .info : .warning
+            return h
         }
-        let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: backgroundGrace))
-        let items = files.map { PlayerItem(path: ($0 as NSString).expandingTildeInPath) }
-        let player = QueuePlayer(
-            items: items,
-            configuration: EngineConfiguration(
-                output: OutputSettings(device: device, bufferMillis: bufferMs,
-                                       preferredFormat: format == "s16" ? .s16 : .float32),
-                logger: logger),
-            session: session, application: app)
         let tty = isatty(STDOUT_FILENO) == 1
-        let status = Mutex((failed: 0, played: 0, finished: false, deviceFailed: false))
-        let done = DispatchSemaphore(value: 0)
+        let color = tty && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+
+        // What to play.
+        let inputs = PlayInputs.expand(files) {
+            String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        for note in inputs.notes { Terminal.error("backline: \(note)", tty: false) }
+        guard !inputs.files.isEmpty else {
+            Terminal.error("backline: nothing to play", tty: false)
+            throw ExitCode(1)
+        }
+
+        var configuration = PlaybackConfiguration(
+            device: device, bufferMilliseconds: bufferMs, category: SessionCategory(rawValue: category) ?? .playback,
+            backgroundGrace: backgroundGrace, musicDirectory: FileManager.default.currentDirectoryPath, allowAbsolutePaths: true)
+        configuration.preferredFormat = format == "s16" ? .s16 : .float32
+        // The whole queue is fed ahead (as a plain list player does), so a device that takes
+        // audio faster than real time (ALSA's null or file plugins) still hears every item.
+        configuration.lookahead = .max
+        let playback: Playback
+        do {
+            playback = try Playback(configuration: configuration)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let dispatcher = CommandDispatcher(playback: playback, version: Backline.version)
+        let player = playback.player, queue = playback.queue, app = playback.application
+        @discardableResult
+        func run(_ command: any ControlCommand) -> Result<Reply, CommandError> { dispatcher.execute(command) }
+
+        queue.add(inputs.files)
+        if let r = self.repeat, let mode = RepeatMode(rawValue: r) { run(RepeatCommand(mode: mode)) }
+        if shuffle { run(ShuffleCommand(on: true)) }
+        if let v = volume { run(VolumeCommand(change: .set(Double(v)))) }
+
+        let status = Mutex((failed: 0, played: 0, started: false, deviceFailed: false))
+        // The main loop below wakes on `tick` (the end, a key, a resize) or every 250 ms.
+        let tick = DispatchSemaphore(value: 0)
+        let ending = Atomic<Bool>(false)
+        let done = { @Sendable in
+            ending.store(true, ordering: .relaxed)
+            tick.signal()
+        }
         let interrupted = Atomic<Bool>(false)
         let quit = Atomic<Bool>(false)
+        let events = DispatchQueue(label: "backline.play.events")
 
-        // The system surface: the now-playing info and the remote commands, on the session bus
-        // as org.mpris.MediaPlayer2.backline.instance<PID> (desktop controls, media keys, playerctl).
-        let nowPlaying = NowPlayingInfoCenter()
-        let nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying)
-        let remote = RemoteCommandCenter()
-        let remoteBinding = RemoteCommandBinding(player: player, center: remote)
+        // The desktop's media controls and media keys, on the session bus as
+        // org.mpris.MediaPlayer2.backline.instance<PID>; they run the same commands as the keys.
         var mpris: MPRISService?
         if !noMPRIS {
             var options = MPRISOptions(identity: "Backline", desktopEntry: "backline")
             options.volume = { Double(player.volume) }
-            options.setVolume = { player.volume = Float($0) }
+            options.setVolume = { v in _ = dispatcher.execute(VolumeCommand(change: .set(v * 100))) }
             options.quit = {  // (desktop controls' "close"): an ordinary end
                 quit.store(true, ordering: .relaxed)
-                done.signal()
+                done()
             }
             do {
-                mpris = try nowPlaying.publish(on: .sessionBus(name: "backline.instance\(getpid())"), commands: remote, options: options)
+                mpris = try playback.nowPlaying.publish(on: .sessionBus(name: "backline.instance\(getpid())"),
+                                                        commands: playback.remote, options: options)
             } catch {
-                logger.debug("no MPRIS: \(error)")
+                if verbose { Terminal.error("backline: not on the session bus: \(error)", tty: tty) }
             }
         }
-        let foreground = Atomic<Bool>(true)
-
         let notifications: LocalNotificationCenter? = notify ? try? LocalNotificationCenter(appName: "Backline") : nil
         let artDirectory = MPRISOptions(identity: "").artDirectory
-        if notify, notifications == nil { logger.debug("no notifications: no session bus") }
+        if notify, notifications == nil, verbose { Terminal.error("backline: no notifications: no session bus", tty: tty) }
+
+        let ui = PlayKeys(playback: playback, dispatcher: dispatcher, device: device, tty: tty,
+                          redraw: { tick.signal() }) {
+            quit.store(true, ordering: .relaxed)
+            done()
+        }
+
         // One line per item when its first sample is heard (the engine's own event, so even
         // items shorter than the event delivery are announced, in order).
-        player.engine.onEvent { event in
+        player.engine.onEvent { [device] event in
+            if verbose, case .deviceOpened(let c) = event {
+                let rt = player.engine.isRealtime.map { $0 ? "real-time (SCHED_FIFO)" : "normal priority (no SCHED_FIFO)" } ?? "priority unknown"
+                Terminal.error("backline: device \(device): \(c); output thread at \(rt)", tty: tty)
+            }
             guard case .itemStarted(let info, fromSeek: false) = event else { return }
-            let m = info.metadata
-            let name = m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
-            Terminal.line("▶ \(name)  [\(formatTime(info.duration))]", tty: tty)
+            ui.current.withLock { $0 = info }
+            Terminal.line("▶ \(Self.name(info))  [\(formatTime(info.duration))]", tty: tty)
             if let notifications {
+                let m = info.metadata
                 let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
                 notifications.present(LocalNotification(
                     alertTitle: m.title ?? (info.path as NSString).lastPathComponent,
                     alertBody: [m.artist, m.album].compactMap { $0 }.joined(separator: " — "), icon: icon, replacesPrevious: true))
             }
         }
-        let events = DispatchQueue(label: "backline.play.events")
-        player.addObserver(queue: events) { [player] event in
+        _ = queue.addObserver(queue: events) { event in
             switch event {
-            case .currentItemChanged(nil):
-                status.withLock { $0.finished = true }
-                done.signal()
+            case .failed(let entry, let reason):
+                status.withLock { $0.failed += 1 }
+                Terminal.error("backline: cannot play \(entry.path): \(reason)", tty: tty)
+            case .state(.stopped):
+                // The queue's end (or a stop from the desktop's controls): the player's end.
+                if status.withLock({ $0.started }) { done() }
+            default:
+                break
+            }
+        }
+        player.addObserver(queue: events) { event in
+            switch event {
             case .itemDidPlayToEnd:
                 status.withLock { $0.played += 1 }
-            case .itemFailedToPlayToEnd(let item, let error):
-                status.withLock { $0.failed += 1 }
-                Terminal.error("backline: cannot play \(item.path): \(error.message)", tty: tty)
             case .playbackStalled:
                 if verbose { Terminal.error("backline: underrun (\(player.engine.underrunCount))", tty: tty) }
             case .outputFailed(let e):
                 status.withLock { $0.deviceFailed = true }
                 Terminal.error("backline: audio device \(device): \(e.message) (ALSA code \(e.code))", tty: tty)
-                done.signal()
+                done()
             default:
                 break
             }
+        }
+
+        // Keys, when standard input is a terminal (and not a list being read from it).
+        let keys = !noKeys && !files.contains("-") && KeyTerminal.available
+        var reader: KeyReader?
+        if keys {
+            KeyTerminal.prepare()
+            KeyTerminal.enter()
+            reader = KeyReader { key in ui.handle(key) }
         }
 
         // Job control: in the terminal's foreground process group the app is active; put in the
         // background (Ctrl-Z then `bg`, or started with `&`) it is in the background. Once
         // nothing keeps it running there, the suspension hook stops the process (SIGSTOP);
         // `fg` continues it and makes it active again.
+        let session = playback.session
         app.addSuspensionHook { _ in
-            Terminal.error("backline: suspended: nothing is playing in the background (category \(session.category.rawValue)); `fg` resumes", tty: false)
+            Terminal.error("backline: stopped: nothing is playing in the background (\(session.category.rawValue) pauses there); `fg` resumes", tty: false)
         }
         // Stop only once the suspension is complete (hooks run, device released), on the queue
         // that also handles SIGCONT, so continuing never races the suspension.
@@ -164,6 +260,7 @@ struct Play: ParsableCommand {
             if case .didSuspend = event { kill(getpid(), SIGSTOP) }
         }
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let foreground = Atomic<Bool>(true)
         let pausedByBackground = Atomic<Bool>(false)
         player.addObserver(queue: events) { event in
             if case .rateChanged(0, .appBackgrounded) = event { pausedByBackground.store(true, ordering: .relaxed) }
@@ -174,8 +271,9 @@ struct Play: ParsableCommand {
             guard isForeground != foreground.load(ordering: .relaxed) else { return }
             foreground.store(isForeground, ordering: .relaxed)
             if isForeground {
+                if keys { KeyTerminal.enter() }
                 app.enterForeground()
-                if pausedByBackground.exchange(false, ordering: .relaxed) { player.play() }
+                if pausedByBackground.exchange(false, ordering: .relaxed) { _ = dispatcher.execute(PlayCommand(item: nil)) }
             } else {
                 Terminal.finish(tty: tty)
                 app.enterBackground()
@@ -186,94 +284,91 @@ struct Play: ParsableCommand {
         // SIGCONT. Look then (and at start), instead of polling the terminal.
         signal(SIGCONT, SIG_DFL)
         let continued = DispatchSource.makeSignalSource(signal: SIGCONT, queue: events)
-        continued.setEventHandler { followTerminal() }
+        continued.setEventHandler {
+            if keys, KeyTerminal.inForeground { KeyTerminal.enter() }
+            followTerminal()
+        }
         continued.resume()
+        // Ctrl-Z: the terminal's settings back before stopping (the shell gets a sane line), the
+        // status line cleared; SIGCONT above sets them again when back in the foreground.
+        signal(SIGTSTP, SIG_IGN)
+        let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: events)
+        stop.setEventHandler {
+            Terminal.finish(tty: tty)
+            KeyTerminal.leave()
+            kill(getpid(), SIGSTOP)
+        }
+        stop.resume()
 
-        // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal line.
+        // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        var sources: [any DispatchSourceSignal] = []
+        var sources: [any DispatchSourceSignal] = [continued, stop]
         for sig in [SIGINT, SIGTERM] {
             let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             src.setEventHandler {
                 interrupted.store(true, ordering: .relaxed)
-                done.signal()
+                done()
             }
             src.resume()
             sources.append(src)
         }
+        // A resize redraws the status line at once.
+        signal(SIGWINCH, SIG_IGN)
+        let resized = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
+        resized.setEventHandler { tick.signal() }
+        resized.resume()
+        sources.append(resized)
 
         // In the background only `playback` may start playing; the others start on `fg`.
+        let startAt = start.flatMap(Self.parseTime) ?? 0
+        status.withLock { $0.started = true }  // (from here a stopped queue is the end)
         if foreground.load(ordering: .relaxed) || session.category == .playback {
-            player.play()
+            if startAt > 0 {
+                // The first item from `--start`: the queue starts there, nothing before it is heard.
+                var snap = queue.snapshot()
+                snap.current = queue.playOrder.first
+                snap.position = startAt
+                snap.state = .playing
+                queue.restore(snap, play: true)
+            } else {
+                run(PlayCommand(item: nil))
+            }
         } else {
             pausedByBackground.store(true, ordering: .relaxed)
         }
+        if queue.playbackState == .stopped, !pausedByBackground.load(ordering: .relaxed) { done() }
 
-        // Progress: a live line on a terminal (in the foreground); otherwise just wait.
-        while done.wait(timeout: tty ? .now() + .milliseconds(250) : .distantFuture) == .timedOut {
+        // The status line on a terminal (in the foreground), redrawn four times a second and at
+        // once after a key or a resize.
+        while !ending.load(ordering: .relaxed) {
+            _ = tick.wait(timeout: .now() + .milliseconds(250))
+            if ending.load(ordering: .relaxed) { break }
             followTerminal()
-            if tty, foreground.load(ordering: .relaxed), player.timeControlStatus == .playing,
-               let item = player.currentItem {
-                Terminal.progress("  \(formatTime(player.currentTime())) / \(formatTime(item.duration ?? 0))")
+            if tty, foreground.load(ordering: .relaxed) {
+                Terminal.progress(ui.status().render(width: Terminal.width, color: color))
             }
         }
+        reader?.stop()
         mpris?.stop()
-        remoteBinding.unbind()
-        nowPlayingBinding.unbind()
         player.removeAllItems()
         player.engine.shutdown()
         Terminal.finish(tty: tty)
+        KeyTerminal.leave()
         for s in sources { s.cancel() }
-        continued.cancel()
         if terminal >= 0 { close(terminal) }
 
-        if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
-        if quit.load(ordering: .relaxed) { return }
         let s = status.withLock { $0 }
-        if s.deviceFailed || s.played == 0 { throw ExitCode(1) }
+        if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
+        if s.deviceFailed { throw ExitCode(1) }
+        if quit.load(ordering: .relaxed) { throw ExitCode(s.failed > 0 ? 2 : 0) }
+        if s.played == 0 { throw ExitCode(1) }
         if s.failed > 0 { throw ExitCode(2) }
     }
-}
 
-/// `m:ss` (or `h:mm:ss`).
-func formatTime(_ seconds: Double) -> String {
-    let t = Int(seconds.isFinite ? max(0, seconds) : 0)
-    return t >= 3600 ? String(format: "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60)
-        : String(format: "%d:%02d", t / 60, t % 60)
-}
-
-/// Writes to the terminal without mixing the live progress line into other output.
-enum Terminal {
-    private static let lock = Mutex(false)  // whether a progress line is showing
-
-    static func line(_ s: String, tty: Bool) { write(STDOUT_FILENO, s, tty: tty) }
-    static func error(_ s: String, tty: Bool) { write(STDERR_FILENO, s, tty: tty) }
-
-    static func progress(_ s: String) {
-        lock.withLock { showing in
-            emit(STDOUT_FILENO, "\r\u{1B}[2K" + s)
-            showing = true
-        }
-    }
-
-    static func finish(tty: Bool) {
-        lock.withLock { showing in
-            if showing { emit(STDOUT_FILENO, "\r\u{1B}[2K") }
-            showing = false
-        }
-    }
-
-    private static func write(_ fd: Int32, _ s: String, tty: Bool) {
-        lock.withLock { showing in
-            if showing && tty { emit(STDOUT_FILENO, "\r\u{1B}[2K") }
-            showing = false
-            emit(fd, s + "\n")
-        }
-    }
-
-    private static func emit(_ fd: Int32, _ s: String) {
-        var s = s
-        s.withUTF8 { buf in _ = Foundation.write(fd, buf.baseAddress, buf.count) }
+    /// `Title — Artist`, the title alone, or the file name.
+    static func name(_ info: ItemInfo) -> String {
+        let m = info.metadata
+        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
     }
 }

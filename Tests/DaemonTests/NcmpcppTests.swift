@@ -9,52 +9,6 @@ import Testing
 /// The daemon plays through the shared PulseAudio null sink (real-time pacing).
 @Suite("backline daemon speaks MPD: stock ncmpcpp in tmux", Harness.audioTools)
 struct NcmpcppTests {
-    /// A private tmux server (its socket in the test's directory, no user config) with one session.
-    struct Terminal {
-        let socket: String
-        let session = "ncm"
-
-        @discardableResult
-        func tmux(_ args: [String]) throws -> ProcessResult {
-            try runProcess("tmux", ["-S", socket, "-f", "/dev/null"] + args, timeout: 20)
-        }
-
-        /// Starts `command` (executed directly, no shell) in a detached 120×40 pane.
-        func start(_ command: [String]) throws {
-            let r = try tmux(["new-session", "-d", "-s", session, "-x", "120", "-y", "40"] + command)
-            guard r.status == 0 else { throw HarnessError("tmux new-session failed: \(r.stderr)") }
-        }
-
-        /// Types `keys` (tmux key names: `Enter`, `Home`, or literal characters).
-        func keys(_ keys: String...) throws {
-            let r = try tmux(["send-keys", "-t", session] + keys)
-            guard r.status == 0 else { throw HarnessError("tmux send-keys \(keys) failed: \(r.stderr)") }
-        }
-
-        /// The pane's text now ("" once the session is gone).
-        func screen() -> String {
-            (try? tmux(["capture-pane", "-p", "-t", session]))?.stdoutText ?? ""
-        }
-
-        /// Polls the screen every 100 ms until `condition` holds or `timeout` seconds pass;
-        /// whether it held, and the last screen (for the failure message).
-        func waitForScreen(timeout: Double = 10, _ condition: (String) -> Bool) -> (Bool, String) {
-            let deadline = Date().addingTimeInterval(timeout)
-            var text = screen()
-            while !condition(text) {
-                if Date() > deadline { return (false, text) }
-                usleep(100_000)
-                text = screen()
-            }
-            return (true, text)
-        }
-
-        /// Whether the session (its program) is still there.
-        var isRunning: Bool { (try? tmux(["has-session", "-t", session]))?.status == 0 }
-
-        func kill() { _ = try? tmux(["kill-server"]) }
-    }
-
     /// The elapsed time ncmpcpp's footer shows for the 1-minute item, `[M:SS/1:00]`, in seconds.
     static func shownElapsed(_ screen: String) -> Int? {
         guard let end = screen.range(of: "/1:00]", options: .backwards),
@@ -94,7 +48,7 @@ struct NcmpcppTests {
             message_delay_time = 1
 
             """.write(to: config, atomically: true, encoding: .utf8)
-        let term = Terminal(socket: d.dir.path + "/tmux.sock")
+        let term = TmuxTerminal(socket: d.dir.path + "/tmux.sock", session: "ncm")
         defer { term.kill() }
         try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
                         "/usr/bin/ncmpcpp", "-c", config.path])

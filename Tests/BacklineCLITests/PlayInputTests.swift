@@ -1,0 +1,150 @@
+import BacklineTestSupport
+import Foundation
+import Testing
+
+/// `backline play`'s inputs (folders, playlists, standard input) and options (--shuffle,
+/// --repeat, --volume, --start, --verbose), on ALSA's file and null devices (bit-exact, no pacing).
+@Suite("backline play: inputs and options", Harness.audioTools)
+struct PlayInputTests {
+    /// The items announced on stdout (`▶ NAME  [M:SS]`), in order.
+    static func announced(_ out: String) -> [String] {
+        out.split(separator: "\n").filter { $0.hasPrefix("▶ ") }.map { line in
+            let name = line.dropFirst(2)
+            return String(name.range(of: "  [").map { name[..<$0.lowerBound] } ?? name)
+        }
+    }
+
+    /// A folder of short tones: `2.mp3`, `10.mp3`, `sub/1.mp3`, plus a cover and a text file.
+    static func folder() throws -> URL {
+        let dir = try Harness.makeTemporaryDirectory("play-folder")
+        let tone = try Fixtures.tone("input-tone", seconds: 0.3, frequency: 500)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        for name in ["2.mp3", "10.mp3", "sub/1.mp3", "B side.MP3"] {
+            try FileManager.default.copyItem(at: tone, to: dir.appendingPathComponent(name))
+        }
+        try Data([0x89, 0x50, 0x4E, 0x47]).write(to: dir.appendingPathComponent("cover.png"))
+        try Data("liner notes".utf8).write(to: dir.appendingPathComponent("notes.txt"))
+        return dir
+    }
+
+    @Test("a folder plays its MP3 files recursively in natural order; what was left out is summarised")
+    func folders() throws {
+        let dir = try Self.folder()
+        let r = try runProcess(backline, ["play", "--no-mpris", "--device", "null", dir.path], environment: try isolated())
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.announced(r.stdoutText) == ["2.mp3", "10.mp3", "B side.MP3", "1.mp3"], "\(r.stdoutText)")
+        #expect(r.stderr == "backline: \(dir.path): left out 2 files that are not MPEG audio (cover.png, notes.txt)\n", "\(r.stderr)")
+
+        let empty = try Harness.makeTemporaryDirectory("play-empty")
+        let e = try runProcess(backline, ["play", "--no-mpris", "--device", "null", empty.path], environment: try isolated())
+        #expect(e.status == 1)
+        #expect(e.stderr == "backline: \(empty.path): no MPEG audio files in the directory\nbackline: nothing to play\n", "\(e.stderr)")
+    }
+
+    @Test("M3U and PLS playlists: relative entries against the playlist, missing entries and a playlist including itself reported, the rest played")
+    func playlists() throws {
+        let dir = try Self.folder()
+        try """
+            #EXTM3U
+            #EXTINF:1,ten
+            10.mp3
+            missing.mp3
+            sub/1.mp3
+            list.m3u
+            \(dir.path)/2.mp3
+            """.write(to: dir.appendingPathComponent("list.m3u"), atomically: true, encoding: .utf8)
+        try """
+            [playlist]
+            File2=2.mp3
+            Title2=two
+            File1=file://\(dir.path)/B%20side.MP3
+            NumberOfEntries=2
+            Version=2
+            """.write(to: dir.appendingPathComponent("two.pls"), atomically: true, encoding: .utf8)
+        let elsewhere = try Harness.makeTemporaryDirectory("play-cwd")
+        let r = try runProcess("/bin/sh", ["-c", "cd '\(elsewhere.path)' && '\(backline)' play --no-mpris --device null '\(dir.path)/list.m3u' '\(dir.path)/two.pls'"],
+                               environment: try isolated())
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.announced(r.stdoutText) == ["10.mp3", "1.mp3", "2.mp3", "B side.MP3", "2.mp3"], "\(r.stdoutText)")
+        #expect(r.stderr == """
+            backline: skipped missing.mp3: no such file or directory
+            backline: skipped list.m3u: the playlist includes itself
+
+            """, "\(r.stderr)")
+    }
+
+    @Test("- reads paths (or a playlist) from standard input, relative to the current directory; keys stay off")
+    func standardInput() throws {
+        let dir = try Self.folder()
+        let r = try runProcess("/bin/sh", ["-c", "cd '\(dir.path)' && printf '10.mp3\\n# a comment\\n\\nsub/1.mp3\\nnope.mp3\\n' | '\(backline)' play --no-mpris --device null -"],
+                               environment: try isolated())
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.announced(r.stdoutText) == ["10.mp3", "1.mp3"], "\(r.stdoutText)")
+        #expect(r.stderr == "backline: skipped nope.mp3: no such file or directory\n", "\(r.stderr)")
+        let pls = try runProcess("/bin/sh", ["-c", "cd '\(dir.path)' && printf '[playlist]\\nFile1=2.mp3\\n' | '\(backline)' play --no-mpris --device null -"],
+                                 environment: try isolated())
+        #expect(Self.announced(pls.stdoutText) == ["2.mp3"], "\(pls.stdoutText) \(pls.stderr)")
+        let none = try runProcess("/bin/sh", ["-c", "'\(backline)' play --no-mpris --device null - </dev/null"], environment: try isolated())
+        #expect(none.status == 1)
+        #expect(none.stderr == "backline: standard input: no paths on standard input\nbackline: nothing to play\n", "\(none.stderr)")
+    }
+
+    @Test("--volume scales the samples, --start skips into the first item exactly, --repeat one plays it again, --shuffle plays each item once")
+    func options() throws {
+        let tone = try Fixtures.tone("option-tone", seconds: 2, frequency: 330)
+        let ref = try ReferenceDecoder.decodeF32(tone)
+
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let v = try runProcess(backline, ["play", "--no-mpris", "--volume", "50", "--device", cap.device, tone.path], environment: try isolated())
+        #expect(v.status == 0, "\(v.stderr)")
+        let half = try cap.f32()
+        #expect(half.count == ref.count)
+        #expect(half == ref.map { $0 * 0.5 }, "volume 50 is a gain of exactly 0.5")
+
+        let cap2 = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let s = try runProcess(backline, ["play", "--no-mpris", "--start", "0:01.5", "--device", cap2.device, tone.path], environment: try isolated())
+        #expect(s.status == 0, "\(s.stderr)")
+        let tail = try cap2.f32()
+        #expect(tail == Array(ref.dropFirst(2 * 66_150)), "from frame 66150 (1.5 s) on, bit-exact: \(tail.count) samples vs \(ref.count - 2 * 66_150)")
+
+        // Repeat one: the item is announced again and again until the player is stopped.
+        let p = try SpawnedProcess(backline, ["play", "--no-mpris", "--repeat", "one", "--device", "null", tone.path], environment: try isolated())
+        #expect(eventually(timeout: 20) { p.stdout.components(separatedBy: "▶ option-tone.mp3").count > 3 }, "\(p.stdout)")
+        p.signal(SIGTERM)
+        #expect(try p.wait(timeout: 5) == 130)
+
+        let dir = try Harness.makeTemporaryDirectory("play-shuffle")
+        let short = try Fixtures.tone("shuffle-tone", seconds: 0.2, frequency: 700)
+        let names = (1...8).map { "s\($0).mp3" }
+        for n in names { try FileManager.default.copyItem(at: short, to: dir.appendingPathComponent(n)) }
+        let sh = try runProcess(backline, ["play", "--no-mpris", "--shuffle", "--device", "null"] + names.map { dir.appendingPathComponent($0).path },
+                                environment: try isolated())
+        let order = Self.announced(sh.stdoutText)
+        #expect(order.sorted() == names, "each item once: \(order)")
+        #expect(order != names, "shuffled (1 in 40320 to fail by chance): \(order)")
+
+        let bad = try runProcess(backline, ["play", "--repeat", "twice", "--volume", "150", tone.path], environment: try isolated())
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("--repeat must be all, one or off (got 'twice')"), "\(bad.stderr)")
+        let badStart = try runProcess(backline, ["play", "--start", "1:75", tone.path], environment: try isolated())
+        #expect(badStart.stderr.contains("--start must be seconds, M:SS or H:MM:SS (got '1:75')"), "\(badStart.stderr)")
+    }
+
+    @Test("--verbose prints the device's settings and scheduling; a bad device is named without ALSA's raw lines")
+    func verboseAndDevice() throws {
+        let tone = try Fixtures.tone("verbose-tone", seconds: 0.5, frequency: 550)
+        let r = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--buffer-ms", "200", "--device", "null", tone.path], environment: try isolated())
+        #expect(r.status == 0, "\(r.stderr)")
+        let line = r.stderr.split(separator: "\n").first { $0.hasPrefix("backline: device null: ") }.map(String.init) ?? ""
+        #expect(line.hasPrefix("backline: device null: float32, 44100 Hz, 2 channels, buffer 8820 frames (200 ms), period 4410 frames (100 ms); output thread at "),
+                "\(r.stderr)")
+        #expect(line.hasSuffix("real-time (SCHED_FIFO)") || line.hasSuffix("normal priority (no SCHED_FIFO)"), "\(line)")
+        let s16 = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--format", "s16", "--device", "null", tone.path], environment: try isolated())
+        #expect(s16.stderr.contains("backline: device null: s16, 44100 Hz, 2 channels, buffer 22050 frames (500 ms), period 11025 frames (250 ms)"), "\(s16.stderr)")
+
+        let d = try runProcess(backline, ["play", "--no-mpris", "--device", "no_such_device_xyz", tone.path], environment: try isolated())
+        #expect(d.status == 1)
+        #expect(!d.stderr.contains("ALSA lib"), "\(d.stderr)")
+        #expect(d.stderr.hasPrefix("backline: audio device no_such_device_xyz: "), "\(d.stderr)")
+    }
+}
