@@ -173,7 +173,12 @@ public struct PathResolver: Sendable {
             }
             joined = root + "/" + request
         }
-        return try confine(joined, shown: request)
+        do {
+            return try confine(joined, shown: request)
+        } catch where error.code == .notFound && base == nil && !request.hasPrefix("/") {
+            // What a relative path is relative to, said where it matters.
+            throw Refusal(code: .notFound, path: request, message: "no such file or directory in the music directory \(musicDirectory)")
+        }
     }
 
     /// Resolves symlinks and refuses anything outside the music directory (unless allowed).

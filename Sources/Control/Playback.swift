@@ -203,7 +203,8 @@ public final class Playback: Sendable {
             index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
             repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume,
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
-            underruns: player.engine.underrunCount, sleep: sleepSnapshot)
+            underruns: player.engine.underrunCount, sleep: sleepSnapshot,
+            musicDirectory: resolver.root ?? resolver.musicDirectory)
     }
 
     public var nowPlayingSnapshot: NowPlayingSnapshot? {

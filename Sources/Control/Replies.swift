@@ -88,6 +88,9 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var device: String
     public var underruns: Int
     public var sleep: SleepSnapshot?
+    /// The music directory (symlinks resolved) that relative paths are relative to: a client
+    /// in a folder inside it can name files relative to that folder.
+    public var musicDirectory: String
 }
 
 /// What the now-playing info center holds for the current item.

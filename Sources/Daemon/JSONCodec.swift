@@ -184,6 +184,7 @@ public enum JSONCodec {
             ("device", .string(s.device)),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
+            ("musicDirectory", .string(s.musicDirectory)),
         ]
     }
 

@@ -105,7 +105,7 @@ public final class AudioSession: Sendable {
         switch category {
         case .soloAmbient:
             guard options.isEmpty else {
-                throw AudioSessionError(.incompatibleCategory, "soloAmbient accepts no category options (got \(options.rawValue))")
+                throw AudioSessionError(.incompatibleCategory, "soloAmbient accepts no category options (got \(options.names.joined(separator: ", ")))")
             }
         case .ambient:
             guard options.subtracting(.mixWithOthers).isEmpty else {

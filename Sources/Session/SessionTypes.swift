@@ -26,6 +26,24 @@ public struct SessionCategoryOptions: OptionSet, Sendable, Hashable, Codable {
     public static let duckOthers = SessionCategoryOptions(rawValue: 0x2)
     /// Interrupt others' spoken audio, mix with the rest (includes ``mixWithOthers``).
     public static let interruptSpokenAudioAndMixWithOthers = SessionCategoryOptions(rawValue: 0x11)
+
+    /// The options' names, as Apple spells them (`interruptSpokenAudioAndMixWithOthers` covers
+    /// the `mixWithOthers` it includes); unknown bits as a hexadecimal number.
+    public var names: [String] {
+        var rest = self
+        var found: [(Int, String)] = []
+        let known: [(Int, String, SessionCategoryOptions)] = [
+            (2, "interruptSpokenAudioAndMixWithOthers", .interruptSpokenAudioAndMixWithOthers),
+            (1, "duckOthers", .duckOthers), (0, "mixWithOthers", .mixWithOthers),
+        ]
+        for (order, name, option) in known where rest.isSuperset(of: option) {
+            found.append((order, name))
+            rest.subtract(option)
+        }
+        var names = found.sorted { $0.0 < $1.0 }.map(\.1)
+        if !rest.isEmpty { names.append("0x" + String(rest.rawValue, radix: 16)) }
+        return names
+    }
 }
 
 /// Options for ``AudioSession/setActive(_:options:)``.
@@ -36,7 +54,8 @@ public struct SetActiveOptions: OptionSet, Sendable {
     public static let notifyOthersOnDeactivation = SetActiveOptions(rawValue: 1)
 }
 
-/// An audio-session error, with AVAudioSession's four-character codes.
+/// An audio-session error, with AVAudioSession's four-character codes: ``message`` is for
+/// people, ``description`` adds the code (as `NSError` shows it), ``code`` is the code.
 public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Int, Sendable {
         /// `'!int'`: another session could not be interrupted.

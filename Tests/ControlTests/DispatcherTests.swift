@@ -82,8 +82,13 @@ struct DispatcherTests {
             try d.execute(RateCommand(rate: 2)).get()
         }
         guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album/0.mp3"])) else { Issue.record("add failed"); return }
-        guard case .failure(.noSuchItem) = d.execute(RemoveCommand(ids: [ids[0], 999])) else { Issue.record("removed a missing id"); return }
-        #expect(d.playback.queue.entries.map(\.id) == ids, "all or nothing")
+        // As mpd's list of deleteids: the known ids go, the error names the unknown ones and what went.
+        #expect(d.execute(RemoveCommand(ids: [999])) == .failure(.noSuchItem("no item with id 999 in the queue; nothing removed")))
+        #expect(d.playback.queue.entries.map(\.id) == ids)
+        #expect(d.execute(RemoveCommand(ids: [ids[0], 999, 998])) == .failure(.noSuchItem(
+            "no item with ids 999, 998 in the queue; removed 1 (id \(ids[0])), \(ids.count - 1) left")))
+        #expect(d.playback.queue.entries.map(\.id) == Array(ids.dropFirst()))
+        guard case .success(.added) = d.execute(AddCommand(paths: ["album/0.mp3"])) else { Issue.record("add failed"); return }
         // The remote command center (headset buttons, other processes) runs the same commands
         // (the null device plays far faster than real time: the start is seen as an event).
         let events = Events(d.playback)

@@ -368,7 +368,7 @@ struct MPDTests {
         let listed = try d.ctl(["playlists"])
         #expect(listed.status == 0 && listed.stdoutText == "mix\n", "\(listed.stdoutText) \(listed.stderr)")
         #expect(try d.ctl(["playlist-add", "mix", "short/1.mp3"]).status == 0)
-        #expect(try d.ctl(["playlist", "mix"]).stdoutText == "album/a.mp3\nlong.mp3\nshort/1.mp3\n")
+        #expect(try d.ctl(["playlist", "mix"]).stdoutText == "1. album/a.mp3\n2. long.mp3\n3. short/1.mp3\n")
 
         _ = try mpc("clear")
         #expect(try mpc("load", "mix").status == 0)

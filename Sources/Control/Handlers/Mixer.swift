@@ -8,8 +8,8 @@ public struct VolumeCommand: ControlCommand {
         case by(Double)
     }
     public static let descriptor = CommandDescriptor(
-        Self.self, "volume", .mixer, "Set or read the volume in percent.",
-        [("volume", .number, "0–100"), ("change", .number, "relative (±)")])
+        Self.self, "volume", .mixer, "Set or read the volume in percent (clamped to 0–100, as mpc does).",
+        [("volume", .number, "0–100 (beyond: clamped)"), ("change", .number, "relative (±)")])
     /// nil: read it.
     public var change: Change?
     public init(change: Change?) { self.change = change }
@@ -18,8 +18,7 @@ public struct VolumeCommand: ControlCommand {
         case (nil, nil): change = nil
         case (let v?, nil):
             guard v.isFinite else { throw .badArgument("volume: not a number") }
-            guard (0...100).contains(v) else { throw .badArgument("volume: 0 to 100") }
-            change = .set(v)
+            change = .set(min(100, max(0, v)))  // as mpc: 150 is 100 (MPD's `setvol` checks its range first)
         case (nil, let d?):
             guard d.isFinite else { throw .badArgument("volume: not a number") }
             change = .by(d)

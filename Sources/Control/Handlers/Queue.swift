@@ -9,13 +9,18 @@ public struct AddCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "add", .queue,
         "Queue files, directories (recursively, name order) and M3U playlists; relative to the music directory.",
-        [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)")],
+        [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)"),
+         ("partial", .boolean, "add what can be used and list the rest in skipped (default: one path that cannot be used adds nothing)")],
         executor: .offLoop)
     public var paths: [String]
     public var position: Int?
-    public init(paths: [String], position: Int? = nil) {
+    /// Whether paths that cannot be used are skipped (listed in the reply) instead of failing
+    /// the request; when none can be used it fails with the first one's reason.
+    public var partial: Bool
+    public init(paths: [String], position: Int? = nil, partial: Bool = false) {
         self.paths = paths
         self.position = position
+        self.partial = partial
     }
     public init(_ a: Arguments) throws(CommandError) {
         try self.init(a, command: "add")
@@ -24,15 +29,17 @@ public struct AddCommand: ControlCommand {
         paths = (a.strings("paths") ?? []) + (a.string("path").map { [$0] } ?? [])
         guard !paths.isEmpty else { throw .badArgument("\(command): \"paths\" (array of strings) or \"path\" is required") }
         position = a.integer("position")
+        partial = a.bool("partial") ?? false
         if let position, position < 0 { throw .badArgument("add: position must be ≥ 0") }
     }
     public var arguments: Arguments {
         var v: [String: ArgumentValue] = ["paths": .strings(paths)]
         if let position { v["position"] = .integer(position) }
+        if partial { v["partial"] = .boolean(true) }
         return Arguments(v)
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        try add(paths, x, failFirst: true)
+        try add(paths, x, failFirst: !partial)
     }
 
     /// Resolves `requests` and queues what they name. With `failFirst` one request that
@@ -61,9 +68,12 @@ public struct AddCommand: ControlCommand {
 public struct InsertCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "insert", .queue, "Like add, at a position.",
-        [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required")], executor: .offLoop)
+        [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required"), ("partial", .boolean, "as add")],
+        executor: .offLoop)
     public var add: AddCommand
-    public init(paths: [String], position: Int) { add = AddCommand(paths: paths, position: position) }
+    public init(paths: [String], position: Int, partial: Bool = false) {
+        add = AddCommand(paths: paths, position: position, partial: partial)
+    }
     public init(_ a: Arguments) throws(CommandError) {
         add = try AddCommand(a, command: "insert")
         guard add.position != nil else { throw .badArgument("insert: \"position\" is required") }
@@ -72,10 +82,13 @@ public struct InsertCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply { try add.run(x) }
 }
 
-/// Removes items by id (the current one: playback moves on); all or nothing.
+/// Removes items by id (the current one: playback moves on). As mpd does with a list of
+/// `deleteid`s, the ids that are in the queue are removed even when others are not; the error
+/// then names the unknown ids and says what was removed.
 public struct RemoveCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
-        Self.self, "remove", .queue, "Remove items (the current one: playback moves on).",
+        Self.self, "remove", .queue,
+        "Remove items by id (the current one: playback moves on); unknown ids are an error that says what was removed.",
         [("items", .integers, "item ids"), ("item", .integer, "one item id")])
     public var ids: [Int]
     public init(ids: [Int]) { self.ids = ids }
@@ -86,8 +99,24 @@ public struct RemoveCommand: ControlCommand {
     }
     public var arguments: Arguments { Arguments(["items": .integers(ids)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        do throws(PlayQueueError) { try x.playback.queue.remove(ids) } catch { throw CommandError(error) }
-        return .count(x.playback.queue.entries.count)
+        let q = x.playback.queue
+        let known = Set(q.entries.map(\.id))
+        var seen = Set<Int>()
+        let unique = ids.filter { seen.insert($0).inserted }
+        let present = unique.filter(known.contains)
+        let missing = unique.filter { !known.contains($0) }
+        if !present.isEmpty {
+            do throws(PlayQueueError) { try q.remove(present) } catch { throw CommandError(error) }
+        }
+        guard missing.isEmpty else {
+            let which = missing.count == 1 ? "id \(missing[0])" : "ids " + missing.map(String.init).joined(separator: ", ")
+            let left = q.entries.count
+            let done = present.isEmpty
+                ? "nothing removed"
+                : "removed \(present.count) (\(present.count == 1 ? "id" : "ids") \(present.map(String.init).joined(separator: ", "))), \(left) left"
+            throw .noSuchItem("no item with \(which) in the queue; \(done)")
+        }
+        return .count(q.entries.count)
     }
 }
 

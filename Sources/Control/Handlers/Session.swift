@@ -51,7 +51,8 @@ public struct SessionCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let s = x.playback.session
         if let category {
-            do { try s.setCategory(category, options: options) } catch { throw .sessionError("\(error)") }
+            // The message for people; the library keeps the code (`AudioSessionError.code`).
+            do { try s.setCategory(category, options: options) } catch { throw .sessionError("session: \(error.message)") }
         }
         if let silentSwitch { s.silentSwitch = silentSwitch }
         if let screenLocked { s.screenLocked = screenLocked }

@@ -27,7 +27,9 @@ public struct SleepCommand: ControlCommand {
         case (_?, true): throw .badArgument("sleep: give \"minutes\" or \"endOfItem\", not both")
         case (nil, true): action = .endOfItem
         case (let m?, false):
-            guard m > 0, m <= 24 * 60 else { throw .badArgument("sleep: minutes is more than 0, at most 1440") }
+            guard m > 0, m <= 24 * 60 else {
+                throw .badArgument("sleep: minutes must be more than 0 and at most 1440 (24 hours); to turn the timer off, cancel it")
+            }
             action = .after(minutes: m, fade: fade)
         }
     }
