@@ -764,24 +764,25 @@ public final class PlayQueue: Sendable {
     }
 
     /// The entries automatic advance plays after `id`, in order: at most ``lookahead`` of them,
-    /// and at most the queue once around (with repeat all, `id` itself comes last).
+    /// and with more than one, at most the queue's length (but 8 at least: with repeat, a short
+    /// queue comes round again, and repeat one repeats `id`).
     private func upcoming(after id: Int, _ s: State) -> [Int] {
-        guard lookahead > 1, !s.stopAfterCurrent, s.repeatMode != .one else {
-            return automaticNext(after: id, s).map { [$0] } ?? []
-        }
+        guard lookahead > 1, !s.stopAfterCurrent else { return automaticNext(after: id, s).map { [$0] } ?? [] }
         let order = order(s)
+        let limit = min(lookahead, max(order.count, 8))
+        if s.repeatMode == .one { return failure(id, s) == nil ? Array(repeating: id, count: limit) : [] }
         guard let i = order.firstIndex(of: id) else { return [] }
         let skipped = Set(s.entries.lazy.filter { $0.failure != nil }.map(\.id)).union(s.consumed)
         var out: [Int] = []
-        var k = i + 1, wrapped = false
-        while out.count < lookahead {
+        var k = i + 1, steps = 0
+        while out.count < limit, steps < 2 * limit + order.count {
             if k == order.count {
-                guard s.repeatMode == .all, !wrapped else { break }
-                (k, wrapped) = (0, true)
+                guard s.repeatMode == .all else { break }
+                k = 0
             }
-            if wrapped, k > i { break }
             if !skipped.contains(order[k]) { out.append(order[k]) }
             k += 1
+            steps += 1
         }
         return out
     }

@@ -50,6 +50,31 @@ struct PlayQueueTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("a broken item between two plays no gap: the queue feeds past it as soon as the decoder fails it, long before the listener reaches it (heard on the sink's monitor)")
+    func gaplessPastFailure() throws {
+        try PulseNullSink.exclusive { sink in
+            let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: Self.config)
+            try d.start()
+            let c = try d.client()
+            let w = try d.client()
+            #expect(try w.request("subscribe", [("events", ["state", "failed"])]).ok)
+            _ = try c.request("add", [("paths", ["short/1.mp3", "broken/bad.mp3", "broken/bad.mp3", "short/2.mp3"])])
+            let (events, rec) = try sink.record { () throws -> [JSON] in
+                _ = try c.request("play")
+                return try collect(w) { $0.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
+            }
+            #expect(events.filter { $0["event"] == "failed" }.map { $0["item"]?.int } == [2, 3], "\(events.map(\.text))")
+            let heard = HeardTimeline(recording: rec, rate: PulseNullSink.rate)
+            let first = try #require(heard.firstSound())
+            var last = heard.frameCount - 1
+            while last > first, abs(Int(rec[2 * last])) <= HeardTimeline.silenceThreshold { last -= 1 }
+            // Two 1 s tones, back to back: 2 s of sound, and no silent run beyond a zero crossing.
+            #expect(abs(Double(last - first) / Double(PulseNullSink.rate) - 2) < 0.05, "\(Double(last - first) / Double(PulseNullSink.rate)) s")
+            #expect(heard.longestSilence(from: first, to: last) < 0.005, "\(heard.longestSilence(from: first, to: last)) s of silence")
+            #expect(try d.stop() == 0)
+        }
+    }
+
     @Test("repeat all wraps to the first item; repeat one replays the item; stop-after-current stops once, on the next item")
     func repeatModes() throws {
         let (d, c, w) = try daemon()
