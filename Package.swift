@@ -40,6 +40,8 @@ let package = Package(
         .systemLibrary(name: "CPulse", providers: [.apt(["libpulse-dev"])]),
         // glibc's malloc controls (`malloc_trim`, `mallopt`), which the Glibc module leaves out.
         .systemLibrary(name: "CMalloc"),
+        // termios for `backline play`'s keys, with the crash handler that restores them (C storage only).
+        .systemLibrary(name: "CTerminal"),
         // sd-bus (libsystemd): the session bus, for MPRIS.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
@@ -102,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "backline",
             dependencies: [
-                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying",
+                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -74,7 +74,8 @@ public struct PathResolver: Sendable {
     /// The entries of a playlist in order: PLS (`[playlist]`, `FileN=…`, ordered by N) or M3U
     /// (every line that is not blank or a `#` comment). `file://` URLs become paths.
     public static func playlistEntries(_ text: String) -> [String] {
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let body = text.hasPrefix("\u{FEFF}") ? text.dropFirst() : Substring(text)  // (a byte-order mark)
+        let lines = body.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
         func path(_ s: String) -> String {
             s.hasPrefix("file://") ? (URL(string: s)?.path ?? s) : s
         }

@@ -741,38 +741,52 @@ public final class PlayQueue: Sendable {
     }
 
     /// Keeps what the player holds after the current item what automatic advance plays next:
-    /// ``lookahead`` items (the player's upcoming items change only where they differ, so what
-    /// is decoded ahead stays). Items fed past one that failed to decode stay too.
+    /// ``lookahead`` items, counting none that failed to decode ahead of the listener. Those stay
+    /// where they are (their failure is reported, and the entry marked, when the listener
+    /// reaches it) and what follows them is fed at once, so the change stays gapless. Only what
+    /// differs from the wanted order is replaced; what is fed as wanted stays.
     private func refeed(_ s: inout State) {
         guard let first = s.fed.first else { return }
-        let want = upcoming(after: first.id, s)
-        var k = 0  // the upcoming items already fed as wanted
-        while k + 1 < s.fed.count, k < want.count, s.fed[k + 1].id == want[k] { k += 1 }
-        if k == want.count, k + 1 == s.fed.count || (k > 0 && s.fed[k].item.status == .failed) { return }
-        if k + 1 < s.fed.count {
-            player.removeItems(after: s.fed[k].item)
-            s.fed.removeSubrange((k + 1)...)
+        let failed = Set(s.fed.lazy.filter { $0.item.status == .failed }.map(\.id))
+        let want = upcoming(after: first.id, s, skipping: failed)
+        var w = 0, keep = 0  // wanted items fed so far; the fed index of the last item that stays
+        for k in s.fed.indices.dropFirst() {
+            if s.fed[k].item.status == .failed {
+                keep = k
+                continue
+            }
+            guard w < want.count, s.fed[k].id == want[w] else { break }
+            w += 1
+            keep = k
         }
-        guard k < want.count else { return }
-        let paths = want.count - k > 8 ? Dictionary(s.entries.map { ($0.id, $0.path) }, uniquingKeysWith: { a, _ in a }) : nil
-        let items = want[k...].compactMap { id -> (id: Int, item: PlayerItem)? in
+        if keep + 1 < s.fed.count {
+            player.removeItems(after: s.fed[keep].item)
+            s.fed.removeSubrange((keep + 1)...)
+        }
+        guard w < want.count else { return }
+        let paths = want.count - w > 8 ? Dictionary(s.entries.map { ($0.id, $0.path) }, uniquingKeysWith: { a, _ in a }) : nil
+        let items = want[w...].compactMap { id -> (id: Int, item: PlayerItem)? in
             let item = paths.map { $0[id].map(PlayerItem.init(path:)) } ?? self.item(for: id, s)
             return item.map { (id, $0) }
         }
-        let n = player.insert(contentsOf: items.map(\.item), after: s.fed[k].item)
+        let n = player.insert(contentsOf: items.map(\.item), after: s.fed[keep].item)
         s.fed += items.prefix(n)
     }
 
-    /// The entries automatic advance plays after `id`, in order: at most ``lookahead`` of them,
-    /// and with more than one, at most the queue's length (but 8 at least: with repeat, a short
-    /// queue comes round again, and repeat one repeats `id`).
-    private func upcoming(after id: Int, _ s: State) -> [Int] {
-        guard lookahead > 1, !s.stopAfterCurrent else { return automaticNext(after: id, s).map { [$0] } ?? [] }
+    /// The entries automatic advance plays after `id`, in order, leaving out `skipped` (items
+    /// that failed to decode, not marked yet): at most ``lookahead`` of them, and with more than
+    /// one, at most the queue's length (but 8 at least: with repeat all a short queue comes
+    /// round again; repeat one repeats `id` 8 times at most).
+    private func upcoming(after id: Int, _ s: State, skipping failed: Set<Int> = []) -> [Int] {
+        guard !s.stopAfterCurrent else { return [] }
+        guard lookahead > 1 || !failed.isEmpty else { return automaticNext(after: id, s).map { [$0] } ?? [] }
+        if s.repeatMode == .one {
+            return failure(id, s) == nil && !failed.contains(id) ? Array(repeating: id, count: min(lookahead, 8)) : []
+        }
         let order = order(s)
         let limit = min(lookahead, max(order.count, 8))
-        if s.repeatMode == .one { return failure(id, s) == nil ? Array(repeating: id, count: limit) : [] }
         guard let i = order.firstIndex(of: id) else { return [] }
-        let skipped = Set(s.entries.lazy.filter { $0.failure != nil }.map(\.id)).union(s.consumed)
+        let skipped = Set(s.entries.lazy.filter { $0.failure != nil }.map(\.id)).union(s.consumed).union(failed)
         var out: [Int] = []
         var k = i + 1, steps = 0
         while out.count < limit, steps < 2 * limit + order.count {
@@ -830,28 +844,13 @@ public final class PlayQueue: Sendable {
             case .timeJumped(let item, let time):
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
             case .itemStatusChanged(_, .failed):
-                feedPast(&s)
+                refeed(&s)  // the decoder went on past it: what follows is fed now
             case .rateChanged, .timeControlStatusChanged:
                 publishState(&s)
             default:
                 break
             }
             consumePlayed(&s)
-        }
-    }
-
-    /// An item fed failed to decode before it was heard: the decoder went on past it, and may
-    /// have nothing left. So the player is fed until it holds two items that have not failed
-    /// (what is heard and what follows), and the change stays gapless; the failure is reported,
-    /// and the entry marked, when the listener reaches it. At most ``maximumFailuresInARow``
-    /// items are fed ahead, and no entry twice.
-    private func feedPast(_ s: inout State) {
-        while s.fed.count(where: { $0.item.status != .failed }) < 2,
-              s.fed.count(where: { $0.item.status == .failed }) <= Self.maximumFailuresInARow,
-              let last = s.fed.last, let want = automaticNext(after: last.id, s),
-              !s.fed.contains(where: { $0.id == want }),
-              let item = item(for: want, s), player.insert(item, after: last.item) {
-            s.fed.append((want, item))
         }
     }
 

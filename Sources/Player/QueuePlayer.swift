@@ -152,8 +152,7 @@ public final class QueuePlayer: Sendable {
     /// - Returns: how many were inserted; it stops at the first item ``canInsert(_:after:)`` refuses.
     @discardableResult
     public func insert(contentsOf items: [PlayerItem], after: PlayerItem?) -> Int {
-        guard let first = items.first else { return 0 }
-        guard items.count > 1 else { return insert(first, after: after) ? 1 : 0 }
+        guard !items.isEmpty else { return 0 }
         return state.withLock { s in
             var index = s.items.count
             if let after {
@@ -173,6 +172,8 @@ public final class QueuePlayer: Sendable {
                 replan(&s, startingAt: nil)
                 announceCurrent(&s)
                 clock.jumped()
+            } else if index + inserted == s.items.count {
+                spliceAtEnd(&s, Array(s.items[index...]))
             } else {
                 resplice(&s)
             }
@@ -479,6 +480,16 @@ public final class QueuePlayer: Sendable {
         }
         s.engineItems = s.engineItems.filter { $0.key == cid }
         for (item, eid) in zip(upcoming, ids) { s.engineItems[eid] = item }
+    }
+
+    /// `added` were appended: the engine gets them after the item before them, and what it
+    /// holds (and has decoded ahead) up to there stays. Falls back to ``resplice(_:)``.
+    private func spliceAtEnd(_ s: inout State, _ added: [PlayerItem]) {
+        guard s.action == .advance, !s.atEnd, s.currentEngineID != nil, s.items.count > added.count else { return resplice(&s) }
+        let anchor = s.items[s.items.count - added.count - 1]
+        guard let aid = s.engineItems.first(where: { $0.value === anchor })?.key,
+              let ids = engine.replaceItems(after: aid, with: added.map(\.path)) else { return resplice(&s) }
+        for (item, eid) in zip(added, ids) { s.engineItems[eid] = item }
     }
 
     /// Drops the current item (no end event) and makes the next one current.

@@ -38,7 +38,8 @@ struct Play: ParsableCommand {
 
             Exit status: 0 every item played (or q); 2 some items failed (each reported on stderr \
             with the file and the reason); 1 nothing was playable, the device failed, or a usage \
-            error; 130 interrupted (Ctrl-C, SIGTERM).
+            error. Ctrl-C, SIGTERM and a closed pipe end it by that signal, after closing the \
+            device and restoring the terminal (a shell shows 130, 143, 141).
             """)
 
     @Option(name: .long, help: "ALSA PCM device name.")
@@ -152,7 +153,8 @@ struct Play: ParsableCommand {
         if shuffle { run(ShuffleCommand(on: true)) }
         if let v = volume { run(VolumeCommand(change: .set(Double(v)))) }
 
-        let status = Mutex((failed: 0, played: 0, started: false, deviceFailed: false))
+        // Items failed, items heard (their start); whether the queue started; the device failed.
+        let status = Mutex((failed: 0, heard: 0, started: false, deviceFailed: false))
         // The main loop below wakes on `tick` (the end, a key, a resize) or every 250 ms.
         let tick = DispatchSemaphore(value: 0)
         let ending = Atomic<Bool>(false)
@@ -160,7 +162,6 @@ struct Play: ParsableCommand {
             ending.store(true, ordering: .relaxed)
             tick.signal()
         }
-        let interrupted = Atomic<Bool>(false)
         let quit = Atomic<Bool>(false)
         let events = DispatchQueue(label: "backline.play.events")
 
@@ -199,8 +200,10 @@ struct Play: ParsableCommand {
                 let rt = player.engine.isRealtime.map { $0 ? "real-time (SCHED_FIFO)" : "normal priority (no SCHED_FIFO)" } ?? "priority unknown"
                 Terminal.error("backline: device \(device): \(c); output thread at \(rt)", tty: tty)
             }
-            guard case .itemStarted(let info, fromSeek: false) = event else { return }
-            ui.current.withLock { $0 = info }
+            // An item's start (also from `--start`, a seek into a new item), not a seek within it.
+            guard case .itemStarted(let info, _) = event,
+                  ui.current.withLock({ c in defer { c = info }; return c?.id != info.id }) else { return }
+            status.withLock { $0.heard += 1 }
             Terminal.line("▶ \(Self.name(info))  [\(formatTime(info.duration))]", tty: tty)
             if let notifications {
                 let m = info.metadata
@@ -224,8 +227,6 @@ struct Play: ParsableCommand {
         }
         player.addObserver(queue: events) { event in
             switch event {
-            case .itemDidPlayToEnd:
-                status.withLock { $0.played += 1 }
             case .playbackStalled:
                 if verbose { Terminal.error("backline: underrun (\(player.engine.underrunCount))", tty: tty) }
             case .outputFailed(let e):
@@ -237,27 +238,27 @@ struct Play: ParsableCommand {
             }
         }
 
-        // Keys, when standard input is a terminal (and not a list being read from it).
-        let keys = !noKeys && !files.contains("-") && KeyTerminal.available
-        var reader: KeyReader?
-        if keys {
-            KeyTerminal.prepare()
-            KeyTerminal.enter()
-            reader = KeyReader { key in ui.handle(key) }
-        }
-
         // Job control: in the terminal's foreground process group the app is active; put in the
         // background (Ctrl-Z then `bg`, or started with `&`) it is in the background. Once
         // nothing keeps it running there, the suspension hook stops the process (SIGSTOP);
         // `fg` continues it and makes it active again.
+        let keys = !noKeys && !files.contains("-") && KeyTerminal.available
         let session = playback.session
         app.addSuspensionHook { _ in
             Terminal.error("backline: stopped: nothing is playing in the background (\(session.category.rawValue) pauses there); `fg` resumes", tty: false)
         }
+        /// While stopping (Ctrl-Z, or the suspension), the status line stays cleared.
+        let stopping = Atomic<Bool>(false)
+        @Sendable func stopSelf() {
+            stopping.store(true, ordering: .relaxed)
+            Terminal.finish(tty: tty)
+            KeyTerminal.leave()
+            kill(getpid(), SIGSTOP)
+        }
         // Stop only once the suspension is complete (hooks run, device released), on the queue
         // that also handles SIGCONT, so continuing never races the suspension.
         app.addObserver(queue: events) { event in
-            if case .didSuspend = event { kill(getpid(), SIGSTOP) }
+            if case .didSuspend = event { stopSelf() }
         }
         let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         let foreground = Atomic<Bool>(true)
@@ -276,38 +277,44 @@ struct Play: ParsableCommand {
                 if pausedByBackground.exchange(false, ordering: .relaxed) { _ = dispatcher.execute(PlayCommand(item: nil)) }
             } else {
                 Terminal.finish(tty: tty)
+                if keys { KeyTerminal.leave() }  // (in the background: only forgets raw mode)
                 app.enterBackground()
             }
         }
-        followTerminal()
-        // The foreground changes only around a stop: Ctrl-Z then `bg`, or `fg`, both end with
-        // SIGCONT. Look then (and at start), instead of polling the terminal.
+        // Every signal is handled before raw mode starts. The foreground changes only around a
+        // stop (Ctrl-Z then `bg`, `fg`, `kill -STOP`/`-CONT`), which ends with SIGCONT: look then
+        // (and at start), instead of polling the terminal; back in the foreground, raw mode again
+        // (the shell put its own settings back meanwhile).
         signal(SIGCONT, SIG_DFL)
         let continued = DispatchSource.makeSignalSource(signal: SIGCONT, queue: events)
         continued.setEventHandler {
+            stopping.store(false, ordering: .relaxed)
             if keys, KeyTerminal.inForeground { KeyTerminal.enter() }
             followTerminal()
+            tick.signal()
         }
         continued.resume()
-        // Ctrl-Z: the terminal's settings back before stopping (the shell gets a sane line), the
-        // status line cleared; SIGCONT above sets them again when back in the foreground.
+        // Ctrl-Z: the status line cleared and the terminal's settings back before stopping.
         signal(SIGTSTP, SIG_IGN)
         let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: events)
-        stop.setEventHandler {
-            Terminal.finish(tty: tty)
-            KeyTerminal.leave()
-            kill(getpid(), SIGSTOP)
-        }
+        stop.setEventHandler { stopSelf() }
         stop.resume()
-
-        // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal.
+        // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal, then die of
+        // the signal (a shell loop around the player stops at Ctrl-C, as for any program).
+        // A reader of stdout gone (`| head`): the same, of SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let fatal = Atomic<Int32>(0)
+        Terminal.onBrokenPipe {
+            fatal.store(SIGPIPE, ordering: .relaxed)
+            done()
+        }
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         var sources: [any DispatchSourceSignal] = [continued, stop]
         for sig in [SIGINT, SIGTERM] {
             let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             src.setEventHandler {
-                interrupted.store(true, ordering: .relaxed)
+                fatal.store(sig, ordering: .relaxed)
                 done()
             }
             src.resume()
@@ -319,6 +326,15 @@ struct Play: ParsableCommand {
         resized.setEventHandler { tick.signal() }
         resized.resume()
         sources.append(resized)
+
+        // Keys, when standard input is a terminal (and not a list being read from it).
+        var reader: KeyReader?
+        if keys {
+            KeyTerminal.prepare()
+            reader = KeyReader { key in ui.handle(key) }
+        }
+        followTerminal()
+        if keys, foreground.load(ordering: .relaxed) { KeyTerminal.enter() }
 
         // In the background only `playback` may start playing; the others start on `fg`.
         let startAt = start.flatMap(Self.parseTime) ?? 0
@@ -345,7 +361,7 @@ struct Play: ParsableCommand {
             _ = tick.wait(timeout: .now() + .milliseconds(250))
             if ending.load(ordering: .relaxed) { break }
             followTerminal()
-            if tty, foreground.load(ordering: .relaxed) {
+            if tty, foreground.load(ordering: .relaxed), !stopping.load(ordering: .relaxed) {
                 Terminal.progress(ui.status().render(width: Terminal.width, color: color))
             }
         }
@@ -358,12 +374,24 @@ struct Play: ParsableCommand {
         for s in sources { s.cancel() }
         if terminal >= 0 { close(terminal) }
 
+        let sig = fatal.load(ordering: .relaxed)
+        if sig != 0 { Self.die(of: sig) }
         let s = status.withLock { $0 }
-        if interrupted.load(ordering: .relaxed) { throw ExitCode(130) }
         if s.deviceFailed { throw ExitCode(1) }
         if quit.load(ordering: .relaxed) { throw ExitCode(s.failed > 0 ? 2 : 0) }
-        if s.played == 0 { throw ExitCode(1) }
+        if s.heard == 0 { throw ExitCode(1) }
         if s.failed > 0 { throw ExitCode(2) }
+    }
+
+    /// Ends the process by `sig`'s default action (its exit status is 128 + `sig` to a shell).
+    static func die(of sig: Int32) -> Never {
+        signal(sig, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, sig)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        raise(sig)
+        Glibc.exit(128 + sig)
     }
 
     /// `Title — Artist`, the title alone, or the file name.

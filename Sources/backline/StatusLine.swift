@@ -82,6 +82,10 @@ enum Terminal {
     }
 
     private static let lock = Mutex(State())
+    private static let brokenPipe = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `handler` (once) when standard output's reader is gone (EPIPE; SIGPIPE is ignored).
+    static func onBrokenPipe(_ handler: @escaping @Sendable () -> Void) { brokenPipe.withLock { $0 = handler } }
 
     static func line(_ s: String, tty: Bool) { write(STDOUT_FILENO, s, tty: tty) }
     static func error(_ s: String, tty: Bool) { write(STDERR_FILENO, s, tty: tty) }
@@ -115,7 +119,8 @@ enum Terminal {
 
     private static func emit(_ fd: Int32, _ s: String) {
         var s = s
-        s.withUTF8 { buf in _ = Foundation.write(fd, buf.baseAddress, buf.count) }
+        let n = s.withUTF8 { buf in Foundation.write(fd, buf.baseAddress, buf.count) }
+        if n < 0, errno == EPIPE, fd == STDOUT_FILENO, let h = brokenPipe.withLock({ h in defer { h = nil }; return h }) { h() }
     }
 
     /// The terminal's width in columns (80 when it does not say).

@@ -1,3 +1,4 @@
+import CTerminal
 import Foundation
 import Synchronization
 
@@ -5,85 +6,52 @@ import Synchronization
 import Glibc
 #endif
 
-/// The terminal's mode while `backline play` reads keys: the settings found at start are kept,
-/// and every way out puts them back (return, `q`, the queue's end, Ctrl-C, SIGTERM, Ctrl-Z, a
-/// crash signal, `exit`). Keys are read without echo and without waiting for Enter; Ctrl-C and
-/// Ctrl-Z still raise their signals (`ISIG` stays on), and output is left as it was.
+/// The terminal's mode while `backline play` reads keys (a thin wrapper over `CTerminal`, whose
+/// C storage the crash handler reads). Raw mode: no echo, no waiting for Enter; Ctrl-C and
+/// Ctrl-Z still raise their signals, output is left as it was. The settings to restore are read
+/// when raw mode starts (in the foreground, so they are the ones the user's shell left), and
+/// every way out puts them back: return, `q`, the queue's end, Ctrl-C, SIGTERM, Ctrl-Z (before
+/// the process stops), a crash signal, `exit`.
 ///
-/// Raw mode is only ever set while this process group is the terminal's foreground: a job in
-/// the background never touches the settings the shell uses.
+/// Only a process in the terminal's foreground group touches the settings: one in the
+/// background (after `bg`, or stopped and continued there) leaves them to the shell.
 enum KeyTerminal {
-    /// The settings to restore; written once before any handler can read them.
-    nonisolated(unsafe) private static var saved = termios()
-    /// Whether raw mode is on now (read by the crash handler: a plain word, async-signal-safe).
-    nonisolated(unsafe) private static var raw: sig_atomic_t = 0
-    private static let lock = Mutex(false)  // whether `saved` holds the terminal's settings
-    /// The handlers found for the crash signals (by signal number), chained to after restoring.
-    nonisolated(unsafe) private static var previous: [sigaction] = Array(repeating: sigaction(), count: 32)
-    private static let crashSignals = [SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGQUIT, SIGTRAP]
+    private static let lock = Mutex(false)  // whether the handlers are installed
 
-    /// Whether standard input is a terminal whose settings can be read.
+    /// Whether standard input is a terminal.
     static var available: Bool { isatty(STDIN_FILENO) == 1 }
 
     /// Whether this process group is the terminal's foreground one (may set modes and read).
     static var inForeground: Bool { tcgetpgrp(STDIN_FILENO) == getpgrp() }
 
-    /// Remembers the terminal's settings and installs the handlers that restore them on a crash
-    /// and at `exit`. Call once, before ``enter()``.
+    /// Installs the handlers that restore the terminal on a crash and at `exit`, and makes
+    /// reading or setting modes from the background fail (EIO) instead of stopping the process.
     static func prepare() {
         lock.withLock { ready in
-            guard !ready, tcgetattr(STDIN_FILENO, &saved) == 0 else { return }
+            guard !ready else { return }
             ready = true
-            // A crash restores the terminal first, then goes on as it would have: to the handler
-            // installed before (Swift's backtracer, which may want the terminal), then dies of
-            // the same signal (core dump and exit status intact).
-            for sig in crashSignals {
-                var action = sigaction()
-                action.__sigaction_handler.sa_sigaction = { sig, info, context in
-                    if KeyTerminal.raw != 0 { tcsetattr(STDIN_FILENO, TCSANOW, &KeyTerminal.saved) }
-                    KeyTerminal.raw = 0
-                    if sig >= 0, sig < 32 {
-                        let previous = KeyTerminal.previous[Int(sig)]
-                        if previous.sa_flags & Int32(SA_SIGINFO) != 0, let chained = previous.__sigaction_handler.sa_sigaction {
-                            chained(sig, info, context)
-                        }
-                    }
-                    signal(sig, SIG_DFL)
-                    raise(sig)
-                }
-                action.sa_flags = Int32(SA_SIGINFO)
-                sigaction(sig, &action, &previous[Int(sig)])
-            }
+            backline_term_install_crash_handlers()
             atexit { KeyTerminal.leave() }
-            // Reading or setting modes from the background is refused (EIO) instead of stopping
-            // the process: the checks below decide, never the kernel's job-control stop.
             signal(SIGTTIN, SIG_IGN)
             signal(SIGTTOU, SIG_IGN)
         }
     }
 
-    /// Raw mode (no echo, no line editing), when in the foreground.
+    /// Raw mode, when in the foreground (again, if it was on: after a stop the shell has put its
+    /// own settings back).
     static func enter() {
-        lock.withLock { ready in
-            guard ready, raw == 0, inForeground else { return }
-            var t = saved
-            t.c_lflag &= ~tcflag_t(ICANON | ECHO | ECHONL | IEXTEN)
-            withUnsafeMutableBytes(of: &t.c_cc) { cc in
-                cc[Int(VMIN)] = 1
-                cc[Int(VTIME)] = 0
-            }
-            if tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0 { raw = 1 }
+        lock.withLock { _ in
+            guard inForeground else { return }
+            _ = backline_term_enter_raw(STDIN_FILENO)
         }
     }
 
-    /// Puts the saved settings back, and drops what was typed but not read, so nothing typed
-    /// for the player reaches the shell after it.
+    /// The settings found back, and what was typed but not read dropped, so nothing typed for
+    /// the player reaches the shell. In the background only the flag clears.
     static func leave() {
-        lock.withLock { ready in
-            guard ready, raw != 0 else { return }
-            raw = 0
-            tcflush(STDIN_FILENO, TCIFLUSH)
-            tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+        lock.withLock { _ in
+            let foreground = inForeground
+            _ = backline_term_leave_raw(STDIN_FILENO, foreground ? 1 : 0, foreground ? 1 : 0)
         }
     }
 }
@@ -101,20 +69,24 @@ enum Key: Equatable, Sendable {
         while i < bytes.count {
             let b = bytes[i]
             if b == 0x1B {
-                if i + 2 < bytes.count, bytes[i + 1] == UInt8(ascii: "[") || bytes[i + 1] == UInt8(ascii: "O") {
-                    switch bytes[i + 2] {
+                // CSI (`ESC [`) and SS3 (`ESC O`): parameter bytes, then one final byte, all
+                // consumed; only the plain arrows mean something here.
+                guard i + 1 < bytes.count, bytes[i + 1] == UInt8(ascii: "[") || bytes[i + 1] == UInt8(ascii: "O") else {
+                    i += 1  // Escape on its own
+                    continue
+                }
+                var j = i + 2
+                while j < bytes.count, (0x20...0x3F).contains(bytes[j]) { j += 1 }
+                if j < bytes.count, j == i + 2 {
+                    switch bytes[j] {
                     case UInt8(ascii: "A"): keys.append(.up)
                     case UInt8(ascii: "B"): keys.append(.down)
                     case UInt8(ascii: "C"): keys.append(.right)
                     case UInt8(ascii: "D"): keys.append(.left)
                     default: break
                     }
-                    i += 3
-                    // (longer sequences, e.g. `ESC [ 1 ; 5 C`: skip to their final letter)
-                    while i < bytes.count, bytes[i - 1] >= 0x30, bytes[i - 1] <= 0x3F, !(0x40...0x7E).contains(bytes[i]) { i += 1 }
-                } else {
-                    i += 1  // Escape on its own (or a sequence cut short)
                 }
+                i = j + 1
                 continue
             }
             if b >= 0x20, b < 0x7F { keys.append(.character(Character(UnicodeScalar(b)))) }

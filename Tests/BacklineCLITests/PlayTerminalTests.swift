@@ -10,23 +10,27 @@ import Testing
 struct PlayTerminalTests {
     static var available: Bool { Harness.which("tmux") != nil }
 
-    /// A shell script that runs the player as `run.sh NAME ARGS…` and then reports, on one line,
-    /// its exit status, whether the terminal's settings (`stty -g`) are what they were before, and what typed input was left
-    /// for the shell: `DONE NAME exit=0 stty=same left=[]`.
-    static func runner(in dir: URL) throws -> String {
-        let path = dir.appendingPathComponent("run.sh").path
+    /// Shell scripts: `run.sh NAME ARGS…` saves the terminal's settings (`stty -g`), runs the
+    /// player, then `check.sh NAME STATUS` reports on one line its exit status, whether the
+    /// settings are what they were, and what typed input was left for the shell:
+    /// `DONE NAME exit=0 stty=same left=[]`.
+    static func runner(in dir: URL) throws -> (run: String, check: String) {
+        let run = dir.appendingPathComponent("run.sh").path, check = dir.appendingPathComponent("check.sh").path
         try """
             name=$1; shift
             stty -g > "\(dir.path)/before"
             '\(backline)' play --no-mpris "$@"
-            code=$?
+            bash '\(check)' "$name" $?
+
+            """.write(toFile: run, atomically: true, encoding: .utf8)
+        try """
             stty -g > "\(dir.path)/after"
             cmp -s "\(dir.path)/before" "\(dir.path)/after" && s=same || s=changed
             left=; read -r -t 0.5 -n 40 left
-            echo "DONE $name exit=$code stty=$s left=[$left]"
+            echo "DONE $1 exit=$2 stty=$s left=[$left]"
 
-            """.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+            """.write(toFile: check, atomically: true, encoding: .utf8)
+        return (run, check)
     }
 
     /// Zero crossings of the left channel per second over `frames` (a tone's frequency is half of it).
@@ -47,7 +51,7 @@ struct PlayTerminalTests {
         let tone = try Fixtures.tone("keys-tone", seconds: 10, frequency: 880)
         let reference = try ReferenceDecoder.decodeS16(noise)
         let dir = try Harness.makeTemporaryDirectory("play-keys")
-        let run = try Self.runner(in: dir)
+        let run = try Self.runner(in: dir).run
         try PulseNullSink.exclusive { sink in
             let term = TmuxTerminal(socket: dir.path + "/tmux.sock", environment: try isolated(sink.environment))
             try term.start(["bash", "--norc", "--noprofile"], width: 100, height: 20)
@@ -86,6 +90,9 @@ struct PlayTerminalTests {
                 let line = statusLine(s)
                 return line.count <= 59 && line.hasPrefix("▶ keys-tone.mp3  2/2  0:0") && line.hasSuffix("vol 90%  repeat one")
             }
+            try term.keys("S-F2", "C-Right", "Escape")  // escape sequences whose last byte is no key (`ESC [ 1 ; 2 Q` is not q)
+            usleep(500_000)
+            #expect(statusLine(term.screen()).hasPrefix("▶ keys-tone.mp3"), "still playing: \(term.screen())")
             try term.keys("q")
             wait("quit: exit 0, terminal as it was, nothing typed left for the shell") { $0.contains("DONE keys exit=0 stty=same left=[]") }
             let audio = try recording.stop()
@@ -127,7 +134,7 @@ struct PlayTerminalTests {
         let short = try Fixtures.tone("exit-short", seconds: 1.5, frequency: 440)
         let long = try Fixtures.tone("exit-long", seconds: 30, frequency: 440)
         let dir = try Harness.makeTemporaryDirectory("play-exits")
-        let run = try Self.runner(in: dir)
+        let (run, check) = try Self.runner(in: dir)
         let sink = try PulseNullSink()  // a server of its own: nothing here is recorded
         defer { sink.stop() }
         let term = TmuxTerminal(socket: dir.path + "/tmux.sock", environment: try isolated(sink.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }))
@@ -150,11 +157,14 @@ struct PlayTerminalTests {
         try term.keys("a", "b", "c")
         wait("the end") { $0.contains("DONE end exit=0 stty=same left=[]") }
 
-        // Ctrl-C.
-        try term.line("clear; bash \(run) intr --device pulse '\(long.path)'")
+        // Ctrl-C: the player ends by SIGINT, as any program, so the shell drops the rest of the
+        // command line (and a loop around the player stops); the check is a line of its own.
+        try term.line("clear; stty -g > '\(dir.path)/before'; '\(backline)' play --no-mpris --device pulse '\(long.path)'; echo NOT-ABORTED")
         wait("playing") { playing($0) }
         try term.keys("C-c")
+        try term.line("bash \(check) intr $?")
         wait("Ctrl-C") { $0.contains("DONE intr exit=130 stty=same left=[]") }
+        #expect(!term.screen().contains("\nNOT-ABORTED"), "the shell saw the player die of SIGINT")
 
         // Ctrl-Z: the shell gets its terminal back as it was; fg brings the keys back.
         try term.line("clear; bash \(run) tstp --device pulse '\(long.path)'")
@@ -171,7 +181,7 @@ struct PlayTerminalTests {
         wait("quit after fg") { $0.contains("DONE tstp exit=0 stty=same left=[]") }
 
         // SIGTERM and a crash, from outside.
-        for (name, signal, code) in [("term", "TERM", 130), ("segv", "SEGV", 139)] {
+        for (name, signal, code) in [("term", "TERM", 143), ("segv", "SEGV", 139)] {
             try term.line("clear; bash \(run) \(name) --device pulse '\(long.path)'")
             wait("playing") { playing($0) }
             try term.keys("k", "j")  // typed, unread by the shell
