@@ -137,7 +137,8 @@ struct PlayTerminalTests {
         let (run, check) = try Self.runner(in: dir)
         let sink = try PulseNullSink()  // a server of its own: nothing here is recorded
         defer { sink.stop() }
-        let term = TmuxTerminal(socket: dir.path + "/tmux.sock", environment: try isolated(sink.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }))
+        let term = TmuxTerminal(socket: dir.path + "/tmux.sock",
+                                environment: try isolated(sink.environment.merging(["SWIFT_BACKTRACE": "enable=no", "PS1": "READY> "]) { $1 }))
         try term.start(["bash", "--norc", "--noprofile"], width: 100, height: 30)
         defer { term.kill() }
         func wait(_ what: String, timeout: Double = 10, _ condition: (String) -> Bool) {
@@ -162,6 +163,8 @@ struct PlayTerminalTests {
         try term.line("clear; stty -g > '\(dir.path)/before'; '\(backline)' play --no-mpris --device pulse '\(long.path)'; echo NOT-ABORTED")
         wait("playing") { playing($0) }
         try term.keys("C-c")
+        // (what is typed before the shell is back belongs to the player, which drops it)
+        wait("the shell's prompt") { $0.split(separator: "\n").last { !$0.isEmpty } == "READY>" }
         try term.line("bash \(check) intr $?")
         wait("Ctrl-C") { $0.contains("DONE intr exit=130 stty=same left=[]") }
         #expect(!term.screen().contains("\nNOT-ABORTED"), "the shell saw the player die of SIGINT")
