@@ -99,6 +99,9 @@ public final class Playback: Sendable {
             output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
                                    preferredFormat: configuration.preferredFormat)),
             session: session, application: application)
+        // The daemon and the command-line player stand for the whole app: they resume after an
+        // interruption that ends with shouldResume, as an app's handler would.
+        player.resumesAfterInterruption = true
         queue = PlayQueue(player: player, lookahead: configuration.lookahead)
         nowPlaying = NowPlayingInfoCenter()
         nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying, identifier: { [queue] in

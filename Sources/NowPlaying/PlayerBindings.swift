@@ -13,8 +13,9 @@ public final class NowPlayingBinding: Sendable {
     public let center: NowPlayingInfoCenter
     private let queue = DispatchQueue(label: "backline.nowplaying.binding")
     private let token = Mutex<ObserverToken?>(nil)
-    /// Items that left the queue while bound (played, skipped, failed): the zero-based index.
-    private let done = Mutex(0)
+    /// Items that left the queue while bound (played, skipped, failed): the zero-based index;
+    /// the item current last, and the items counted lately (so none counts twice).
+    private let done = Mutex((count: 0, current: PlayerItem?.none, counted: [PlayerItem]()))
     /// Where the queue index and count come from when a queue above the player owns them.
     private let queuePosition: (@Sendable () -> (index: Int, count: Int)?)?
     /// Where the current item's stable id comes from (the queue index otherwise).
@@ -32,6 +33,8 @@ public final class NowPlayingBinding: Sendable {
         self.center = center
         self.identifier = identifier
         self.queuePosition = queuePosition
+        let current = player.currentItem
+        done.withLock { $0.current = current }
         let t = player.addObserver(queue: queue) { [weak self] e in self?.handle(e) }
         token.withLock { $0 = t }
         queue.async { [self] in write() }
@@ -52,14 +55,30 @@ public final class NowPlayingBinding: Sendable {
 
     private func handle(_ e: PlayerEvent) {
         switch e {
-        case .itemDidPlayToEnd, .itemFailedToPlayToEnd:
-            done.withLock { $0 += 1 }
-        case .currentItemChanged, .rateChanged, .timeJumped, .playbackStalled, .timeControlStatusChanged:
+        case .itemDidPlayToEnd(let item), .itemFailedToPlayToEnd(let item, _):
+            count(item)
+        case .currentItemChanged(let item):
+            // The item current before, gone from the queue without an end: skipped.
+            if let before = done.withLock({ d in defer { d.current = item }; return d.current }),
+               !player.items().contains(where: { $0 === before }) {
+                count(before)
+            }
+            write()
+        case .rateChanged, .timeJumped, .playbackStalled, .timeControlStatusChanged:
             write()
         case .itemStatusChanged(let item, .readyToPlay) where item === player.currentItem:
             write()
         default:
             break
+        }
+    }
+
+    private func count(_ item: PlayerItem) {
+        done.withLock { d in
+            guard !d.counted.contains(where: { $0 === item }) else { return }
+            d.count += 1
+            d.counted.append(item)
+            if d.counted.count > 16 { d.counted.removeFirst() }
         }
     }
 
@@ -96,7 +115,7 @@ public final class NowPlayingBinding: Sendable {
             info.playbackQueueIndex = position?.index
             info.playbackQueueCount = position?.count
         } else {
-            let index = done.withLock { $0 }
+            let index = done.withLock { $0.count }
             info.playbackQueueIndex = index
             info.playbackQueueCount = index + items.count
         }

@@ -50,6 +50,7 @@ public final class QueuePlayer: Sendable {
         var playingWhenInterrupted = false
         /// Whether the session's interruption is in progress (until it ends or play is called).
         var interrupted = false
+        var resumesAfterInterruption = false
         /// Suspended: the engine holds nothing (the device is closed); the current item waits at
         /// `parkedTime` and is fed again on play.
         var parked = false
@@ -285,8 +286,24 @@ public final class QueuePlayer: Sendable {
     /// Plays (rate 1).
     public func play() { state.withLock { s in setRateLocked(&s, 1, reason: .setRateCalled) } }
 
-    /// Pauses (rate 0); nothing is lost or repeated across pause and play.
-    public func pause() { state.withLock { s in setRateLocked(&s, 0, reason: .setRateCalled) } }
+    /// Pauses (rate 0); nothing is lost or repeated across pause and play. A pause during an
+    /// interruption is the user's: the player stays paused when the interruption ends.
+    public func pause() {
+        state.withLock { s in
+            s.playingWhenInterrupted = false
+            setRateLocked(&s, 0, reason: .setRateCalled)
+        }
+    }
+
+    /// Whether the player plays again by itself when an interruption ends with `shouldResume`
+    /// and it was playing when the interruption began (and was not paused meanwhile). Off by
+    /// default, as AVPlayer: it pauses, and the app decides to resume on
+    /// `interruptionEnded(shouldResume: true)`. A player that stands for the whole app (the
+    /// command-line player, the daemon) turns it on.
+    public var resumesAfterInterruption: Bool {
+        get { state.withLock { $0.resumesAfterInterruption } }
+        set { state.withLock { $0.resumesAfterInterruption = newValue } }
+    }
 
     /// Sets the rate for a reason other than the app's own call (interruption, background,
     /// device loss): used by the audio-session and lifecycle layers.
@@ -694,7 +711,7 @@ extension QueuePlayer: AudioSessionParticipant {
     public func sessionInterruptionEnded(shouldResume: Bool) {
         let resume = state.withLock { s in
             defer { s.playingWhenInterrupted = false; s.interrupted = false }
-            return shouldResume && s.playingWhenInterrupted && s.rate == 0
+            return s.resumesAfterInterruption && shouldResume && s.playingWhenInterrupted && s.rate == 0
         }
         if resume { play() }
     }

@@ -42,7 +42,9 @@ do {
 session.addObserver(queue: .main) { e in
     switch e {
     case .interruptionBegan: say("session interruptionBegan")
-    case .interruptionEnded(let resume): say("session interruptionEnded shouldResume=\(resume)")
+    case .interruptionEnded(let resume):
+        say("session interruptionEnded shouldResume=\(resume)")
+        if resume { MainActor.assumeIsolated { player?.play() } }  // the app resumes (the player only pauses), as on iOS
     case .duckingChanged(let on): say("session ducking \(on)")
     case .silencedChanged(let on): say("session silenced \(on)")
     case .routeChanged(let reason): say("session routeChanged \(reason)")

@@ -173,6 +173,20 @@ struct BindingTests {
         }
     }
 
+    @Test("a skipped item counts in the queue index, as played and failed ones do: after advanceToNextItem the index is 1 of 2")
+    func skippedItemCounts() throws {
+        let a = try Fixtures.tone("np-skip-a", seconds: 3, frequency: 500), b = try Fixtures.tone("np-skip-b", seconds: 3, frequency: 600)
+        let player = makePlayer([a.path, b.path], device: "null")  // paused: nothing plays
+        defer { player.engine.shutdown() }
+        let center = NowPlayingInfoCenter()
+        let binding = NowPlayingBinding(player: player, center: center)
+        defer { binding.unbind() }
+        func position() -> String { "\(String(describing: center.nowPlayingInfo?.playbackQueueIndex)) of \(String(describing: center.nowPlayingInfo?.playbackQueueCount))" }
+        #expect(eventually { position() == "Optional(0) of Optional(2)" }, "\(position())")
+        player.advanceToNextItem()
+        #expect(eventually { position() == "Optional(1) of Optional(2)" && center.nowPlayingInfo?.title == "np-skip-b.mp3" }, "\(position())")
+    }
+
     @Test("remote commands drive the player: pause is heard as silence, next changes the audible item, position lands where asked")
     func remoteCommands() throws {
         try PulseNullSink.exclusive { sink in

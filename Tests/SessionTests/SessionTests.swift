@@ -120,6 +120,37 @@ struct CrossProcessTests {
         }
     }
 
+    @Test("an interruption ending with shouldResume leaves the player paused (the app resumes), unless it opted in to resume; a pause during the interruption is the user's and holds")
+    func resumeRules() throws {
+        let tone = try Fixtures.tone("session-resume", seconds: 30, frequency: 440)
+        for (optIn, pauseMeanwhile) in [(false, false), (true, false), (true, true)] {
+            let dir = try Harness.makeTemporaryDirectory().path
+            let session = AudioSession(registryDirectory: dir)
+            try session.setCategory(.playback)
+            let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                     configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
+                                     session: session)
+            defer { player.engine.shutdown() }
+            #expect(player.resumesAfterInterruption == false, "AVPlayer's default: it pauses, the app resumes")
+            player.resumesAfterInterruption = optIn
+            let log = SessionLog(session)
+            player.play()
+            let interrupter = try Probe(registry: dir, ["--category", "playback"])
+            #expect(log.wait { if case .interruptionBegan = $0 { true } else { false } }, "\(log.all)")
+            #expect(eventually { player.rate == 0 }, "interrupted: paused")
+            if pauseMeanwhile { player.pause() }
+            interrupter.stop()  // a peer gone ends the interruption with shouldResume
+            #expect(log.wait { $0 == .interruptionEnded(shouldResume: true) }, "\(log.all)")
+            let resumes = optIn && !pauseMeanwhile
+            if resumes {
+                #expect(eventually(timeout: 3) { player.rate == 1 }, "opted in: resumed")
+            } else {
+                usleep(500_000)
+                #expect(player.rate == 0, "opt-in \(optIn), paused meanwhile \(pauseMeanwhile): stays paused")
+            }
+        }
+    }
+
     @Test("mixable sessions are never interrupted; soloAmbient interrupts; no notify: ended without shouldResume")
     func mixAndSolo() throws {
         let dir = try Harness.makeTemporaryDirectory().path
