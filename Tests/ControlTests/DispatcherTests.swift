@@ -22,8 +22,13 @@ struct DispatcherTests {
             let tone = try Fixtures.tone("control-\(k)", seconds: k == 1 ? 60 : 2, frequency: f)
             try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/album/\(k).mp3")
         }
-        let playback = try Playback(configuration: PlaybackConfiguration(
-            device: "null", musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path))
+        var configuration = PlaybackConfiguration(
+            device: "null", musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path)
+        // ALSA's null device takes audio far faster than real time: with one item fed ahead, a
+        // 2 s item could end before the queue fed the one after it (on a loaded machine the
+        // queue then stopped). Fed further ahead, as `backline play` does for such devices.
+        configuration.lookahead = 8
+        let playback = try Playback(configuration: configuration)
         return (CommandDispatcher(playback: playback, version: "test", checkToken: { $0 == "secret" }), music)
     }
 
