@@ -111,7 +111,10 @@ struct RobustnessTests {
         let (p, _, socket) = try daemonOfAnotherUser(socket: "run/control.sock")
         defer { p.signal(SIGKILL); _ = try? p.wait(timeout: 5) }
         // Root may open the 0600 socket of another user, but the daemon checks who connected.
-        let c = try ControlClient(socketPath: socket)
+        // (The file appears at bind, a moment before listen: a loaded machine may refuse at first.)
+        var client: ControlClient?
+        #expect(eventually(timeout: 10) { client = try? ControlClient(socketPath: socket); return client != nil }, "\(p.stderr)")
+        let c = try #require(client)
         let r = try c.nextReply(timeout: 10)
         #expect(r.errorCode == "forbidden", "\(r.text)")
         #expect(throws: (any Error).self) { _ = try c.readLine(timeout: 5) }
