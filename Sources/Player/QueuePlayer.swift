@@ -360,6 +360,16 @@ public final class QueuePlayer: Sendable {
         return s.parkedTime
     }
 
+    /// Seeks as ``seek(to:toleranceBefore:toleranceAfter:completion:)`` does and returns once the
+    /// seek lands (`true`: heard from `time`) or is superseded by another jump (`false`), as
+    /// AVPlayer's `seek(to:) async -> Bool`.
+    @discardableResult
+    public func seek(to time: Double, toleranceBefore: Double = 0, toleranceAfter: Double = 0) async -> Bool {
+        await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { c.resume(returning: $0) }
+        }
+    }
+
     /// Seeks the current item to `time` seconds. Backline always seeks sample-accurately, so
     /// the tolerances only exist for AVFoundation compatibility. A newer seek completes an older
     /// one at once with `false`; a seek that lands completes with `true` when its first sample is

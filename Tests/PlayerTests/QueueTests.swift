@@ -12,6 +12,19 @@ struct QueueTests {
          try PlayerFixtures.tone("q-c", seconds: 0.5, frequency: 770))
     }
 
+    @Test("seek(to:) async, as AVPlayer's: returns true once the seek lands, paused or playing, and the audible time is the target")
+    func asyncSeek() async throws {
+        let tone = try Fixtures.tone("async-seek", seconds: 6, frequency: 440)
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let player = makePlayer(items([tone]), device: cap.device)
+        defer { player.engine.shutdown() }
+        #expect(await player.seek(to: 2), "paused: lands at once")
+        #expect(abs(player.currentTime() - 2) < 0.001, "\(player.currentTime())")
+        player.play()
+        #expect(await player.seek(to: 4), "playing: lands when heard")
+        #expect(player.currentTime() >= 4 || player.currentItem == nil, "\(player.currentTime())")
+    }
+
     @Test("queue operations: identity, insert after current, remove, remove current = advance, removeAll")
     func queueOperations() throws {
         let (a, b, c) = try Self.files()
