@@ -356,9 +356,10 @@ struct Play: ParsableCommand {
         if queue.playbackState == .stopped, !pausedByBackground.load(ordering: .relaxed) { done() }
 
         // The status line on a terminal (in the foreground), redrawn four times a second and at
-        // once after a key or a resize.
+        // once after a key or a resize. Without one nothing is drawn, so the loop sleeps until
+        // woken (job control is followed on SIGCONT).
         while !ending.load(ordering: .relaxed) {
-            _ = tick.wait(timeout: .now() + .milliseconds(250))
+            _ = tick.wait(timeout: tty ? .now() + .milliseconds(250) : .distantFuture)
             if ending.load(ordering: .relaxed) { break }
             followTerminal()
             if tty, foreground.load(ordering: .relaxed), !stopping.load(ordering: .relaxed) {

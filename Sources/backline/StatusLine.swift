@@ -14,7 +14,7 @@ func formatTime(_ seconds: Double) -> String {
 }
 
 /// What `backline play`'s status line shows.
-struct PlayStatus: Equatable {
+struct PlayStatus {
     var state: PlaybackState
     /// `Title — Artist`, or the file name.
     var name: String
@@ -27,12 +27,6 @@ struct PlayStatus: Equatable {
     var muted: Bool
     var repeatMode: RepeatMode
     var shuffle: Bool
-
-    static func == (a: PlayStatus, b: PlayStatus) -> Bool {
-        a.state == b.state && a.name == b.name && a.position?.index == b.position?.index && a.position?.count == b.position?.count
-            && Int(a.elapsed) == Int(b.elapsed) && a.duration == b.duration && a.volume == b.volume && a.muted == b.muted
-            && a.repeatMode == b.repeatMode && a.shuffle == b.shuffle
-    }
 
     /// One line at most `width` columns wide (the name is shortened first, then the bar goes):
     /// `▶ Title — Artist  2/5  0:03 / 0:08 ━━━━━━──────  vol 80%  repeat all  shuffle`.

@@ -143,6 +143,10 @@ final class KeyReader: Sendable {
         guard !stopped.exchange(true, ordering: .relaxed) else { return }
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
-        _ = finished.wait(timeout: .now() + .milliseconds(300))
+        // The pipe is closed only once the thread is gone (else it could poll a reused descriptor).
+        if finished.wait(timeout: .now() + .milliseconds(300)) == .success {
+            close(wake.read)
+            close(wake.write)
+        }
     }
 }
