@@ -255,11 +255,8 @@ struct Ctl: ParsableCommand {
         }
         func number(_ s: String, _ what: String = "a number") throws -> Double {
             if s.contains(":") {
-                let parts = s.split(separator: ":", omittingEmptySubsequences: false).map { Double($0) }
-                guard parts.count <= 3, parts.allSatisfy({ $0 != nil && $0!.isFinite && $0! >= 0 }) else {
-                    throw Usage(cmd, "expected \(what), got '\(s)'")
-                }
-                return parts.reduce(0) { $0 * 60 + $1! }
+                guard let t = parseTime(s) else { throw Usage(cmd, "expected \(what), got '\(s)'") }
+                return t
             }
             guard let d = Double(s), d.isFinite else { throw Usage(cmd, "expected \(what), got '\(s)'") }
             return d

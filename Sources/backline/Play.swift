@@ -85,18 +85,6 @@ struct Play: ParsableCommand {
     @Argument(help: "MP3 files, folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
     var files: [String]
 
-    /// `--start` in seconds.
-    static func parseTime(_ s: String) -> Double? {
-        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
-        guard (1...3).contains(parts.count) else { return nil }
-        var total = 0.0
-        for (k, p) in parts.enumerated() {
-            guard let v = Double(p), v.isFinite, v >= 0, k == 0 || v < 60 else { return nil }
-            total = total * 60 + v
-        }
-        return total
-    }
-
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
         guard ["float32", "s16"].contains(format) else { throw ValidationError("--format must be float32 or s16") }
@@ -106,7 +94,7 @@ struct Play: ParsableCommand {
         }
         if let r = self.repeat, RepeatMode(rawValue: r) == nil { throw ValidationError("--repeat must be all, one or off (got '\(r)')") }
         if let v = volume, !(0...100).contains(v) { throw ValidationError("--volume must be 0…100 (got \(v))") }
-        if let s = start, Self.parseTime(s) == nil { throw ValidationError("--start must be seconds, M:SS or H:MM:SS (got '\(s)')") }
+        if let s = start, parseTime(s) == nil { throw ValidationError("--start must be seconds, M:SS or H:MM:SS (got '\(s)')") }
         guard !files.isEmpty else { throw ValidationError("give at least one file, folder or playlist") }
     }
 
@@ -337,7 +325,7 @@ struct Play: ParsableCommand {
         if keys, foreground.load(ordering: .relaxed) { KeyTerminal.enter() }
 
         // In the background only `playback` may start playing; the others start on `fg`.
-        let startAt = start.flatMap(Self.parseTime) ?? 0
+        let startAt = start.flatMap(parseTime) ?? 0
         status.withLock { $0.started = true }  // (from here a stopped queue is the end)
         if foreground.load(ordering: .relaxed) || session.category == .playback {
             if startAt > 0 {
