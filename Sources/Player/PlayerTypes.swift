@@ -39,6 +39,8 @@ public enum RateChangeReason: String, Sendable {
     case setRateFailed
     /// The audio session was interrupted.
     case audioSessionInterrupted
+    /// The app deactivated the audio session while the player was running (Backline's own).
+    case audioSessionDeactivated
     /// The app went to the background without permission to play there.
     case appBackgrounded
     /// The current item ended with ``ActionAtItemEnd/pause``.

@@ -213,8 +213,9 @@ public final class QueuePlayer: Sendable {
         state.withLock { s in advance(&s) }
     }
 
-    /// Empties the queue and stops playback (the device is released). The rate is kept: with a
-    /// rate of 1 the player waits (`noItemToPlay`) and plays the next item inserted.
+    /// Empties the queue and stops playback, as AVQueuePlayer: the device is released and the
+    /// rate becomes 0 (`rateChanged` with `setRateCalled`), so an item inserted later waits for
+    /// ``play()``.
     public func removeAllItems() {
         state.withLock { s in
             let had = !s.items.isEmpty
@@ -222,6 +223,7 @@ public final class QueuePlayer: Sendable {
             s.items = []
             replan(&s, startingAt: nil)
             if had { announceCurrent(&s) }
+            setRateLocked(&s, 0, reason: .setRateCalled)
             updateStatus(&s)
         }
     }
@@ -449,6 +451,9 @@ public final class QueuePlayer: Sendable {
         }
         if rate != 0 {
             s.interrupted = false
+            // Playing wakes a suspended app, as the audio background mode does on iOS: the app
+            // is in the background again (with `didResume`) and its evaluation runs.
+            if application.applicationState == .suspended { application.resume(reason: "playing") }
             // Players activate their session on play (interrupting others as its category says).
             // A registry that cannot be used does not stop local playback.
             try? session.setActive(true)
@@ -663,6 +668,10 @@ public final class QueuePlayer: Sendable {
                 var e = error
                 e.path = path
                 if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
+                // One rule for every failed item, as AVQueuePlayer: when its turn comes it becomes
+                // current (`currentItemChanged`), posts its failure, and is consumed; the next item
+                // becomes current. (An item that failed before its turn is reported in its turn.)
+                if s.items.first === item { announceCurrent(&s) }
                 post(&s, .itemFailedToPlayToEnd(item, e))
                 guard let i = s.items.firstIndex(where: { $0 === item }) else { return }
                 s.items.remove(at: i)
@@ -719,11 +728,22 @@ extension QueuePlayer: AudioSessionParticipant {
     }
 
     public func sessionInterruptionEnded(shouldResume: Bool) {
+        // The end of an interruption wakes a suspended app (iOS delivers it to the app).
+        if application.applicationState == .suspended { application.resume(reason: "interruption ended") }
         let resume = state.withLock { s in
             defer { s.playingWhenInterrupted = false; s.interrupted = false }
             return s.resumesAfterInterruption && shouldResume && s.playingWhenInterrupted && s.rate == 0
         }
         if resume { play() }
+    }
+
+    /// The session was deactivated while playing: the player stops (rate 0, reason
+    /// `audioSessionDeactivated`), as AVAudioSession stops running I/O.
+    public func sessionDeactivatedWhileRunning() {
+        state.withLock { s in
+            s.playingWhenInterrupted = false
+            setRateLocked(&s, 0, reason: .audioSessionDeactivated)
+        }
     }
 
     public func sessionGainChanged(_ gain: Float) {

@@ -136,9 +136,10 @@ public final class AudioSession: Sendable {
     ///
     /// Activation interrupts the other active non-mixable sessions (a non-mixable session),
     /// the others' spoken audio (`interruptSpokenAudioAndMixWithOthers`), and ducks the others
-    /// (`duckOthers`). Deactivation is refused with `isBusy` while a player of this session is
-    /// running (pause it first); it ends the interruptions this session caused (with
-    /// `shouldResume` under `notifyOthersOnDeactivation`) and undoes its ducking.
+    /// (`duckOthers`). Deactivation ends the interruptions this session caused (with
+    /// `shouldResume` under `notifyOthersOnDeactivation`) and undoes its ducking. As on iOS,
+    /// deactivating while a player of this session is running stops that player, deactivates
+    /// the session all the same, and then throws `isBusy` (pause first to avoid it).
     public func setActive(_ active: Bool, options: SetActiveOptions = []) throws(AudioSessionError) {
         if let registryError { throw registryError }
         guard let registry else { return }
@@ -164,10 +165,11 @@ public final class AudioSession: Sendable {
             }
             if !interrupted.isEmpty || !ducked.isEmpty { watchPeers() }
         } else {
-            let busy = state.withLock { s in s.participants.contains { $0.participant?.isRunningIO == true } }
-            if busy {
-                throw AudioSessionError(.isBusy, "cannot deactivate an audio session that has running I/O: pause or stop its players first")
-            }
+            // As AVAudioSession: running players are stopped, the session is deactivated all the
+            // same, and the call reports `isBusy` (Apple logs "Deactivating an audio session
+            // that has running I/O").
+            let running = participants.filter(\.isRunningIO)
+            for p in running { p.sessionDeactivatedWhileRunning() }
             let (interrupted, ducked) = state.withLock { s -> (Set<String>, Set<String>) in
                 defer {
                     s.active = false
@@ -180,6 +182,9 @@ public final class AudioSession: Sendable {
             let resume = options.contains(.notifyOthersOnDeactivation) ? 1 : 0
             for other in interrupted { registry.send("ended \(id) \(resume)", to: other) }
             for other in ducked { registry.send("unduck \(id)", to: other) }
+            if !running.isEmpty {
+                throw AudioSessionError(.isBusy, "deactivated an audio session that had running I/O: its players were stopped (pause them first)")
+            }
         }
     }
 

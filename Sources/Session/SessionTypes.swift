@@ -122,4 +122,6 @@ public protocol AudioSessionParticipant: AnyObject, Sendable {
     func sessionInterruptionEnded(shouldResume: Bool)
     /// Output gain from the session: 0 silenced, < 1 ducked, 1 normal.
     func sessionGainChanged(_ gain: Float)
+    /// The app deactivated the session while this participant was running I/O: stop it.
+    func sessionDeactivatedWhileRunning()
 }

@@ -155,7 +155,7 @@ struct RealtimePlayerTests {
                 player.removeAllItems()
                 Thread.sleep(forTimeInterval: 0.5)
             }
-            #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .noItemToPlay)
+            #expect(player.timeControlStatus == .paused && player.rate == 0, "removeAllItems stops playback")
             // Sound: all of A (0.8 s), a pause, then B for about 0.5 s, then nothing.
             let sound = rec.indices.filter { abs(Int(rec[$0])) > 64 }
             let heard = Double(sound.count / 2) / Double(PulseNullSink.rate)

@@ -154,4 +154,44 @@ struct BackgroundAudioTests {
         #expect(player.rate == 0)
         #expect(eventually(timeout: 2) { app.applicationState == .suspended })
     }
+    @Test("a suspended app is woken (didResume, background) by playing and by an interruption's end; playing keeps it awake")
+    func wokenFromSuspension() throws {
+        try PulseNullSink.exclusive { sink in
+            let dir = try Harness.makeTemporaryDirectory().path
+            let tone = try Fixtures.tone("bg-wake", seconds: 10, frequency: 440)
+            let session = AudioSession(registryDirectory: dir)
+            try session.setCategory(.playback)
+            let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.3))
+            let log = AppLog(app)
+            let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                     configuration: EngineConfiguration(output: OutputSettings(device: sink.alsaDevice, bufferMillis: 200, realtime: false)),
+                                     session: session, application: app)
+            try session.setActive(true)
+            app.enterBackground()
+            #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "paused in the background: suspended")
+            let resumes = { log.all.filter { $0 == .didResume }.count }
+            let (_, rec) = try sink.record { () -> Void in
+                player.play()
+                #expect(app.applicationState == .background, "playing wakes the app at once")
+                Thread.sleep(forTimeInterval: 1.0)
+                #expect(app.applicationState == .background, "playing keeps it awake")
+                player.pause()
+            }
+            #expect(resumes() == 1)
+            let sound = Double(rec.filter { abs(Int($0)) > 64 }.count / 2) / 44100
+            #expect(sound > 0.7, "the woken app was heard: \(sound) s")
+            #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "paused again: suspended again")
+
+            // Another app interrupts ours (already suspended) and ends with notifyOthersOnDeactivation.
+            let other = AudioSession(registryDirectory: dir)
+            try other.setCategory(.playback)
+            try other.setActive(true)
+            #expect(eventually(timeout: 2) { !session.isActive }, "interrupted")
+            try other.setActive(false, options: .notifyOthersOnDeactivation)
+            #expect(eventually(timeout: 2) { app.applicationState == .background && resumes() == 2 },
+                    "the interruption's end wakes the app: \(app.applicationState), \(log.all)")
+            #expect(player.rate == 0, "the player does not resume by itself (the app decides)")
+            #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "nothing plays: suspended again")
+        }
+    }
 }

@@ -73,7 +73,7 @@ struct SessionRuleTests {
         #expect(s.categoryOptions.contains(.mixWithOthers) && s.mode == .spokenAudio)
     }
 
-    @Test("deactivating with a playing player is refused (isBusy); paused, it deactivates")
+    @Test("deactivating with a playing player stops it, deactivates, and reports isBusy (as iOS); paused, no error")
     func busy() throws {
         let s = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
         try s.setCategory(.playback)
@@ -81,15 +81,25 @@ struct SessionRuleTests {
         let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
                                  configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
                                  session: s)
+        let rates = Mutex<[String]>([])
+        let token = player.addObserver(queue: DispatchQueue(label: "busy")) { e in
+            if case .rateChanged(let r, let reason) = e { rates.withLock { $0.append("\(r) \(reason)") } }
+        }
+        defer { player.removeObserver(token) }
         player.actionAtItemEnd = .none
         player.play()
         #expect(s.isActive, "players activate their session on play")
         do {
             try s.setActive(false)
-            Issue.record("deactivated with running I/O")
+            Issue.record("deactivated with running I/O and no error")
         } catch {
-            #expect(error.code == .isBusy && error.message.contains("pause"))
+            #expect(error.code == .isBusy && error.message.contains("running I/O"))
         }
+        #expect(!s.isActive, "deactivated all the same")
+        #expect(player.rate == 0 && player.timeControlStatus == .paused, "the running player was stopped")
+        #expect(eventually(timeout: 2) { rates.withLock { $0 } == ["1.0 setRateCalled", "0.0 audioSessionDeactivated"] },
+                "\(rates.withLock { $0 })")
+        player.play()
         #expect(s.isActive)
         player.pause()
         try s.setActive(false)
