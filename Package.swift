@@ -95,7 +95,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // A second "app" for the cross-process audio-session tests.
-        .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session"], swiftSettings: strictSettings),
+        .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session", "NowPlaying"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
         .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon"], swiftSettings: strictSettings),
@@ -127,7 +127,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SessionTests",
-            dependencies: ["Session", "Lifecycle", "Player", "AudioEngine", "BacklineTestSupport", "session-probe"],
+            dependencies: ["Session", "Lifecycle", "Player", "NowPlaying", "AudioEngine", "BacklineTestSupport", "session-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

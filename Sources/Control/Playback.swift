@@ -94,7 +94,8 @@ public final class Playback: Sendable {
         } catch {
             throw .sessionError("category: \(error)")
         }
-        application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace))
+        application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
+                                  handlerQueue: DispatchQueue(label: "backline.application.handlers"))
         player = QueuePlayer(configuration: EngineConfiguration(
             output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
                                    preferredFormat: configuration.preferredFormat)),
@@ -109,7 +110,9 @@ public final class Playback: Sendable {
         }) { [queue] in
             queue.currentIndex.map { ($0, queue.entries.count) }
         }
-        remote = RemoteCommandCenter()
+        // Handlers on a queue of their own: `play` keeps the main thread in its loop, and the
+        // daemon's main thread waits for the service, so neither runs the main queue.
+        remote = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "backline.remote"), application: application)
         resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
         playlists = configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
         _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }

@@ -60,11 +60,23 @@ public struct ApplicationConfiguration: Sendable {
     /// How long the app may stay in the background with nothing keeping it running before it is
     /// suspended (undocumented on iOS; "shortly").
     public var suspensionGracePeriod: Double
+    /// The smallest keep-alive timeout ``Application/setKeepAliveTimeout(_:handler:)`` accepts
+    /// (`UIMinimumKeepAliveTimeout`: 600 s).
+    public var minimumKeepAliveTimeout: Double
+    /// How long a keep-alive handler may run before the app is evaluated for suspension again
+    /// (iOS: at most 10 s).
+    public var keepAliveHandlerTime: Double
 
-    public init(backgroundTaskBudget: Double = 30, expirationWarning: Double = 5, suspensionGracePeriod: Double = 5) {
+    /// Timing as on iOS unless given: a 30 s task budget, expiration handlers 5 s before it ends,
+    /// suspension 5 s after nothing keeps the app running, keep-alive timeouts from 600 s with
+    /// 10 s for the handler.
+    public init(backgroundTaskBudget: Double = 30, expirationWarning: Double = 5, suspensionGracePeriod: Double = 5,
+                minimumKeepAliveTimeout: Double = 600, keepAliveHandlerTime: Double = 10) {
         self.backgroundTaskBudget = backgroundTaskBudget
         self.expirationWarning = min(expirationWarning, backgroundTaskBudget)
         self.suspensionGracePeriod = suspensionGracePeriod
+        self.minimumKeepAliveTimeout = minimumKeepAliveTimeout
+        self.keepAliveHandlerTime = keepAliveHandlerTime
     }
 }
 
@@ -82,6 +94,9 @@ public final class Application: Sendable {
     public static let shared = Application()
 
     public let configuration: ApplicationConfiguration
+    /// The serial queue expiration and keep-alive handlers run on: the main queue unless the
+    /// application was made with another, as UIKit calls them on the main thread.
+    public let handlerQueue: DispatchQueue
     private let queue = DispatchQueue(label: "backline.application")
 
     struct Task {
@@ -102,6 +117,18 @@ public final class Application: Sendable {
         var participants: [Weak] = []
         var hooks: [UInt64: @Sendable (ApplicationState) -> Void] = [:]
         var nextToken: UInt64 = 1
+        var keepAlive: KeepAlive?
+    }
+
+    struct KeepAlive {
+        var timeout: Double
+        var handler: @Sendable () -> Void
+        /// When the handler last ran (or was set): it runs again before `last + timeout`.
+        var last: Double
+        /// Distinguishes this setting from a later one (a replaced handler's timer does nothing).
+        var generation: UInt64
+        /// While the handler runs: until when it holds suspension off.
+        var runningUntil: Double?
     }
 
     private let state = Mutex(State())
@@ -110,8 +137,11 @@ public final class Application: Sendable {
     /// a foreground app costs no wake-ups).
     private let evaluating = Atomic<Bool>(false)
 
-    public init(configuration: ApplicationConfiguration = ApplicationConfiguration()) {
+    /// An application with `configuration`'s timing whose expiration and keep-alive handlers
+    /// run on `handlerQueue` (serial; the main queue by default).
+    public init(configuration: ApplicationConfiguration = ApplicationConfiguration(), handlerQueue: DispatchQueue = .main) {
         self.configuration = configuration
+        self.handlerQueue = handlerQueue
     }
 
     /// Evaluates now and every 50 ms while the app is in the background.
@@ -206,7 +236,10 @@ public final class Application: Sendable {
             resumed = true
             return [.didResume]
         }
-        if resumed { for p in participants { p.applicationDidResume() } }
+        if resumed {
+            for p in participants { p.applicationDidResume() }
+            runKeepAliveIfDueSoon()
+        }
         startEvaluating()
     }
 
@@ -252,6 +285,87 @@ public final class Application: Sendable {
             }
             return max(0, configuration.backgroundTaskBudget - (Self.now() - since))
         }
+    }
+
+    // MARK: - Keep-alive handler
+
+    /// Asks for `handler` to be called at least once every `timeout` seconds, even while the app
+    /// is suspended (`UIApplication.setKeepAliveTimeout(_:handler:)`): the app is woken for it
+    /// (`didResume`, background), the handler runs on ``handlerQueue`` and has
+    /// ``ApplicationConfiguration/keepAliveHandlerTime`` before the app is evaluated for
+    /// suspension again. The call may come early, grouped with another wake-up (a remote
+    /// command, playing) in the last tenth of the timeout. A new call replaces the handler and
+    /// timeout; nil clears them.
+    /// - Returns: false, and nothing changes, when `timeout` is below
+    ///   ``ApplicationConfiguration/minimumKeepAliveTimeout`` (600 s unless configured).
+    @discardableResult
+    public func setKeepAliveTimeout(_ timeout: Double, handler: (@Sendable () -> Void)?) -> Bool {
+        guard let handler else {
+            clearKeepAliveTimeout()
+            return true
+        }
+        guard timeout >= configuration.minimumKeepAliveTimeout else { return false }
+        let generation = state.withLock { s -> UInt64 in
+            let g = (s.keepAlive?.generation ?? 0) + 1
+            s.keepAlive = KeepAlive(timeout: timeout, handler: handler, last: Self.now(), generation: g)
+            return g
+        }
+        scheduleKeepAlive(generation, after: timeout)
+        return true
+    }
+
+    /// Removes the keep-alive handler (`clearKeepAliveTimeout()`).
+    public func clearKeepAliveTimeout() {
+        state.withLock { $0.keepAlive = nil }
+    }
+
+    /// Arms the timer for the keep-alive of `generation`: it fires a little before the timeout.
+    private func scheduleKeepAlive(_ generation: UInt64, after seconds: Double) {
+        queue.asyncAfter(deadline: .now() + max(0, seconds * 0.95)) { [weak self] in
+            self?.runKeepAlive(generation)
+        }
+    }
+
+    /// A wake-up for another reason: the keep-alive runs now when it is due within the last
+    /// tenth of its timeout, so the app is not woken again for it shortly after.
+    private func runKeepAliveIfDueSoon() {
+        let due = state.withLock { s -> UInt64? in
+            guard let k = s.keepAlive, k.runningUntil == nil, Self.now() - k.last >= k.timeout * 0.9 else { return nil }
+            return k.generation
+        }
+        if let due { queue.async { [weak self] in self?.runKeepAlive(due) } }
+    }
+
+    private func runKeepAlive(_ generation: UInt64) {
+        let now = Self.now()
+        let due = state.withLock { s -> KeepAlive? in
+            guard var k = s.keepAlive, k.generation == generation, k.runningUntil == nil else { return nil }
+            if now - k.last < k.timeout * 0.9 { return nil }  // ran early meanwhile: its own timer is armed
+            k.runningUntil = now + configuration.keepAliveHandlerTime
+            k.last = now
+            k.generation += 1
+            s.keepAlive = k
+            return k
+        }
+        guard let due else { return }
+        if applicationState == .suspended { resume(reason: "keep-alive") }
+        scheduleKeepAlive(due.generation, after: due.timeout)
+        let handler = due.handler
+        handlerQueue.async { [weak self] in
+            handler()
+            self?.queue.async { [weak self] in self?.keepAliveFinished(due.generation) }
+        }
+        // The handler's time is up whether or not it returned.
+        queue.asyncAfter(deadline: .now() + configuration.keepAliveHandlerTime) { [weak self] in
+            self?.keepAliveFinished(due.generation)
+        }
+    }
+
+    private func keepAliveFinished(_ generation: UInt64) {
+        state.withLock { s in
+            if s.keepAlive?.generation == generation { s.keepAlive?.runningUntil = nil }
+        }
+        evaluate()
     }
 
     // MARK: - Participants, hooks, events
@@ -310,7 +424,7 @@ public final class Application: Sendable {
             for (id, task) in tasks where !task.warned {
                 state.withLock { $0.tasks[id]?.warned = true }
                 post(.backgroundTaskExpiring(name: task.name))
-                task.expiration?()
+                if let handler = task.expiration { handlerQueue.async(execute: handler) }
             }
         }
         // Budget spent: tasks still open are reported and ended.
@@ -322,7 +436,7 @@ public final class Application: Sendable {
             for t in leaked { post(.backgroundTaskLeaked(name: t.name)) }
         }
         let audio = participants.contains { $0.keepsAppRunningInBackground }
-        let busy = audio || !state.withLock { $0.tasks.isEmpty }
+        let busy = audio || state.withLock { s in !s.tasks.isEmpty || (s.keepAlive?.runningUntil.map { now < $0 } ?? false) }
         let idleSince = state.withLock { s -> Double? in
             if busy { s.idleSince = nil } else if s.idleSince == nil { s.idleSince = now }
             return s.idleSince

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Lifecycle
 import Session
 import Synchronization
 
@@ -151,9 +152,10 @@ public final class RemoteCommand: Sendable {
         set { state.withLock { $0.localizedTitle = newValue } }
     }
 
-    /// Runs the handlers. Several handlers: each runs, in the order added; the answer is the
-    /// first status that is not `success` (so any handler can veto), else `success`.
-    func dispatch(_ event: RemoteCommandEvent) -> RemoteCommandResult {
+    /// Runs the handlers (on the caller's thread: the center calls this on its handler queue).
+    /// Several handlers: each runs, in the order added; the answer is the first status that is
+    /// not `success` (so any handler can veto), else `success`.
+    func runHandlers(_ event: RemoteCommandEvent) -> RemoteCommandResult {
         let (enabled, targets, rates) = state.withLock { s in (s.enabled, s.targets.map(\.1), s.supportedPlaybackRates) }
         guard enabled else { return RemoteCommandResult(.commandFailed, "\(kind.rawValue) is disabled") }
         guard !targets.isEmpty else { return RemoteCommandResult(.commandFailed, "\(kind.rawValue) has no handler") }
@@ -182,10 +184,23 @@ public final class RemoteCommand: Sendable {
 }
 
 /// The remote commands (`MPRemoteCommandCenter`). ``dispatch(_:)`` delivers a command as the
-/// system would to the now-playing app, and returns the handler's answer.
+/// system would to the now-playing app, and returns the handlers' answer.
+///
+/// Handlers run on the center's ``handlerQueue``: the main queue unless the center was made
+/// with another, as MediaPlayer calls them on the main thread. So an ordinary `@MainActor`
+/// controller can use `MainActor.assumeIsolated` in a handler of ``shared``, whichever thread
+/// or process sent the command. (A program whose main thread does not run the main queue, such
+/// as one blocked in a loop of its own, makes its center with a queue of its own.)
 public final class RemoteCommandCenter: Sendable {
-    /// The process's command center.
+    /// The process's command center (handlers on the main queue).
     public static let shared = RemoteCommandCenter()
+
+    /// The serial queue the handlers run on.
+    public let handlerQueue: DispatchQueue
+    /// The app a command received from another process wakes when it is suspended.
+    let application: Application
+    /// Marks ``handlerQueue`` so that a dispatch from it runs the handlers in place.
+    private let onHandlerQueue = DispatchSpecificKey<Bool>()
 
     public let playCommand = RemoteCommand(.play)
     public let pauseCommand = RemoteCommand(.pause)
@@ -205,7 +220,13 @@ public final class RemoteCommandCenter: Sendable {
     public let dislikeCommand = RemoteCommand(.dislike)
     public let bookmarkCommand = RemoteCommand(.bookmark)
 
-    public init() {}
+    /// A center whose handlers run on `handlerQueue` (serial; the main queue by default), and
+    /// whose commands from other processes wake `application` when it is suspended.
+    public init(handlerQueue: DispatchQueue = .main, application: Application = .shared) {
+        self.handlerQueue = handlerQueue
+        self.application = application
+        handlerQueue.setSpecific(key: onHandlerQueue, value: true)
+    }
 
     /// The command object for `kind`.
     public func command(_ kind: RemoteCommandKind) -> RemoteCommand {
@@ -230,34 +251,91 @@ public final class RemoteCommandCenter: Sendable {
         }
     }
 
-    /// Delivers `event` to its command's handlers. A disabled command, or one without a handler,
-    /// answers `commandFailed` with the reason; so does a rate the command does not support.
-    /// A skip without an interval uses the command's first preferred interval.
+    /// Delivers `event` to its command's handlers on ``handlerQueue`` and waits for their
+    /// answer (in place when called on that queue). A disabled command, or one without a
+    /// handler, answers `commandFailed` with the reason; so does a rate the command does not
+    /// support. A skip without an interval uses the command's first preferred interval.
+    ///
+    /// Waiting blocks the caller: never call this form where the handler queue waits for the
+    /// caller (use ``dispatch(_:completion:)`` or `await` ``dispatch(_:)`` there).
     public func dispatch(_ event: RemoteCommandEvent) -> RemoteCommandResult {
+        if DispatchQueue.getSpecific(key: onHandlerQueue) == true { return run(event) }
+        return handlerQueue.sync { run(event) }
+    }
+
+    /// Delivers `event` as ``dispatch(_:)`` does and calls `completion` with the answer, on the
+    /// handler queue, without blocking the caller.
+    public func dispatch(_ event: RemoteCommandEvent, completion: @escaping @Sendable (RemoteCommandResult) -> Void) {
+        handlerQueue.async { [self] in completion(run(event)) }
+    }
+
+    /// Delivers `event` as ``dispatch(_:)`` does and returns the handlers' answer.
+    public func dispatch(_ event: RemoteCommandEvent) async -> RemoteCommandResult {
+        await withCheckedContinuation { (c: CheckedContinuation<RemoteCommandResult, Never>) in
+            dispatch(event) { c.resume(returning: $0) }
+        }
+    }
+
+    private func run(_ event: RemoteCommandEvent) -> RemoteCommandResult {
         let c = command(event.command)
         var e = event
         if (event.command == .skipForward || event.command == .skipBackward), event.payload == .none {
             e.payload = .skip(interval: c.preferredIntervals.first ?? 15)
         }
-        return c.dispatch(e)
+        return c.runHandlers(e)
     }
 
     // MARK: - Across processes
 
     /// Makes this center receive the commands sent to `session` while it is the now-playing app
-    /// (the last non-mixable session that played) from any process.
+    /// (the last non-mixable session that played) from any process. A command wakes the app when
+    /// it is suspended (as iOS wakes an audio app for a remote command), then runs on the
+    /// handler queue; the sender gets the handlers' answer.
     public func receiveCommands(for session: AudioSession) {
-        session.setRemoteCommandReceiver { [weak self] text in
-            guard let self, let event = RemoteCommandEvent(wire: text) else { return }
-            _ = dispatch(event)
+        session.setRemoteCommandReceiver { [weak self] text, reply in
+            guard let self else { return reply(RemoteCommandResult(.commandFailed, "the command center is gone").wire) }
+            guard let event = RemoteCommandEvent(wire: text) else {
+                return reply(RemoteCommandResult(.commandFailed, "unknown command \"\(text)\"").wire)
+            }
+            if application.applicationState == .suspended {
+                application.resume(reason: "remote command \(event.command.rawValue)")
+            }
+            dispatch(event) { reply($0.wire) }
         }
     }
 
     /// Sends `event` to the now-playing app of `session`'s registry (which may be another
-    /// process). Returns the receiving session's id, or nil when no app is now playing.
+    /// process) without waiting for its answer. Returns the receiving session's id, or nil when
+    /// no app is now playing.
     @discardableResult
     public static func send(_ event: RemoteCommandEvent, via session: AudioSession) -> String? {
         session.sendToNowPlayingApp(event.wire)
+    }
+
+    /// Sends `event` to the now-playing app of `session`'s registry (which may be another
+    /// process) and returns its handlers' answer: `commandFailed` with the reason when no app is
+    /// now playing or it does not answer within `timeout` seconds.
+    public static func send(_ event: RemoteCommandEvent, via session: AudioSession, timeout: Double) async -> RemoteCommandResult {
+        let answer = await withCheckedContinuation { (c: CheckedContinuation<AudioSession.RemoteAnswer, Never>) in
+            session.requestNowPlayingApp(event.wire, timeout: timeout) { c.resume(returning: $0) }
+        }
+        switch answer {
+        case .noNowPlayingApp: return RemoteCommandResult(.commandFailed, "no app is now playing")
+        case .timedOut(let id): return RemoteCommandResult(.commandFailed, "the now-playing app (\(id)) did not answer within \(timeout) s")
+        case .answer(let text):
+            return RemoteCommandResult(wire: text) ?? RemoteCommandResult(.commandFailed, "unreadable answer \"\(text)\"")
+        }
+    }
+}
+
+extension RemoteCommandResult {
+    /// `status [reason]`: the answer sent back between processes.
+    var wire: String { reason.map { "\(status.rawValue) \($0)" } ?? "\(status.rawValue)" }
+
+    init?(wire: String) {
+        let parts = wire.split(separator: " ", maxSplits: 1).map(String.init)
+        guard let first = parts.first, let raw = Int(first), let status = RemoteCommandHandlerStatus(rawValue: raw) else { return nil }
+        self.init(status, parts.count > 1 ? parts[1] : nil)
     }
 }
 

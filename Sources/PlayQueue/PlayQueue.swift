@@ -539,7 +539,7 @@ public final class PlayQueue: Sendable {
     public func seek(to time: Double, completion: (@Sendable (Bool) -> Void)? = nil) throws(PlayQueueError) {
         try state.withLock { s throws(PlayQueueError) in
             guard !s.stopped, !s.fed.isEmpty else { throw PlayQueueError(code: .notPlaying, message: "not playing") }
-            player.seek(to: max(0, time), completion: completion)
+            player.seek(to: max(0, time), queue: queue, completion: completion)
         }
     }
 

@@ -368,7 +368,7 @@ public final class QueuePlayer: Sendable {
     @discardableResult
     public func seek(to time: Double, toleranceBefore: Double = 0, toleranceAfter: Double = 0) async -> Bool {
         await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter) { c.resume(returning: $0) }
+            seek(to: time, toleranceBefore: toleranceBefore, toleranceAfter: toleranceAfter, queue: eventQueue) { c.resume(returning: $0) }
         }
     }
 
@@ -376,8 +376,12 @@ public final class QueuePlayer: Sendable {
     /// the tolerances only exist for AVFoundation compatibility. A newer seek completes an older
     /// one at once with `false`; a seek that lands completes with `true` when its first sample is
     /// heard (at once while paused). With no current item it completes with `false`.
+    ///
+    /// The completion runs on `queue`; nil means the main queue, as AVPlayer's.
     public func seek(to time: Double, toleranceBefore: Double = 0, toleranceAfter: Double = 0,
-                     completion: (@Sendable (Bool) -> Void)? = nil) {
+                     queue: DispatchQueue? = nil, completion: (@Sendable (Bool) -> Void)? = nil) {
+        let target = queue ?? .main
+        let completion = completion.map { c in { @Sendable (ok: Bool) in target.async { c(ok) } } }
         state.withLock { s in
             if let old = s.pendingSeek?.completion { eventQueue.async { old(false) } }
             s.pendingSeek = nil

@@ -47,7 +47,20 @@ public final class AudioSession: Sendable {
         var system = SessionRegistry.SystemInputs()
         var participants: [Weak] = []
         var lastGain: Float = 1
-        var remoteReceiver: (@Sendable (String) -> Void)?
+        var remoteReceiver: RemoteReceiver?
+        /// Requests to the now-playing app waiting for its answer, by sequence number.
+        var pendingRequests: [UInt64: @Sendable (RemoteAnswer) -> Void] = [:]
+        var nextRequest: UInt64 = 1
+    }
+
+    /// Receives a remote-command message and answers it (once) through the reply function.
+    package typealias RemoteReceiver = @Sendable (_ message: String, _ reply: @escaping @Sendable (String) -> Void) -> Void
+
+    /// What a request to the now-playing app came back with.
+    package enum RemoteAnswer: Sendable {
+        case noNowPlayingApp
+        case timedOut(String)
+        case answer(String)
     }
 
     private let state = Mutex(State())
@@ -248,23 +261,54 @@ public final class AudioSession: Sendable {
     public func nowPlayingApp() -> String? { registry?.nowPlaying() }
 
     /// Receives remote-command messages sent to this session (the now-playing app) by
-    /// ``sendToNowPlayingApp(_:)`` in any process. The NowPlaying module installs it.
-    public func setRemoteCommandReceiver(_ receiver: (@Sendable (String) -> Void)?) {
+    /// ``sendToNowPlayingApp(_:)`` or ``requestNowPlayingApp(_:timeout:completion:)`` in any
+    /// process. The NowPlaying module installs it.
+    package func setRemoteCommandReceiver(_ receiver: RemoteReceiver?) {
         state.withLock { $0.remoteReceiver = receiver }
         if receiver != nil { try? startListening() }
     }
 
-    /// Sends a remote-command message to the now-playing app of this session's registry.
+    /// Sends a remote-command message to the now-playing app of this session's registry
+    /// without waiting for an answer.
     /// - Returns: the receiving session's id, or nil when there is no now-playing app.
     @discardableResult
-    public func sendToNowPlayingApp(_ message: String) -> String? {
+    package func sendToNowPlayingApp(_ message: String) -> String? {
         guard let registry, let target = registry.nowPlaying() else { return nil }
         if target == id {
             let receiver = state.withLock { $0.remoteReceiver }
-            queue.async { receiver?(message) }
+            queue.async { receiver?(message) { _ in } }
             return target
         }
         return registry.send("remote \(id) \(message)", to: target) ? target : nil
+    }
+
+    /// Sends a remote-command message to the now-playing app and calls `completion` (once, on
+    /// the session's queue) with its answer, or with `.timedOut` after `timeout` seconds.
+    package func requestNowPlayingApp(_ message: String, timeout: Double, completion: @escaping @Sendable (RemoteAnswer) -> Void) {
+        guard let registry, let target = registry.nowPlaying() else { return queue.async { completion(.noNowPlayingApp) } }
+        try? startListening()  // the answer comes to this session's socket
+        let seq = state.withLock { s -> UInt64 in
+            defer { s.nextRequest += 1 }
+            s.pendingRequests[s.nextRequest] = completion
+            return s.nextRequest
+        }
+        queue.asyncAfter(deadline: .now() + timeout) { [weak self] in
+            if let c = self?.state.withLock({ $0.pendingRequests.removeValue(forKey: seq) }) { c(.timedOut(target)) }
+        }
+        if target == id {
+            let receiver = state.withLock { $0.remoteReceiver }
+            queue.async { [weak self] in
+                guard let receiver, let session = self else { return }
+                receiver(message) { [weak session] answer in session?.answered(seq, answer) }
+            }
+        } else if !registry.send("request \(id) \(seq) \(message)", to: target) {
+            if let c = state.withLock({ $0.pendingRequests.removeValue(forKey: seq) }) { queue.async { c(.noNowPlayingApp) } }
+        }
+    }
+
+    private func answered(_ seq: UInt64, _ text: String) {
+        guard let c = state.withLock({ $0.pendingRequests.removeValue(forKey: seq) }) else { return }
+        queue.async { c(.answer(text)) }
     }
 
     // MARK: - Participants and events
@@ -372,7 +416,23 @@ public final class AudioSession: Sendable {
         case "unduck":
             undo(duckBy: other)
         case "remote":
-            if let argument, let receiver = state.withLock({ $0.remoteReceiver }) { receiver(argument) }
+            if let argument, let receiver = state.withLock({ $0.remoteReceiver }) { receiver(argument) { _ in } }
+        case "request":
+            // `request FROM SEQ MESSAGE`: the answer goes back as `answer ME SEQ RESULT`.
+            guard let argument, let registry else { return }
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let seq = UInt64(parts[0]) else { return }
+            let me = id
+            let reply: @Sendable (String) -> Void = { answer in _ = registry.send("answer \(me) \(seq) \(answer)", to: other) }
+            if let receiver = state.withLock({ $0.remoteReceiver }) {
+                receiver(parts[1], reply)
+            } else {
+                reply("200 this app receives no remote commands")
+            }
+        case "answer":
+            guard let argument else { return }
+            let parts = argument.split(separator: " ", maxSplits: 1).map(String.init)
+            if let seq = parts.first.flatMap({ UInt64($0) }) { answered(seq, parts.count > 1 ? parts[1] : "") }
         case "system":
             if let registry {
                 let system = registry.readSystem()

@@ -2,11 +2,14 @@
 // player) in its own process, reporting what happens to it, one line per event on stdout.
 //
 //   session-probe --registry DIR --category ambient|soloAmbient|playback [--options mix,duck,spoken]
-//                 [--mode spoken] [--play FILE --device NAME]
+//                 [--mode spoken] [--play FILE --device NAME] [--commands]
+//   --commands: receive remote commands in `RemoteCommandCenter.shared` (handlers on the main
+//   thread, written as an iOS app writes them); pause pauses, nextTrack answers noSuchContent.
 //   SIGUSR1: pause, then deactivate with notifyOthersOnDeactivation.  SIGTERM: exit.
 import AudioEngine
 import Dispatch
 import Foundation
+import NowPlaying
 import Player
 import Session
 
@@ -65,6 +68,31 @@ if let file = option("--play") {
     player = p
 } else {
     do { try session.setActive(true) } catch { say("error \(error)"); exit(1) }
+}
+
+/// Whether this code runs on the main queue (after `dispatchMain()` a pool thread serves it, so
+/// `Thread.isMainThread` is not the test).
+let mainKey = DispatchSpecificKey<Bool>()
+DispatchQueue.main.setSpecific(key: mainKey, value: true)
+func onMainQueue() -> Bool { DispatchQueue.getSpecific(key: mainKey) == true }
+
+if args.contains("--commands") {
+    let center = RemoteCommandCenter.shared
+    // As an iOS app writes them: main-actor code, trusting MediaPlayer's main-thread promise.
+    center.pauseCommand.addTarget { _ in
+        MainActor.assumeIsolated {
+            player?.pause()
+            say("handler pause main=\(onMainQueue())")
+            return .success
+        }
+    }
+    center.nextTrackCommand.addTarget { _ in
+        MainActor.assumeIsolated {
+            say("handler nextTrack main=\(onMainQueue())")
+            return .noSuchContent
+        }
+    }
+    center.receiveCommands(for: session)
 }
 
 signal(SIGUSR1, SIG_IGN)

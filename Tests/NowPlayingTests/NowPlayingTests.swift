@@ -66,6 +66,37 @@ struct InfoCenterTests {
 
 @Suite("RemoteCommandCenter")
 struct CommandCenterTests {
+    @Test("handlers run on the main thread by default, whichever thread dispatches (sync, completion, async); a center's own queue otherwise")
+    func handlerThread() async throws {
+        let center = RemoteCommandCenter()
+        let mainKey = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: mainKey, value: true)
+        center.pauseCommand.addTarget { _ in
+            // An iOS app's handler: main-actor code. Off the main queue this traps. (The main
+            // queue, not the main thread: after `dispatchMain()` a pool thread may serve it.)
+            MainActor.assumeIsolated { DispatchQueue.getSpecific(key: mainKey) == true ? .success : .commandFailed }
+        }
+        let fromThread = await withCheckedContinuation { (c: CheckedContinuation<RemoteCommandResult, Never>) in
+            Thread.detachNewThread { c.resume(returning: center.dispatch(RemoteCommandEvent(command: .pause))) }
+        }
+        #expect(fromThread == RemoteCommandResult(.success))
+        let awaited = await center.dispatch(RemoteCommandEvent(command: .pause))
+        #expect(awaited == RemoteCommandResult(.success))
+        let viaCompletion = await withCheckedContinuation { (c: CheckedContinuation<RemoteCommandResult, Never>) in
+            center.dispatch(RemoteCommandEvent(command: .pause)) { c.resume(returning: $0) }
+        }
+        #expect(viaCompletion == RemoteCommandResult(.success))
+
+        let queue = DispatchQueue(label: "test.handlers")
+        let own = RemoteCommandCenter(handlerQueue: queue)
+        own.playCommand.addTarget { _ in
+            dispatchPrecondition(condition: .onQueue(queue))
+            // Dispatching from inside a handler (on the handler queue) runs in place, no deadlock.
+            return own.dispatch(RemoteCommandEvent(command: .pause)).status == .commandFailed ? .success : .commandFailed
+        }
+        #expect(await own.dispatch(RemoteCommandEvent(command: .play)) == RemoteCommandResult(.success))
+    }
+
     @Test("every command: no handler and disabled answer commandFailed with a reason; handlers' statuses come back; events carry their fields")
     func commands() {
         let center = RemoteCommandCenter()

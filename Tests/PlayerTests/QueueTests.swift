@@ -25,6 +25,28 @@ struct QueueTests {
         #expect(player.currentTime() >= 4 || player.currentItem == nil, "\(player.currentTime())")
     }
 
+    @Test("seek completions run on the main queue by default (as AVPlayer's), or on the queue given")
+    func seekCompletionQueue() async throws {
+        let tone = try Fixtures.tone("seek-queue", seconds: 3, frequency: 440)
+        let player = makePlayer(items([tone]), device: "null")
+        defer { player.engine.shutdown() }
+        let onMain = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            player.seek(to: 1) { ok in
+                dispatchPrecondition(condition: .onQueue(.main))
+                MainActor.assumeIsolated { c.resume(returning: ok) }
+            }
+        }
+        #expect(onMain)
+        let mine = DispatchQueue(label: "test.seek")
+        let onMine = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            player.seek(to: 2, queue: mine) { ok in
+                dispatchPrecondition(condition: .onQueue(mine))
+                c.resume(returning: ok)
+            }
+        }
+        #expect(onMine)
+    }
+
     @Test("queue operations: identity, insert after current, remove, remove current = advance, removeAll")
     func queueOperations() throws {
         let (a, b, c) = try Self.files()

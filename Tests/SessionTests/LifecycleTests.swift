@@ -44,7 +44,7 @@ struct LifecycleTests {
                             .willEnterForeground, .didBecomeActive, .willTerminate])
     }
 
-    @Test("background task: expiration handler shortly before the budget; a leaked task is reported and the app suspended anyway")
+    @Test("background task: expiration handler shortly before the budget, on the main queue; a leaked task is reported and the app suspended anyway")
     func taskBudget() throws {
         let app = Application(configuration: ApplicationConfiguration(backgroundTaskBudget: 1.0, expirationWarning: 0.3,
                                                                       suspensionGracePeriod: 0.2))
@@ -54,7 +54,10 @@ struct LifecycleTests {
         let expiredAt = Mutex<Double?>(nil)
         app.enterBackground()
         let entered = Date().timeIntervalSince(log.start)
-        let ended = app.beginBackgroundTask(name: "well-behaved") { expiredAt.withLock { $0 = Date().timeIntervalSince(log.start) } }
+        let ended = app.beginBackgroundTask(name: "well-behaved") {
+            dispatchPrecondition(condition: .onQueue(.main))
+            MainActor.assumeIsolated { expiredAt.withLock { $0 = Date().timeIntervalSince(log.start) } }
+        }
         #expect(ended != .invalid)
         let leaked = app.beginBackgroundTask(name: "leaky")
         #expect(eventually(timeout: 3) { expiredAt.withLock { $0 } != nil })
@@ -193,5 +196,33 @@ struct BackgroundAudioTests {
             #expect(player.rate == 0, "the player does not resume by itself (the app decides)")
             #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "nothing plays: suspended again")
         }
+    }
+    @Test("keep-alive: below the minimum is refused; the handler runs before each timeout on the handler queue, waking the suspended app; cleared, it stops")
+    func keepAlive() throws {
+        let handlers = DispatchQueue(label: "test.handlers")
+        let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.2, minimumKeepAliveTimeout: 1,
+                                                                       keepAliveHandlerTime: 0.5), handlerQueue: handlers)
+        let log = AppLog(app)
+        let calls = Mutex<[(time: Double, state: ApplicationState)]>([])
+        #expect(!app.setKeepAliveTimeout(0.5) { Issue.record("a refused handler ran") }, "below the minimum timeout")
+        #expect(app.setKeepAliveTimeout(1.0) {
+            dispatchPrecondition(condition: .onQueue(handlers))
+            calls.withLock { $0.append((Date().timeIntervalSince(log.start), app.applicationState)) }
+        })
+        app.enterBackground()
+        #expect(eventually(timeout: 2) { app.applicationState == .suspended })
+        Thread.sleep(forTimeInterval: 3.3)
+        let seen = calls.withLock { $0 }
+        #expect(seen.count >= 3, "\(seen)")
+        #expect(seen.allSatisfy { $0.state == .background }, "the app runs (in the background) for its handler: \(seen)")
+        let gaps = zip(seen.dropFirst(), seen).map { $0.time - $1.time }
+        #expect((seen.first?.time ?? 9) <= 1.05 && gaps.allSatisfy { $0 <= 1.05 }, "at least once per timeout: \(seen.map(\.time))")
+        #expect(log.all.filter { $0 == .didResume }.count >= 2, "woken from suspension for it: \(log.all)")
+        #expect(eventually(timeout: 2) { app.applicationState == .suspended }, "suspended again after the handler")
+        app.clearKeepAliveTimeout()
+        let before = calls.withLock { $0.count }
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(calls.withLock { $0.count } == before, "cleared: no more calls")
+        #expect(app.applicationState == .suspended)
     }
 }

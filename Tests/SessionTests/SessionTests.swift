@@ -1,6 +1,8 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import Lifecycle
+import NowPlaying
 import Player
 import Session
 import Synchronization
@@ -159,6 +161,56 @@ struct CrossProcessTests {
                 #expect(player.rate == 0, "opt-in \(optIn), paused meanwhile \(pauseMeanwhile): stays paused")
             }
         }
+    }
+
+    @Test("remote commands from another process run on the receiver's main thread (assumeIsolated holds); the sender gets the handlers' status")
+    func remoteCommandsAcrossProcesses() async throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let tone = try Fixtures.tone("session-remote", seconds: 30, frequency: 440)
+        let app = try Probe(registry: dir, ["--category", "playback", "--play", tone.path, "--device", "null", "--commands"])
+        defer { app.stop() }
+        #expect(app.waitFor("player rate 1 setRateCalled"))
+        let remote = AudioSession(registryDirectory: dir)  // a controller in this process
+        let paused = await RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: remote, timeout: 5)
+        #expect(paused == RemoteCommandResult(.success), "\(paused)")
+        #expect(app.waitFor("handler pause main=true"), "\(app.lines) \(app.process.stderr)")
+        #expect(app.waitFor("player rate 0 setRateCalled"))
+        let next = await RemoteCommandCenter.send(RemoteCommandEvent(command: .nextTrack), via: remote, timeout: 5)
+        #expect(next == RemoteCommandResult(.noSuchContent, "nextTrack: no such content"), "\(next)")
+        let stop = await RemoteCommandCenter.send(RemoteCommandEvent(command: .stop), via: remote, timeout: 5)
+        #expect(stop == RemoteCommandResult(.commandFailed, "stop has no handler"), "\(stop)")
+        #expect(!app.lines.contains { $0.contains("main=false") }, "\(app.lines)")
+        app.stop()
+        let gone = await RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: remote, timeout: 1)
+        #expect(gone.status == .commandFailed, "the now-playing app is gone: \(gone)")
+    }
+
+    @Test("a remote command wakes a suspended app before its handler runs")
+    func remoteCommandWakes() throws {
+        let dir = try Harness.makeTemporaryDirectory().path
+        let session = AudioSession(registryDirectory: dir)
+        try session.setCategory(.playback)
+        let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.2), handlerQueue: DispatchQueue(label: "t.app"))
+        let center = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "t.remote"), application: app)
+        let states = Mutex<[ApplicationState]>([])
+        center.playCommand.addTarget { _ in
+            states.withLock { $0.append(app.applicationState) }
+            return .success
+        }
+        center.receiveCommands(for: session)
+        let tone = try Fixtures.tone("session-wake", seconds: 1, frequency: 440)
+        let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
+                                 configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
+                                 session: session, application: app)
+        defer { player.engine.shutdown() }
+        player.play()
+        player.pause()  // now the now-playing app, paused
+        #expect(session.isNowPlayingApp)
+        app.enterBackground()
+        #expect(eventually(timeout: 3) { app.applicationState == .suspended })
+        let remote = AudioSession(registryDirectory: dir)
+        #expect(RemoteCommandCenter.send(RemoteCommandEvent(command: .play), via: remote) == session.id)
+        #expect(eventually(timeout: 2) { states.withLock { $0 } == [.background] }, "\(states.withLock { $0 })")
     }
 
     @Test("mixable sessions are never interrupted; soloAmbient interrupts; no notify: ended without shouldResume")
