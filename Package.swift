@@ -13,6 +13,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "backline", targets: ["backline"]),
+        // The README's AVQueuePlayer-style example, and a second "app" for trying sessions across processes.
+        .executable(name: "queue-example", targets: ["queue-example"]),
+        .executable(name: "session-probe", targets: ["session-probe"]),
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "Player", targets: ["Player"]),

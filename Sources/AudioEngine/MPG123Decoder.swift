@@ -36,6 +36,8 @@ public struct TrackMetadata: Sendable, Equatable {
     public var discNumber: Int?
     public var discCount: Int?
     public var genre: String?
+    /// The composer, from `TCOM`.
+    public var composer: String?
     public var year: String?
     /// The first embedded picture (APIC), front cover preferred.
     public var artwork: Artwork?
@@ -273,6 +275,7 @@ public final class MPG123Decoder {
                 case "TALB": meta.album = value
                 case "TPE2": meta.albumArtist = value
                 case "TCON": meta.genre = value
+                case "TCOM": meta.composer = value
                 case "TYER", "TDRC": meta.year = value
                 case "TRCK": (meta.trackNumber, meta.trackCount) = Self.numberPair(value)
                 case "TPOS": (meta.discNumber, meta.discCount) = Self.numberPair(value)

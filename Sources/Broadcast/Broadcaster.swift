@@ -61,3 +61,22 @@ public final class Broadcaster<Event: Sendable>: Sendable {
         }
     }
 }
+
+/// An opaque token for something added to a `Center` (an observer, a handler, a hook): pass it
+/// back to the same center to remove it. Each center has its own token type, so a token from
+/// one center cannot be handed to another by mistake.
+public struct ObservationToken<Center>: Hashable, Sendable {
+    package let id: UInt64
+    package init(_ id: UInt64) { self.id = id }
+}
+
+extension Broadcaster {
+    /// ``addObserver(queue:_:)`` returning a token typed for `Center`.
+    package func addObserver<Center>(for _: Center.Type, queue: DispatchQueue,
+                                     _ handler: @escaping @Sendable (Event) -> Void) -> ObservationToken<Center> {
+        ObservationToken(addObserver(queue: queue, handler))
+    }
+
+    /// Removes the observer a typed token stands for.
+    package func removeObserver<Center>(_ token: ObservationToken<Center>) { removeObserver(token.id) }
+}

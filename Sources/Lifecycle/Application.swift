@@ -5,7 +5,7 @@ import Synchronization
 
 /// Something that can keep an app running in the background, or needs to know about the app's
 /// state (QueuePlayer conforms).
-public protocol ApplicationParticipant: AnyObject, Sendable {
+package protocol ApplicationParticipant: AnyObject, Sendable {
     /// Whether this keeps the app running in the background (playing audio in `playback`).
     var keepsAppRunningInBackground: Bool { get }
     /// The app entered the background: stop what may not continue there (e.g. a player whose
@@ -371,7 +371,7 @@ public final class Application: Sendable {
     // MARK: - Participants, hooks, events
 
     /// Registers a participant (players do this themselves).
-    public func register(_ participant: any ApplicationParticipant) {
+    package func register(_ participant: any ApplicationParticipant) {
         state.withLock { s in
             s.participants.removeAll { $0.participant == nil }
             s.participants.append(Weak(participant: participant))
@@ -385,27 +385,42 @@ public final class Application: Sendable {
     /// Adds a suspension hook: called (on the app's queue, with `.suspended`) once each time the
     /// app is suspended, before participants release their devices. Returns a token.
     @discardableResult
-    public func addSuspensionHook(_ hook: @escaping @Sendable (ApplicationState) -> Void) -> UInt64 {
+    public func addSuspensionHook(_ hook: @escaping @Sendable (ApplicationState) -> Void) -> SuspensionHookToken {
         state.withLock { s in
             let t = s.nextToken
             s.nextToken += 1
             s.hooks[t] = hook
-            return t
+            return ObservationToken(t)
         }
     }
 
-    public func removeSuspensionHook(_ token: UInt64) {
-        _ = state.withLock { $0.hooks.removeValue(forKey: token) }
+    /// Removes a hook added with ``addSuspensionHook(_:)``.
+    public func removeSuspensionHook(_ token: SuspensionHookToken) {
+        _ = state.withLock { $0.hooks.removeValue(forKey: token.id) }
     }
+
+    /// What a suspension hook's token is typed for (tokens of observers and hooks do not mix).
+    public enum SuspensionHook {}
+    /// A token for an observer of an ``Application``.
+    public typealias ObserverToken = ObservationToken<Application>
+    /// A token for a suspension hook.
+    public typealias SuspensionHookToken = ObservationToken<SuspensionHook>
 
     /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
-    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (ApplicationEvent) -> Void) -> UInt64 {
-        broadcaster.addObserver(queue: queue, handler)
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (ApplicationEvent) -> Void) -> ObserverToken {
+        broadcaster.addObserver(for: Application.self, queue: queue, handler)
+    }
+
+    /// ``addObserver(queue:_:)`` on the main queue for main-actor code (no
+    /// `MainActor.assumeIsolated` needed in the handler).
+    @discardableResult
+    public func addObserver(_ handler: @escaping @MainActor @Sendable (ApplicationEvent) -> Void) -> ObserverToken {
+        addObserver(queue: .main) { e in MainActor.assumeIsolated { handler(e) } }
     }
 
     /// Removes a handler added with ``addObserver(queue:_:)``.
-    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
+    public func removeObserver(_ token: ObserverToken) { broadcaster.removeObserver(token) }
 
     /// Every event from now on.
     public func events() -> AsyncStream<ApplicationEvent> { broadcaster.events() }

@@ -103,7 +103,7 @@ public final class MPRISService: Sendable {
     private let info: NowPlayingInfoCenter
     private let commands: RemoteCommandCenter
     private let options: MPRISOptions
-    private let observer = Mutex<UInt64?>(nil)
+    private let observer = Mutex<NowPlayingObserverToken?>(nil)
     private let events = DispatchQueue(label: "backline.mpris.events")
     private let refreshPending = Atomic<Bool>(false)
     /// The last cover written, and its URL.
@@ -252,6 +252,7 @@ public final class MPRISService: Sendable {
         if let n = i.albumTrackNumber { m.append(("xesam:trackNumber", .int32(Int32(clamping: n)))) }
         if let n = i.discNumber { m.append(("xesam:discNumber", .int32(Int32(clamping: n)))) }
         if let g = i.genre { m.append(("xesam:genre", .strings([g]))) }
+        if let c = i.composer { m.append(("xesam:composer", .strings([c]))) }
         if let u = i.assetURL { m.append(("xesam:url", .string(u))) }
         return m
     }

@@ -9,7 +9,12 @@ import Synchronization
 public struct NowPlayingInfo: Sendable, Equatable {
     /// `MPNowPlayingInfoMediaType`.
     public enum MediaType: Int, Sendable {
-        case none = 0, audio = 1, video = 2
+        /// Unspecified.
+        case none = 0
+        /// Audio.
+        case audio = 1
+        /// Video.
+        case video = 2
         /// The lowercase name (`none`, `audio`, `video`).
         public var name: String {
             switch self {
@@ -23,27 +28,52 @@ public struct NowPlayingInfo: Sendable, Equatable {
     /// Embedded artwork: the bytes and their MIME type (the decoder's own type: tags pass through as read).
     public typealias Artwork = TrackMetadata.Artwork
 
+    /// `MPMediaItemPropertyTitle`: the track's title.
     public var title: String?
+    /// `MPMediaItemPropertyArtist`: the performing artist.
     public var artist: String?
+    /// `MPMediaItemPropertyAlbumTitle`.
     public var albumTitle: String?
+    /// `MPMediaItemPropertyAlbumArtist`.
     public var albumArtist: String?
+    /// `MPMediaItemPropertyComposer`.
+    public var composer: String?
+    /// `MPMediaItemPropertyAlbumTrackNumber`: the track's number on its album (1-based).
     public var albumTrackNumber: Int?
+    /// `MPMediaItemPropertyAlbumTrackCount`: how many tracks the album has.
     public var albumTrackCount: Int?
+    /// `MPMediaItemPropertyDiscNumber` (1-based).
     public var discNumber: Int?
+    /// `MPMediaItemPropertyDiscCount`.
     public var discCount: Int?
+    /// `MPMediaItemPropertyGenre`.
     public var genre: String?
     /// `MPMediaItemPropertyPlaybackDuration`, seconds.
     public var playbackDuration: Double?
+    /// `MPMediaItemPropertyArtwork`: embedded cover art.
     public var artwork: Artwork?
-    /// Position when this info was set; the center extrapolates from it.
+    /// `MPNowPlayingInfoPropertyElapsedPlaybackTime`: the position, seconds, when this info was
+    /// set; the center extrapolates from it (``NowPlayingInfoCenter/elapsed(at:)``).
     public var elapsedPlaybackTime: Double?
-    /// 0 paused, 1 playing; absent means 1 (as on Apple platforms).
+    /// `MPNowPlayingInfoPropertyPlaybackRate`: 0 paused, 1 playing; absent means 1 (as on Apple
+    /// platforms).
     public var playbackRate: Double?
+    /// `MPNowPlayingInfoPropertyDefaultPlaybackRate`: the rate "play" means (1).
     public var defaultPlaybackRate: Double?
-    /// Zero-based.
+    /// `MPNowPlayingInfoPropertyPlaybackProgress`: how far through the item, 0…1 (for items with
+    /// no meaningful elapsed time; players with a duration set ``elapsedPlaybackTime`` instead).
+    public var playbackProgress: Float?
+    /// `MPNowPlayingInfoPropertyPlaybackQueueIndex`: the item's place in the queue, zero-based.
     public var playbackQueueIndex: Int?
+    /// `MPNowPlayingInfoPropertyPlaybackQueueCount`: how many items the queue has.
     public var playbackQueueCount: Int?
+    /// `MPNowPlayingInfoPropertyChapterNumber`: the chapter playing, zero-based.
+    public var chapterNumber: Int?
+    /// `MPNowPlayingInfoPropertyChapterCount`: how many chapters the item has.
+    public var chapterCount: Int?
+    /// `MPNowPlayingInfoPropertyMediaType`.
     public var mediaType: MediaType?
+    /// `MPNowPlayingInfoPropertyIsLiveStream`: a stream with no end (no duration, no seeking).
     public var isLiveStream: Bool?
     /// `MPNowPlayingInfoPropertyAssetURL`: the item's file, as a `file://` URL.
     public var assetURL: String?
@@ -51,23 +81,38 @@ public struct NowPlayingInfo: Sendable, Equatable {
     /// queue's id in the daemon; the queue index otherwise).
     public var externalContentIdentifier: String?
 
+    /// Empty info (every key absent); set the keys you have.
     public init() {}
 }
 
 /// `MPNowPlayingPlaybackState`. On Linux it is authoritative (there is no system to infer it).
 public enum NowPlayingPlaybackState: Int, Sendable {
-    case unknown = 0, playing = 1, paused = 2, stopped = 3, interrupted = 4
+    /// Not set.
+    case unknown = 0
+    /// Playing.
+    case playing = 1
+    /// Paused: the item stays, the position holds.
+    case paused = 2
+    /// Stopped: nothing is loaded to play.
+    case stopped = 3
+    /// Interrupted by another app's audio session.
+    case interrupted = 4
 }
 
 /// Changes of the now-playing store.
 public enum NowPlayingEvent: Sendable, Equatable {
+    /// The info was set (nil: cleared).
     case infoChanged(NowPlayingInfo?)
+    /// ``NowPlayingInfoCenter/playbackState`` changed.
     case playbackStateChanged(NowPlayingPlaybackState)
 }
 
 /// The now-playing store (`MPNowPlayingInfoCenter`): the info is copied on set and stamped with
 /// a monotonic time; readers extrapolate the elapsed time from it, so it need not be written on
 /// every tick (and the binding never does).
+/// A token for an observer of a ``NowPlayingInfoCenter``.
+public typealias NowPlayingObserverToken = ObservationToken<NowPlayingInfoCenter>
+
 public final class NowPlayingInfoCenter: Sendable {
     /// The process's store.
     public static let `default` = NowPlayingInfoCenter()
@@ -135,12 +180,12 @@ public final class NowPlayingInfoCenter: Sendable {
 
     /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
-    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (NowPlayingEvent) -> Void) -> UInt64 {
-        broadcaster.addObserver(queue: queue, handler)
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (NowPlayingEvent) -> Void) -> NowPlayingObserverToken {
+        broadcaster.addObserver(for: NowPlayingInfoCenter.self, queue: queue, handler)
     }
 
     /// Removes a handler added with ``addObserver(queue:_:)``.
-    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
+    public func removeObserver(_ token: NowPlayingObserverToken) { broadcaster.removeObserver(token) }
 
     /// Every event from now on.
     public func events() -> AsyncStream<NowPlayingEvent> { broadcaster.events() }

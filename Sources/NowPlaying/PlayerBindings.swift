@@ -100,6 +100,7 @@ public final class NowPlayingBinding: Sendable {
         info.discNumber = m.discNumber
         info.discCount = m.discCount
         info.genre = m.genre
+        info.composer = m.composer
         info.playbackDuration = item.duration
         info.artwork = m.artwork
         info.mediaType = .audio
@@ -154,7 +155,7 @@ public final class RemoteCommandBinding: Sendable {
     public let player: QueuePlayer
     public let center: RemoteCommandCenter
     private let queue = DispatchQueue(label: "backline.remote.binding")
-    private let tokens = Mutex<[(RemoteCommand, UInt64)]>([])
+    private let tokens = Mutex<[(RemoteCommand, RemoteCommand.Target)]>([])
     private let observer = Mutex<ObserverToken?>(nil)
     /// Paths of the items played before the current one (most recent last).
     private let history = Mutex<[String]>([])

@@ -1,3 +1,4 @@
+import Broadcast
 import Dispatch
 import Foundation
 import Lifecycle
@@ -77,7 +78,6 @@ public final class RemoteCommand: Sendable {
     struct State {
         var enabled = true
         var targets: [(UInt64, @Sendable (RemoteCommandEvent) -> RemoteCommandHandlerStatus)] = []
-        var next: UInt64 = 1
         var preferredIntervals: [Double] = [15]
         var supportedPlaybackRates: [Float] = [1]
         var currentRepeatType = RepeatType.off
@@ -96,21 +96,24 @@ public final class RemoteCommand: Sendable {
         set { state.withLock { $0.enabled = newValue } }
     }
 
-    /// Adds a handler; returns a token for ``removeTarget(_:)``.
+    /// A token for a handler of a ``RemoteCommand`` (unique across all commands).
+    public typealias Target = ObservationToken<RemoteCommand>
+    private static let tokens = Atomic<UInt64>(0)
+
+    /// Adds a handler, called on the center's handler queue (the main queue for
+    /// ``RemoteCommandCenter/shared``); returns a token for ``removeTarget(_:)``.
     @discardableResult
-    public func addTarget(handler: @escaping @Sendable (RemoteCommandEvent) -> RemoteCommandHandlerStatus) -> UInt64 {
-        state.withLock { s in
-            let t = s.next
-            s.next += 1
-            s.targets.append((t, handler))
-            return t
-        }
+    public func addTarget(handler: @escaping @Sendable (RemoteCommandEvent) -> RemoteCommandHandlerStatus) -> Target {
+        let t = Self.tokens.wrappingAdd(1, ordering: .relaxed).newValue
+        state.withLock { $0.targets.append((t, handler)) }
+        return Target(t)
     }
 
-    /// Removes one handler, or all of them with nil (`removeTarget(nil)`).
-    public func removeTarget(_ token: UInt64?) {
+    /// Removes one handler, or all of them with nil (`removeTarget(nil)`). A token of another
+    /// command removes nothing.
+    public func removeTarget(_ token: Target?) {
         state.withLock { s in
-            if let token { s.targets.removeAll { $0.0 == token } } else { s.targets = [] }
+            if let token { s.targets.removeAll { $0.0 == token.id } } else { s.targets = [] }
         }
     }
 

@@ -1,4 +1,5 @@
 import AudioEngine
+import Broadcast
 
 /// What the player does when an item plays to its end (`AVPlayer.ActionAtItemEnd`).
 public enum ActionAtItemEnd: Int, Sendable {
@@ -9,6 +10,16 @@ public enum ActionAtItemEnd: Int, Sendable {
     /// Do nothing: rate and current item stay as they are. Changing the action later applies
     /// the new one at once.
     case none = 2
+}
+
+/// Whether a player can be used (`AVPlayer.Status`).
+public enum PlayerStatus: Int, Sendable {
+    /// Not ready yet.
+    case unknown = 0
+    /// Ready to play.
+    case readyToPlay = 1
+    /// Failed for good (see the player's `error`); a new player is needed.
+    case failed = 2
 }
 
 /// Whether playback is advancing (`AVPlayer.TimeControlStatus`).
@@ -82,7 +93,6 @@ public enum PlayerEvent: Sendable {
     case outputFailed(ALSAError)
 }
 
-/// An opaque token for a time observer or an event handler; pass it back to remove it.
-public struct ObserverToken: Hashable, Sendable {
-    let id: UInt64
-}
+/// An opaque token for a player's time observer or event handler; pass it back to the same
+/// player to remove it.
+public typealias ObserverToken = ObservationToken<QueuePlayer>

@@ -20,8 +20,9 @@ import Synchronization
 /// player.play()
 /// ```
 public final class QueuePlayer: Sendable {
-    /// The engine behind the player (one decoder thread, one output thread).
-    public let engine: PlaybackEngine
+    /// The engine behind the player (one decoder thread, one output thread): Backline's own
+    /// modules use it (device settings, shutdown); apps use the player.
+    package let engine: PlaybackEngine
 
     struct State {
         var items: [PlayerItem] = []
@@ -228,8 +229,26 @@ public final class QueuePlayer: Sendable {
         }
     }
 
+    /// Replaces the current item with `item`, keeping the items after it (AVPlayer's
+    /// `replaceCurrentItem(with:)` on a queue player): `item` plays from its start at the current
+    /// rate, as a jump (the device stays open). With nil the current item is removed, as
+    /// ``advanceToNextItem()``. Nothing changes when `item` belongs to a queue or has failed.
+    public func replaceCurrentItem(with item: PlayerItem?) {
+        guard let item else { return advanceToNextItem() }
+        state.withLock { s in
+            guard canInsert(item, in: s) else { return }
+            if !s.items.isEmpty { release(s.items.removeFirst()) }
+            item.state.withLock { $0.owner = ObjectIdentifier(self) }
+            s.items.insert(item, at: 0)
+            replan(&s, startingAt: nil)
+            announceCurrent(&s)
+            clock.jumped()
+            updateStatus(&s)
+        }
+    }
+
     /// Replaces every item by `item` in one step, playing it from `time` (its start when nil) at
-    /// the current rate: AVPlayer's `replaceCurrentItem(with:)`. Unlike ``removeAllItems()``
+    /// the current rate (a plain AVPlayer's `replaceCurrentItem(with:)`). Unlike ``removeAllItems()``
     /// then ``insert(_:after:)`` the device stays open and nothing is heard of the empty queue
     /// in between (a jump, not a stop and a start).
     /// - Returns: false (and nothing changes) when `item` belongs to a queue or has failed.
@@ -272,8 +291,39 @@ public final class QueuePlayer: Sendable {
     // MARK: - Rate
 
     /// 0 (paused) or 1 (playing). While waiting (see ``timeControlStatus``) this is the rate
-    /// playback will use.
-    public var rate: Float { state.withLock { $0.rate } }
+    /// playback will use. Settable, as AVPlayer's: `player.rate = 1` plays, `0` pauses; a rate
+    /// the player cannot play leaves the rate as it is and posts `rateChanged` with
+    /// `setRateFailed` (``setRate(_:)`` throws the reason instead).
+    public var rate: Float {
+        get { state.withLock { $0.rate } }
+        set { try? setRate(newValue) }
+    }
+
+    /// The rate ``play()`` uses (AVPlayer's `defaultRate`, iOS 16): 1. Setting a rate the player
+    /// cannot play leaves it at 1 and posts `rateChanged` with `setRateFailed`.
+    public var defaultRate: Float {
+        get { 1 }
+        set {
+            guard newValue != 1 else { return }
+            state.withLock { s in post(&s, .rateChanged(s.rate, reason: .setRateFailed)) }
+        }
+    }
+
+    /// Plays at `rate` at once with what is buffered (AVPlayer's `playImmediately(atRate:)`).
+    /// Backline never waits to minimise stalls (its items are local files), so this is
+    /// `rate = rate`.
+    public func playImmediately(atRate rate: Float) {
+        self.rate = rate
+    }
+
+    /// Whether the player can be used (AVPlayer's `status`). A `QueuePlayer` is ready from the
+    /// start and never fails as a whole: a broken item fails that item (its `status` and
+    /// `error`), and a lost device pauses the player (``outputError``) until it returns.
+    public var status: PlayerStatus { .readyToPlay }
+
+    /// Why the player failed (AVPlayer's `error`): always nil, as ``status`` never becomes
+    /// `.failed` (see ``outputError`` for a lost device, ``PlayerItem/error`` for an item).
+    public var error: (any Error)? { nil }
 
     /// Sets the rate: 0 pauses, 1 plays; any other rate throws ``UnsupportedRateError`` (and a
     /// `rateChanged` event with `.setRateFailed`) until time-stretching exists.
@@ -285,7 +335,7 @@ public final class QueuePlayer: Sendable {
         state.withLock { s in setRateLocked(&s, rate, reason: .setRateCalled) }
     }
 
-    /// Plays (rate 1).
+    /// Plays at ``defaultRate`` (1).
     public func play() { state.withLock { s in setRateLocked(&s, 1, reason: .setRateCalled) } }
 
     /// Pauses (rate 0); nothing is lost or repeated across pause and play. A pause during an
@@ -309,7 +359,7 @@ public final class QueuePlayer: Sendable {
 
     /// Sets the rate for a reason other than the app's own call (interruption, background,
     /// device loss): used by the audio-session and lifecycle layers.
-    public func setRate(_ rate: Float, reason: RateChangeReason) {
+    package func setRate(_ rate: Float, reason: RateChangeReason) {
         state.withLock { s in setRateLocked(&s, rate == 0 ? 0 : 1, reason: reason) }
     }
 
@@ -418,11 +468,18 @@ public final class QueuePlayer: Sendable {
     /// ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (PlayerEvent) -> Void) -> ObserverToken {
-        ObserverToken(id: broadcaster.addObserver(queue: queue, handler))
+        broadcaster.addObserver(for: QueuePlayer.self, queue: queue, handler)
+    }
+
+    /// ``addObserver(queue:_:)`` on the main queue for main-actor code: the handler is
+    /// main-actor isolated, so it needs no `MainActor.assumeIsolated`.
+    @discardableResult
+    public func addObserver(_ handler: @escaping @MainActor @Sendable (PlayerEvent) -> Void) -> ObserverToken {
+        addObserver(queue: .main) { e in MainActor.assumeIsolated { handler(e) } }
     }
 
     /// Removes an event handler; no delivery to it starts once this returns.
-    public func removeObserver(_ token: ObserverToken) { broadcaster.removeObserver(token.id) }
+    public func removeObserver(_ token: ObserverToken) { broadcaster.removeObserver(token) }
 
     /// Every player event from now on, for async code.
     public func events() -> AsyncStream<PlayerEvent> { broadcaster.events() }
@@ -718,12 +775,12 @@ public final class QueuePlayer: Sendable {
 
 extension QueuePlayer: AudioSessionParticipant {
     /// Whether the player is playing (running I/O, for deactivation checks).
-    public var isRunningIO: Bool { state.withLock { $0.rate != 0 } }
+    package var isRunningIO: Bool { state.withLock { $0.rate != 0 } }
 
     /// Whether the audio session was interrupted and the interruption has not ended yet.
     public var isInterrupted: Bool { state.withLock { $0.interrupted } }
 
-    public func sessionInterrupted() {
+    package func sessionInterrupted() {
         state.withLock { s in
             s.interrupted = true
             s.playingWhenInterrupted = s.rate != 0
@@ -731,7 +788,7 @@ extension QueuePlayer: AudioSessionParticipant {
         }
     }
 
-    public func sessionInterruptionEnded(shouldResume: Bool) {
+    package func sessionInterruptionEnded(shouldResume: Bool) {
         // The end of an interruption wakes a suspended app (iOS delivers it to the app).
         if application.applicationState == .suspended { application.resume(reason: "interruption ended") }
         let resume = state.withLock { s in
@@ -743,14 +800,14 @@ extension QueuePlayer: AudioSessionParticipant {
 
     /// The session was deactivated while playing: the player stops (rate 0, reason
     /// `audioSessionDeactivated`), as AVAudioSession stops running I/O.
-    public func sessionDeactivatedWhileRunning() {
+    package func sessionDeactivatedWhileRunning() {
         state.withLock { s in
             s.playingWhenInterrupted = false
             setRateLocked(&s, 0, reason: .audioSessionDeactivated)
         }
     }
 
-    public func sessionGainChanged(_ gain: Float) {
+    package func sessionGainChanged(_ gain: Float) {
         state.withLock { s in
             s.sessionGain = gain
             engine.volume = s.volume * gain
@@ -760,19 +817,19 @@ extension QueuePlayer: AudioSessionParticipant {
 
 extension QueuePlayer: ApplicationParticipant {
     /// Playing audible audio in the `playback` category keeps the app running in the background.
-    public var keepsAppRunningInBackground: Bool {
+    package var keepsAppRunningInBackground: Bool {
         let playing = state.withLock { s in s.rate != 0 && !s.items.isEmpty && !s.atEnd }
         return playing && session.category == .playback && session.isActive
     }
 
     /// Outside `playback`, audio stops in the background (rate 0, reason `appBackgrounded`).
-    public func applicationDidEnterBackground() {
+    package func applicationDidEnterBackground() {
         guard session.category != .playback else { return }
         setRate(0, reason: .appBackgrounded)
     }
 
     /// Suspension: the device is released; the queue and the position are kept (paused there).
-    public func applicationWillSuspend() {
+    package func applicationWillSuspend() {
         // Resumed meanwhile (the app came back while the hooks ran): nothing to release.
         guard application.applicationState == .suspended else { return }
         state.withLock { s in
@@ -792,5 +849,5 @@ extension QueuePlayer: ApplicationParticipant {
         }
     }
 
-    public func applicationDidResume() {}
+    package func applicationDidResume() {}
 }

@@ -1,3 +1,4 @@
+import Broadcast
 import Dispatch
 import Foundation
 import Synchronization
@@ -19,6 +20,38 @@ extension QueuePlayer {
     public func addBoundaryTimeObserver(forTimes times: [Double], queue: DispatchQueue?,
                                         using block: @escaping @Sendable () -> Void) -> ObserverToken {
         clock.add(.boundary(times.sorted()), queue: queue ?? .main) { _ in block() }
+    }
+
+    /// ``addPeriodicTimeObserver(forInterval:queue:using:)`` on the main queue for main-actor
+    /// code: the block is main-actor isolated, so it needs no `MainActor.assumeIsolated`.
+    @discardableResult
+    public func addPeriodicTimeObserver(forInterval interval: Double,
+                                        using block: @escaping @MainActor @Sendable (Double) -> Void) -> ObserverToken {
+        addPeriodicTimeObserver(forInterval: interval, queue: .main) { t in MainActor.assumeIsolated { block(t) } }
+    }
+
+    /// ``addBoundaryTimeObserver(forTimes:queue:using:)`` on the main queue for main-actor code.
+    @discardableResult
+    public func addBoundaryTimeObserver(forTimes times: [Double],
+                                        using block: @escaping @MainActor @Sendable () -> Void) -> ObserverToken {
+        addBoundaryTimeObserver(forTimes: times, queue: .main) { MainActor.assumeIsolated { block() } }
+    }
+
+    /// The periodic observer's times as an `AsyncSequence`: the same reports as
+    /// ``addPeriodicTimeObserver(forInterval:queue:using:)`` (multiples of `interval` while
+    /// playing, jumps, starts and stops). The observer is removed when iteration ends or the
+    /// task is cancelled; a slow reader gets the newest 16 times.
+    ///
+    /// ```swift
+    /// for await time in player.periodicTimes(forInterval: 0.5) { label.text = format(time) }
+    /// ```
+    public func periodicTimes(forInterval interval: Double) -> AsyncStream<Double> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Double.self, bufferingPolicy: .bufferingNewest(16))
+        let token = addPeriodicTimeObserver(forInterval: interval, queue: DispatchQueue(label: "backline.player.times")) {
+            continuation.yield($0)
+        }
+        continuation.onTermination = { [weak self] _ in self?.removeTimeObserver(token) }
+        return stream
     }
 
     /// Removes a time observer: no call of its block starts after this returns (one already
@@ -83,7 +116,7 @@ final class ObserverClock: Sendable {
             if let snap = snapshot() { reset(o, snap, fire: false) }
             reschedule()
         }
-        return ObserverToken(id: id)
+        return ObserverToken(id)
     }
 
     func remove(_ token: ObserverToken) {

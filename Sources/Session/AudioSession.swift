@@ -21,6 +21,9 @@ import Glibc
 /// - The silent switch and the screen lock silence `ambient` and `soloAmbient` sessions in
 ///   every process; `playback` ignores both.
 public final class AudioSession: Sendable {
+    /// A token for an observer of an ``AudioSession``.
+    public typealias SessionObserverToken = ObservationToken<AudioSession>
+
     /// The process's session (the registry from `$XDG_RUNTIME_DIR`).
     public static let shared = AudioSession()
 
@@ -201,6 +204,32 @@ public final class AudioSession: Sendable {
         }
     }
 
+    /// ``setActive(_:options:)`` with `true`, for async code: the work (the registry's files
+    /// and the messages to other sessions) runs off the caller's thread.
+    public func activate() async throws(AudioSessionError) {
+        try await runOffThread { session throws(AudioSessionError) in try session.setActive(true) }
+    }
+
+    /// ``setActive(_:options:)`` with `false`, for async code (running players are stopped and
+    /// `isBusy` thrown, as the synchronous form does).
+    public func deactivate(options: SetActiveOptions = []) async throws(AudioSessionError) {
+        try await runOffThread { session throws(AudioSessionError) in try session.setActive(false, options: options) }
+    }
+
+    private func runOffThread(_ work: @escaping @Sendable (AudioSession) throws(AudioSessionError) -> Void) async throws(AudioSessionError) {
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Void, AudioSessionError>, Never>) in
+            DispatchQueue.global().async { [self] in
+                do throws(AudioSessionError) {
+                    try work(self)
+                    c.resume(returning: .success(()))
+                } catch {
+                    c.resume(returning: .failure(error))
+                }
+            }
+        }
+        try result.get()
+    }
+
     // MARK: - System inputs
 
     /// The silent switch (machine-wide for this user): silences `ambient` and `soloAmbient`.
@@ -235,13 +264,13 @@ public final class AudioSession: Sendable {
 
     /// Reports a route change seen by a player (e.g. its device disappeared): observers get
     /// ``SessionEvent/routeChanged(reason:)``.
-    public func reportRouteChange(_ reason: RouteChangeReason) {
+    package func reportRouteChange(_ reason: RouteChangeReason) {
         post(.routeChanged(reason: reason))
     }
 
     /// Reports that the media services (the sound server) restarted: observers get
     /// ``SessionEvent/mediaServicesWereReset``; nothing restarts by itself.
-    public func reportMediaServicesReset() {
+    package func reportMediaServicesReset() {
         post(.mediaServicesWereReset)
     }
 
@@ -249,7 +278,7 @@ public final class AudioSession: Sendable {
 
     /// Called by a player that starts playing: a non-mixable session becomes the now-playing app
     /// (the one remote commands reach); a `mixWithOthers` session never does.
-    public func claimNowPlaying() {
+    package func claimNowPlaying() {
         guard let registry, !categoryOptions.contains(.mixWithOthers), registry.nowPlaying() != id else { return }
         registry.setNowPlaying(id)
     }
@@ -315,7 +344,7 @@ public final class AudioSession: Sendable {
 
     /// Registers a player: it is paused on interruption, resumed on `.ended` + shouldResume if
     /// it was playing, silenced and ducked as the session is.
-    public func register(_ participant: any AudioSessionParticipant) {
+    package func register(_ participant: any AudioSessionParticipant) {
         let gain = state.withLock { s -> Float in
             s.participants.removeAll { $0.participant == nil }
             s.participants.append(Weak(participant: participant))
@@ -326,12 +355,19 @@ public final class AudioSession: Sendable {
 
     /// Calls `handler` on `queue` for every event, in order; returns a token.
     @discardableResult
-    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (SessionEvent) -> Void) -> UInt64 {
-        broadcaster.addObserver(queue: queue, handler)
+    public func addObserver(queue: DispatchQueue, _ handler: @escaping @Sendable (SessionEvent) -> Void) -> SessionObserverToken {
+        broadcaster.addObserver(for: AudioSession.self, queue: queue, handler)
+    }
+
+    /// ``addObserver(queue:_:)`` on the main queue for main-actor code (no
+    /// `MainActor.assumeIsolated` needed in the handler).
+    @discardableResult
+    public func addObserver(_ handler: @escaping @MainActor @Sendable (SessionEvent) -> Void) -> SessionObserverToken {
+        addObserver(queue: .main) { e in MainActor.assumeIsolated { handler(e) } }
     }
 
     /// Removes a handler added with ``addObserver(queue:_:)``.
-    public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
+    public func removeObserver(_ token: SessionObserverToken) { broadcaster.removeObserver(token) }
 
     /// Every event from now on.
     public func events() -> AsyncStream<SessionEvent> { broadcaster.events() }

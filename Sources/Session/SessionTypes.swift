@@ -113,7 +113,7 @@ public enum SessionEvent: Sendable, Equatable {
 }
 
 /// What a session tells the players using it (QueuePlayer implements it).
-public protocol AudioSessionParticipant: AnyObject, Sendable {
+package protocol AudioSessionParticipant: AnyObject, Sendable {
     /// Whether the participant is producing sound (rate ≠ 0): running I/O.
     var isRunningIO: Bool { get }
     /// The session was interrupted: stop playing (remember whether it was playing).

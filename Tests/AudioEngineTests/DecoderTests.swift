@@ -15,6 +15,14 @@ struct DecoderTests {
         }
     }
 
+    @Test("the composer (TCOM) is read with the other tags")
+    func composer() throws {
+        let url = try Fixtures.tone("tagged-composer", seconds: 0.5, lameArgs: ["-b", "128", "--id3v2-only", "--tt", "Étude",
+                                                                               "--tv", "TCOM=Clara Schumann"])
+        let d = try MPG123Decoder(path: url.path)
+        #expect(d.metadata.title == "Étude" && d.metadata.composer == "Clara Schumann", "\(d.metadata)")
+    }
+
     @Test("tags, artwork, exact length, format")
     func metadata() throws {
         let url = try #require(Fixtures.demoTracks.first)

@@ -47,6 +47,61 @@ struct QueueTests {
         #expect(onMine)
     }
 
+    @Test("AVPlayer's surface: rate is settable, defaultRate is 1, playImmediately plays, replaceCurrentItem keeps the rest of the queue, status is ready")
+    func avPlayerSurface() throws {
+        let (a, b, c) = try Self.files()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
+        let player = makePlayer([ia, ib], device: cap.device)
+        let log = PlayerLog(player)
+        #expect(player.status == .readyToPlay && player.error == nil)
+        player.defaultRate = 2
+        #expect(player.defaultRate == 1, "only 1 is playable")
+        player.rate = 1.5
+        #expect(player.rate == 0, "an unplayable rate leaves the rate as it was")
+        #expect(log.wait(timeout: 2) { if case .rateChanged(0, .setRateFailed) = $0 { true } else { false } } != nil)
+        player.replaceCurrentItem(with: ic)
+        #expect(player.items() == [ic, ib], "the current item replaced, the rest kept")
+        #expect(player.canInsert(ia, after: nil), "the replaced item left the queue")
+        #expect(log.wait(timeout: 2, isChange(to: ic)) != nil)
+        player.playImmediately(atRate: 1)
+        #expect(player.rate == 1)
+        #expect(log.wait(timeout: 10, isCurrentNil) != nil)
+        let ref = try ReferenceDecoder.decodeF32(c) + ReferenceDecoder.decodeF32(b)
+        #expect(try cap.f32(waitingFor: ref.count) == ref, "heard: the replacement, then the rest of the queue, bit-exact")
+        player.rate = 0
+        #expect(player.rate == 0 && player.timeControlStatus == .paused)
+        player.replaceCurrentItem(with: nil)  // nothing current: no change, no crash
+        #expect(player.currentItem == nil)
+    }
+
+    @MainActor
+    @Test("main-actor observers need no assumeIsolated; periodic times as an AsyncStream (a jump is reported, the loop ends when the reader breaks)")
+    func mainActorAndAsync() async throws {
+        final class Seen { var events: [String] = [] }
+        let seen = Seen()
+        let tone = try Fixtures.tone("main-actor", seconds: 2, frequency: 440)
+        let player = makePlayer(items([tone]), device: "null")
+        defer { player.engine.shutdown() }
+        let token = player.addObserver { e in
+            // Main-actor code, called on the main queue: touching `seen` needs no hop.
+            if case .rateChanged(let r, _) = e { seen.events.append("rate \(r)") }
+        }
+        defer { player.removeObserver(token) }
+        let stream = player.periodicTimes(forInterval: 0.25)
+        #expect(await player.seek(to: 1.5), "a jump is reported to periodic observers")
+        player.play()
+        var times: [Double] = []
+        for await t in stream {
+            times.append(t)
+            if t >= 1.5 { break }
+        }
+        #expect(times.last.map { abs($0 - 1.5) < 0.3 } == true, "\(times)")
+        let deadline = Date().addingTimeInterval(5)
+        while seen.events.isEmpty, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(seen.events.first == "rate 1.0", "\(seen.events)")
+    }
+
     @Test("queue operations: identity, insert after current, remove, remove current = advance, removeAll")
     func queueOperations() throws {
         let (a, b, c) = try Self.files()
