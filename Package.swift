@@ -153,6 +153,12 @@ let package = Package(
             dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
+        // README's snippets, compiled as written, and an iOS-style client (main actor, async API), run.
+        .testTarget(
+            name: "SnippetTests",
+            dependencies: ["AudioEngine", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "AudioEngineTests",
             dependencies: ["AudioEngine", "BacklineTestSupport"],

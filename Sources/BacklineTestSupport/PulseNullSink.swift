@@ -45,11 +45,27 @@ public final class PulseNullSink: @unchecked Sendable {
     /// records the sink goes through here.
     public static func exclusive<T>(_ body: (PulseNullSink) throws -> T) throws -> T {
         let sink = try shared()
-        exclusiveLock.lock()
-        defer { exclusiveLock.unlock() }
+        exclusiveLock.wait()
+        defer { exclusiveLock.signal() }
         return try body(sink)
     }
-    private static let exclusiveLock = NSLock()
+
+    /// ``exclusive(_:)`` for async tests (a main-actor test, say): the wait for the sink happens
+    /// off the caller's thread, so the main queue keeps running meanwhile.
+    public static func exclusive<T>(isolation: isolated (any Actor)? = #isolation,
+                                    _ body: (PulseNullSink) async throws -> T) async throws -> T {
+        let sink = try shared()
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                exclusiveLock.wait()
+                c.resume()
+            }
+        }
+        defer { exclusiveLock.signal() }
+        return try await body(sink)
+    }
+    /// A semaphore rather than a lock: the async form releases it from whichever thread it ends on.
+    private static let exclusiveLock = DispatchSemaphore(value: 1)
     private static let sharedLock = NSLock()
     nonisolated(unsafe) private static var _shared: PulseNullSink?  // guarded by sharedLock
 

@@ -261,6 +261,7 @@ public final class RemoteCommandCenter: Sendable {
     ///
     /// Waiting blocks the caller: never call this form where the handler queue waits for the
     /// caller (use ``dispatch(_:completion:)`` or `await` ``dispatch(_:)`` there).
+    @discardableResult
     public func dispatch(_ event: RemoteCommandEvent) -> RemoteCommandResult {
         if DispatchQueue.getSpecific(key: onHandlerQueue) == true { return run(event) }
         return handlerQueue.sync { run(event) }
@@ -273,6 +274,7 @@ public final class RemoteCommandCenter: Sendable {
     }
 
     /// Delivers `event` as ``dispatch(_:)`` does and returns the handlers' answer.
+    @discardableResult
     public func dispatch(_ event: RemoteCommandEvent) async -> RemoteCommandResult {
         await withCheckedContinuation { (c: CheckedContinuation<RemoteCommandResult, Never>) in
             dispatch(event) { c.resume(returning: $0) }
