@@ -40,7 +40,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// its format, exact length and tags are known. Delivered as soon as it happens.
     case itemLoaded(ItemInfo)
     /// The decoder could not (fully) decode an item, ahead of it being heard: the decoder has
-    /// gone on to the next item it holds (if any). ``itemFailed`` follows when the listener
+    /// gone on to the next item it holds (if any). ``itemFailed(_:path:error:)`` follows when the listener
     /// reaches the failure. Delivered as soon as it happens, so whoever feeds the engine can
     /// queue what comes next without a gap.
     case itemDecodeFailed(ItemID, path: String, error: MPG123Error)
@@ -82,7 +82,7 @@ public struct EngineConfiguration: Sendable {
 ///
 /// Every method may be called from any thread. Commands reach the threads through atomics and the
 /// decoder's mailbox; nothing here blocks on a C call. Events are delivered on the engine's own
-/// monitor thread to ``onEvent`` handlers and to every ``events()`` stream.
+/// monitor thread to ``onEvent(_:)`` handlers and to every ``events()`` stream.
 public final class PlaybackEngine: Sendable {
     private let shared = EngineShared()
     private let decoder: DecoderThread

@@ -4,7 +4,7 @@ import Foundation
 import Player
 import Synchronization
 
-/// Connects a ``QueuePlayer`` to a ``NowPlayingInfoCenter`` (opt-in): fills the info from the
+/// Connects a `QueuePlayer` to a ``NowPlayingInfoCenter`` (opt-in): fills the info from the
 /// current item's tags (the file name when untagged) and writes (elapsed, rate) on play, pause,
 /// seek, item change, stall and interruption — never on a timer, since readers extrapolate —
 /// keeping the queue index and count current.
@@ -145,7 +145,7 @@ extension NowPlayingBinding {
     }
 }
 
-/// The default remote-command handlers for a ``QueuePlayer``: play, pause, toggle, stop (pause
+/// The default remote-command handlers for a `QueuePlayer`: play, pause, toggle, stop (pause
 /// and back to the start), next, previous (restarts the item when more than 3 s in, otherwise
 /// goes back to the item played before, from a history this binding keeps), seek
 /// (changePlaybackPosition), skip ±15 s, and the playback rate (1 only). Seek forward/backward

@@ -186,7 +186,7 @@ public final class RemoteCommand: Sendable {
     }
 }
 
-/// The remote commands (`MPRemoteCommandCenter`). ``dispatch(_:)`` delivers a command as the
+/// The remote commands (`MPRemoteCommandCenter`). ``dispatch(_:completion:)`` (or `dispatch(_:)`, waiting or awaited) delivers a command as the
 /// system would to the now-playing app, and returns the handlers' answer.
 ///
 /// Handlers run on the center's ``handlerQueue``: the main queue unless the center was made
@@ -267,7 +267,7 @@ public final class RemoteCommandCenter: Sendable {
         return handlerQueue.sync { run(event) }
     }
 
-    /// Delivers `event` as ``dispatch(_:)`` does and calls `completion` with the answer, on the
+    /// Delivers `event` as `dispatch(_:)` does and calls `completion` with the answer, on the
     /// handler queue, without blocking the caller.
     public func dispatch(_ event: RemoteCommandEvent, completion: @escaping @Sendable (RemoteCommandResult) -> Void) {
         handlerQueue.async { [self] in completion(run(event)) }

@@ -144,7 +144,7 @@ public struct PlayQueueError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String { message }
 }
 
-/// A music player's play queue above a ``QueuePlayer``: stable ids, a current entry, repeat,
+/// A music player's play queue above a `QueuePlayer`: stable ids, a current entry, repeat,
 /// shuffle, stop-after-current and a history for "previous".
 ///
 /// The queue keeps the player fed with the current item and the one that plays after it, so the
@@ -193,8 +193,10 @@ public final class PlayQueue: Sendable {
     /// How many items after the current one the player holds (decoded ahead, gapless).
     public let lookahead: Int
 
-    /// A play queue feeding `player` (which should start empty; the queue owns its items from now on).
-    /// - Parameter lookahead: how many items after the current one the player holds. One (the
+    /// A play queue feeding `player`.
+    /// - Parameters:
+    ///   - player: the player to feed; it should start empty (the queue owns its items from now on).
+    ///   - lookahead: how many items after the current one the player holds. One (the
     ///   default, as mpd) is enough on a device that plays in real time. A player that may run
     ///   faster than real time (ALSA's `null` or `file` devices) feeds more, so an item's end
     ///   never comes before the queue has fed what follows.

@@ -412,7 +412,7 @@ public final class QueuePlayer: Sendable {
         return s.parkedTime
     }
 
-    /// Seeks as ``seek(to:toleranceBefore:toleranceAfter:completion:)`` does and returns once the
+    /// Seeks as ``seek(to:toleranceBefore:toleranceAfter:queue:completion:)`` does and returns once the
     /// seek lands (`true`: heard from `time`) or is superseded by another jump (`false`), as
     /// AVPlayer's `seek(to:) async -> Bool`.
     @discardableResult
