@@ -51,7 +51,9 @@ public final class PulseNullSink: @unchecked Sendable {
     }
 
     /// ``exclusive(_:)`` for async tests (a main-actor test, say): the wait for the sink happens
-    /// off the caller's thread, so the main queue keeps running meanwhile.
+    /// off the caller's thread, so the main queue keeps running meanwhile. Run such a test in the
+    /// one-at-a-time pass: while it holds the sink across `await`s, synchronous tests waiting for
+    /// the sink block the cooperative threads its continuations need.
     public static func exclusive<T>(isolation: isolated (any Actor)? = #isolation,
                                     _ body: (PulseNullSink) async throws -> T) async throws -> T {
         let sink = try shared()
