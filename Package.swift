@@ -109,14 +109,14 @@ let package = Package(
         .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon"], swiftSettings: strictSettings),
 
         // `backline`, the small front end: `--version` and `ctl` (the commands CtlCore builds by
-        // itself) with no Foundation, SwiftNIO or audio library loaded, the Swift runtime linked
-        // in statically; every other command line it `execv`s, unchanged, to `backline-player`
-        // beside it.
+        // itself) with no Foundation, SwiftNIO or audio library, linked fully statically (the Swift
+        // runtime and glibc: the dynamic loader's relocations were most of a dynamic build's
+        // start-up); every other command line it `execv`s, unchanged, to `backline-player` beside it.
         .executableTarget(
             name: "backline",
             dependencies: ["BacklineWire", "CtlCore"],
             swiftSettings: strictSettings,
-            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
+            linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
         // The full command line: play, daemon, ctl (every command), bench (swift-argument-parser).
         .executableTarget(
@@ -141,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "BacklineCLITests",
             // The tests run both executables (`backline` execs `backline-player`), which `swift build`
-            // and `swift test` build; `backline` is not a dependency here: its `-static-stdlib`
+            // and `swift test` build; `backline` is not a dependency here: its `-static-executable`
             // would be linked into the test bundle too.
             dependencies: ["backline-player", "BacklineTestSupport"],
             swiftSettings: strictSettings
