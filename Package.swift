@@ -13,6 +13,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "backline", targets: ["backline"]),
+        .executable(name: "backline-player", targets: ["backline-player"]),
         // The README's AVQueuePlayer-style example, and a second "app" for trying sessions across processes.
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
@@ -50,6 +51,13 @@ let package = Package(
         // sd-bus (libsystemd): the session bus, for MPRIS.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
+        // The JSON protocol's client side: the JSON value, the blocking `ControlClient`, the socket
+        // directory's rules, the event kinds. No dependencies (not even Foundation): the small
+        // `backline` links it; Daemon re-exports it.
+        .target(name: "BacklineWire", swiftSettings: strictSettings),
+        // `backline ctl`: its syntax, help, output for people and the run itself (BacklineWire only).
+        .target(name: "CtlCore", dependencies: ["BacklineWire"], swiftSettings: strictSettings),
+
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
 
@@ -84,14 +92,14 @@ let package = Package(
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
+            dependencies: ["BacklineWire", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
-                "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS",
+                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -105,11 +113,21 @@ let package = Package(
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
         .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon"], swiftSettings: strictSettings),
 
-        // The command-line front end: play, bench.
+        // `backline`, the small front end: `--version` and `ctl` (the commands CtlCore builds by
+        // itself) with no Foundation, SwiftNIO or audio library, linked fully statically (the Swift
+        // runtime and glibc: the dynamic loader's relocations were most of a dynamic build's
+        // start-up); every other command line it `execv`s, unchanged, to `backline-player` beside it.
         .executableTarget(
             name: "backline",
+            dependencies: ["BacklineWire", "CtlCore"],
+            swiftSettings: strictSettings,
+            linkerSettings: [.unsafeFlags(["-static-executable"])]
+        ),
+        // The full command line: play, daemon, ctl (every command), bench (swift-argument-parser).
+        .executableTarget(
+            name: "backline-player",
             dependencies: [
-                "AudioEngine", "BacklineBench", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
+                "AudioEngine", "BacklineBench", "CtlCore", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -127,7 +145,10 @@ let package = Package(
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "BacklineCLITests",
-            dependencies: ["backline", "BacklineTestSupport"],
+            // The tests run both executables (`backline` execs `backline-player`), which `swift build`
+            // and `swift test` build; `backline` is not a dependency here: its `-static-executable`
+            // would be linked into the test bundle too.
+            dependencies: ["backline-player", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -152,7 +173,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline", "BacklineTestSupport"],
+            dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline-player", "BacklineTestSupport"],  // (as above)
             swiftSettings: strictSettings
         ),
         // README's snippets, compiled as written, and an iOS-style client (main actor, async API), run.

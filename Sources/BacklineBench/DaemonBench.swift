@@ -54,6 +54,8 @@ public enum DaemonBench {
         let blStatus1 = try roundTrips(connect: blMPDConnect, request: "status", others: 0)
         let blStatus100 = try roundTrips(connect: blMPDConnect, request: "status", others: 99, subscribe: "idle")
         let blMpc = try mpcStatus(blMPD)
+        // Our own client as a whole process, the daemon stopped with an empty queue (as mpd below).
+        let ctlStatus = try StartupBench.cost(StartupBench.frontEnd(beside: executable), ["ctl", "--socket", socket, "status"])
         let c = try ControlClient(socketPath: socket)
         _ = try c.request("add", [("path", "tone.mp3")])
         let blPause = try pauseLatency(monitor: sinkMonitor,
@@ -64,7 +66,7 @@ public enum DaemonBench {
         if bus != nil, FileManager.default.isExecutableFile(atPath: playerctl),
            waitUntil(10, { ((try? measureChild(playerctl, ["-p", "backline", "status"]))?.status ?? 1) == 0 }) {
             ctlPause = try pauseLatency(monitor: sinkMonitor, play: { _ = try c.request("play") },
-                                        pause: { _ = try measureChild(executable, ["ctl", "--socket", socket, "pause"]) })
+                                        pause: { _ = try measureChild(StartupBench.frontEnd(beside: executable), ["ctl", "--socket", socket, "pause"]) })
             mprisPause = try pauseLatency(monitor: sinkMonitor, play: { _ = try c.request("play") },
                                           pause: { _ = try measureChild(playerctl, ["-p", "backline", "play-pause"]) })
         }
@@ -106,7 +108,7 @@ public enum DaemonBench {
         var results: [BenchResult] = []
         let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
         var mpd1: Latencies?, mpd100: Latencies?, mpdPause: Double?, mpdJumps: [Jump: Double] = [:]
-        var mpdStatus1: Latencies?, mpdStatus100: Latencies?, mpdMpc: Double?
+        var mpdStatus1: Latencies?, mpdStatus100: Latencies?, mpdMpc: StartupBench.Cost?
         if let mpdPath {
             let msock = dir + "/mpd.sock"
             let conf = """
@@ -162,7 +164,11 @@ public enum DaemonBench {
         add("MPD-protocol status round trip p99, 1 client", blStatus1.p99, mpdStatus1?.p99, "µs", "mpd status")
         add("MPD-protocol status round trip p50, 100 clients (99 in idle)", blStatus100.p50, mpdStatus100?.p50, "µs", "mpd status")
         add("MPD-protocol status round trip p99, 100 clients (99 in idle)", blStatus100.p99, mpdStatus100?.p99, "µs", "mpd status")
-        if let blMpc { add("`mpc status` as a whole process, wall (median of 20)", blMpc, mpdMpc, "ms", "mpc status against mpd") }
+        if let blMpc {
+            add("stock `mpc status` as a whole process, wall (median of 20)", blMpc.wallMilliseconds, mpdMpc?.wallMilliseconds,
+                "ms", "mpc status against mpd")
+        }
+        results += StartupBench.rows("`backline ctl status` as a whole process", ctlStatus, mpdMpc, "mpc status against mpd")
         add("pause request → silence on the sink monitor (median of 8)", blPause, mpdPause, "ms", "mpd pause 1")
         if let mprisPause, let ctlPause {
             add("playerctl play-pause (MPRIS, a whole process) → silence on the sink monitor (median of 8)", mprisPause, ctlPause,
@@ -350,26 +356,11 @@ public enum DaemonBench {
         return condition()
     }
 
-    /// Stock `mpc status` against the MPD socket `socket`, as a whole process: the median wall
-    /// time of 20 runs (after 3 warm-up runs), in ms; nil without mpc.
-    static func mpcStatus(_ socket: String) throws -> Double? {
+    /// Stock `mpc status` against the MPD socket `socket`, as a whole process (wall, CPU, peak
+    /// RSS: ``StartupBench/cost(_:_:environment:)``); nil without mpc.
+    static func mpcStatus(_ socket: String) throws -> StartupBench.Cost? {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpc") else { return nil }
-        var times: [Double] = []
-        for k in 0..<23 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/mpc")
-            p.arguments = ["status"]
-            p.environment = ["MPD_HOST": socket, "PATH": "/usr/bin:/bin"]
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            let t0 = clockNow()
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw BenchError("mpc status failed against \(socket)") }
-            if k >= 3 { times.append((clockNow() - t0) * 1000) }
-        }
-        times.sort()
-        return times[times.count / 2]
+        return try StartupBench.cost("/usr/bin/mpc", ["status"], environment: ["MPD_HOST": socket])
     }
 
     static func shell(_ command: String) throws {

@@ -1,3 +1,4 @@
+import BacklineWire
 import Lifecycle
 import PlayQueue
 import Session
@@ -60,11 +61,8 @@ public enum ControlEvent: Sendable, Equatable {
     /// A stored playlist was saved, changed, renamed or deleted.
     case playlists(name: String)
 
-    /// Every kind, as clients subscribe to them.
-    public static let kinds: [String] = [
-        "state", "current", "queue", "modes", "failed", "seeked", "position", "volume",
-        "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists",
-    ]
+    /// Every kind, as clients subscribe to them (the list `ctl watch` checks too).
+    public static let kinds: [String] = EventKinds.all
 
     /// This event's kind.
     public var kind: String {

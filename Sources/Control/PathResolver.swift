@@ -1,3 +1,4 @@
+import BacklineWire
 import Foundation
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import BacklineWire
 import Foundation
 
 #if canImport(Glibc)
@@ -7,19 +8,6 @@ import Glibc
 // Everything the daemon opens by name (state file, config, playlists; music files through
 // MPG123Decoder) is opened with O_NONBLOCK and checked before it is read: a FIFO, a socket or a
 // device in its place is refused with its kind named, never waited on, and sizes are bounded.
-
-/// What kind of file `mode` describes, in words.
-public func fileKind(_ mode: mode_t) -> String {
-    switch mode & S_IFMT {
-    case S_IFDIR: "a directory"
-    case S_IFIFO: "a FIFO"
-    case S_IFSOCK: "a socket"
-    case S_IFCHR: "a character device"
-    case S_IFBLK: "a block device"
-    case S_IFLNK: "a symbolic link"
-    default: "a regular file"
-    }
-}
 
 /// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
 /// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.

@@ -259,15 +259,6 @@ public final class ControlServer: Sendable {
     }
 }
 
-/// Linux's `struct ucred` (SO_PEERCRED), which Glibc's module does not export.
-struct PeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-    /// SO_PEERCRED on Linux.
-    static let option: Int32 = 17
-}
-
 /// Writes one reply to a connection that is not served, and closes it.
 final class RefuseHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer

@@ -69,8 +69,7 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The defaults for this user (XDG directories).
     public static func defaults(environment env: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfig {
         let home = env["HOME"] ?? NSHomeDirectory()
-        let runtime = env["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }.map { $0 + "/backline" }
-            ?? "/tmp/backline-\(getuid())"
+        let runtime = SocketDirectory.runtimeDirectory(xdgRuntimeDir: env["XDG_RUNTIME_DIR"])
         let state = env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state"
         let music = env["XDG_MUSIC_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/Music"
         return DaemonConfig(socketPath: runtime + "/control.sock", musicDirectory: music,

@@ -13,19 +13,6 @@ func formatTime(_ seconds: Double) -> String {
         : String(format: "%d:%02d", t / 60, t % 60)
 }
 
-/// Seconds from `SECONDS`, `M:SS` or `H:MM:SS` (fractions allowed; minutes and seconds after
-/// the first field below 60); nil when it is none of them. `play --start` and `ctl seek` read times so.
-func parseTime(_ s: String) -> Double? {
-    let parts = s.split(separator: ":", omittingEmptySubsequences: false)
-    guard (1...3).contains(parts.count) else { return nil }
-    var total = 0.0
-    for (k, p) in parts.enumerated() {
-        guard let v = Double(p), v.isFinite, v >= 0, k == 0 || v < 60 else { return nil }
-        total = total * 60 + v
-    }
-    return total
-}
-
 /// What `backline play`'s status line shows.
 struct PlayStatus {
     var state: PlaybackState

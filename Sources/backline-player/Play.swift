@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioEngine
 import Control
+import CtlCore
 import Dispatch
 import Foundation
 import Lifecycle

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A JSON value: what requests, replies and events are made of. Objects keep their keys' order
 /// (replies read in the order they are written).
 public enum JSON: Sendable, Equatable {

@@ -1,16 +1,14 @@
-import Foundation
-
 /// `backline ctl help [COMMAND]`: ctl's own syntax (positions from 1, ids where an item is
 /// meant), in lines that fit 80 columns, whether on a terminal or piped.
-enum CtlHelp {
-    struct Entry {
-        let name: String
-        let usage: String
-        let summary: String
+public enum CtlHelp {
+    public struct Entry: Sendable {
+        public let name: String
+        public let usage: String
+        public let summary: String
     }
 
     /// Every ctl command by group, in the order `help` lists them.
-    static let groups: [(String, [Entry])] = [
+    public static let groups: [(String, [Entry])] = [
         ("Playing", [
             Entry(name: "play", usage: "play [ID]",
                   summary: "Play: resume when paused, start the current item when stopped; with ID, play that item from its start. Says which items failed, and exits 1 when nothing plays."),
@@ -78,13 +76,13 @@ enum CtlHelp {
         ]),
     ]
 
-    static func entry(_ name: String) -> Entry? {
+    public static func entry(_ name: String) -> Entry? {
         let name = name == "queue" ? "list" : name
         return groups.lazy.flatMap(\.1).first { $0.name == name }
     }
 
     /// Every command, grouped, each usage then its summary.
-    static func all() -> String {
+    public static func all() -> String {
         var out = """
             usage: backline ctl [--socket PATH] [--json] COMMAND [ARGUMENTS]
             One command in detail: backline ctl help COMMAND
@@ -94,7 +92,7 @@ enum CtlHelp {
         for (title, entries) in groups {
             out += wrap(title + ":", indent: 0)
             for e in entries {
-                out += "  " + e.usage.replacingOccurrences(of: "\n", with: "\n      ") + "\n"
+                out += "  " + e.usage.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n      ") + "\n"
                 out += wrap(e.summary, indent: 6)
             }
             out += "\n"
@@ -104,18 +102,18 @@ enum CtlHelp {
     }
 
     /// One command: its usage and what it does.
-    static func detail(_ name: String) -> String? {
+    public static func detail(_ name: String) -> String? {
         guard let e = entry(name) else { return nil }
         return usage(e) + "\n" + wrap(e.summary, indent: 0)
     }
 
     /// `usage: backline ctl …`, continuation lines indented under the command.
-    static func usage(_ e: Entry) -> String {
-        "usage: backline ctl " + e.usage.replacingOccurrences(of: "\n", with: "\n" + String(repeating: " ", count: 20))
+    public static func usage(_ e: Entry) -> String {
+        "usage: backline ctl " + e.usage.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: "\n" + String(repeating: " ", count: 20))
     }
 
     /// `text` wrapped at 80 columns, every line indented by `indent`.
-    static func wrap(_ text: String, indent: Int, width: Int = 80) -> String {
+    public static func wrap(_ text: String, indent: Int, width: Int = 80) -> String {
         let pad = String(repeating: " ", count: indent)
         var lines: [String] = []
         var line = ""

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BacklineBench
+import CtlCore
 import Dispatch
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ struct Backline: ParsableCommand {
     )
 
     /// The version `--version`, `backline daemon` and `ctl version` report.
-    static let version = "0.3.0"
+    static let version = backlineVersion
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 1 (as documented), not 64.
     static func main() {

@@ -10,7 +10,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -22,6 +22,10 @@ struct Bench: ParsableCommand {
     func run() throws {
         var results: [BenchResult] = []
         func want(_ group: String) -> Bool { only.map { group.contains($0) } ?? true }
+        if want("startup") {
+            let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+            results += try StartupBench.version(executable: me)
+        }
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
         if want("pipeline") { results += try PipelineBench.throughput() }
         if want("cpu") {

@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,16 +66,16 @@ public final class ControlClient {
     }
 
     /// Connects to the daemon at `path` only if it is this user's: the socket's directory is
-    /// checked first (``PrivateDirectory``), then, before anything is sent, the uid of the process
+    /// checked first (``SocketDirectory/problem(_:)``), then, before anything is sent, the uid of the process
     /// that answers (`SO_PEERCRED`). Either failing throws ``ConnectError`` with `EPERM` and the
     /// reason: nothing of the request reaches another user.
     public convenience init(verifiedSocketPath path: String) throws {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = SocketDirectory.parent(of: path)
         var st = stat()
         if lstat(dir, &st) != 0, errno == ENOENT || errno == EACCES {
             throw ConnectError(path: path, code: errno)  // no daemon ever ran there; another user's directory
         }
-        if let problem = PrivateDirectory.problem(dir) {
+        if let problem = SocketDirectory.problem(dir) {
             throw ConnectError(path: path, code: EPERM, reason: "refusing the socket directory: \(problem)")
         }
         try self.init(socketPath: path)
@@ -158,14 +156,14 @@ public final class ControlClient {
     }
 
     private func readRawBytes(timeout: Double) throws -> [UInt8] {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = monotonicSeconds() + timeout
         while true {
             if let nl = buffer.firstIndex(of: 0x0A) {
                 let line = Array(buffer[..<nl])
                 buffer.removeFirst(nl + 1)
                 return line
             }
-            let left = deadline.timeIntervalSinceNow
+            let left = deadline - monotonicSeconds()
             guard left > 0 else { throw ProtocolFailure(message: "timeout") }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let r = poll(&p, 1, Int32(min(left, 3600) * 1000) + 1)
@@ -178,4 +176,22 @@ public final class ControlClient {
             buffer += chunk[..<n]
         }
     }
+}
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// Linux's `struct ucred` (SO_PEERCRED), which Glibc's module does not export: who is at the
+/// other end of a Unix socket.
+public struct PeerCredentials: Sendable {
+    public var pid: Int32 = 0
+    public var uid: UInt32 = 0
+    public var gid: UInt32 = 0
+    /// SO_PEERCRED on Linux.
+    public static let option: Int32 = 17
+    public init() {}
 }

@@ -1,0 +1,254 @@
+import BacklineWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `backline ctl COMMAND [ARGS]`: one protocol command, from the shell. Both executables run
+/// this: the small `backline` for the commands ``CtlCommands/simple(_:_:)`` builds, and
+/// `backline-player` for all of them (its builder checks the rest with the daemon's own
+/// command types).
+///
+/// What a person sees counts queue positions from 1 (as mpc does: `list`, `insert`, `add
+/// --at`, `move`'s target) and names items by their stable ids where a command means one item
+/// whatever its place (`play ID`, `remove ID…`, `move ID POS`); `list` shows both.
+public enum CtlRun {
+    /// Builds the request for a command and its arguments (positions a person gives count from 1;
+    /// the protocol's indexes from 0).
+    public typealias Builder = (_ command: String, _ arguments: [String]) throws(CtlBuildFailure) -> CtlRequest
+
+    /// Runs `ctl` (options after the command already taken out). Throws ``CtlExit`` for a
+    /// status other than 0, and ``CtlBuildFailure/elsewhere`` (before anything is printed, sent
+    /// or connected) when `build` does not build this command.
+    public static func perform(_ ctl: CtlInvocation, build: Builder) throws {
+        let command = ctl.command, arguments = ctl.arguments
+        signal(SIGPIPE, SIG_IGN)  // a daemon that goes away is an error to report, not a signal to die of
+        if command == "help" {  // ctl's own syntax: no daemon needed
+            guard let topic = arguments.first else { return print(CtlHelp.all(), terminator: "") }
+            guard let text = CtlHelp.detail(topic) else {
+                throw usageFailure(CtlUsage("help", "no command \"\(topic)\" (backline ctl help lists them)"))
+            }
+            return print(text, terminator: "")
+        }
+        if ctl.format != nil && command != "status" { throw usageFailure(CtlUsage(command, "--format goes with status")) }
+        // Arguments are checked before anything is sent.
+        let built: CtlRequest
+        do {
+            built = try build(command, arguments)
+        } catch {
+            switch error {
+            case .usage(let u): throw usageFailure(u)
+            case .unknownCommand:
+                CtlOutput.error("backline ctl: unknown command \"\(command)\" (backline ctl help lists them)")
+                throw CtlExit(1)
+            case .elsewhere: throw error
+            }
+        }
+        let path = ctl.socket ?? SocketDirectory.defaultSocketPath
+        let client: ControlClient
+        do {
+            client = try ControlClient(verifiedSocketPath: path)
+        } catch {
+            CtlOutput.error("backline ctl: \(error)")
+            throw CtlExit(3)
+        }
+        if command == "watch" { return try watch(client, ctl) }
+        var name = "send"
+        var sent: JSON?
+        var reply: JSON
+        do {
+            if case .command(let n, var members) = built {
+                name = n
+                if name == "add" || name == "insert" || name == "playlist-add" {
+                    let music = try client.request("status")["musicDirectory"]?.string
+                    members = relativeToWorkingDirectory(members, musicDirectory: music)
+                }
+                if name == "play" || name == "toggle" {
+                    _ = try client.request("subscribe", [("events", .array([.string("failed")]))])
+                }
+                sent = .object(members)
+                reply = try client.request(name, members)
+            } else {
+                guard let raw = arguments.first else { throw usageFailure(CtlUsage("send", "give a JSON object")) }
+                try client.sendRaw(Array((raw + "\n").utf8))
+                reply = try client.nextReply()
+            }
+        } catch let e as CtlExit {
+            throw e
+        } catch {
+            CtlOutput.error("backline ctl: \(error)")
+            throw CtlExit(1)
+        }
+        guard reply["ok"]?.bool == true else {
+            if ctl.json { print(reply.text) }
+            let message = reply["error"]?["message"]?.string ?? "the daemon refused"
+            let code = reply["error"]?["code"]?.string ?? "error"
+            var text = "backline ctl: \(message) (\(code))"
+            if code == "bad-argument", let c = CtlHelp.entry(command) { text += "\n" + CtlHelp.usage(c) }
+            CtlOutput.error(text)
+            throw CtlExit(1)
+        }
+        // `play` answers at once; whether anything is heard (or the item fails) shows moments later.
+        var nothingPlays = false
+        if (name == "play" || name == "toggle") && reply["state"]?.string == "playing" {
+            let outcome = try confirmPlaying(client)
+            for f in outcome.failures where !outcome.stopped {
+                CtlOutput.error("backline ctl: skipped \(f)")
+            }
+            if outcome.stopped {
+                reply = .object([("id", reply["id"] ?? .null), ("ok", true), ("state", "stopped")])
+                nothingPlays = true
+                let why = outcome.failures.isEmpty ? "" : ": " + outcome.failures.joined(separator: "; ")
+                CtlOutput.error("backline ctl: nothing plays\(why)")
+            }
+        }
+        if ctl.json {
+            print(reply.text)
+        } else if let format = ctl.format {
+            print(CtlText.formatted(format, reply))
+        } else {
+            print(CtlText.human(name, reply, sent: sent), terminator: "")
+        }
+        if nothingPlays { throw CtlExit(1) }
+    }
+
+    /// Prints a usage error with the command's usage; exit 1.
+    static func usageFailure(_ u: CtlUsage) -> CtlExit {
+        var text = "backline ctl \(u.command): \(u.message)"
+        if let c = CtlHelp.entry(u.command) { text += "\n" + CtlHelp.usage(c) }
+        CtlOutput.error(text)
+        return CtlExit(1)
+    }
+
+    /// After a `play` the daemon answered `playing`: waits (up to 3 s) until the position moves
+    /// (it is heard) or playback stops, and collects the items that failed meanwhile ("FILE:
+    /// reason", relative to the music directory).
+    private static func confirmPlaying(_ client: ControlClient) throws -> (stopped: Bool, failures: [String]) {
+        var failures: [String] = []
+        var music = ""
+        func collect(wait: Double) throws {
+            while let e = try client.nextEvent(timeout: wait) {
+                guard e["event"]?.string == "failed" else { continue }
+                failures.append("\(CtlText.shown(e["path"]?.string ?? "?", music: music)): \(e["reason"]?.string ?? "failed")")
+            }
+        }
+        var first: (Int?, Double)?
+        let deadline = monotonicNow() + 3
+        while monotonicNow() < deadline {
+            let s = try client.request("status")
+            music = s["musicDirectory"]?.string ?? ""
+            try collect(wait: 0)
+            let state = s["state"]?.string
+            let now = (s["current"]?["id"]?.int, s["elapsed"]?.number ?? 0)
+            if state == "stopped" {
+                if failures.isEmpty { try collect(wait: 1) }  // its event may still be on its way
+                return (true, failures)
+            }
+            if state != "playing" { break }
+            if let f = first, now.1 > 0, now.0 != f.0 || now.1 > f.1 { break }  // heard
+            if first == nil { first = now }
+            usleep(40_000)
+        }
+        try collect(wait: 0)
+        return (false, failures)
+    }
+
+    private static func monotonicNow() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    /// Relative paths given from a folder inside the music directory are relative to that
+    /// folder (as the shell's `*.mp3` is); elsewhere they stay relative to the music directory.
+    /// `members` are a request's arguments; its `paths` are rewritten.
+    public static func relativeToWorkingDirectory(_ members: [(String, JSON)], musicDirectory: String?) -> [(String, JSON)] {
+        guard let music = musicDirectory, let cwd = realPath(".") else { return members }
+        guard cwd != music, cwd.hasPrefix(music == "/" ? "/" : music + "/") else { return members }
+        let folder = String(cwd.dropFirst(music == "/" ? 1 : music.count + 1))
+        return members.map { key, value in
+            guard key == "paths", case .array(let paths) = value else { return (key, value) }
+            return (key, .array(paths.map { p in
+                guard case .string(let s) = p, !s.hasPrefix("/") else { return p }
+                return .string(folder + "/" + s)
+            }))
+        }
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let p = Glibc.realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    // MARK: Watching
+
+    /// Every event as one human line (`--json`: as the daemon sent it). Without kinds, every
+    /// kind but `position` (once a second while playing: ask for it by name).
+    private static func watch(_ client: ControlClient, _ ctl: CtlInvocation) throws {
+        let all = EventKinds.all
+        let kinds = ctl.arguments.isEmpty ? (ctl.json ? all : all.filter { $0 != "position" }) : ctl.arguments
+        let reply = try client.request("subscribe", [("events", .array(kinds.map(JSON.string)))])
+        guard reply["ok"]?.bool == true else {
+            CtlOutput.error("backline ctl: \(reply["error"]?["message"]?.string ?? "subscribe failed")")
+            throw CtlExit(1)
+        }
+        let music = (try? client.request("status"))?["musicDirectory"]?.string ?? ""
+        while true {
+            let event: JSON?
+            do { event = try client.nextEvent(timeout: 3600) } catch { return }  // the daemon went away
+            guard let e = event else { continue }
+            CtlOutput.line(ctl.json ? e.text : CtlText.eventLine(e, music: music))
+        }
+    }
+}
+
+/// The requests both executables build the same way: commands whose arguments need none of
+/// the daemon's command types to check (no arguments, an item id, on/off, event kinds).
+public enum CtlCommands {
+    /// The request for `command`, or nil when it is not one of these.
+    public static func simple(_ command: String, _ arguments: [String]) throws(CtlUsage) -> CtlRequest? {
+        let a = arguments
+        let cmd = command
+        func atMost(_ n: Int) throws(CtlUsage) {
+            guard a.count > n else { return }
+            throw CtlUsage(cmd, "unexpected '\(a[n])'")
+        }
+        switch command {
+        case "play":
+            try atMost(1)
+            guard let s = a.first else { return .command(name: "play", members: []) }
+            return .command(name: "play", members: [("item", .int(try itemID(s, cmd)))])
+        case "pause", "toggle", "stop", "next", "previous", "clear", "list", "status", "now-playing", "playlists", "ping", "version":
+            try atMost(0)
+            return .command(name: command, members: [])
+        case "shuffle", "single", "mute":
+            try atMost(1)
+            guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }
+            return .command(name: command, members: [("on", .bool(on))])
+        case "watch":
+            if let bad = a.first(where: { !EventKinds.all.contains($0) }) {
+                throw CtlUsage(cmd, "unknown event kind '\(bad)' (kinds: \(EventKinds.all.joined(separator: ", ")))")
+            }
+            return .untyped
+        default:
+            return nil
+        }
+    }
+
+    /// `on`/`off` (yes/no, true/false, 1/0); nil when not given.
+    public static func onOff(_ s: String?, _ cmd: String) throws(CtlUsage) -> Bool? {
+        guard let s else { return nil }
+        switch s {
+        case "on", "yes", "true", "1": return true
+        case "off", "no", "false", "0": return false
+        default: throw CtlUsage(cmd, "expected on or off, got '\(s)'")
+        }
+    }
+
+    /// An item id (a positive number).
+    public static func itemID(_ s: String, _ cmd: String) throws(CtlUsage) -> Int {
+        guard let i = Int(s), i > 0 else { throw CtlUsage(cmd, "expected an item id (a number list shows as [id N]), got '\(s)'") }
+        return i
+    }
+}

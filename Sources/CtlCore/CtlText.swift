@@ -1,0 +1,365 @@
+import BacklineWire
+
+/// ctl's output for people: replies and events in words.
+public enum CtlText {
+    /// A path as a person named it: relative to the music directory when inside it.
+    public static func shown(_ path: String, music: String) -> String {
+        guard !music.isEmpty, path.hasPrefix(music + "/") else { return path }
+        return String(path.dropFirst(music.count + 1))
+    }
+
+    /// One event in words.
+    public static func eventLine(_ e: JSON, music: String = "") -> String {
+        let kind = e["event"]?.string ?? "?"
+        func str(_ k: String) -> String { e[k]?.string ?? "?" }
+        func onOff(_ v: JSON?) -> String { v?.bool == true ? "on" : "off" }
+        switch kind {
+        case "state": return "state: \(str("state"))"
+        case "current":
+            guard let i = e["item"], i != .null else { return "current: nothing (the end of the queue)" }
+            return "current: \(itemLine(i)) [id \(i["id"]?.int ?? 0)]"
+        case "queue":
+            let n = e["count"]?.int ?? 0
+            return "queue: \(n) item\(n == 1 ? "" : "s") (version \(e["version"]?.int ?? 0))"
+        case "modes":
+            return "modes: repeat \(str("repeat")) · shuffle \(onOff(e["shuffle"])) · single \(onOff(e["stopAfterCurrent"])) · consume \(str("consume"))"
+        case "failed": return "failed: \(shown(str("path"), music: music)): \(str("reason")) [id \(e["item"]?.int ?? 0)]"
+        case "seeked": return "seeked: \(clock(e["time"]?.number)) [id \(e["item"]?.int ?? 0)]"
+        case "position": return "position: \(clock(e["elapsed"]?.number)) / \(clock(e["duration"]?.number)) [id \(e["item"]?.int ?? 0)]"
+        case "volume": return "volume: \(volumeText(e))"
+        case "session":
+            switch str("kind") {
+            case "interruptionBegan": return "session: paused for another player"
+            case "interruptionEnded":
+                return "session: the other player is done" + (e["shouldResume"]?.bool == true ? " (may resume)" : "")
+            case "routeChanged":
+                switch str("reason") {
+                case "newDeviceAvailable": return "session: the output device is back"
+                case "oldDeviceUnavailable": return "session: the output device is gone"
+                case "categoryChange": return "session: how it shares the sound changed"
+                default: return "session: the output changed"
+                }
+            case "mediaServicesWereReset": return "session: the sound server restarted"
+            case "silencedChanged": return e["silenced"]?.bool == true ? "session: silenced (silent switch or screen lock)" : "session: no longer silenced"
+            case "duckingChanged": return e["ducked"]?.bool == true ? "session: lowered while another player plays" : "session: back to full volume"
+            default: return "session: \(str("kind"))"
+            }
+        case "lifecycle":
+            let words: [String: String] = [
+                "willResignActive": "leaving the foreground", "didEnterBackground": "in the background",
+                "willEnterForeground": "coming to the foreground", "didBecomeActive": "in the foreground",
+                "didSuspend": "suspended while idle (the device is released)", "didResume": "woken up",
+                "willTerminate": "stopping", "backgroundTaskExpiring": "background work running out of time",
+                "backgroundTaskLeaked": "background work left unfinished",
+            ]
+            return "daemon: \(words[str("kind")] ?? str("kind"))"
+        case "sleep":
+            switch str("kind") {
+            case "set":
+                if e["endOfItem"]?.bool == true { return "sleep: at the end of the item" }
+                return "sleep: in \(clock((e["minutes"]?.number ?? 0) * 60, milliseconds: false))"
+            case "cancelled": return "sleep: off"
+            case "fired": return "sleep: paused"
+            default: return "sleep: \(str("kind"))"
+            }
+        case "alarm":
+            switch str("kind") {
+            case "set": return "alarm set: \(alarmLine(e["alarm"] ?? .null))"
+            case "cancelled": return "alarm \(e["id"]?.int ?? 0) cancelled"
+            case "fired": return "alarm rang: \(alarmLine(e["alarm"] ?? .null))"
+            default: return "alarm: \(str("kind"))"
+            }
+        case "hook":
+            let status = e["status"]?.int.map { "exited \($0)" } ?? "could not run or timed out"
+            return "hook: \(str("hook")) \(status)"
+        case "playlists": return "playlist changed: \(str("name"))"
+        case "shutdown": return "the daemon is stopping"
+        default:
+            guard case .object(let fields) = e else { return kind }
+            return ([kind + ":"] + fields.filter { $0.0 != "event" && $0.0 != "seq" }.map { "\($0.0) \(short($0.1))" }).joined(separator: " ")
+        }
+    }
+
+    // MARK: Human output
+
+    public static func short(_ v: JSON) -> String {
+        switch v {
+        case .string(let s): return s.contains(" ") ? "\"\(s)\"" : s
+        case .null: return "-"
+        default: return v.text
+        }
+    }
+
+    public static func time(_ t: Double?) -> String {
+        guard let t, t.isFinite else { return "--:--" }
+        let ms = Int((t * 1000).rounded())
+        let s = ms / 1000
+        return s >= 3600 ? "\(s / 3600):\(pad(s / 60 % 60, 2)):\(pad(s % 60, 2)).\(pad(ms % 1000, 3))"
+            : "\(s / 60):\(pad(s % 60, 2)).\(pad(ms % 1000, 3))"
+    }
+
+    /// M:SS (H:MM:SS), or with milliseconds.
+    public static func clock(_ t: Double?, milliseconds: Bool = true) -> String {
+        guard let t, t.isFinite else { return "--:--" }
+        if milliseconds { return time(t) }
+        let s = Int(t.rounded())
+        return s >= 3600 ? "\(s / 3600):\(pad(s / 60 % 60, 2)):\(pad(s % 60, 2))" : "\(s / 60):\(pad(s % 60, 2))"
+    }
+
+    public static func itemLine(_ i: JSON) -> String {
+        let title = i["title"]?.string ?? "?"
+        let artist = i["artist"]?.string.map { " — \($0)" } ?? ""
+        let d = i["duration"]?.number.map { " (\(time($0)))" } ?? ""
+        let err = i["error"]?.string.map { "  [failed: \($0)]" } ?? ""
+        return "\(title)\(artist)\(d)\(err)"
+    }
+
+    public static func volumeText(_ r: JSON) -> String {
+        "\(r["volume"]?.int.map(String.init) ?? short(r["volume"] ?? .null))%" + (r["muted"]?.bool == true ? " (muted)" : "")
+    }
+
+    public static func alarmLine(_ a: JSON) -> String {
+        var line = "\(a["id"]?.int ?? 0). \(a["time"]?.string ?? "?")\(a["daily"]?.bool == true ? " daily" : "")"
+        if let f = a["fade"]?.number, f > 0 { line += ", fading in over \(Int(f)) s" }
+        if let i = a["item"]?.int { line += ", plays item \(i)" }
+        if let p = a["playlist"]?.string { line += ", loads \(p)" }
+        return line + " (next \(a["next"]?.string ?? "?"))"
+    }
+
+    /// Ids as ranges: `1–300`, `4, 7–9`.
+    public static func ranges(_ ids: [Int]) -> String {
+        var parts: [String] = []
+        var i = 0
+        while i < ids.count {
+            var j = i
+            while j + 1 < ids.count, ids[j + 1] == ids[j] + 1 { j += 1 }
+            parts.append(j == i ? "\(ids[i])" : j == i + 1 ? "\(ids[i]), \(ids[j])" : "\(ids[i])–\(ids[j])")
+            i = j + 1
+        }
+        return parts.joined(separator: ", ")
+    }
+
+    /// How the audio session shares the sound, in a music player's words.
+    public static func sharing(_ session: JSON?) -> String {
+        let category = session?["category"]?.string ?? "?"
+        let options = session?["options"]?.array?.compactMap(\.string) ?? []
+        var words = [category == "playback" ? "keeps playing in the background" : "stops in the background"]
+        if options.contains("duckOthers") {
+            words.append("lowers other players")
+        } else if options.contains("interruptSpokenAudioAndMixWithOthers") {
+            words.append("pauses spoken audio, plays along with music")
+        } else if category == "ambient" || options.contains("mixWithOthers") {
+            words.append("plays along with other players")
+        } else {
+            words.append("pauses for other players")
+        }
+        if category != "playback" { words.append("the silent switch mutes it") }
+        return words.joined(separator: " · ")
+    }
+
+    /// Where the daemon is (the app state), in words.
+    public static func whereItIs(_ app: String?) -> String {
+        switch app {
+        case "active": "in the foreground"
+        case "inactive": "in the foreground (inactive)"
+        case "background": "in the background"
+        case "suspended": "suspended while idle"
+        default: app ?? "?"
+        }
+    }
+
+    /// The `--format` line: %title% %artist% %album% %elapsed% %duration% %state% %id% %file%
+    /// %position%; what is missing is empty.
+    public static func formatted(_ format: String, _ r: JSON) -> String {
+        let c = r["current"].flatMap { $0 == .null ? nil : $0 }
+        let music = r["musicDirectory"]?.string ?? ""
+        let values: [String: String] = [
+            "title": c?["title"]?.string ?? "",
+            "artist": c?["artist"]?.string ?? "",
+            "album": c?["album"]?.string ?? "",
+            "elapsed": c == nil ? "" : clock(r["elapsed"]?.number, milliseconds: false),
+            "duration": r["duration"]?.number.map { clock($0, milliseconds: false) } ?? "",
+            "state": r["state"]?.string ?? "",
+            "id": c?["id"]?.int.map(String.init) ?? "",
+            "file": c?["path"]?.string.map { shown($0, music: music) } ?? "",
+            "position": r["index"]?.int.map { String($0 + 1) } ?? "",
+        ]
+        var out = ""
+        var rest = format[...]
+        while let open = rest.firstIndex(of: "%") {
+            out += rest[..<open]
+            let after = rest[rest.index(after: open)...]
+            if let close = after.firstIndex(of: "%"), let v = values[String(after[..<close])] {
+                out += v
+                rest = after[after.index(after: close)...]
+            } else {
+                out += "%"
+                rest = after
+            }
+        }
+        return out + rest
+    }
+
+    /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
+    public static func human(_ name: String, _ r: JSON, sent: JSON? = nil) -> String {
+        switch name {
+        case "status":
+            let state = r["state"]?.string ?? "?"
+            let symbol = state == "playing" ? "▶" : state == "paused" ? "⏸" : "■"
+            var out = "\(symbol) \(state)"
+            if let c = r["current"], c != .null {
+                let idx = (r["index"]?.int).map { "\($0 + 1)/\(r["count"]?.int ?? 0)" } ?? "-"
+                out += "  \(itemLine(c))  [\(idx), id \(c["id"]?.int ?? 0)]\n"
+                let e = r["elapsed"]?.number ?? 0
+                let d = r["duration"]?.number
+                let width = 30
+                let filled = d.map { $0 > 0 ? Int(Double(width) * min(1, e / $0)) : 0 } ?? 0
+                out += "  [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+                out += "\(time(e)) / \(time(d))\n"
+            } else {
+                out += "  (nothing current; \(r["count"]?.int ?? 0) in the queue)\n"
+            }
+            let session = r["session"]
+            out += "  volume \(volumeText(r)) · repeat \(short(r["repeat"] ?? .null)) · shuffle \(r["shuffle"]?.bool == true ? "on" : "off")"
+            out += " · single \(r["stopAfterCurrent"]?.bool == true ? "on" : "off")"
+            if let consume = r["consume"]?.string, consume != "off" { out += " · consume \(consume)" }
+            out += "\n  \(sharing(session))\n"
+            var notes: [String] = []
+            if session?["interrupted"]?.bool == true { notes.append("paused for another player") }
+            if session?["silenced"]?.bool == true { notes.append("silenced (silent switch or screen lock)") }
+            if session?["ducked"]?.bool == true { notes.append("lowered while another player plays") }
+            if !notes.isEmpty { out += "  " + notes.joined(separator: " · ") + "\n" }
+            out += "  daemon \(whereItIs(r["app"]?.string)) · device \(short(r["device"] ?? .null)) · underruns \(short(r["underruns"] ?? .null))"
+            out += " · sleep \(sleepText(r["sleep"]))"
+            return out + "\n"
+        case "list":
+            guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
+            let width = String(items.count).count
+            return items.enumerated().map { n, i in
+                let mark = i["current"]?.bool == true ? ">" : " "
+                let num = String(n + 1).leftPad(width)
+                return "\(mark)\(num). [id \(i["id"]?.int ?? 0)] \(itemLine(i))\n"
+            }.joined()
+        case "now-playing":
+            guard let info = r["info"], case .object = info else { return "(nothing is playing)\n" }
+            var out = ""
+            func line(_ k: String, _ v: String?) { if let v { out += "\(k): \(v)\n" } }
+            func count(_ n: JSON?, of total: JSON?) -> String? {
+                n?.int.map { n in total?.int.map { "\(n) of \($0)" } ?? "\(n)" }
+            }
+            line("title", info["title"]?.string)
+            line("artist", info["artist"]?.string)
+            line("album", info["albumTitle"]?.string)
+            line("album artist", info["albumArtist"]?.string)
+            line("track", count(info["albumTrackNumber"], of: info["albumTrackCount"]))
+            line("disc", count(info["discNumber"], of: info["discCount"]))
+            line("genre", info["genre"]?.string)
+            line("elapsed", info["elapsedPlaybackTime"]?.number.map { time($0) })
+            line("duration", info["playbackDuration"]?.number.map { time($0) })
+            line("state", info["playbackRate"]?.number.map { $0 == 0 ? "paused" : "playing" })
+            let index = info["playbackQueueIndex"]?.int.map { JSON.int($0 + 1) }
+            line("position", count(index, of: info["playbackQueueCount"]))
+            line("id", r["item"]?.int.map(String.init))
+            if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
+            return out
+        case "playlists":
+            let all = r["playlists"]?.array ?? []
+            return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
+        case "playlist":
+            let items = r["items"]?.array ?? []
+            guard !items.isEmpty else { return "(the playlist is empty)\n" }
+            let width = String(items.count).count
+            return items.enumerated().map { "\(String($0 + 1).leftPad(width)). \($1.string ?? "")\n" }.joined()
+        case "browse":
+            return (r["entries"]?.array ?? []).map { e in
+                let path = e["path"]?.string ?? ""
+                guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
+                return "\(path)  \(itemLine(e))\n"
+            }.joined()
+        case "add", "insert", "load":
+            let ids = (r["items"]?.array ?? []).compactMap(\.int)
+            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
+                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
+            let skipped = r["skipped"]?.array ?? []
+            let shownSkips = 10
+            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
+            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
+            return out
+        case "remove":
+            let n = sent?["items"]?.array.map { Set($0.compactMap(\.int)).count }
+            let left = r["count"]?.int ?? 0
+            return "removed \(n.map(String.init) ?? "?"), \(left) left\n"
+        case "move":
+            let id = sent?["item"]?.int
+            return "moved id \(id.map(String.init) ?? "?") to position \((r["index"]?.int ?? 0) + 1)\n"
+        case "playlist-move":
+            return "moved to position \((r["index"]?.int ?? 0) + 1)\n"
+        case "playlist-add", "playlist-delete":
+            let n = r["count"]?.int ?? 0
+            return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
+        case "save":
+            let n = r["count"]?.int ?? 0
+            return "saved \(n) item\(n == 1 ? "" : "s")\n"
+        case "alarm":
+            let all = r["alarms"]?.array ?? []
+            guard !all.isEmpty else { return "(no alarms)\n" }
+            return all.map { alarmLine($0) + "\n" }.joined()
+        case "play", "pause", "toggle", "stop": return "state: \(r["state"]?.string ?? "?")\n"
+        case "next", "previous":
+            guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
+            return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
+        case "seek", "skip": return "position: \(short(r["position"] ?? .null))\n"
+        case "repeat": return "repeat: \(r["repeat"]?.string ?? "?")\n"
+        case "consume": return "consume: \(r["consume"]?.string ?? "?")\n"
+        case "shuffle": return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
+        case "single": return "single: \(r["stopAfterCurrent"]?.bool == true ? "on" : "off")\n"
+        case "rate": return "rate: \(short(r["rate"] ?? .null))\n"
+        case "volume", "mute": return "volume: \(volumeText(r))\n"
+        case "sleep": return "sleep: \(sleepText(r["sleep"]))\n"
+        case "lifecycle": return "daemon: \(whereItIs(r["app"]?.string))\n"
+        case "session":
+            let category = r["category"]?.string ?? "?"
+            let options = r["options"]?.array?.compactMap(\.string) ?? []
+            var out = "\(category)\(options.isEmpty ? "" : " (" + options.joined(separator: ", ") + ")"): \(sharing(r))\n"
+            out += "silent switch \(r["silentSwitch"]?.bool == true ? "on" : "off") · screen lock \(r["screenLocked"]?.bool == true ? "on" : "off")"
+            out += " · media keys control \(r["nowPlayingApp"]?.bool == true ? "it" : "another player")\n"
+            var notes: [String] = []
+            if r["interrupted"]?.bool == true { notes.append("paused for another player") }
+            if r["silenced"]?.bool == true { notes.append("silenced (silent switch or screen lock)") }
+            if r["ducked"]?.bool == true { notes.append("lowered while another player plays") }
+            if !notes.isEmpty { out += notes.joined(separator: " · ") + "\n" }
+            return out
+        case "ping": return "pong\n"
+        case "version": return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
+        default:
+            guard case .object(let fields) = r else { return "" }
+            let rest = fields.filter { !["id", "ok"].contains($0.0) }
+            if rest.isEmpty { return "ok\n" }
+            return rest.map { k, v in
+                if case .object = v, k == "current" { return "current: \(itemLine(v))\n" }
+                if case .object(let inner) = v { return inner.map { "\($0.0): \(short($0.1))\n" }.joined() }
+                return "\(k): \(short(v))\n"
+            }.joined()
+        }
+    }
+
+    /// The sleep timer in words: `off`, `in 29:59`, `at the end of the item`.
+    public static func sleepText(_ s: JSON?) -> String {
+        guard let s, s != .null else { return "off" }
+        if s["endOfItem"]?.bool == true { return "at the end of the item" }
+        var out = "in \(clock(s["remaining"]?.number, milliseconds: false))"
+        if let f = s["fade"]?.number, f > 0 { out += ", fading out over \(Int(f)) s" }
+        return out
+    }
+
+    /// `n` as printf's `%0Nd` writes it: zero-padded to `width` characters, the sign included.
+    static func pad(_ n: Int, _ width: Int) -> String {
+        let digits = String(n.magnitude)
+        let sign = n < 0 ? "-" : ""
+        return sign + String(repeating: "0", count: max(0, width - sign.count - digits.count)) + digits
+    }
+}
+
+extension String {
+    public func leftPad(_ n: Int) -> String { String(repeating: " ", count: max(0, n - count)) + self }
+}
