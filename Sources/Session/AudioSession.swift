@@ -327,13 +327,18 @@ public final class AudioSession: Sendable {
         if target == id {
             let receiver = state.withLock { $0.remoteReceiver }
             queue.async { [weak self] in
-                guard let receiver, let session = self else { return }
+                guard let session = self else { return }
+                guard let receiver else { return session.answered(seq, Self.noReceiverAnswer) }
                 receiver(message) { [weak session] answer in session?.answered(seq, answer) }
             }
         } else if !registry.send("request \(id) \(seq) \(message)", to: target) {
             if let c = state.withLock({ $0.pendingRequests.removeValue(forKey: seq) }) { queue.async { c(.noNowPlayingApp) } }
         }
     }
+
+    /// The answer of a session with no receiver: `commandFailed` (200) and the reason, in the
+    /// form the NowPlaying module reads (`STATUS REASON`).
+    private static let noReceiverAnswer = "200 this app receives no remote commands"
 
     private func answered(_ seq: UInt64, _ text: String) {
         guard let c = state.withLock({ $0.pendingRequests.removeValue(forKey: seq) }) else { return }
@@ -463,7 +468,7 @@ public final class AudioSession: Sendable {
             if let receiver = state.withLock({ $0.remoteReceiver }) {
                 receiver(parts[1], reply)
             } else {
-                reply("200 this app receives no remote commands")
+                reply(Self.noReceiverAnswer)
             }
         case "answer":
             guard let argument else { return }
