@@ -13,12 +13,17 @@ public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The ALSA function (and device) involved.
     public var function: String
 
+    /// The error for an alsa-lib call that returned `code`; the message is `snd_strerror(code)`.
+    /// - Parameters:
+    ///   - code: The negative code alsa-lib returned.
+    ///   - function: The ALSA function (and device) involved.
     public init(code: Int32, function: String) {
         self.code = code
         self.message = String(cString: snd_strerror(code))
         self.function = function
     }
 
+    /// The function, the message and the code, for people.
     public var description: String { "\(function): \(message) (ALSA code \(code))" }
 }
 
@@ -37,11 +42,15 @@ public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
 
 /// What the device agreed to.
 public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible {
+    /// The device's sample rate, frames per second.
     public var rate: Int
+    /// The number of channels (1 mono, 2 stereo).
     public var channels: Int
+    /// The sample format written to the device.
     public var sampleFormat: DeviceSampleFormat
     /// Device buffer and period, in frames.
     public var bufferFrames: Int
+    /// The device's period (how much it takes per wake-up of the output thread), in frames.
     public var periodFrames: Int
     /// Whether `snd_pcm_pause` works on this device.
     public var canPause: Bool

@@ -14,40 +14,61 @@ public struct MPG123Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file being decoded.
     public var path: String
 
+    /// An error for the file at `path`.
+    /// - Parameters:
+    ///   - code: The `mpg123_errors` code (`-1` when it did not come from libmpg123).
+    ///   - message: What went wrong, for people.
+    ///   - path: The file being decoded.
     public init(code: Int32, message: String, path: String) {
         self.code = code
         self.message = message
         self.path = path
     }
 
+    /// The file, the message and the code, for people.
     public var description: String { "\(path): \(message) (mpg123 code \(code))" }
 }
 
 /// Tags read from an MP3's ID3v2 (preferred) or ID3v1 tag.
 public struct TrackMetadata: Sendable, Equatable {
+    /// The title, from `TIT2` (ID3v1: the title field).
     public var title: String?
+    /// The performing artist, from `TPE1` (ID3v1: the artist field).
     public var artist: String?
+    /// The album, from `TALB` (ID3v1: the album field).
     public var album: String?
+    /// The album artist, from `TPE2`.
     public var albumArtist: String?
     /// Track number and total, from `TRCK` ("3/9").
     public var trackNumber: Int?
+    /// The number of tracks on the album: the total of `TRCK` ("3/9" gives 9).
     public var trackCount: Int?
     /// Disc number and total, from `TPOS`.
     public var discNumber: Int?
+    /// The number of discs: the total of `TPOS` ("1/2" gives 2).
     public var discCount: Int?
+    /// The genre, from `TCON`, as written in the tag.
     public var genre: String?
     /// The composer, from `TCOM`.
     public var composer: String?
+    /// The year or recording date, as written in the tag (`TDRC`, `TYER`).
     public var year: String?
     /// The first embedded picture (APIC), front cover preferred.
     public var artwork: Artwork?
 
+    /// No tags: every field absent.
     public init() {}
 
     /// Embedded picture bytes and their MIME type.
     public struct Artwork: Sendable, Equatable {
+        /// The picture's bytes, as stored in the tag (PNG, JPEG, …).
         public var data: [UInt8]
+        /// The picture's MIME type, as the tag gives it (`image/jpeg`, `image/png`).
         public var mimeType: String
+        /// A picture from its bytes and MIME type.
+        /// - Parameters:
+        ///   - data: The picture's bytes.
+        ///   - mimeType: Their MIME type.
         public init(data: [UInt8], mimeType: String) {
             self.data = data
             self.mimeType = mimeType
@@ -64,11 +85,16 @@ public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
     /// Bytes per frame (4 × channels).
     public var bytesPerFrame: Int { 4 * channels }
 
+    /// A float32 format with `rate` frames per second and `channels` channels.
+    /// - Parameters:
+    ///   - rate: Frames per second.
+    ///   - channels: 1 (mono) or 2 (stereo).
     public init(rate: Int, channels: Int) {
         self.rate = rate
         self.channels = channels
     }
 
+    /// The rate and channels, for people (`44100 Hz stereo f32`).
     public var description: String { "\(rate) Hz \(channels == 1 ? "mono" : "stereo") f32" }
 }
 

@@ -19,6 +19,8 @@ public struct OutputSettings: Sendable, Equatable {
     /// stalled process; pause, stop, seek and skip stay immediate (hardware pause or drop), but a
     /// volume change is heard only after what the device already holds (up to the buffer length).
     public var bufferMillis: Int
+    /// Device period in milliseconds: how often the output thread wakes to refill the device
+    /// (default half of ``bufferMillis``).
     public var periodMillis: Int
     /// Device sample format to try first (the other is the fallback).
     public var preferredFormat: DeviceSampleFormat
@@ -29,6 +31,13 @@ public struct OutputSettings: Sendable, Equatable {
     /// (for drivers whose hardware pause is broken).
     public var hardwarePause: Bool = true
 
+    /// Settings for `device`, with mpg123's and mpd's 500 ms buffer unless given.
+    /// - Parameters:
+    ///   - device: An ALSA PCM name, or `pulse` / `pulse:SINK`.
+    ///   - bufferMillis: The device buffer, milliseconds.
+    ///   - periodMillis: The device period, milliseconds (nil: half the buffer, at least 5).
+    ///   - preferredFormat: The sample format to try first.
+    ///   - realtime: Whether the output thread asks for SCHED_FIFO.
     public init(device: String = "default", bufferMillis: Int = 500, periodMillis: Int? = nil,
                 preferredFormat: DeviceSampleFormat = .float32, realtime: Bool = true) {
         self.device = device

@@ -13,10 +13,15 @@ public struct ItemID: Hashable, Sendable, CustomStringConvertible {
 
 /// What the engine knows about an item once the decoder has opened it.
 public struct ItemInfo: Sendable, Equatable {
+    /// The engine's id for the entry.
     public var id: ItemID
+    /// The file's path.
     public var path: String
+    /// The decoded audio's format (rate and channels).
     public var format: StreamFormat
+    /// The exact length in frames, encoder delay and padding removed (gapless).
     public var durationFrames: Int
+    /// The file's tags.
     public var metadata: TrackMetadata
     /// Duration in seconds.
     public var duration: Double { Double(durationFrames) / Double(format.rate) }
@@ -69,6 +74,11 @@ public struct EngineConfiguration: Sendable {
     /// Where the engine logs (from the control plane only).
     public var logger: Logger
 
+    /// A configuration with the default device and a 2-second decode-ahead unless given.
+    /// - Parameters:
+    ///   - output: The output device's settings.
+    ///   - decodeAheadSeconds: How far ahead the decoder may run, seconds.
+    ///   - logger: Where the engine logs.
     public init(output: OutputSettings = OutputSettings(), decodeAheadSeconds: Double = 2,
                 logger: Logger = Logger(label: "backline.engine")) {
         self.output = output

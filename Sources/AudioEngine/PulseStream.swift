@@ -13,12 +13,17 @@ public struct PulseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The libpulse function (and server or sink) involved.
     public var function: String
 
+    /// The error for a libpulse call that failed with `code`; the message is `pa_strerror(code)`.
+    /// - Parameters:
+    ///   - code: The `PA_ERR_*` code.
+    ///   - function: The libpulse function (and server or sink) involved.
     public init(code: Int32, function: String) {
         self.code = code
         message = String(cString: pa_strerror(code))
         self.function = function
     }
 
+    /// The function, the message and the code, for people.
     public var description: String { "\(function): \(message) (PulseAudio code \(code))" }
 }
 

@@ -19,8 +19,14 @@ package protocol ApplicationParticipant: AnyObject, Sendable {
 
 /// App states (`UIApplication.State`, plus the suspended state iOS does not expose).
 public enum ApplicationState: Int, Sendable {
+    /// In the foreground and receiving events (`UIApplication.State.active`; the terminal's
+    /// foreground for `backline play`).
     case active = 0
+    /// In the foreground but not receiving events, during a transition or a transient
+    /// interruption (`UIApplication.State.inactive`).
     case inactive = 1
+    /// Running in the background (`UIApplication.State.background`): only a player in
+    /// `playback` or an open background task keeps it from being suspended.
     case background = 2
     /// In memory, running no code of its own: players released their devices.
     case suspended = 3
@@ -28,10 +34,16 @@ public enum ApplicationState: Int, Sendable {
 
 /// Application notifications, in Apple's order for each transition.
 public enum ApplicationEvent: Sendable, Equatable {
+    /// The app is leaving the active state (`UIApplication.willResignActiveNotification`).
     case willResignActive
+    /// The app is now in the background (`UIApplication.didEnterBackgroundNotification`).
     case didEnterBackground
+    /// The app is about to return to the foreground (`UIApplication.willEnterForegroundNotification`).
     case willEnterForeground
+    /// The app is active again (`UIApplication.didBecomeActiveNotification`).
     case didBecomeActive
+    /// The app is quitting while running (`UIApplication.willTerminateNotification`); not sent
+    /// to a suspended app.
     case willTerminate
     /// The app was suspended (after the suspension hooks ran). `reason` says why.
     case didSuspend(reason: String)
@@ -46,6 +58,7 @@ public enum ApplicationEvent: Sendable, Equatable {
 
 /// Identifies a background task (`UIBackgroundTaskIdentifier`).
 public struct BackgroundTaskIdentifier: Hashable, Sendable {
+    /// The task's number; 0 is ``invalid``.
     public let rawValue: Int
     /// Returned when background running is not possible.
     public static let invalid = BackgroundTaskIdentifier(rawValue: 0)
@@ -93,6 +106,8 @@ public final class Application: Sendable {
     /// The process's application object.
     public static let shared = Application()
 
+    /// The background timing this application follows: task budget, expiration warning,
+    /// suspension grace period and keep-alive limits.
     public let configuration: ApplicationConfiguration
     /// The serial queue expiration and keep-alive handlers run on: the main queue unless the
     /// application was made with another, as UIKit calls them on the main thread.

@@ -107,12 +107,12 @@ public enum NowPlayingEvent: Sendable, Equatable {
     case playbackStateChanged(NowPlayingPlaybackState)
 }
 
-/// The now-playing store (`MPNowPlayingInfoCenter`): the info is copied on set and stamped with
-/// a monotonic time; readers extrapolate the elapsed time from it, so it need not be written on
-/// every tick (and the binding never does).
 /// A token for an observer of a ``NowPlayingInfoCenter``.
 public typealias NowPlayingObserverToken = ObservationToken<NowPlayingInfoCenter>
 
+/// The now-playing store (`MPNowPlayingInfoCenter`): the info is copied on set and stamped with
+/// a monotonic time; readers extrapolate the elapsed time from it, so it need not be written on
+/// every tick (and the binding never does).
 public final class NowPlayingInfoCenter: Sendable {
     /// The process's store.
     public static let `default` = NowPlayingInfoCenter()

@@ -9,7 +9,9 @@ import Synchronization
 /// seek, item change, stall and interruption — never on a timer, since readers extrapolate —
 /// keeping the queue index and count current.
 public final class NowPlayingBinding: Sendable {
+    /// The player whose item, position and rate the binding writes.
     public let player: QueuePlayer
+    /// The store the binding writes to (``NowPlayingInfoCenter/default`` unless given).
     public let center: NowPlayingInfoCenter
     private let queue = DispatchQueue(label: "backline.nowplaying.binding")
     private let token = Mutex<ObserverToken?>(nil)
@@ -152,7 +154,9 @@ extension NowPlayingBinding {
 /// (press and hold) need time-stretching and are disabled; repeat, shuffle and feedback are
 /// left without handlers (a play queue above the player provides them).
 public final class RemoteCommandBinding: Sendable {
+    /// The player the commands act on.
     public let player: QueuePlayer
+    /// The center whose commands the binding handles (``RemoteCommandCenter/shared`` unless given).
     public let center: RemoteCommandCenter
     private let queue = DispatchQueue(label: "backline.remote.binding")
     private let tokens = Mutex<[(RemoteCommand, RemoteCommand.Target)]>([])
@@ -162,6 +166,11 @@ public final class RemoteCommandBinding: Sendable {
     /// How far into an item "previous" restarts it instead of going back.
     public static let restartThreshold = 3.0
 
+    /// Adds the default handlers for `player` to `center`'s commands, and disables seek
+    /// forward/backward; ``unbind()`` removes them.
+    /// - Parameters:
+    ///   - player: The player the commands act on.
+    ///   - center: The command center (the process's shared one by default).
     public init(player: QueuePlayer, center: RemoteCommandCenter = .shared) {
         self.player = player
         self.center = center

@@ -7,31 +7,104 @@ import Synchronization
 
 /// What a command handler reports (`MPRemoteCommandHandlerStatus`).
 public enum RemoteCommandHandlerStatus: Int, Sendable {
+    /// The command was carried out (`MPRemoteCommandHandlerStatus.success`).
     case success = 0
+    /// The content the command asks for does not exist (`.noSuchContent`).
     case noSuchContent = 100
+    /// There is nothing to act on: no current item (`.noActionableNowPlayingItem`).
     case noActionableNowPlayingItem = 110
+    /// The output device the command needs is not there (`.deviceNotFound`).
     case deviceNotFound = 120
+    /// The command could not be carried out (`.commandFailed`); also the answer of a disabled
+    /// command, a command without a handler, or an unsupported rate.
     case commandFailed = 200
 }
 
 /// The commands (`MPRemoteCommandCenter`'s properties).
 public enum RemoteCommandKind: String, Sendable, CaseIterable {
-    case play, pause, stop, togglePlayPause, nextTrack, previousTrack
-    case changePlaybackPosition, skipForward, skipBackward, seekForward, seekBackward
-    case changeRepeatMode, changeShuffleMode, changePlaybackRate
-    case like, dislike, bookmark
+    /// Start playing (`MPRemoteCommandCenter.playCommand`).
+    case play
+    /// Pause (`pauseCommand`).
+    case pause
+    /// Stop playing (`stopCommand`).
+    case stop
+    /// Play when paused, pause when playing (`togglePlayPauseCommand`).
+    case togglePlayPause
+    /// Go to the next item (`nextTrackCommand`).
+    case nextTrack
+    /// Go to the previous item, or restart this one (`previousTrackCommand`).
+    case previousTrack
+    /// Seek to a position, with ``RemoteCommandEvent/Payload-swift.enum/position(_:)``
+    /// (`changePlaybackPositionCommand`).
+    case changePlaybackPosition
+    /// Jump forward by an interval, with ``RemoteCommandEvent/Payload-swift.enum/skip(interval:)``
+    /// (`skipForwardCommand`).
+    case skipForward
+    /// Jump back by an interval, with ``RemoteCommandEvent/Payload-swift.enum/skip(interval:)``
+    /// (`skipBackwardCommand`).
+    case skipBackward
+    /// Fast-forward while held, with ``RemoteCommandEvent/Payload-swift.enum/seek(_:)``
+    /// (`seekForwardCommand`).
+    case seekForward
+    /// Rewind while held, with ``RemoteCommandEvent/Payload-swift.enum/seek(_:)``
+    /// (`seekBackwardCommand`).
+    case seekBackward
+    /// Change the repeat mode, with
+    /// ``RemoteCommandEvent/Payload-swift.enum/repeatMode(_:preservesRepeatMode:)``
+    /// (`changeRepeatModeCommand`).
+    case changeRepeatMode
+    /// Change the shuffle mode, with
+    /// ``RemoteCommandEvent/Payload-swift.enum/shuffleMode(_:preservesShuffleMode:)``
+    /// (`changeShuffleModeCommand`).
+    case changeShuffleMode
+    /// Change the playback rate, with ``RemoteCommandEvent/Payload-swift.enum/rate(_:)``
+    /// (`changePlaybackRateCommand`).
+    case changePlaybackRate
+    /// Like the item, with ``RemoteCommandEvent/Payload-swift.enum/feedback(isNegative:)``
+    /// (`likeCommand`).
+    case like
+    /// Dislike the item, with ``RemoteCommandEvent/Payload-swift.enum/feedback(isNegative:)``
+    /// (`dislikeCommand`).
+    case dislike
+    /// Bookmark the item, with ``RemoteCommandEvent/Payload-swift.enum/feedback(isNegative:)``
+    /// (`bookmarkCommand`).
+    case bookmark
 }
 
-/// `MPRepeatType`.
-public enum RepeatType: Int, Sendable { case off = 0, one = 1, all = 2 }
-/// `MPShuffleType`.
-public enum ShuffleType: Int, Sendable { case off = 0, items = 1, collections = 2 }
-/// `MPSeekCommandEventType`.
-public enum SeekCommandEventType: Int, Sendable { case beginSeeking = 0, endSeeking = 1 }
+/// A repeat mode (`MPRepeatType`), for ``RemoteCommandKind/changeRepeatMode``.
+public enum RepeatType: Int, Sendable {
+    /// Play the queue once (`MPRepeatType.off`).
+    case off = 0
+    /// Repeat the current item (`MPRepeatType.one`).
+    case one = 1
+    /// Repeat the whole queue (`MPRepeatType.all`).
+    case all = 2
+}
+/// A shuffle mode (`MPShuffleType`), for ``RemoteCommandKind/changeShuffleMode``.
+public enum ShuffleType: Int, Sendable {
+    /// Play in order (`MPShuffleType.off`).
+    case off = 0
+    /// Shuffle the items (`MPShuffleType.items`).
+    case items = 1
+    /// Shuffle whole collections, such as albums (`MPShuffleType.collections`).
+    case collections = 2
+}
+/// The phase of a press-and-hold seek (`MPSeekCommandEventType`), for
+/// ``RemoteCommandKind/seekForward`` and ``RemoteCommandKind/seekBackward``.
+public enum SeekCommandEventType: Int, Sendable {
+    /// The button was pressed: start seeking (`.beginSeeking`).
+    case beginSeeking = 0
+    /// The button was released: stop seeking (`.endSeeking`).
+    case endSeeking = 1
+}
 
 /// A command event (`MPRemoteCommandEvent` and its subclasses' fields).
 public struct RemoteCommandEvent: Sendable, Equatable {
+    /// The command's argument: the fields of `MPSkipIntervalCommandEvent`,
+    /// `MPChangePlaybackPositionCommandEvent` and the other event subclasses.
     public enum Payload: Sendable, Equatable {
+        /// No argument (play, pause, next, …; a skip without one uses the command's first
+        /// preferred interval).
         case none
         /// skipForward / skipBackward: seconds.
         case skip(interval: Double)
@@ -41,17 +114,28 @@ public struct RemoteCommandEvent: Sendable, Equatable {
         case position(Double)
         /// changePlaybackRate: one of the command's supported rates.
         case rate(Float)
+        /// changeRepeatMode: the new mode, and whether it should outlast the current queue
+        /// (`MPChangeRepeatModeCommandEvent`).
         case repeatMode(RepeatType, preservesRepeatMode: Bool)
+        /// changeShuffleMode: the new mode, and whether it should outlast the current queue
+        /// (`MPChangeShuffleModeCommandEvent`).
         case shuffleMode(ShuffleType, preservesShuffleMode: Bool)
         /// like / dislike / bookmark: `isNegative` is "un-like", "remove bookmark".
         case feedback(isNegative: Bool)
     }
 
+    /// The command to carry out (which of `MPRemoteCommandCenter`'s commands sent the event).
     public var command: RemoteCommandKind
+    /// The command's argument, if it takes one.
     public var payload: Payload
     /// Monotonic seconds when it was dispatched.
     public var timestamp: Double
 
+    /// An event for `command`, stamped now.
+    /// - Parameters:
+    ///   - command: The command to carry out.
+    ///   - payload: Its argument (``Payload-swift.enum/none`` for commands that take none).
+    ///   - timestamp: Monotonic seconds when it was dispatched (now by default).
     public init(command: RemoteCommandKind, payload: Payload = .none,
                 timestamp: Double = Double(DispatchTime.now().uptimeNanoseconds) / 1e9) {
         self.command = command
@@ -62,8 +146,14 @@ public struct RemoteCommandEvent: Sendable, Equatable {
 
 /// The answer to a dispatched command: the status and, unless success, why.
 public struct RemoteCommandResult: Sendable, Equatable {
+    /// What the handlers reported: the first status that is not `success`, else `success`.
     public var status: RemoteCommandHandlerStatus
+    /// Why the command did not succeed (the command and the problem, for people); nil on success.
     public var reason: String?
+    /// A result with a status and, unless it is a success, a reason.
+    /// - Parameters:
+    ///   - status: What the handlers reported.
+    ///   - reason: Why, when the command did not succeed.
     public init(_ status: RemoteCommandHandlerStatus, _ reason: String? = nil) {
         self.status = status
         self.reason = reason
@@ -73,6 +163,7 @@ public struct RemoteCommandResult: Sendable, Equatable {
 /// One command (`MPRemoteCommand` and subclasses): enabled state, targets, and the extra
 /// properties of its class.
 public final class RemoteCommand: Sendable {
+    /// Which command this is (``RemoteCommandCenter/command(_:)`` returns it for this kind).
     public let kind: RemoteCommandKind
 
     struct State {
@@ -144,12 +235,15 @@ public final class RemoteCommand: Sendable {
         set { state.withLock { $0.currentShuffleType = newValue } }
     }
 
-    /// like/dislike/bookmark (`MPFeedbackCommand`): whether the feedback is on, and its title.
+    /// like/dislike/bookmark (`MPFeedbackCommand.isActive`): whether the feedback is on (the
+    /// item is liked, disliked or bookmarked).
     public var isActive: Bool {
         get { state.withLock { $0.isActive } }
         set { state.withLock { $0.isActive = newValue } }
     }
 
+    /// like/dislike/bookmark (`MPFeedbackCommand.localizedTitle`): the title shown for the
+    /// feedback (empty by default).
     public var localizedTitle: String {
         get { state.withLock { $0.localizedTitle } }
         set { state.withLock { $0.localizedTitle = newValue } }
@@ -205,22 +299,39 @@ public final class RemoteCommandCenter: Sendable {
     /// Marks ``handlerQueue`` so that a dispatch from it runs the handlers in place.
     private let onHandlerQueue = DispatchSpecificKey<Bool>()
 
+    /// Start playing (`MPRemoteCommandCenter.playCommand`).
     public let playCommand = RemoteCommand(.play)
+    /// Pause (`MPRemoteCommandCenter.pauseCommand`).
     public let pauseCommand = RemoteCommand(.pause)
+    /// Stop playing (`MPRemoteCommandCenter.stopCommand`).
     public let stopCommand = RemoteCommand(.stop)
+    /// Play when paused, pause when playing (`MPRemoteCommandCenter.togglePlayPauseCommand`).
     public let togglePlayPauseCommand = RemoteCommand(.togglePlayPause)
+    /// Go to the next item (`MPRemoteCommandCenter.nextTrackCommand`).
     public let nextTrackCommand = RemoteCommand(.nextTrack)
+    /// Go to the previous item, or restart the current one (`MPRemoteCommandCenter.previousTrackCommand`).
     public let previousTrackCommand = RemoteCommand(.previousTrack)
+    /// Seek to a position (`MPRemoteCommandCenter.changePlaybackPositionCommand`).
     public let changePlaybackPositionCommand = RemoteCommand(.changePlaybackPosition)
+    /// Jump forward by an interval (see ``RemoteCommand/preferredIntervals``) (`MPRemoteCommandCenter.skipForwardCommand`).
     public let skipForwardCommand = RemoteCommand(.skipForward)
+    /// Jump back by an interval (see ``RemoteCommand/preferredIntervals``) (`MPRemoteCommandCenter.skipBackwardCommand`).
     public let skipBackwardCommand = RemoteCommand(.skipBackward)
+    /// Fast-forward while held (`MPRemoteCommandCenter.seekForwardCommand`).
     public let seekForwardCommand = RemoteCommand(.seekForward)
+    /// Rewind while held (`MPRemoteCommandCenter.seekBackwardCommand`).
     public let seekBackwardCommand = RemoteCommand(.seekBackward)
+    /// Change the repeat mode (see ``RemoteCommand/currentRepeatType``) (`MPRemoteCommandCenter.changeRepeatModeCommand`).
     public let changeRepeatModeCommand = RemoteCommand(.changeRepeatMode)
+    /// Change the shuffle mode (see ``RemoteCommand/currentShuffleType``) (`MPRemoteCommandCenter.changeShuffleModeCommand`).
     public let changeShuffleModeCommand = RemoteCommand(.changeShuffleMode)
+    /// Change the playback rate (see ``RemoteCommand/supportedPlaybackRates``) (`MPRemoteCommandCenter.changePlaybackRateCommand`).
     public let changePlaybackRateCommand = RemoteCommand(.changePlaybackRate)
+    /// Like the item (`MPRemoteCommandCenter.likeCommand`).
     public let likeCommand = RemoteCommand(.like)
+    /// Dislike the item (`MPRemoteCommandCenter.dislikeCommand`).
     public let dislikeCommand = RemoteCommand(.dislike)
+    /// Bookmark the item (`MPRemoteCommandCenter.bookmarkCommand`).
     public let bookmarkCommand = RemoteCommand(.bookmark)
 
     /// A center whose handlers run on `handlerQueue` (serial; the main queue by default), and

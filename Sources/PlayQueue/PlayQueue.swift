@@ -7,7 +7,9 @@ import Synchronization
 /// One entry of the play queue: a stable id (never reused while the daemon runs, kept across
 /// restarts) and a file.
 public struct PlayQueueEntry: Sendable, Equatable, Codable {
+    /// The entry's stable id (MPD's song id).
     public let id: Int
+    /// The file the entry plays.
     public let path: String
     /// Why the item failed the last time it was played (it is then skipped by automatic
     /// advance until played again by id).
@@ -15,6 +17,12 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
     /// 0–255: in shuffle, entries of a higher priority play first (MPD's `prio`); 0 by default.
     public var priority: Int
 
+    /// An entry for `path` with the id `id`.
+    /// - Parameters:
+    ///   - id: The stable id (the queue hands them out).
+    ///   - path: The file.
+    ///   - failure: Why it failed the last time it was played, if it did.
+    ///   - priority: Its shuffle priority, 0–255.
     public init(id: Int, path: String, failure: String? = nil, priority: Int = 0) {
         self.id = id
         self.path = path
@@ -43,6 +51,7 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
 
 /// Consume mode (MPD's `consume`): entries are removed from the queue once played.
 public enum ConsumeMode: String, Sendable, Codable, CaseIterable {
+    /// Entries stay in the queue once played (the default).
     case off
     /// Every entry heard to its end or skipped with next is removed.
     case on
@@ -62,7 +71,13 @@ public enum RepeatMode: String, Sendable, Codable, CaseIterable {
 
 /// Transport state of the play queue.
 public enum PlaybackState: String, Sendable, Codable {
-    case playing, paused, stopped
+    /// The current entry is playing.
+    case playing
+    /// The current entry is paused where it was heard.
+    case paused
+    /// Nothing is loaded (the device is released); the current entry stays selected and plays
+    /// from its start.
+    case stopped
 }
 
 /// What the play queue reports to its observers (on their queues, in order).
@@ -83,21 +98,33 @@ public enum PlayQueueEvent: Sendable, Equatable {
 
 /// A snapshot of the play queue for saving and restoring.
 public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
+    /// The entries in queue order.
     public var entries: [PlayQueueEntry]
+    /// The id the next added entry gets (ids are never reused).
     public var nextID: Int
+    /// The current entry's id, if any.
     public var current: Int?
+    /// The audible position in the current entry, seconds.
     public var position: Double
+    /// The transport state when saved.
     public var state: PlaybackState
+    /// The repeat mode.
     public var repeatMode: RepeatMode
+    /// Whether shuffle is on.
     public var shuffle: Bool
+    /// The shuffled order of entry ids (empty when shuffle is off).
     public var shuffleOrder: [Int]
+    /// Whether playback stops at the end of the current entry.
     public var stopAfterCurrent: Bool
+    /// Ids of the entries played before the current one, most recent last.
     public var history: [Int]
+    /// The consume mode.
     public var consume: ConsumeMode
     /// The queue's version when saved (the restored queue goes on from it, so a client's
     /// version from before a restart never looks current).
     public var version: Int
 
+    /// A snapshot with the given fields; the defaults describe an empty, stopped queue.
     public init(entries: [PlayQueueEntry] = [], nextID: Int = 1, current: Int? = nil, position: Double = 0,
                 state: PlaybackState = .stopped, repeatMode: RepeatMode = .off, shuffle: Bool = false,
                 shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = [], consume: ConsumeMode = .off,
@@ -134,13 +161,22 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
 
 /// Errors of play-queue operations.
 public struct PlayQueueError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure, with the daemon protocol's spelling as the raw value.
     public enum Code: String, Sendable {
-        case noSuchItem = "no-such-item", emptyQueue = "empty-queue", notPlaying = "not-playing"
+        /// No entry has the id given.
+        case noSuchItem = "no-such-item"
+        /// The queue has no entries to play.
+        case emptyQueue = "empty-queue"
+        /// The operation needs a current (or playing) entry and there is none.
+        case notPlaying = "not-playing"
         /// The audio device failed and is still gone: the queue stays paused where it was heard.
         case outputUnavailable = "output-unavailable"
     }
+    /// What kind of failure.
     public let code: Code
+    /// What went wrong, for people.
     public let message: String
+    /// The ``message``.
     public var description: String { message }
 }
 
@@ -223,9 +259,13 @@ public final class PlayQueue: Sendable {
     public var playbackState: PlaybackState { state.withLock { currentState($0) } }
     /// Bumps on every change to the entries.
     public var version: Int { state.withLock { $0.version } }
+    /// The repeat mode (``setRepeat(_:)`` changes it).
     public var repeatMode: RepeatMode { state.withLock { $0.repeatMode } }
+    /// Whether shuffle is on (``setShuffle(_:)`` changes it).
     public var shuffle: Bool { state.withLock { $0.shuffle } }
+    /// Whether playback stops at the end of the current entry (``setStopAfterCurrent(_:)``).
     public var stopAfterCurrent: Bool { state.withLock { $0.stopAfterCurrent } }
+    /// The consume mode (``setConsume(_:)`` changes it).
     public var consume: ConsumeMode { state.withLock { $0.consume } }
     /// Ids of the entries played before the current one, most recent last.
     public var history: [Int] { state.withLock { $0.history } }
@@ -239,16 +279,23 @@ public final class PlayQueue: Sendable {
 
     /// What a status line needs, read under one lock (cheap: no copy of the queue).
     public struct Status: Sendable {
+        /// Playing, paused or stopped.
         public var state: PlaybackState
         /// The current entry and its index.
         public var current: (entry: PlayQueueEntry, index: Int)?
         /// The entry automatic advance plays after the current one, and its index.
         public var next: (entry: PlayQueueEntry, index: Int)?
+        /// How many entries the queue has.
         public var count: Int
+        /// The queue's version (bumps on every change to the entries).
         public var version: Int
+        /// The repeat mode.
         public var repeatMode: RepeatMode
+        /// Whether shuffle is on.
         public var shuffle: Bool
+        /// Whether playback stops at the end of the current entry.
         public var stopAfterCurrent: Bool
+        /// The consume mode.
         public var consume: ConsumeMode
         /// The audible position in the current item (0 when stopped).
         public var elapsed: Double
@@ -300,6 +347,7 @@ public final class PlayQueue: Sendable {
         broadcaster.addObserver(queue: queue, handler)
     }
 
+    /// Removes a handler added with ``addObserver(queue:_:)``.
     public func removeObserver(_ token: UInt64) { broadcaster.removeObserver(token) }
 
     /// The events as an `AsyncStream`.

@@ -60,11 +60,15 @@ public enum RateChangeReason: String, Sendable {
     case oldDeviceUnavailable
 }
 
-/// A rate the player cannot play.
+/// A rate the player cannot play: thrown by ``QueuePlayer/setRate(_:)`` for any rate other
+/// than 0 and 1 (Backline has no time-stretching yet; AVPlayer would play it).
 public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The rate asked for.
     public var rate: Float
+    /// The error for a refused rate.
+    /// - Parameter rate: The rate asked for.
     public init(rate: Float) { self.rate = rate }
+    /// What went wrong and which rates are supported, for people.
     public var description: String {
         "unsupported playback rate \(rate): only 0 (paused) and 1 (natural speed) are supported (no time-stretching yet)"
     }

@@ -10,6 +10,8 @@ public enum SessionCategory: String, Sendable, CaseIterable, Codable {
 
 /// Session mode (`AVAudioSession.Mode`), the two that mean something here.
 public enum SessionMode: String, Sendable, Codable {
+    /// The default mode (`AVAudioSession.Mode.default`): music and other content that is not
+    /// spoken word.
     case `default`
     /// Spoken content (podcasts, audio books): paused by others'
     /// ``SessionCategoryOptions/interruptSpokenAudioAndMixWithOthers``.
@@ -18,7 +20,10 @@ public enum SessionMode: String, Sendable, Codable {
 
 /// Category options (`AVAudioSession.CategoryOptions`), with Apple's raw values.
 public struct SessionCategoryOptions: OptionSet, Sendable, Hashable, Codable {
+    /// The options' bits, with Apple's values (`mixWithOthers` is `0x1`).
     public let rawValue: UInt
+    /// Options from their bits (Apple's raw values).
+    /// - Parameter rawValue: The bits, as `AVAudioSession.CategoryOptions(rawValue:)` takes them.
     public init(rawValue: UInt) { self.rawValue = rawValue }
     /// Mix with other active sessions instead of interrupting them.
     public static let mixWithOthers = SessionCategoryOptions(rawValue: 0x1)
@@ -46,9 +51,12 @@ public struct SessionCategoryOptions: OptionSet, Sendable, Hashable, Codable {
     }
 }
 
-/// Options for ``AudioSession/setActive(_:options:)``.
+/// Options for ``AudioSession/setActive(_:options:)`` (`AVAudioSession.SetActiveOptions`).
 public struct SetActiveOptions: OptionSet, Sendable {
+    /// The options' bits, with Apple's values.
     public let rawValue: UInt
+    /// Options from their bits.
+    /// - Parameter rawValue: The bits, as `AVAudioSession.SetActiveOptions(rawValue:)` takes them.
     public init(rawValue: UInt) { self.rawValue = rawValue }
     /// On deactivation, tell the sessions we interrupted that they may resume.
     public static let notifyOthersOnDeactivation = SetActiveOptions(rawValue: 1)
@@ -57,6 +65,7 @@ public struct SetActiveOptions: OptionSet, Sendable {
 /// An audio-session error, with AVAudioSession's four-character codes: ``message`` is for
 /// people, ``description`` adds the code (as `NSError` shows it), ``code`` is the code.
 public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The error's code (`AVAudioSession.ErrorCode`), with Apple's four-character values.
     public enum Code: Int, Sendable {
         /// `'!int'`: another session could not be interrupted.
         case cannotInterruptOthers = 560557684
@@ -67,8 +76,14 @@ public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvert
         /// `'msrv'`: the session registry could not be used.
         case mediaServicesFailed = 1836282486
     }
+    /// What went wrong, as AVAudioSession's error code.
     public var code: Code
+    /// What went wrong, for people (the category and options involved, what to do instead).
     public var message: String
+    /// An error with a code and an explanation.
+    /// - Parameters:
+    ///   - code: The AVAudioSession error code.
+    ///   - message: What went wrong, for people.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
@@ -88,9 +103,15 @@ public enum InterruptionReason: Int, Sendable {
 
 /// Route-change reasons (`AVAudioSession.RouteChangeReason`).
 public enum RouteChangeReason: Int, Sendable {
+    /// The reason is not known (`AVAudioSession.RouteChangeReason.unknown`).
     case unknown = 0
+    /// The output device is available again after it was lost
+    /// (`AVAudioSession.RouteChangeReason.newDeviceAvailable`); nothing plays by itself.
     case newDeviceAvailable = 1
+    /// The output device failed or disappeared and the players paused
+    /// (`AVAudioSession.RouteChangeReason.oldDeviceUnavailable`).
     case oldDeviceUnavailable = 2
+    /// The session's category changed (`AVAudioSession.RouteChangeReason.categoryChange`).
     case categoryChange = 3
 }
 
