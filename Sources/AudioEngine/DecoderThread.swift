@@ -72,6 +72,7 @@ final class DecoderThread: @unchecked Sendable {
 
     func start() {
         let t = Thread { [self] in
+            nameCurrentThread("bl-decoder")
             run()
             finished.signal()
         }
@@ -99,15 +100,25 @@ final class DecoderThread: @unchecked Sendable {
             for command in mailbox.withLock({ box in defer { box = [] }; return box }) {
                 handle(command)
             }
-            if !decodeStep() {
+            let progressed = decodeStep()
+            // Whatever this pass published (audio, a marker, the end of input, a cut), an
+            // output asleep with nothing to read hears of it now.
+            shared.notifyIdleOutput()
+            if !progressed {
+                // Idle (nothing planned), or the ring full while the output holds a pause:
+                // nothing changes until a command, a resume or freed room wakes this thread,
+                // so it sleeps without a timeout (a paused or stopped engine does not poll).
                 let flushPending = shared.generation.load(ordering: .acquiring) != generation
-                sleep(millis: idle && !flushPending ? 1000 : backoffMillis)
+                sleep(millis: flushPending ? backoffMillis : idle || waitingForResume ? -1 : backoffMillis)
             }
         }
         current = nil
     }
 
     private var idle: Bool { current == nil && index >= plan.count }
+    /// Set when the ring was found full while the output held a pause (it wakes this thread
+    /// when the pause ends).
+    private var waitingForResume = false
 
     private func handle(_ command: Command) {
         switch command {
@@ -191,6 +202,7 @@ final class DecoderThread: @unchecked Sendable {
         let free = producer.availableToWrite()
         if free < (refilling ? bytesPerFrame : producer.capacity / 4) {
             refilling = false
+            waitingForResume = false
             let t = DispatchTime.now().uptimeNanoseconds
             let consumed = producer.position - (producer.capacity - free)
             let needed = Double(producer.capacity / 4 - free)
@@ -205,8 +217,9 @@ final class DecoderThread: @unchecked Sendable {
                 } else {
                     // Nothing drained since the last look: the output is starting (a device
                     // that may drain far faster than real time) or paused. Look again soon,
-                    // then less and less often.
+                    // then less and less often; while it holds a pause, not until it resumes.
                     backoffMillis = min(250, max(2, backoffMillis * 2))
+                    waitingForResume = shared.outputPaused.load(ordering: .acquiring)
                 }
             } else {
                 backoffMillis = 2  // no drain rate measured yet: look again soon
@@ -215,6 +228,7 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
+        waitingForResume = false
         let (region, _) = producer.writableRegions(max: chunkBytes)
         let usable = region.count - region.count % bytesPerFrame
         guard usable > 0 else { return false }

@@ -130,6 +130,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     func join() {
+        shared.wakeOutput()  // (from a wait with no timeout)
         if let t = thread { pthread_join(t, nil) }
         thread = nil
     }
@@ -148,6 +149,7 @@ final class OutputThread: @unchecked Sendable {
     // MARK: - The loop
 
     private func run() {
+        nameCurrentThread("bl-output")
         requestRealtime()
         while shared.running.load(ordering: .acquiring) {
             step()
@@ -315,7 +317,7 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         if deviceLost {
-            sleepWakeable(100)  // woken at once by a flush
+            sleepWakeable(-1)  // until a flush (a re-plan) or shutdown wakes it
             return
         }
         let cutSeq = shared.cutSeq.load(ordering: .acquiring)
@@ -503,6 +505,7 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         let end = shared.endPosition.load(ordering: .acquiring)
+        lastSeenEnd = end
         if !sawInput, pcm != nil, end == consumer.position,
            shared.endGeneration.load(ordering: .acquiring) == generation {
             // Stopped (flushed to an empty queue): the buffer was dropped; release the device.
@@ -518,9 +521,30 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         // Waiting for the decoder: with a device open an underrun is near, so look again soon;
-        // with none (idle, or before the first item) a slower poll keeps an idle engine cheap.
+        // with none (idle, or before the first item) sleep until the decoder publishes something.
         publishPosition()
-        if pcm == nil { sleepWakeable(10) } else { sleepMillis(1) }
+        if pcm == nil { idleWait() } else { sleepMillis(1) }
+    }
+
+    /// The end position read by the last `checkEndOfInput`.
+    private var lastSeenEnd = Int.min
+
+    /// No device and nothing to read: sleeps with no timeout until the decoder publishes
+    /// something (it wakes this thread through `EngineShared.notifyIdleOutput`) or the control
+    /// plane wakes it (flush, pause, shutdown). The flag is stored, then fenced, then
+    /// everything the decoder publishes is checked once more: a publication that raced with
+    /// the flag is seen here, or the decoder sees the flag and wakes this thread.
+    private func idleWait() {
+        shared.outputIdle.store(true, ordering: .relaxed)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if consumer.availableToRead() == 0, markers.peekMarker() == nil,
+           shared.endPosition.load(ordering: .acquiring) == lastSeenEnd,
+           shared.cutSeq.load(ordering: .acquiring) == seenCut,
+           shared.generation.load(ordering: .acquiring) == generation,
+           shared.running.load(ordering: .acquiring) {
+            sleepWakeable(-1)
+        }
+        shared.outputIdle.store(false, ordering: .relaxed)
     }
 
     // Not annotated: the performance checker rejects every C call ("not available in this
@@ -582,8 +606,14 @@ final class OutputThread: @unchecked Sendable {
 
     /// Holds the device paused (hardware pause when possible) until resumed or flushed.
     private func holdPause() {
+        if pcm != nil, shared.stoppedGeneration.load(ordering: .relaxed) == generation {
+            // Stopped, then paused (a player at rate 0 with no items): nothing the device holds
+            // can play again (the flush dropped it), so release it as a stop does when playing.
+            closeDevice()
+            publishAllHeard()
+        }
         guard let pcm else {
-            sleepWakeable(100)
+            sleepWakeable(-1)  // until resume, flush or shutdown wakes it
             return
         }
         let running = pcm.state() == .running
@@ -602,11 +632,12 @@ final class OutputThread: @unchecked Sendable {
         publishPosition()
         while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
               shared.generation.load(ordering: .acquiring) == generation {
-            sleepWakeable(100)  // woken at once by resume or flush
+            sleepWakeable(-1)  // no timeout: resume, flush or shutdown wakes it at once
         }
         // Flushed while paused: stay paused; the flush drops the buffer without playing it.
         if hwPaused && shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
         shared.outputPaused.store(false, ordering: .releasing)
+        shared.wakeDecoder()  // it waits for this when it found the ring full during the pause
         publishPosition()  // advancing again: the position moves from here, not from the next write
     }
 }

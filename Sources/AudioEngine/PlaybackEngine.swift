@@ -432,6 +432,7 @@ public final class PlaybackEngine: Sendable {
             if items.isEmpty { s.flushTarget = nil }
             return s.generation
         }
+        if items.isEmpty { shared.stoppedGeneration.store(g, ordering: .relaxed) }
         // Generation first: the output starts discarding at once, and the decoder, woken by the
         // load, never sees its new plan with an old generation.
         shared.generation.store(g, ordering: .releasing)
@@ -566,7 +567,8 @@ public final class PlaybackEngine: Sendable {
 
     /// Called by the monitor thread with output events; emits engine events when heard.
     /// - Returns: how long the monitor may sleep before the next event can become audible
-    ///   (microseconds): short just before a due event, longer while nothing is pending.
+    ///   (microseconds): short just before a due event, longer while nothing is pending;
+    ///   `UInt32.max` while the position stands still (until woken).
     fileprivate func process(_ raw: [OutputEvent]) -> UInt32 {
         var immediate: [EngineEvent] = []
         var replan = false
@@ -661,12 +663,15 @@ public final class PlaybackEngine: Sendable {
             let sleep: UInt32
             if s.awaitingSegment || monotonicNanos() < s.watchClosely {
                 sleep = 2_000  // a flush is on its way through: register its segment promptly
-            } else if let nextFrames, reading.stampNanos != nil {
+            } else if reading.stampNanos == nil {
+                // The position stands still (paused, stopped, the device refilling): nothing
+                // becomes due until it advances, and the output wakes this thread then (as it
+                // does for each event it posts, and a command does): no timeout.
+                sleep = .max
+            } else if let nextFrames {
                 sleep = UInt32(max(1_000, min(Int(cap), nextFrames * 1_000_000 / rate)))
             } else {
-                // Nothing due, or the position stands still (paused, the device refilling):
-                // nothing becomes due until it advances, and the output wakes this thread then.
-                sleep = cap
+                sleep = cap  // advancing, nothing due yet: look again within half a buffer
             }
             return (out, sleep)
         }
@@ -701,6 +706,7 @@ final class MonitorThread: @unchecked Sendable {
 
     func start() {
         let t = Thread { [self] in
+            nameCurrentThread("bl-monitor")
             while running.load(ordering: .acquiring) {
                 var batch: [OutputEvent] = []
                 while let e = events.peekEvent() {
@@ -709,7 +715,7 @@ final class MonitorThread: @unchecked Sendable {
                 }
                 let sleep = engine?.process(batch) ?? 20_000
                 // Sleep until due, or until the output posts an event or a command pokes.
-                shared.monitorWake.wait(millis: Int(max(1, (sleep + 999) / 1000)))
+                shared.monitorWake.wait(millis: sleep == .max ? -1 : Int(max(1, (sleep + 999) / 1000)))
             }
             done.signal()
         }

@@ -63,7 +63,13 @@ final class PulseStream: @unchecked Sendable {
         var started = false
         /// A timing update asked for and not answered yet.
         var timingRequested = false
+        /// How long the timing may age while playing before `delayFrames` asks again (ns):
+        /// 10 ms after a start, a flush or an uncork, doubling to 1.5 s (libpulse's own
+        /// automatic schedule, which also ran while corked: 1.3 wake-ups a second, paused).
+        var timingInterval = PulseStream.firstTimingInterval
     }
+    static let firstTimingInterval = 10_000_000
+    static let lastTimingInterval = 1_500_000_000
     private var underflowsSeen = 0
     /// When `delayFrames` last asked the server for timing (monotonic ns).
     private var lastTimingRequest = 0
@@ -141,6 +147,7 @@ final class PulseStream: @unchecked Sendable {
                     // publishes the position then rather than after its next write (a period
                     // away when the buffer is full): the first frame is reported heard when it is.
                     cb.pointee.timingRequested = true
+                    cb.pointee.timingInterval = PulseStream.firstTimingInterval
                     if let op = pa_stream_update_timing_info(stream, PulseStream.timingArrived, ud) { pa_operation_unref(op) }
                 }, userdata)
                 pa_stream_set_write_callback(st, { _, _, ud in
@@ -154,8 +161,10 @@ final class PulseStream: @unchecked Sendable {
                 // asks for more each period; playback (re)starts once the buffer is full again.
                 attr = pa_buffer_attr(maxlength: UInt32.max, tlength: bytes(bufferMicros), prebuf: UInt32.max,
                                       minreq: bytes(periodMicros), fragsize: UInt32.max)
+                // No PA_STREAM_AUTO_TIMING_UPDATE: `delayFrames` asks for timing itself while the
+                // stream plays, so a corked (paused) stream costs no wake-ups at all.
                 let flags = pa_stream_flags_t(rawValue: PA_STREAM_INTERPOLATE_TIMING.rawValue
-                    | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+                    | PA_STREAM_ADJUST_LATENCY.rawValue)
                 if pa_stream_connect_playback(st, sink, &attr, flags, nil, nil) < 0 {
                     failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))")
                 } else {
@@ -240,12 +249,19 @@ final class PulseStream: @unchecked Sendable {
         // No timing yet (a new stream), or the server not playing at its last report (filling
         // up): ask now rather than wait for the next automatic update (up to 100 ms away), one
         // request at a time, so the first frame is reported heard when it is.
+        // Playing: refresh the timing the interpolation starts from on libpulse's automatic
+        // schedule (10 ms after a start, doubling to 1.5 s); corked, never.
         let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
         let now = monotonicNanos()
-        if (!known || !playing) && !corked && !userdata.pointee.timingRequested && now - lastTimingRequest >= 10_000_000 {
+        let age = now - lastTimingRequest
+        let due = !known || !playing ? age >= Self.firstTimingInterval : age >= userdata.pointee.timingInterval
+        if due && !corked && !userdata.pointee.timingRequested {
             // (At most one every 10 ms: while the server holds the stream back, a sink
             // suspended say, the loop would otherwise ask on every wake-up.)
             lastTimingRequest = now
+            if known && playing {
+                userdata.pointee.timingInterval = min(Self.lastTimingInterval, userdata.pointee.timingInterval * 2)
+            }
             userdata.pointee.timingRequested = true
             if let op = pa_stream_update_timing_info(stream, Self.timingArrived, userdata) { pa_operation_unref(op) }
         }
@@ -266,6 +282,7 @@ final class PulseStream: @unchecked Sendable {
         defer { pa_threaded_mainloop_unlock(mainloop) }
         guard alive() else { return }
         userdata.pointee.started = false
+        userdata.pointee.timingInterval = Self.firstTimingInterval
         wait(pa_stream_flush(stream, Self.signalDone, userdata))
         wait(pa_stream_update_timing_info(stream, Self.signalDone, userdata))
     }
@@ -318,6 +335,7 @@ final class PulseStream: @unchecked Sendable {
         guard let op = pa_stream_cork(stream, on ? 1 : 0, nil, nil) else { return false }
         pa_operation_unref(op)
         corked = on
+        if !on { userdata.pointee.timingInterval = Self.firstTimingInterval }
         return true
     }
 

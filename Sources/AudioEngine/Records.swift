@@ -134,6 +134,9 @@ final class EngineShared: Sendable {
     /// Control → output: the output thread polls this beside the device, so a pause, resume or
     /// flush is acted on at once instead of after the current period.
     let outputWake = WakePipe()
+    /// Control → output: the generation of the last flush to an empty plan (a stop). Paused
+    /// in it, the output releases the device: nothing it holds can play again.
+    let stoppedGeneration = Atomic<UInt32>(.max)
     /// Output → monitor: an event (the end of input, a device error) or the position starting to
     /// advance is handled at once instead of after the monitor's sleep.
     let monitorWake = WakePipe()
@@ -141,6 +144,11 @@ final class EngineShared: Sendable {
     /// command, or the output freeing ring space after a flush or a cut, wakes it at once instead
     /// of after its back-off.
     let decoderWake = WakePipe()
+    /// Output → decoder: set (sequentially consistent, with a fence) while the output sleeps
+    /// with no device and nothing to read, with no timeout. The decoder, after anything the
+    /// output reads (audio, a marker, the end of input, a cut), clears it and wakes the output;
+    /// see ``notifyIdleOutput()``. Nothing polls while nothing plays.
+    let outputIdle = Atomic<Bool>(false)
 
     deinit {
         for p in [outputWake, monitorWake, decoderWake] { p.close() }
@@ -152,6 +160,18 @@ final class EngineShared: Sendable {
     func wakeDecoder() { decoderWake.wake() }
     /// Any thread: wakes the output thread (from its device wait or its pause/idle wait).
     func wakeOutput() { outputWake.wake() }
+
+    /// Decoder thread, after publishing something the output reads: wakes the output if it is
+    /// asleep in its idle wait. The fence orders the publication before the flag's load (the
+    /// output orders its flag store before its re-check the same way), so either the output's
+    /// re-check sees the publication or this sees the flag: a wake-up is never lost.
+    @inline(__always)
+    func notifyIdleOutput() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if outputIdle.load(ordering: .relaxed), outputIdle.exchange(false, ordering: .acquiringAndReleasing) {
+            outputWake.wake()
+        }
+    }
 
     // Seqlock over (framesWritten, delay, stamp, floor): stamp is CLOCK_MONOTONIC nanoseconds of
     // the delay reading, negated while the device is not running (paused, prepared, stopped);
@@ -232,7 +252,8 @@ struct WakePipe: Sendable {
         while withUnsafeMutableBytes(of: &bytes, { read(readFD, $0.baseAddress, $0.count) }) > 0 {}
     }
 
-    /// Sleeps up to `millis`, returning early (and draining) when woken; true when woken.
+    /// Sleeps up to `millis` (forever when negative), returning early (and draining) when
+    /// woken; true when woken. A wake before the wait is not lost: its byte stays in the pipe.
     @discardableResult
     func wait(millis: Int) -> Bool {
         var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
@@ -244,6 +265,18 @@ struct WakePipe: Sendable {
     func close() {
         for fd in [readFD, writeFD] where fd >= 0 { Glibc.close(fd) }
     }
+}
+
+/// Names the calling thread as `ps -L`, `top -H`, gdb and `/proc/PID/task/*/comm` show it
+/// (at most 15 bytes; longer names are cut).
+public func nameCurrentThread(_ name: String) {
+    // (`pthread_setname_np` is a GNU extension the Glibc module does not export; this is what
+    // it does for the calling thread.)
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.

@@ -245,6 +245,8 @@ public final class DBusConnection: @unchecked Sendable {
         var t = pthread_t()
         let r = pthread_create(&t, nil, { arg in
             let c = Unmanaged<DBusConnection>.fromOpaque(arg!).takeRetainedValue()
+            let comm = open("/proc/thread-self/comm", O_WRONLY)  // the thread's name: bl-dbus
+            if comm >= 0 { _ = write(comm, "bl-dbus", 7); Glibc.close(comm) }
             c.loop()
             return nil
         }, box)

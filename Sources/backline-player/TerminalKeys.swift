@@ -1,4 +1,5 @@
 import CTerminal
+import AudioEngine
 import Foundation
 import Synchronization
 
@@ -109,6 +110,7 @@ final class KeyReader: Sendable {
         _ = pipe(&fds)
         wake = (fds[0], fds[1])
         let thread = Thread { [self] in
+            nameCurrentThread("bl-keys")
             loop(handler)
             finished.signal()
         }
