@@ -81,28 +81,8 @@ public enum DaemonBench {
             next: { _ = try c.request("next") },
             previous: { _ = try c.request("previous") },
             seek: { _ = try c.request("seek", [("position", .number(Double($0)))]) }))
-        // Idle: paused (in the foreground, so never suspended), no client, with MPRIS on; then
-        // the same with --no-mpris.
-        var idleOn: IdleUsage?, idleOff: IdleUsage?
-        if bus != nil {
-            _ = try c.request("lifecycle", [("state", "foreground")])
-            _ = try c.request("play", [("item", .number(Double(ids[0])))])
-            _ = try c.request("pause")
-            idleOn = try idleUsage(pid: daemon.process.processIdentifier, seconds: Self.idleSeconds)
-        }
         _ = try c.request("stop")
         daemon.stop()
-        if bus != nil {
-            let quiet = try Child(executable, daemonArguments + ["--no-mpris"], environment: daemonEnvironment)
-            defer { quiet.stop() }
-            if waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) {
-                let q = try ControlClient(socketPath: socket)
-                _ = try q.request("lifecycle", [("state", "foreground")])
-                _ = try q.request("play", [("item", .number(Double(ids[0])))])
-                _ = try q.request("pause")
-                idleOff = try idleUsage(pid: quiet.process.processIdentifier, seconds: Self.idleSeconds)
-            }
-        }
 
         // mpd, same machine, same sink.
         var results: [BenchResult] = []
@@ -173,12 +153,6 @@ public enum DaemonBench {
         if let mprisPause, let ctlPause {
             add("playerctl play-pause (MPRIS, a whole process) → silence on the sink monitor (median of 8)", mprisPause, ctlPause,
                 "ms", "backline ctl pause, a whole process")
-        }
-        if let idleOn, let idleOff {
-            add("daemon paused (foreground), no client, \(Int(Self.idleSeconds)) s with MPRIS on: CPU", idleOn.cpuMilliseconds, idleOff.cpuMilliseconds,
-                "ms", "the same with --no-mpris")
-            add("daemon paused (foreground), no client, \(Int(Self.idleSeconds)) s with MPRIS on: context switches per second, all threads",
-                idleOn.wakeupsPerSecond, idleOff.wakeupsPerSecond, "/s", "the same with --no-mpris")
         }
         for j in Jump.allCases {
             add("jump: \(j.rawValue) → longest silence on the sink monitor (median of 5)", blJumps[j] ?? .nan, mpdJumps[j], "ms", "mpd \(j.mpd)")
@@ -295,9 +269,6 @@ public enum DaemonBench {
         results.sort()
         return results[results.count / 2]
     }
-
-    /// How long the idle rows watch a paused daemon.
-    static let idleSeconds = 30.0
 
     struct IdleUsage {
         var cpuMilliseconds: Double

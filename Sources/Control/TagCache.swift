@@ -16,6 +16,8 @@ public final class TagCache: Sendable {
     /// Paths a background read is already under way for (so repeated lookups, e.g. `status`
     /// polled while a file is still being scanned, start one read, not one each).
     private let fetching = Mutex<Set<String>>([])
+    /// Where prefetches run: a serial queue (no global queue in the daemon; see `DaemonCommand`).
+    private let prefetchQueue = DispatchQueue(label: "backline.tags", qos: .utility)
 
     public init() {}
 
@@ -62,7 +64,7 @@ public final class TagCache: Sendable {
             return out
         }
         guard !todo.isEmpty else { return }
-        DispatchQueue.global(qos: .utility).async { [self] in
+        prefetchQueue.async { [self] in
             for p in todo {
                 _ = info(p)
                 _ = fetching.withLock { $0.remove(p) }

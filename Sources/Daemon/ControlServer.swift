@@ -48,13 +48,14 @@ public final class ControlServer: Sendable {
         try claimSocket(config.socketPath)
     }
 
-    /// Starts listening (after ``claim()``), serving `core`.
-    public func start(core: DaemonCore) async throws {
+    /// Starts listening (after ``claim()``), serving `core`. Blocks until every listener is
+    /// bound (call it from a thread that is not the server's event loop).
+    public func start(core: DaemonCore) throws {
         let path = config.socketPath
         // TCP first: the Unix socket appearing is what says "ready".
         if let tcp = config.tcpListen {
             let (host, port) = try Self.split(tcp)
-            let t = try await bootstrap(tcp: true, core: core).bind(host: host, port: port).get()
+            let t = try bootstrap(tcp: true, core: core).bind(host: host, port: port).wait()
             channels.withLock { $0.append(t) }
             logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
         }
@@ -66,11 +67,11 @@ public final class ControlServer: Sendable {
                 unlink(addr)
                 let old = umask(0o177)
                 defer { umask(old) }
-                c = try await bootstrap(tcp: false, core: core, mpd: true).bind(unixDomainSocketPath: addr).get()
+                c = try bootstrap(tcp: false, core: core, mpd: true).bind(unixDomainSocketPath: addr).wait()
                 chmod(addr, 0o600)
             } else {
                 let (host, port) = try Self.split(addr)
-                c = try await bootstrap(tcp: true, core: core, mpd: true).bind(host: host, port: port).get()
+                c = try bootstrap(tcp: true, core: core, mpd: true).bind(host: host, port: port).wait()
             }
             channels.withLock { $0.append(c) }
             logger.info("listening (MPD protocol)", metadata: ["address": "\(c.localAddress.map { "\($0)" } ?? addr)"])
@@ -78,7 +79,7 @@ public final class ControlServer: Sendable {
         let old = umask(0o177)  // the socket is born 0600
         let unix: any Channel
         do {
-            unix = try await bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).get()
+            unix = try bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).wait()
         } catch {
             umask(old)
             throw error
@@ -89,13 +90,13 @@ public final class ControlServer: Sendable {
         logger.info("listening", metadata: ["socket": "\(path)"])
     }
 
-    /// Stops accepting, closes every connection and the event loop.
-    public func stop() async {
-        for c in channels.withLock({ $0 }) { try? await c.close() }
-        for c in clients.withLock({ Array($0.values) }) { try? await c.close() }
+    /// Stops accepting, closes every connection and the event loop. Blocks until they are closed.
+    public func stop() {
+        for c in channels.withLock({ $0 }) { try? c.close().wait() }
+        for c in clients.withLock({ Array($0.values) }) { try? c.close().wait() }
         unlink(config.socketPath)
         for addr in config.mpdListen where addr.hasPrefix("/") { unlink(addr) }
-        try? await group.shutdownGracefully()
+        try? group.syncShutdownGracefully()
         lockFD.withLock { fd in
             if fd >= 0 { close(fd); fd = -1 }
         }
@@ -288,6 +289,7 @@ final class TokenFailures: Sendable {
         var flushScheduled = false
     }
     private let state = Mutex(State())
+    private static let flushQueue = DispatchQueue(label: "backline.token-failures")
 
     /// Logs a wrong token at once when none was logged in the last 10 s; otherwise counts it,
     /// and the count is logged when those 10 s are over (so the last burst is never left out).
@@ -304,7 +306,7 @@ final class TokenFailures: Sendable {
         }
         if let report { log(report, logger) }
         if let flushIn {
-            DispatchQueue.global().asyncAfter(deadline: .now() + flushIn) { [self] in
+            Self.flushQueue.asyncAfter(deadline: .now() + flushIn) { [self] in
                 let now = ProcessInfo.processInfo.systemUptime
                 let report = state.withLock { s -> (Int, Double, String)? in
                     s.flushScheduled = false
@@ -453,6 +455,9 @@ final class ConnectionHandler: ChannelInboundHandler {
     let client: ClientContext
     let logger: Logger
     private var busy = false
+    /// Where this connection's off-loop requests run, one at a time (in request order anyway):
+    /// a serial queue, not a global one (see `DaemonCommand.run`: no global queue in the daemon).
+    private lazy var offLoopQueue = DispatchQueue(label: "backline.request", qos: .userInitiated)
     private var pending: [ByteBuffer] = []
     private var closing = false
     /// The client closed its write side: close once every reply is written.
@@ -516,7 +521,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             busy = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            DispatchQueue.global(qos: .userInitiated).async {
+            offLoopQueue.async {
                 let reply = prepared.run()
                 loop.execute {
                     let (handler, context) = bound.value

@@ -598,11 +598,15 @@ public final class QueuePlayer: Sendable {
     /// After a device loss: probes the device until it opens again, then reports
     /// `newDeviceAvailable` (and, for a sound server that came back, `mediaServicesWereReset`).
     /// Nothing plays again by itself.
+    /// Where the probes run (a serial queue: a global one would start libdispatch's once-a-second
+    /// pool monitor in a process that otherwise uses none).
+    private static let deviceWatch = DispatchQueue(label: "backline.device-watch")
+
     private func watchForDeviceReturn(attempt: Int = 0) {
         // Every 500 ms for the first minute, then every 5 s (a device that never comes back
         // costs almost nothing).
         let delay = attempt < 120 ? 500 : 5_000
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in
+        Self.deviceWatch.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in
             guard let self else { return }
             let probe = engine.probeDevice()
             guard probe.available else { return watchForDeviceReturn(attempt: attempt + 1) }

@@ -24,11 +24,7 @@ struct Backline: ParsableCommand {
     static func main() {
         do {
             var command = try parseAsRoot()
-            if let async = command as? any AsyncParsableCommand {
-                try runBlocking(async)
-            } else {
-                try command.run()
-            }
+            try command.run()
         } catch {
             let code = exitCode(for: error)
             if code == .validationFailure {
@@ -38,22 +34,5 @@ struct Backline: ParsableCommand {
             }
             exit(withError: error)
         }
-    }
-
-    /// Runs an async subcommand (the daemon) to completion from this synchronous main: the
-    /// commands `play` and `bench` keep the main thread to themselves, as before.
-    private static func runBlocking(_ command: any AsyncParsableCommand) throws {
-        final class Outcome: @unchecked Sendable {  // written by the task before the signal, read after
-            var error: (any Error)?
-        }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var command = command
-        Task.detached {
-            do { try await command.run() } catch { outcome.error = error }
-            done.signal()
-        }
-        done.wait()
-        if let e = outcome.error { throw e }
     }
 }

@@ -10,7 +10,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon, idle, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -43,6 +43,14 @@ struct Bench: ParsableCommand {
                 results += try DaemonBench.run(executable: me, device: device, sinkMonitor: monitor)
             } else {
                 FileHandle.standardError.write(Data("bench: daemon rows skipped: give --device (scripts/bench does)\n".utf8))
+            }
+        }
+        if want("idle") {
+            if let device {
+                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+                results += try IdleBench.run(executable: me, device: device)
+            } else {
+                FileHandle.standardError.write(Data("bench: idle rows skipped: give --device (scripts/bench does)\n".utf8))
             }
         }
         if json {

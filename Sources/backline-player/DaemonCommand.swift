@@ -3,11 +3,13 @@ import Control
 import Daemon
 import Foundation
 import Logging
-import ServiceLifecycle
-import UnixSignals
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `backline daemon`: a long-running player controlled over a socket.
-struct DaemonCommand: AsyncParsableCommand {
+struct DaemonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daemon",
         abstract: "Run the player as a daemon, controlled over a socket (see `backline ctl`).",
@@ -48,7 +50,19 @@ struct DaemonCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = false
 
-    func run() async throws {
+    /// Runs the daemon on this thread until SIGTERM or SIGINT, with no Swift concurrency and no
+    /// global (non-overcommit) Dispatch queue: on Linux the first worker thread of such a queue
+    /// starts libdispatch's pool monitor, a timer that wakes the process every second for the
+    /// rest of its life (measured: a paused daemon woke 1.05 times a second for it alone).
+    func run() throws {
+        // SIGTERM and SIGINT are taken by `sigwait` below: blocked before any thread starts,
+        // so every thread inherits the mask and the signal reaches only that wait.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
         // FileHandle, not FileManager.contents: it reads /dev/null and pipes too.
@@ -85,31 +99,25 @@ struct DaemonCommand: AsyncParsableCommand {
 
         let server = ControlServer(config: settings, logger: logger)
         do { try server.claim() } catch { fail("\(error)") }
-        // Opening the state file and starting the engine's threads block: off the cooperative pool.
-        let config = settings
-        let made = await blockingWork { Result { () throws(ProtocolError) in
-            try DaemonCore(config: config, logger: logger, version: Backline.version)
-        } }
         let core: DaemonCore
-        switch made {
-        case .success(let c): core = c
-        case .failure(let error): fail("\(error)")
-        }
-        // Connecting to the bus and taking the name wait for the bus: off the cooperative pool too.
-        let (mpris, notify) = (settings.mpris, settings.notify)
-        await blockingWork {
-            if mpris { core.publishMPRIS() }
-            if notify { core.enableNotifications() }
-        }
-        let group = ServiceGroup(services: [DaemonService(core: core, server: server)],
-                                 gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        do { core = try DaemonCore(config: settings, logger: logger, version: Backline.version) } catch { fail("\(error)") }
+        if settings.mpris { core.publishMPRIS() }
+        if settings.notify { core.enableNotifications() }
         do {
-            try await group.run()
+            try server.start(core: core)
         } catch {
             logger.error("daemon failed", metadata: ["error": "\(error)"])
-            await blockingWork { core.shutdown() }
+            core.shutdown()
+            server.stop()
             throw ExitCode(1)
         }
+        logger.info("ready", metadata: ["socket": "\(settings.socketPath)", "music": "\(settings.musicDirectory)"])
+        var signal: Int32 = 0
+        while sigwait(&stopSignals, &signal) != 0 {}
+        // Graceful: stop accepting, save the state, close the device, then the connections.
+        logger.info("shutting down")
+        core.shutdown()
+        server.stop()
     }
 
     private func fail(_ message: String) -> Never {
