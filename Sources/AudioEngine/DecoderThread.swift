@@ -76,7 +76,6 @@ final class DecoderThread: @unchecked Sendable {
             run()
             finished.signal()
         }
-        t.name = "backline-decoder"
         thread = t
         t.start()
     }
@@ -105,20 +104,18 @@ final class DecoderThread: @unchecked Sendable {
             // output asleep with nothing to read hears of it now.
             shared.notifyIdleOutput()
             if !progressed {
-                // Idle (nothing planned), or the ring full while the output holds a pause:
-                // nothing changes until a command, a resume or freed room wakes this thread,
-                // so it sleeps without a timeout (a paused or stopped engine does not poll).
+                // Idle (nothing planned), or stuck for room while the output holds a pause
+                // (nothing drains until it resumes, and then it wakes this thread): nothing
+                // changes until a command or the output wakes it, so no timeout.
                 let flushPending = shared.generation.load(ordering: .acquiring) != generation
-                sleep(millis: flushPending ? backoffMillis : idle || waitingForResume ? -1 : backoffMillis)
+                let waitForWake = !flushPending && (idle || shared.outputPaused.load(ordering: .acquiring))
+                sleep(millis: waitForWake ? -1 : backoffMillis)
             }
         }
         current = nil
     }
 
     private var idle: Bool { current == nil && index >= plan.count }
-    /// Set when the ring was found full while the output held a pause (it wakes this thread
-    /// when the pause ends).
-    private var waitingForResume = false
 
     private func handle(_ command: Command) {
         switch command {
@@ -202,7 +199,6 @@ final class DecoderThread: @unchecked Sendable {
         let free = producer.availableToWrite()
         if free < (refilling ? bytesPerFrame : producer.capacity / 4) {
             refilling = false
-            waitingForResume = false
             let t = DispatchTime.now().uptimeNanoseconds
             let consumed = producer.position - (producer.capacity - free)
             let needed = Double(producer.capacity / 4 - free)
@@ -217,9 +213,8 @@ final class DecoderThread: @unchecked Sendable {
                 } else {
                     // Nothing drained since the last look: the output is starting (a device
                     // that may drain far faster than real time) or paused. Look again soon,
-                    // then less and less often; while it holds a pause, not until it resumes.
+                    // then less and less often (while it holds a pause, not until it resumes).
                     backoffMillis = min(250, max(2, backoffMillis * 2))
-                    waitingForResume = shared.outputPaused.load(ordering: .acquiring)
                 }
             } else {
                 backoffMillis = 2  // no drain rate measured yet: look again soon
@@ -228,7 +223,6 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
-        waitingForResume = false
         let (region, _) = producer.writableRegions(max: chunkBytes)
         let usable = region.count - region.count % bytesPerFrame
         guard usable > 0 else { return false }

@@ -604,7 +604,9 @@ final class OutputThread: @unchecked Sendable {
         deviceFailed(code)
     }
 
-    /// Holds the device paused (hardware pause when possible) until resumed or flushed.
+    /// Holds the device paused (hardware pause when possible) until resumed or flushed. With no
+    /// device (paused before the first item opened it, e.g. a restored queue) it holds all the
+    /// same: the decoder, its ring full, waits for the end of the pause either way.
     private func holdPause() {
         if pcm != nil, shared.stoppedGeneration.load(ordering: .relaxed) == generation {
             // Stopped, then paused (a player at rate 0 with no items): nothing the device holds
@@ -612,21 +614,16 @@ final class OutputThread: @unchecked Sendable {
             closeDevice()
             publishAllHeard()
         }
-        guard let pcm else {
-            sleepWakeable(-1)  // until resume, flush or shutdown wakes it
-            return
-        }
-        let running = pcm.state() == .running
         var hwPaused = false
-        if running && pcm.configuration.canPause && settings.hardwarePause {
-            hwPaused = pcm.pause(true)
-        }
-        if running && !hwPaused {
-            // No hardware pause: drop what the device holds and tell the control plane how many
-            // frames were lost, so it can re-seek there and nothing is skipped (the published
-            // position, and the re-seek on resume, is the last frame actually heard).
-            let dropped = dropUnheard(pcm)
-            emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(dropped))
+        if let pcm, pcm.state() == .running {
+            if pcm.configuration.canPause && settings.hardwarePause { hwPaused = pcm.pause(true) }
+            if !hwPaused {
+                // No hardware pause: drop what the device holds and tell the control plane how
+                // many frames were lost, so it can re-seek there and nothing is skipped (the
+                // published position, and the re-seek on resume, is the last frame heard).
+                let dropped = dropUnheard(pcm)
+                emit(.pausedByDrop, item: segmentItem, itemFrame: Int64(dropped))
+            }
         }
         shared.outputPaused.store(true, ordering: .releasing)
         publishPosition()
@@ -635,7 +632,7 @@ final class OutputThread: @unchecked Sendable {
             sleepWakeable(-1)  // no timeout: resume, flush or shutdown wakes it at once
         }
         // Flushed while paused: stay paused; the flush drops the buffer without playing it.
-        if hwPaused && shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
+        if hwPaused, let pcm, shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
         shared.outputPaused.store(false, ordering: .releasing)
         shared.wakeDecoder()  // it waits for this when it found the ring full during the pause
         publishPosition()  // advancing again: the position moves from here, not from the next write

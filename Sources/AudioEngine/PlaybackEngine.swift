@@ -719,7 +719,6 @@ final class MonitorThread: @unchecked Sendable {
             }
             done.signal()
         }
-        t.name = "backline-monitor"
         t.start()
     }
 

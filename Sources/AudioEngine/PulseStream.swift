@@ -142,8 +142,8 @@ final class PulseStream: @unchecked Sendable {
                     guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
                     cb.pointee.started = true
                     // Playback began (first fill, or after an underrun): fresh timing now, so the
-                    // interpolated latency starts moving at once instead of at the next automatic
-                    // update (up to 100 ms away); its arrival wakes the output thread, which
+                    // interpolated latency starts moving at once instead of at `delayFrames`'
+                    // next request (up to 10 ms away); its arrival wakes the output thread, which
                     // publishes the position then rather than after its next write (a period
                     // away when the buffer is full): the first frame is reported heard when it is.
                     cb.pointee.timingRequested = true
@@ -247,10 +247,9 @@ final class PulseStream: @unchecked Sendable {
         var negative: Int32 = 0
         let known = pa_stream_get_latency(stream, &usec, &negative) == 0
         // No timing yet (a new stream), or the server not playing at its last report (filling
-        // up): ask now rather than wait for the next automatic update (up to 100 ms away), one
-        // request at a time, so the first frame is reported heard when it is.
-        // Playing: refresh the timing the interpolation starts from on libpulse's automatic
-        // schedule (10 ms after a start, doubling to 1.5 s); corked, never.
+        // up): ask every 10 ms, one request at a time, so the first frame is reported heard
+        // when it is. Playing: refresh the timing the interpolation starts from on libpulse's
+        // automatic schedule (10 ms after a start, doubling to 1.5 s). Corked: never.
         let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
         let now = monotonicNanos()
         let age = now - lastTimingRequest

@@ -129,7 +129,8 @@ final class EngineShared: Sendable {
     /// holds at item ends and at the end of input (see `OutputThread.editPending`).
     let editsRequested = Atomic<UInt64>(0)
     let editsHandled = Atomic<UInt64>(0)
-    /// Output → control: whether the output is holding a paused device.
+    /// Output → control and decoder: whether the output is holding a pause (its device paused,
+    /// or no device yet); it wakes the decoder when the pause ends.
     let outputPaused = Atomic<Bool>(false)
     /// Control → output: the output thread polls this beside the device, so a pause, resume or
     /// flush is acted on at once instead of after the current period.

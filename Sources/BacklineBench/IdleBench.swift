@@ -12,6 +12,15 @@ import Glibc
 public enum IdleBench {
     static let seconds = 60.0
 
+    typealias Usage = (paused: DaemonBench.IdleUsage, stopped: DaemonBench.IdleUsage)
+
+    /// A paused daemon's usage over ``seconds``, then, after `stop`, its usage stopped.
+    static func measure(pid: Int32, stop: () throws -> Void) throws -> Usage {
+        let paused = try DaemonBench.idleUsage(pid: pid, seconds: seconds)
+        try stop()
+        return (paused, try DaemonBench.idleUsage(pid: pid, seconds: seconds))
+    }
+
     public static func run(executable: String, device: String) throws -> [BenchResult] {
         let dir = NSTemporaryDirectory() + "backline-idle-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
@@ -30,7 +39,6 @@ public enum IdleBench {
         guard DaemonBench.waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
             throw BenchError("backline daemon did not start")
         }
-        let ours: (paused: DaemonBench.IdleUsage, stopped: DaemonBench.IdleUsage)
         do {
             let c = try ControlClient(socketPath: socket)
             _ = try c.request("lifecycle", [("state", "foreground")])  // (never suspended meanwhile)
@@ -39,13 +47,12 @@ public enum IdleBench {
             Thread.sleep(forTimeInterval: 2)
             _ = try c.request("pause")
         }  // (the client leaves: no connection during the measurement)
-        let pid = daemon.process.processIdentifier
-        let paused = try DaemonBench.idleUsage(pid: pid, seconds: seconds)
-        _ = try ControlClient(socketPath: socket).request("stop")
-        ours = (paused, try DaemonBench.idleUsage(pid: pid, seconds: seconds))
+        let ours = try measure(pid: daemon.process.processIdentifier) {
+            _ = try ControlClient(socketPath: socket).request("stop")
+        }
         daemon.stop()
 
-        var theirs: (paused: DaemonBench.IdleUsage, stopped: DaemonBench.IdleUsage)?
+        var theirs: Usage?
         if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
             let msock = dir + "/mpd.sock"
             try """
@@ -70,10 +77,9 @@ public enum IdleBench {
                     Thread.sleep(forTimeInterval: 2)
                     _ = try m.exchange("pause 1")
                 }
-                let mpid = mpd.process.processIdentifier
-                let p = try DaemonBench.idleUsage(pid: mpid, seconds: seconds)
-                _ = try LineConnection(unix: msock, greeting: true).exchange("stop")
-                theirs = (p, try DaemonBench.idleUsage(pid: mpid, seconds: seconds))
+                theirs = try measure(pid: mpd.process.processIdentifier) {
+                    _ = try LineConnection(unix: msock, greeting: true).exchange("stop")
+                }
             }
         }
         let s = Int(seconds)

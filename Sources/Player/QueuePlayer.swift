@@ -595,13 +595,13 @@ public final class QueuePlayer: Sendable {
         clock.jumped()
     }
 
-    /// After a device loss: probes the device until it opens again, then reports
-    /// `newDeviceAvailable` (and, for a sound server that came back, `mediaServicesWereReset`).
-    /// Nothing plays again by itself.
     /// Where the probes run (a serial queue: a global one would start libdispatch's once-a-second
     /// pool monitor in a process that otherwise uses none).
     private static let deviceWatch = DispatchQueue(label: "backline.device-watch")
 
+    /// After a device loss: probes the device until it opens again, then reports
+    /// `newDeviceAvailable` (and, for a sound server that came back, `mediaServicesWereReset`).
+    /// Nothing plays again by itself.
     private func watchForDeviceReturn(attempt: Int = 0) {
         // Every 500 ms for the first minute, then every 5 s (a device that never comes back
         // costs almost nothing).

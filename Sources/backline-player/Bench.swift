@@ -22,37 +22,25 @@ struct Bench: ParsableCommand {
     func run() throws {
         var results: [BenchResult] = []
         func want(_ group: String) -> Bool { only.map { group.contains($0) } ?? true }
-        if want("startup") {
-            let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-            results += try StartupBench.version(executable: me)
+        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        /// The real-time groups need a paced device: `device`, or a note that they were skipped.
+        func onDevice(_ group: String, _ rows: (String) throws -> [BenchResult]) rethrows {
+            guard want(group) else { return }
+            guard let device else {
+                FileHandle.standardError.write(Data("bench: \(group) rows skipped: give --device (scripts/bench does)\n".utf8))
+                return
+            }
+            results += try rows(device)
         }
+        if want("startup") { results += try StartupBench.version(executable: me) }
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
         if want("pipeline") { results += try PipelineBench.throughput() }
-        if want("cpu") {
-            if let device {
-                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-                results += try PipelineBench.realtime(device: device, executable: me)
-            } else {
-                FileHandle.standardError.write(Data("bench: cpu rows skipped: give --device (scripts/bench does)\n".utf8))
-            }
+        try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
+        try onDevice("daemon") {
+            let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
+            return try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor)
         }
-        if want("daemon") {
-            if let device {
-                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-                let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
-                results += try DaemonBench.run(executable: me, device: device, sinkMonitor: monitor)
-            } else {
-                FileHandle.standardError.write(Data("bench: daemon rows skipped: give --device (scripts/bench does)\n".utf8))
-            }
-        }
-        if want("idle") {
-            if let device {
-                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
-                results += try IdleBench.run(executable: me, device: device)
-            } else {
-                FileHandle.standardError.write(Data("bench: idle rows skipped: give --device (scripts/bench does)\n".utf8))
-            }
-        }
+        try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
         if json {
             for r in results { print(r.json) }
         } else {

@@ -114,7 +114,6 @@ final class KeyReader: Sendable {
             loop(handler)
             finished.signal()
         }
-        thread.name = "backline.keys"
         thread.start()
     }
 

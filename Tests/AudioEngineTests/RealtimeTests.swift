@@ -205,3 +205,63 @@ extension RealtimeTests {
     }
 }
 
+
+extension RealtimeTests {
+    /// This process's threads (tid → context switches, voluntary and not) whose names `keep` accepts.
+    static func threadSwitches(_ keep: (String) -> Bool) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+            let dir = "/proc/self/task/\(tid)/"
+            guard let comm = try? String(contentsOfFile: dir + "comm", encoding: .utf8),
+                  keep(comm.trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let status = try? String(contentsOfFile: dir + "status", encoding: .utf8) else { continue }
+            out[tid] = status.split(separator: "\n").filter { $0.contains("ctxt_switches") }
+                .compactMap { $0.split(separator: "\t").last.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+                .reduce(0, +)
+        }
+        return out
+    }
+
+    @Test("paused, or stopped while paused, the engine's threads and its PulseAudio stream's do not wake; the stop releases the device; what is queued next plays")
+    func quietWhenPausedOrStopped() throws {
+        try PulseNullSink.exclusive { sink in
+            let a = try Fixtures.tone("rt-quiet-a", seconds: 4, frequency: 330)
+            let b = try Fixtures.tone("rt-quiet-b", seconds: 4, frequency: 880)
+            let ours: (String) -> Bool = { $0.hasPrefix("bl-") || $0 == "threaded-ml" }
+            let before = Set(Self.threadSwitches(ours).keys)
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            engine.enqueue([a.path])
+            #expect(log.wait(timeout: 5) { $0.startedPath == a.path } != nil)
+            // This engine's decoder, output and monitor, and the stream's mainloop thread (the
+            // suite runs alone: no other engine starts meanwhile).
+            let mine = Set(Self.threadSwitches(ours).keys).subtracting(before)
+            #expect(mine.count == 4, "threads: \(Self.threadSwitches(ours))")
+            func wakeUps(over seconds: Double) -> [String: Int] {
+                let s0 = Self.threadSwitches(ours).filter { mine.contains($0.key) }
+                Thread.sleep(forTimeInterval: seconds)
+                return Self.threadSwitches(ours).filter { mine.contains($0.key) }.map { ($0.key, $0.value - (s0[$0.key] ?? 0)) }
+                    .reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            engine.pause()
+            Thread.sleep(forTimeInterval: 1.2)  // (the monitor watches closely for 1 s after a command)
+            let paused = wakeUps(over: 2)
+            // Before issue 18: the output woke every 100 ms, the monitor every 100 ms, the decoder
+            // every 250 ms and libpulse's timing updates every 1.5 s of a corked stream.
+            #expect(paused.values.allSatisfy { $0 <= 1 }, "context switches in 2 s, paused: \(paused)")
+            #expect(!sinkInputs(ofProcess: getpid(), environment: sink.environment).isEmpty, "paused: the stream is held")
+
+            engine.stop()
+            engine.pause()  // as QueuePlayer.removeAllItems does at rate 0
+            Thread.sleep(forTimeInterval: 1.2)
+            #expect(sinkInputs(ofProcess: getpid(), environment: sink.environment).isEmpty, "stopped: the device is released")
+            let stopped = wakeUps(over: 2)
+            #expect(stopped.values.allSatisfy { $0 <= 1 }, "context switches in 2 s, stopped: \(stopped)")
+
+            engine.enqueue([b.path])
+            engine.resume()
+            #expect(log.wait(timeout: 5) { $0.startedPath == b.path } != nil, "the next item plays")
+        }
+    }
+}
