@@ -55,12 +55,13 @@ final class DecoderThread: @unchecked Sendable {
     private var generation: UInt32 = 0
     private var current: MPG123Decoder?
     private var currentItem: DecodeItem?
-    private let chunkBytes = 16_384
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
     private var backoffMillis = 5
     /// (time, bytes consumed) at the previous full ring, to measure the drain rate over a cycle.
     private var lastDrainSample: (UInt64, Int)?
+
+    deinit { bounce.deallocate() }
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
          report: @escaping @Sendable (DecoderReport) -> Void) {
@@ -197,7 +198,7 @@ final class DecoderThread: @unchecked Sendable {
         // second instead of one per period).
         // The drain rate is measured (real time on a sound card, far faster into ALSA's `null`).
         let free = producer.availableToWrite()
-        if free < (refilling ? bytesPerFrame : producer.capacity / 4) {
+        if free < (refilling ? decoder.maxFrameBytes : producer.capacity / 4) {
             refilling = false
             let t = DispatchTime.now().uptimeNanoseconds
             let consumed = producer.position - (producer.capacity - free)
@@ -223,11 +224,20 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
-        let (region, _) = producer.writableRegions(max: chunkBytes)
-        let usable = region.count - region.count % bytesPerFrame
-        guard usable > 0 else { return false }
         do {
-            let (bytes, status) = try decoder.read(into: UnsafeMutableRawBufferPointer(rebasing: region[..<usable]))
+            // One MPEG frame, synthesised straight into the ring (no copy), or, where the ring's
+            // free space wraps inside the frame, into a bounce buffer copied to both pieces.
+            let (a, b) = producer.writableRegions(max: free)
+            let bytes: Int, status: MPG123Decoder.ReadStatus
+            if a.count >= decoder.maxFrameBytes {
+                (bytes, status) = try decoder.decodeFrame(into: a)
+            } else {
+                let bounce = bounceBuffer(decoder.maxFrameBytes)
+                (bytes, status) = try decoder.decodeFrame(into: bounce)
+                let first = min(bytes, a.count)
+                if let src = bounce.baseAddress, first > 0 { a.baseAddress?.copyMemory(from: src, byteCount: first) }
+                if let src = bounce.baseAddress, bytes > first { b.baseAddress?.copyMemory(from: src + first, byteCount: bytes - first) }
+            }
             producer.commit(bytes)
             if status == .done {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
@@ -239,6 +249,17 @@ final class DecoderThread: @unchecked Sendable {
             finishCurrent()
         }
         return true
+    }
+
+    /// A frame's room for the rare frame that straddles the ring's end (grown, never shrunk).
+    private var bounce = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    private func bounceBuffer(_ bytes: Int) -> UnsafeMutableRawBufferPointer {
+        if bounce.count < bytes {
+            bounce.deallocate()
+            bounce = .allocate(byteCount: bytes, alignment: 16)
+        }
+        return bounce
     }
 
     private func finishCurrent() {

@@ -120,6 +120,13 @@ public final class MPG123Decoder {
     public private(set) var position = 0
     /// Duration in seconds.
     public var duration: Double { Double(lengthFrames) / Double(format.rate) }
+    /// The most bytes one MPEG frame decodes to (`mpg123_outblock`): the room
+    /// ``decodeFrame(into:)`` needs.
+    public private(set) var maxFrameBytes = 0
+    /// The decoder's own output buffer (``maxFrameBytes``), given back to libmpg123 after each
+    /// ``decodeFrame(into:)``, so that nothing it does between frames writes into the caller's
+    /// memory. nil until the first ``decodeFrame(into:)`` (libmpg123 keeps its own until then).
+    private var scratch: UnsafeMutableRawPointer?
 
     /// Opens `path` and reads its format, exact length and tags.
     /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, or not MPEG audio.
@@ -222,12 +229,14 @@ public final class MPG123Decoder {
                 throw MPG123Error(code: MPG123_ERR.rawValue, message: "no audio frames", path: path)
             }
             lengthFrames = length
+            maxFrameBytes = mpg123_outblock(h)
         }
     }
 
     deinit {
         mpg123_close(handle)
         mpg123_delete(handle)
+        scratch?.deallocate()
         if ownedFD >= 0 { Glibc.close(ownedFD) }
     }
 
@@ -277,6 +286,53 @@ public final class MPG123Decoder {
         }
     }
     private var pendingError: MPG123Error?
+
+    /// Decodes the next MPEG frame straight into `buffer`, with no copy: libmpg123's synthesis
+    /// writes there itself (`mpg123_replace_buffer` + `mpg123_decode_frame`). `buffer` must hold
+    /// at least ``maxFrameBytes``; a frame may yield no bytes (gapless trimming, a frame skipped
+    /// after a seek). Returns the bytes written (whole frames) and whether more follows.
+    ///
+    /// Use this or ``read(into:)`` for a whole stream, not both: libmpg123 drops what a
+    /// ``read(into:)`` left decoded when a frame is decoded this way.
+    /// - Throws: ``MPG123Error`` when the stream is broken, and when `buffer` is too small.
+    public func decodeFrame(into buffer: UnsafeMutableRawBufferPointer) throws -> (bytes: Int, status: ReadStatus) {
+        if let e = pendingError { throw e }
+        guard let base = buffer.baseAddress, buffer.count >= maxFrameBytes else {
+            throw MPG123Error(code: MPG123_NO_SPACE.rawValue,
+                              message: "buffer of \(buffer.count) bytes is smaller than a frame (\(maxFrameBytes))", path: path)
+        }
+        let own: UnsafeMutableRawPointer
+        if let scratch { own = scratch } else {
+            own = UnsafeMutableRawPointer.allocate(byteCount: max(1, maxFrameBytes), alignment: 16)
+            scratch = own
+        }
+        mpg123_replace_buffer(handle, base, buffer.count)
+        var audio: UnsafeMutablePointer<UInt8>?
+        var bytes = 0
+        let r = mpg123_decode_frame(handle, nil, &audio, &bytes)
+        mpg123_replace_buffer(handle, own, maxFrameBytes)
+        switch r {
+        case MPG123_OK.rawValue:
+            // libmpg123 moves a trimmed frame's audio to the buffer's start itself when the
+            // buffer is not its own; keep to that even if a version does not.
+            if let audio, UnsafeMutableRawPointer(audio) != base, bytes > 0 {
+                base.copyMemory(from: audio, byteCount: bytes)
+            }
+            position += bytes / format.bytesPerFrame
+            return (bytes, .more)
+        case MPG123_NEW_FORMAT.rawValue:
+            return (0, .more)  // (the format is fixed: only float32 at the file's own rate)
+        case MPG123_DONE.rawValue:
+            if lengthFromHeader && position < lengthFrames - 1152 {
+                throw MPG123Error(
+                    code: MPG123_ERR.rawValue,
+                    message: "file is truncated: it ends after \(position) of \(lengthFrames) frames", path: path)
+            }
+            return (0, .done)
+        default:
+            throw currentError(r)
+        }
+    }
 
     /// Moves to `frame` (sample-accurate, counted from the start after gapless trimming).
     public func seek(toFrame frame: Int) throws {

@@ -48,4 +48,63 @@ struct DecoderTests {
         let same = got == (try ReferenceDecoder.decodeF32(url))
         #expect(same)
     }
+
+    /// Every sample `decodeFrame(into:)` yields, each frame decoded in place at the start of a
+    /// fresh slice of `room` bytes.
+    private func decodeFrames(_ d: MPG123Decoder, room: Int) throws -> [Float] {
+        var out: [Float] = []
+        var buf = [Float](repeating: .nan, count: room / 4)
+        while true {
+            let (bytes, status) = try buf.withUnsafeMutableBytes { try d.decodeFrame(into: $0) }
+            #expect(bytes % d.format.bytesPerFrame == 0 && bytes <= d.maxFrameBytes)
+            out += buf.prefix(bytes / 4)
+            if status == .done { return out }
+        }
+    }
+
+    @Test("decoding frame by frame in place is bit-exact: gapless trims, mono MPEG-2, after a seek (as read(into:) there)")
+    func inPlaceFrames() throws {
+        let stereo = try Fixtures.tone("inplace-stereo", seconds: 1.3, frequency: 523)
+        let mono = try Fixtures.tone("inplace-mono", seconds: 0.9, rate: 22050, channels: 1, lameArgs: ["-b", "64"])
+        for url in [stereo, mono] {
+            let d = try MPG123Decoder(path: url.path)
+            #expect(d.maxFrameBytes >= 576 * d.format.bytesPerFrame)
+            let reference = try ReferenceDecoder.decodeF32(url)
+            let got = try decodeFrames(d, room: d.maxFrameBytes)
+            #expect(got.count == reference.count && got == reference, "\(url.lastPathComponent)")
+            #expect(d.position == d.lengthFrames)
+
+            // From frame 12345 (mid MPEG frame): the reference's tail, sample for sample.
+            let s = try MPG123Decoder(path: url.path)
+            try s.seek(toFrame: 12345)
+            let tail = try decodeFrames(s, room: s.maxFrameBytes * 3)
+            let expected = Array(reference[(12345 * s.format.channels)...])
+            let r = try MPG123Decoder(path: url.path)
+            try r.seek(toFrame: 12345)
+            let viaRead = try decodeAll(r)
+            // As `read(into:)` after the same seek, sample for sample; and for MPEG-1 the
+            // reference itself (libmpg123's pre-roll does not rebuild an MPEG-2 stream's first
+            // samples exactly, in either way of reading).
+            #expect(tail == viaRead, "\(url.lastPathComponent) after the seek: frame by frame differs from read(into:)")
+            if url == stereo {
+                let firstDiff = zip(tail, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                #expect(tail.count == expected.count && firstDiff == nil,
+                        "after the seek: \(tail.count) of \(expected.count) samples, first difference at \(String(describing: firstDiff))")
+            }
+        }
+    }
+
+    @Test("decoding into less than a frame's room fails with the sizes, and decoding goes on")
+    func inPlaceTooSmall() throws {
+        let url = try Fixtures.tone("inplace-small", seconds: 0.5)
+        let d = try MPG123Decoder(path: url.path)
+        var small = [UInt8](repeating: 0, count: d.maxFrameBytes - 1)
+        do {
+            _ = try small.withUnsafeMutableBytes { try d.decodeFrame(into: $0) }
+            Issue.record("a buffer one byte short was accepted")
+        } catch let e as MPG123Error {
+            #expect(e.description.contains("smaller than a frame (\(d.maxFrameBytes))"), "\(e)")
+        }
+        #expect(try decodeFrames(d, room: d.maxFrameBytes) == (try ReferenceDecoder.decodeF32(url)))
+    }
 }
