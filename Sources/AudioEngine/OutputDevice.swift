@@ -25,7 +25,7 @@ enum OutputDevice {
 
     /// Opens `device` (see ``OutputSettings/device``).
     static func open(_ device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
-                     bufferMicros: Int, periodMicros: Int) throws(ALSAError) -> OutputDevice {
+                     bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(ALSAError) -> OutputDevice {
         if let sink = PulseStream.sink(forDevice: device) {
             do {
                 return .pulse(try PulseStream(sink: sink, rate: rate, channels: channels, preferred: preferred,
@@ -42,7 +42,7 @@ enum OutputDevice {
             }
         }
         return .alsa(try ALSAPCM(device: device, rate: rate, channels: channels, preferred: preferred,
-                                 bufferMicros: bufferMicros, periodMicros: periodMicros))
+                                 bufferMicros: bufferMicros, periodMicros: periodMicros, mmap: mmap))
     }
 
     var configuration: DeviceConfiguration {

@@ -30,6 +30,10 @@ public struct OutputSettings: Sendable, Equatable {
     /// without it, pause drops the device buffer and resume re-seeks to the frame last heard
     /// (for drivers whose hardware pause is broken).
     public var hardwarePause: Bool = true
+    /// Render straight into an ALSA device's own buffer (`snd_pcm_mmap_begin`/`commit`) where the
+    /// device offers mmap access (default): one copy fewer than `snd_pcm_writei`. When false, or
+    /// on a device without it, the output renders into its own period buffer and writes that.
+    public var mmap: Bool = true
 
     /// Settings for `device`, with mpg123's and mpd's 500 ms buffer unless given.
     /// - Parameters:
@@ -173,9 +177,9 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// What the device agreed to, packed into one event: rate, period (in `item`), buffer (in
-    /// `itemFrame`), and format, pause support and channels in `code`.
+    /// `itemFrame`), and format, pause support, mmap access and channels in `code`.
     private func emitOpened(_ c: DeviceConfiguration) {
-        let code = Int32(c.sampleFormat == .float32 ? 1 : 2) | (c.canPause ? 4 : 0) | Int32(c.channels << 8)
+        let code = Int32(c.sampleFormat == .float32 ? 1 : 2) | (c.canPause ? 4 : 0) | (c.mmap ? 8 : 0) | Int32(c.channels << 8)
         _ = events.push(OutputEvent(kind: .deviceOpened, generation: generation, item: UInt64(c.periodFrames),
                                     deviceFrame: framesWritten, itemFrame: Int64(c.bufferFrames), rate: Int32(c.rate), code: code))
         shared.wakeMonitor()
@@ -455,7 +459,7 @@ final class OutputThread: @unchecked Sendable {
         do {
             pcm = try OutputDevice.open(settings.device, rate: rate, channels: channels,
                                         preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
-                                        periodMicros: periodMillis * 1000)
+                                        periodMicros: periodMillis * 1000, mmap: settings.mmap)
             heardFloor = framesWritten
             emitOpened(pcm!.configuration)
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
@@ -567,10 +571,25 @@ final class OutputThread: @unchecked Sendable {
             return
         }
         let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
-        let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
-                                       channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
-                                       rampFrames: cfg.rate / 50)
-        let w = pcm.write(periodBuffer, frames: rendered)
+        let w: Int
+        if case .alsa(let alsa) = pcm, alsa.mmap {
+            // Rendered in place into the device's buffer: no period buffer, no second copy.
+            let area: ALSAPCM.WriteArea
+            switch alsa.beginWrite(frames: frames) {
+            case .area(let a): area = a
+            case .full: return
+            case .error(let code): recover(pcm, code); return
+            }
+            let rendered = renderer.render(from: &consumer, into: area.pointer, frames: area.frames,
+                                           channels: segmentChannels, toS16: cfg.sampleFormat == .s16,
+                                           target: target, rampFrames: cfg.rate / 50)
+            w = alsa.commitWrite(area, frames: rendered)
+        } else {
+            let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
+                                           channels: segmentChannels, toS16: cfg.sampleFormat == .s16,
+                                           target: target, rampFrames: cfg.rate / 50)
+            w = pcm.write(periodBuffer, frames: rendered)
+        }
         if w < 0 { recover(pcm, Int32(w)); return }
         consumer.commit(Int(w) * bytesPerFrame)
         framesWritten += Int(w)

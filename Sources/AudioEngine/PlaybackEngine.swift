@@ -612,7 +612,8 @@ public final class PlaybackEngine: Sendable {
                 case .deviceOpened:
                     let c = DeviceConfiguration(
                         rate: Int(e.rate), channels: Int(e.code >> 8), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,
-                        bufferFrames: Int(e.itemFrame), periodFrames: Int(e.item), canPause: e.code & 4 != 0)
+                        bufferFrames: Int(e.itemFrame), periodFrames: Int(e.item), canPause: e.code & 4 != 0,
+                        mmap: e.code & 8 != 0)
                     s.device = c
                     immediate.append(.deviceOpened(c))
                 case .pausedByDrop:

@@ -18,10 +18,13 @@ struct BitExactTests {
         ]
     }
 
-    @Test("float32 device: captured samples equal libmpg123's decode, sample for sample")
-    func float32() throws {
+    @Test("float32 device: captured samples equal libmpg123's decode, sample for sample (rendered into the device's mmap buffer, or written)",
+          arguments: [true, false])
+    func float32(mmap: Bool) throws {
         for file in try Self.fixtures() {
-            let (cap, events) = try playToFile([file])
+            let (cap, events) = try playToFile([file], mmap: mmap)
+            let opened = events.compactMap { if case .deviceOpened(let c) = $0 { c } else { nil } }
+            #expect(!opened.isEmpty && opened.allSatisfy { $0.mmap == mmap }, "\(opened)")
             let ref = try ReferenceDecoder.decodeF32(file)
             let got = try cap.f32()
             #expect(got.count == ref.count, "\(file.lastPathComponent): \(got.count) vs \(ref.count) samples")
@@ -32,10 +35,11 @@ struct BitExactTests {
         }
     }
 
-    @Test("S16 device: converted with rounding and clipping, within 1 LSB of libmpg123's S16 decode")
-    func s16() throws {
+    @Test("S16 device: converted with rounding and clipping, within 1 LSB of libmpg123's S16 decode (mmap or written)",
+          arguments: [true, false])
+    func s16(mmap: Bool) throws {
         for file in try Self.fixtures().prefix(3) {
-            let (cap, _) = try playToFile([file], format: .s16)
+            let (cap, _) = try playToFile([file], format: .s16, mmap: mmap)
             let ref = try ReferenceDecoder.decodeS16(file)
             let got = try cap.s16()
             #expect(got.count == ref.count, "\(file.lastPathComponent)")
