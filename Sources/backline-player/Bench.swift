@@ -5,12 +5,13 @@ import Foundation
 /// `backline bench`: benchmarks side by side with their references, in one run.
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bench",  // (given: deriving it reflects on the type, a conformance scan at start-up)
         abstract: "Run the benchmarks and print each next to its reference (same run).")
 
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, cpu, daemon, idle, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, cpu, daemon, idle, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -35,6 +36,7 @@ struct Bench: ParsableCommand {
         if want("startup") { results += try StartupBench.version(executable: me) }
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
         if want("pipeline") { results += try PipelineBench.throughput() }
+        if want("instructions") { results += try InstructionsBench.run(executable: me) }
         try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
         try onDevice("daemon") {
             let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"

@@ -10,6 +10,7 @@ struct Ctl: ParsableCommand {
     // The discussion is short lines (ArgumentParser rewraps longer ones to the terminal's
     // width, which broke a table); the commands are listed by `ctl help`.
     static let configuration = CommandConfiguration(
+        commandName: "ctl",  // (given: deriving it reflects on the type, a conformance scan at start-up)
         abstract: "Control a running `backline daemon`.",
         usage: "backline ctl [--socket PATH] [--json] [--format F] COMMAND [ARGUMENTS…]",
         discussion: """

@@ -18,6 +18,7 @@ import Synchronization
 /// `ControlCommand`s through one `CommandDispatcher`).
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "play",  // (given: deriving it reflects on the type, a conformance scan at start-up)
         abstract: "Play MP3 files, folders and playlists, gaplessly, with keys on a terminal.",
         discussion: """
             Files play in the order given. A folder plays its MP3 files (recursively, in natural \
