@@ -475,6 +475,9 @@ final class MonitorReader: @unchecked Sendable {
             /// Since armed: the current and the longest run of silent frames (|sample| ≤ 50).
             var run = 0
             var longest = 0
+            /// The first sound (|sample| > 64) after `soundArmedAt`: when its chunk arrived.
+            var soundArmedAt: Double?
+            var soundAt: Double?
         }
         let m = Mutex(State())
         func withLock<R>(_ body: (inout State) -> R) -> R { m.withLock { body(&$0) } }
@@ -511,6 +514,10 @@ final class MonitorReader: @unchecked Sendable {
                             k += 2
                         }
                     }
+                    if let a = s.soundArmedAt, t >= a, s.soundAt == nil,
+                       buf[..<samples].contains(where: { abs(Int($0)) > 64 }) {
+                        s.soundAt = t
+                    }
                     for k in 0..<samples {
                         if abs(Int(buf[k])) > 64 {
                             if s.loudFrom == nil { s.loudFrom = t }
@@ -539,6 +546,17 @@ final class MonitorReader: @unchecked Sendable {
             s.longest = 0
         }
     }
+
+    /// Watches for the first sound from `t` on (see ``soundAt``).
+    func armSound(after t: Double) {
+        state.withLock { s in
+            s.soundArmedAt = t
+            s.soundAt = nil
+        }
+    }
+
+    /// When the first sound since ``armSound(after:)`` arrived from the monitor.
+    var soundAt: Double? { state.withLock { $0.soundAt } }
 
     /// The longest silent run since ``armSilence(after:)``, in seconds.
     var longestSilence: Double { state.withLock { Double($0.longest) / 44100 } }

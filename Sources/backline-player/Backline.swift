@@ -23,6 +23,14 @@ struct Backline: ParsableCommand {
     /// Like `ParsableCommand.main()`, but usage errors exit with 1 (as documented), not 64.
     static func main() {
         do {
+            // `play` with plain options and files starts without the parser's reflection (see
+            // `PlayOptions.init(fastParsing:)`); the rest, and any error, goes through it.
+            let arguments = CommandLine.arguments
+            if arguments.count > 1, arguments[1] == "play", let options = PlayOptions(fastParsing: arguments.dropFirst(2)),
+               (try? options.validate()) != nil {
+                try options.run()
+                return
+            }
             var command = try parseAsRoot()
             try command.run()
         } catch {

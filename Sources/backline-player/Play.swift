@@ -45,16 +45,16 @@ struct Play: ParsableCommand {
             """)
 
     @Option(name: .long, help: "ALSA PCM device name.")
-    var device = "default"
+    var device = PlayOptions.defaults.device
 
     @Option(name: .customLong("buffer-ms"), help: "Device buffer length in milliseconds (period = a half).")
-    var bufferMs = 500
+    var bufferMs = PlayOptions.defaults.bufferMs
 
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
-    var format = "float32"
+    var format = PlayOptions.defaults.format
 
     @Flag(name: .long, help: "Play the items in a random order.")
-    var shuffle = false
+    var shuffle = PlayOptions.defaults.shuffle
 
     @Option(name: .long, help: "Repeat: all (the queue) or one (the item); off by default.")
     var `repeat`: String?
@@ -66,26 +66,142 @@ struct Play: ParsableCommand {
     var start: String?
 
     @Flag(name: .customLong("no-keys"), help: "Do not read keys from the terminal.")
-    var noKeys = false
+    var noKeys = PlayOptions.defaults.noKeys
 
     @Option(name: .long, help: "How it treats other players: playback (keeps playing in the background), soloAmbient (pauses in the background and stops other players) or ambient (pauses in the background, plays along with others).")
-    var category = "playback"
+    var category = PlayOptions.defaults.category
 
     @Option(name: .customLong("background-grace"),
             help: "Seconds in the background with nothing playing before the process stops itself.")
-    var backgroundGrace = 5.0
+    var backgroundGrace = PlayOptions.defaults.backgroundGrace
 
     @Flag(name: .long, help: "Print the device's settings (format, rate, channels, buffer and period), real-time scheduling and underruns to stderr.")
-    var verbose = false
+    var verbose = PlayOptions.defaults.verbose
 
     @Flag(name: .long, help: "Post a desktop notification when an item starts (replacing the previous one).")
-    var notify = false
+    var notify = PlayOptions.defaults.notify
 
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
-    var noMPRIS = false
+    var noMPRIS = PlayOptions.defaults.noMPRIS
 
     @Argument(help: "MP3 files, folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
     var files: [String]
+
+    /// The options as parsed, for ``PlayOptions/run()``.
+    var options: PlayOptions {
+        PlayOptions(device: device, bufferMs: bufferMs, format: format, shuffle: shuffle, repeat: self.repeat,
+                    volume: volume, start: start, noKeys: noKeys, category: category,
+                    backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
+                    files: files)
+    }
+
+    func validate() throws { try options.validate() }
+
+    func run() throws { try options.run() }
+}
+
+/// `play`'s options as plain values, and the player itself. `Play` fills them through
+/// swift-argument-parser; ``init(fastParsing:)`` fills them directly for a command line made of
+/// nothing but well-formed known options and files (the usual case), so `backline play FILE`
+/// does not pay the parser's reflection at start-up (15 M instructions, a third of a short
+/// play's). Help, errors and anything unusual go through `Play`, which prints them.
+struct PlayOptions: Equatable {
+    var device = "default"
+    var bufferMs = 500
+    var format = "float32"
+    var shuffle = false
+    var `repeat`: String?
+    var volume: Int?
+    var start: String?
+    var noKeys = false
+    var category = "playback"
+    var backgroundGrace = 5.0
+    var verbose = false
+    var notify = false
+    var noMPRIS = false
+    var files: [String] = []
+
+    /// Every option's default (`Play`'s declarations take theirs from here).
+    static let defaults = PlayOptions()
+
+    /// `play`'s arguments (after `play`), or nil when they hold anything but the options below
+    /// in `--name VALUE`/`--name=VALUE` form with values of the right type, files, `-` and `--`:
+    /// the caller then hands the command line to swift-argument-parser, whose errors and help
+    /// are the ones users see.
+    init?(fastParsing arguments: ArraySlice<String>) {
+        var i = arguments.startIndex
+        var positionalOnly = false
+        // An option's value: inline, or the next argument unless that looks like an option
+        // (the parser's rules for those differ by case: it decides).
+        func value(_ name: String, _ inline: String?) -> String? {
+            let v = inline ?? (i < arguments.endIndex ? arguments[i] : nil)
+            if inline == nil { i += 1 }
+            guard let v, !v.hasPrefix("-") else { return nil }
+            return v
+        }
+        while i < arguments.endIndex {
+            let a = arguments[i]
+            i += 1
+            if positionalOnly || a == "-" || !a.hasPrefix("-") {
+                files.append(a)
+                continue
+            }
+            if a == "--" { positionalOnly = true; continue }
+            guard a.hasPrefix("--") else { return nil }  // (short options: -h)
+            let body = a.dropFirst(2)
+            let name = String(body.prefix { $0 != "=" })
+            let inline = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
+            switch name {
+            case "shuffle", "no-keys", "verbose", "notify", "no-mpris":
+                guard inline == nil else { return nil }
+                switch name {
+                case "shuffle": shuffle = true
+                case "no-keys": noKeys = true
+                case "verbose": verbose = true
+                case "notify": notify = true
+                default: noMPRIS = true
+                }
+            case "device", "format", "repeat", "start", "category":
+                guard let v = value(name, inline) else { return nil }
+                switch name {
+                case "device": device = v
+                case "format": format = v
+                case "repeat": self.repeat = v
+                case "start": start = v
+                default: category = v
+                }
+            case "buffer-ms", "volume":
+                guard let v = value(name, inline).flatMap({ Int($0) }) else { return nil }
+                if name == "volume" { volume = v } else { bufferMs = v }
+            case "background-grace":
+                guard let v = value(name, inline).flatMap({ Double($0) }) else { return nil }
+                backgroundGrace = v
+            default:
+                return nil  // --help, --version, an unknown option
+            }
+        }
+    }
+
+    init(device: String, bufferMs: Int, format: String, shuffle: Bool, repeat: String?, volume: Int?,
+         start: String?, noKeys: Bool, category: String, backgroundGrace: Double, verbose: Bool,
+         notify: Bool, noMPRIS: Bool, files: [String]) {
+        self.device = device
+        self.bufferMs = bufferMs
+        self.format = format
+        self.shuffle = shuffle
+        self.repeat = `repeat`
+        self.volume = volume
+        self.start = start
+        self.noKeys = noKeys
+        self.category = category
+        self.backgroundGrace = backgroundGrace
+        self.verbose = verbose
+        self.notify = notify
+        self.noMPRIS = noMPRIS
+        self.files = files
+    }
+
+    init() {}
 
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }

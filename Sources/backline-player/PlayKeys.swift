@@ -102,7 +102,7 @@ final class PlayKeys: Sendable {
     func status() -> PlayStatus {
         let q = playback.queue.status()
         let info = current.withLock { $0 }
-        let name = info.map(Play.name) ?? q.current.map { ($0.entry.path as NSString).lastPathComponent } ?? ""
+        let name = info.map(PlayOptions.name) ?? q.current.map { ($0.entry.path as NSString).lastPathComponent } ?? ""
         let p = playback.player
         return PlayStatus(
             state: q.state, name: name, position: q.current.map { ($0.index + 1, q.count) },
