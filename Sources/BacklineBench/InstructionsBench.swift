@@ -78,7 +78,7 @@ public enum InstructionsBench {
     }
 
     /// Rows for the 60 s and the 10-minute 320 kbps files: totals (ratio to mpg123) and each
-    /// part of ours beside mpg123's. `executable` is `backline-player`, copied and stripped
+    /// part of ours beside mpg123's. `backline-player` (beside `executable`), copied and stripped
     /// first, as an installed binary would be.
     public static func run(executable: String) throws -> [BenchResult] {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind") else {
@@ -90,7 +90,10 @@ public enum InstructionsBench {
         // backline-player itself: callgrind loses the count of an image that `exec`s, so the
         // front end's share (its `--version` row: about 0.1 M instructions) is not in these rows.
         let player = "\(dir)/backline-player"
-        try FileManager.default.copyItem(atPath: executable, toPath: player)
+        // (`executable` may be the front end, which names itself in argv[0] when it execs.)
+        let besides = (executable as NSString).deletingLastPathComponent + "/backline-player"
+        try FileManager.default.copyItem(atPath: FileManager.default.isExecutableFile(atPath: besides) ? besides : executable,
+                                         toPath: player)
         let s = try capture("/usr/bin/strip", [player])
         guard s.status == 0 else { throw BenchError("strip failed: \(s.stderr)") }
         var rows: [BenchResult] = []
