@@ -31,9 +31,11 @@ public struct OutputSettings: Sendable, Equatable {
     /// (for drivers whose hardware pause is broken).
     public var hardwarePause: Bool = true
     /// Render straight into an ALSA device's own buffer (`snd_pcm_mmap_begin`/`commit`) where the
-    /// device offers mmap access (default): one copy fewer than `snd_pcm_writei`. When false, or
-    /// on a device without it, the output renders into its own period buffer and writes that.
-    public var mmap: Bool = true
+    /// device offers mmap access: one copy fewer than `snd_pcm_writei` through a card. Off by
+    /// default: it is bit-exact through ALSA's `file` and `null` plugins, but has not run on a card
+    /// here (none on the test machine), and those plugins gain nothing from it. When false, or on
+    /// a device without it, the output renders into its own period buffer and writes that.
+    public var mmap: Bool = false
 
     /// Settings for `device`, with mpg123's and mpd's 500 ms buffer unless given.
     /// - Parameters:

@@ -4,8 +4,7 @@ import RingBuffer
 ///
 /// It copies whole frames from the PCM ring into the period buffer, converting float32 to the
 /// device's format and applying the software gain (smoothed, so volume changes do not click).
-/// At a steady gain it is one vectorised multiply per sample; at unity gain into a float32
-/// device that multiply is by exactly 1, so output is bit-exact.
+/// At unity gain into a float32 device it is a plain copy, so output is bit-exact.
 /// No locks, allocation or reference counting: checked by `@_noLocks @_noAllocation`.
 struct Renderer: ~Copyable {
     /// Current (smoothed) gain and the per-frame step towards the target.
@@ -51,20 +50,8 @@ struct Renderer: ~Copyable {
         let samples = frames &* channels
         let input = src.assumingMemoryBound(to: Float.self)
         let step: Float = 1 / Float(Swift.max(1, rampFrames))
-        if gain == target {
-            // Steady gain (no ramp under way): one multiply per sample, in a loop the compiler
-            // vectorises. At unity gain into a float32 device each sample is multiplied by
-            // exactly 1, which leaves every finite float (denormals included) unchanged: the
-            // output is bit-exact. (Not `memcpy`: its `rep movsb` does the same work, but a
-            // profiler such as callgrind counts it a byte at a time.)
-            let g = gain
-            if !toS16 {
-                let o = out.assumingMemoryBound(to: Float.self)
-                for i in 0..<samples { o[i] = input[i] * g }
-            } else {
-                let o = out.assumingMemoryBound(to: Int16.self)
-                for i in 0..<samples { o[i] = Self.toS16(input[i] * g) }
-            }
+        if gain == target && gain == 1 && !toS16 {
+            out.copyMemory(from: src, byteCount: samples &* 4)
             return
         }
         var g = gain

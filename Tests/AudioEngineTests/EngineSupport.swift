@@ -35,14 +35,14 @@ final class EventLog: Sendable {
 
 /// An engine playing into `device`, real time off (tests run many at once).
 func makeEngine(device: String, format: DeviceSampleFormat = .float32, bufferMillis: Int = 200,
-                mmap: Bool = true) -> PlaybackEngine {
+                mmap: Bool = false) -> PlaybackEngine {
     var output = OutputSettings(device: device, bufferMillis: bufferMillis, preferredFormat: format, realtime: false)
     output.mmap = mmap
     return PlaybackEngine(configuration: EngineConfiguration(output: output))
 }
 
 /// Plays `files` into a fresh ALSA file capture and returns the captured float32 samples and the events.
-func playToFile(_ files: [URL], format: DeviceSampleFormat = .float32, mmap: Bool = true) throws
+func playToFile(_ files: [URL], format: DeviceSampleFormat = .float32, mmap: Bool = false) throws
     -> (capture: ALSAFileCapture, events: [EngineEvent])
 {
     let dir = try Harness.makeTemporaryDirectory()
