@@ -93,7 +93,7 @@ struct ALSAPCM {
     /// Opens `device` and negotiates the format: `preferred` first, else the other of float32/S16.
     /// With `mmap`, mmap access where the device offers it.
     init(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
-         bufferMicros: Int, periodMicros: Int, mmap wantMmap: Bool = true) throws(ALSAError) {
+         bufferMicros: Int, periodMicros: Int, mmap wantMmap: Bool) throws(ALSAError) {
         var p: OpaquePointer?
         let r = snd_pcm_open(&p, device, SND_PCM_STREAM_PLAYBACK, 0)
         guard r >= 0, let p else { throw ALSAError(code: r, function: "snd_pcm_open(\(device))") }
@@ -123,20 +123,19 @@ struct ALSAPCM {
     /// What ``beginWrite(frames:)`` found.
     enum Begin {
         case area(WriteArea)
-        /// No room (nothing to render into now).
-        case full
         /// A negative ALSA error (-EPIPE after an underrun, …).
         case error(Int32)
     }
 
-    /// Up to `frames` contiguous frames of the device's buffer to render into.
+    /// Up to `frames` (> 0, no more than `avail` said fit) contiguous frames of the device's
+    /// buffer to render into.
     func beginWrite(frames: Int) -> Begin {
         var areas: UnsafePointer<snd_pcm_channel_area_t>?
         var offset: snd_pcm_uframes_t = 0
         var count = snd_pcm_uframes_t(frames)
         let r = snd_pcm_mmap_begin(pcm, &areas, &offset, &count)
         if r < 0 { return .error(r) }
-        guard let area = areas?.pointee, let base = area.addr, count > 0 else { return .full }
+        guard let area = areas?.pointee, let base = area.addr, count > 0 else { return .error(-EIO) }
         // Interleaved: every channel's area shares the address; channel 0 starts at `first`
         // bits, frames are `step` bits apart.
         return .area(WriteArea(pointer: base + Int(area.first / 8) + Int(offset) * Int(area.step / 8),

@@ -61,8 +61,6 @@ final class DecoderThread: @unchecked Sendable {
     /// (time, bytes consumed) at the previous full ring, to measure the drain rate over a cycle.
     private var lastDrainSample: (UInt64, Int)?
 
-    deinit { bounce.deallocate() }
-
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
          report: @escaping @Sendable (DecoderReport) -> Void) {
         self.shared = shared
@@ -225,19 +223,10 @@ final class DecoderThread: @unchecked Sendable {
         }
         refilling = true
         do {
-            // One MPEG frame, synthesised straight into the ring (no copy), or, where the ring's
-            // free space wraps inside the frame, into a bounce buffer copied to both pieces.
+            // One MPEG frame, synthesised straight into the ring (no copy); where the ring's free
+            // space wraps inside the frame, the decoder copies it to both pieces.
             let (a, b) = producer.writableRegions(max: free)
-            let bytes: Int, status: MPG123Decoder.ReadStatus
-            if a.count >= decoder.maxFrameBytes {
-                (bytes, status) = try decoder.decodeFrame(into: a)
-            } else {
-                let bounce = bounceBuffer(decoder.maxFrameBytes)
-                (bytes, status) = try decoder.decodeFrame(into: bounce)
-                let first = min(bytes, a.count)
-                if let src = bounce.baseAddress, first > 0 { a.baseAddress?.copyMemory(from: src, byteCount: first) }
-                if let src = bounce.baseAddress, bytes > first { b.baseAddress?.copyMemory(from: src + first, byteCount: bytes - first) }
-            }
+            let (bytes, status) = try decoder.decodeFrame(into: a, spillingInto: b)
             producer.commit(bytes)
             if status == .done {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
@@ -249,17 +238,6 @@ final class DecoderThread: @unchecked Sendable {
             finishCurrent()
         }
         return true
-    }
-
-    /// A frame's room for the rare frame that straddles the ring's end (grown, never shrunk).
-    private var bounce = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-
-    private func bounceBuffer(_ bytes: Int) -> UnsafeMutableRawBufferPointer {
-        if bounce.count < bytes {
-            bounce.deallocate()
-            bounce = .allocate(byteCount: bytes, alignment: 16)
-        }
-        return bounce
     }
 
     private func finishCurrent() {

@@ -272,11 +272,8 @@ public final class MPG123Decoder {
         case MPG123_OK.rawValue, MPG123_NEW_FORMAT.rawValue:
             return (done, .more)
         case MPG123_DONE.rawValue:
-            // The header promised more than the file holds: the file was cut short.
-            if lengthFromHeader && position < lengthFrames - 1152 {
-                pendingError = MPG123Error(
-                    code: MPG123_ERR.rawValue,
-                    message: "file is truncated: it ends after \(position) of \(lengthFrames) frames", path: path)
+            if let e = truncation {
+                pendingError = e
                 return (done, .more)
             }
             return (done, .done)
@@ -287,47 +284,65 @@ public final class MPG123Decoder {
     }
     private var pendingError: MPG123Error?
 
+    /// At the end of the stream: the error when the header promised more than the file holds
+    /// (the file was cut short), else nil.
+    private var truncation: MPG123Error? {
+        guard lengthFromHeader && position < lengthFrames - 1152 else { return nil }
+        return MPG123Error(code: MPG123_ERR.rawValue,
+                           message: "file is truncated: it ends after \(position) of \(lengthFrames) frames", path: path)
+    }
+
     /// Decodes the next MPEG frame straight into `buffer`, with no copy: libmpg123's synthesis
-    /// writes there itself (`mpg123_replace_buffer` + `mpg123_decode_frame`). `buffer` must hold
-    /// at least ``maxFrameBytes``; a frame may yield no bytes (gapless trimming, a frame skipped
-    /// after a seek). Returns the bytes written (whole frames) and whether more follows.
+    /// writes there itself (`mpg123_replace_buffer` + `mpg123_decode_frame`). When `buffer` holds
+    /// less than ``maxFrameBytes`` (the free space of a ring, up to its end), the frame is decoded
+    /// into the decoder's own buffer and copied to `buffer`, then on into `rest` (the ring's
+    /// start). A frame may yield no bytes (gapless trimming, a frame skipped after a seek).
+    /// Returns the bytes written (whole frames) and whether more follows.
     ///
     /// Use this or ``read(into:)`` for a whole stream, not both: libmpg123 drops what a
     /// ``read(into:)`` left decoded when a frame is decoded this way.
-    /// - Throws: ``MPG123Error`` when the stream is broken, and when `buffer` is too small.
-    public func decodeFrame(into buffer: UnsafeMutableRawBufferPointer) throws -> (bytes: Int, status: ReadStatus) {
+    /// - Throws: ``MPG123Error`` when the stream is broken, and when `buffer` and `rest` together
+    ///   hold less than ``maxFrameBytes``.
+    public func decodeFrame(into buffer: UnsafeMutableRawBufferPointer,
+                            spillingInto rest: UnsafeMutableRawBufferPointer = .init(start: nil, count: 0))
+        throws -> (bytes: Int, status: ReadStatus) {
         if let e = pendingError { throw e }
-        guard let base = buffer.baseAddress, buffer.count >= maxFrameBytes else {
+        guard buffer.count + rest.count >= maxFrameBytes else {
             throw MPG123Error(code: MPG123_NO_SPACE.rawValue,
-                              message: "buffer of \(buffer.count) bytes is smaller than a frame (\(maxFrameBytes))", path: path)
+                              message: "buffer of \(buffer.count + rest.count) bytes is smaller than a frame (\(maxFrameBytes))",
+                              path: path)
         }
+        // The decoder's own buffer: where libmpg123 is left pointing between frames (nothing it
+        // does then writes into the caller's memory), and the frame's room when `buffer` is short.
         let own: UnsafeMutableRawPointer
         if let scratch { own = scratch } else {
             own = UnsafeMutableRawPointer.allocate(byteCount: max(1, maxFrameBytes), alignment: 16)
             scratch = own
         }
-        mpg123_replace_buffer(handle, base, buffer.count)
+        let inPlace = buffer.count >= maxFrameBytes
+        let target = inPlace ? buffer.baseAddress ?? own : own
+        mpg123_replace_buffer(handle, target, inPlace ? buffer.count : maxFrameBytes)
         var audio: UnsafeMutablePointer<UInt8>?
         var bytes = 0
         let r = mpg123_decode_frame(handle, nil, &audio, &bytes)
-        mpg123_replace_buffer(handle, own, maxFrameBytes)
+        if inPlace { mpg123_replace_buffer(handle, own, maxFrameBytes) }
         switch r {
         case MPG123_OK.rawValue:
-            // libmpg123 moves a trimmed frame's audio to the buffer's start itself when the
-            // buffer is not its own; keep to that even if a version does not.
-            if let audio, UnsafeMutableRawPointer(audio) != base, bytes > 0 {
-                base.copyMemory(from: audio, byteCount: bytes)
+            // libmpg123 moves a trimmed frame's audio to the start of a buffer it does not own.
+            let start = audio.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(target)
+            if inPlace {
+                if start != UnsafeRawPointer(target), bytes > 0 { target.copyMemory(from: start, byteCount: bytes) }
+            } else {
+                let first = min(bytes, buffer.count)
+                if first > 0, let dst = buffer.baseAddress { dst.copyMemory(from: start, byteCount: first) }
+                if bytes > first, let dst = rest.baseAddress { dst.copyMemory(from: start + first, byteCount: bytes - first) }
             }
             position += bytes / format.bytesPerFrame
             return (bytes, .more)
         case MPG123_NEW_FORMAT.rawValue:
             return (0, .more)  // (the format is fixed: only float32 at the file's own rate)
         case MPG123_DONE.rawValue:
-            if lengthFromHeader && position < lengthFrames - 1152 {
-                throw MPG123Error(
-                    code: MPG123_ERR.rawValue,
-                    message: "file is truncated: it ends after \(position) of \(lengthFrames) frames", path: path)
-            }
+            if let e = truncation { throw e }
             return (0, .done)
         default:
             throw currentError(r)

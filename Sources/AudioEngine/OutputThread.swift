@@ -572,24 +572,23 @@ final class OutputThread: @unchecked Sendable {
             sleepMillis(1)
             return
         }
-        let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
-        let w: Int
+        // Where to render: the device's own buffer (ALSA mmap access), else the period buffer
+        // that `write` hands over.
+        var area: ALSAPCM.WriteArea?
         if case .alsa(let alsa) = pcm, alsa.mmap {
-            // Rendered in place into the device's buffer: no period buffer, no second copy.
-            let area: ALSAPCM.WriteArea
             switch alsa.beginWrite(frames: frames) {
             case .area(let a): area = a
-            case .full: return
             case .error(let code): recover(pcm, code); return
             }
-            let rendered = renderer.render(from: &consumer, into: area.pointer, frames: area.frames,
-                                           channels: segmentChannels, toS16: cfg.sampleFormat == .s16,
-                                           target: target, rampFrames: cfg.rate / 50)
+        }
+        let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
+        let rendered = renderer.render(from: &consumer, into: area?.pointer ?? periodBuffer, frames: area?.frames ?? frames,
+                                       channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
+                                       rampFrames: cfg.rate / 50)
+        let w: Int
+        if let area, case .alsa(let alsa) = pcm {
             w = alsa.commitWrite(area, frames: rendered)
         } else {
-            let rendered = renderer.render(from: &consumer, into: periodBuffer, frames: frames,
-                                           channels: segmentChannels, toS16: cfg.sampleFormat == .s16,
-                                           target: target, rampFrames: cfg.rate / 50)
             w = pcm.write(periodBuffer, frames: rendered)
         }
         if w < 0 { recover(pcm, Int32(w)); return }

@@ -1,11 +1,11 @@
 import Foundation
 
 /// Instruction counts (valgrind's callgrind: repeatable on a noisy machine, unlike seconds) of
-/// `backline play --device null FILE` (backline-player, as the front end execs it) beside `mpg123 -q -s FILE` on the
-/// same file, with where each side's instructions go (decode, copies, dynamic linking, the
-/// Swift runtime, the rest).
+/// `backline play --device null FILE` (backline-player, as the front end execs it) beside
+/// `mpg123 -q -s FILE` on the same file, with where each side's instructions go (decode, copies,
+/// dynamic linking, the Swift runtime (when not linked in), the rest).
 public enum InstructionsBench {
-    /// One process tree's count and its breakdown by where the instructions ran.
+    /// One process's count and its breakdown by where the instructions ran.
     struct Profile {
         var total: Int
         /// Part → instructions (see ``part(of:)``).
@@ -50,12 +50,11 @@ public enum InstructionsBench {
         return (p.terminationStatus, out, (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }
 
-    /// Runs `command` under callgrind (children followed across `exec`) and reads every
-    /// process's profile with `callgrind_annotate`.
+    /// Runs `command` under callgrind and reads its profile with `callgrind_annotate`.
     static func profile(_ command: [String], in dir: String, tag: String) throws -> Profile {
         let out = "\(dir)/callgrind.\(tag).%p"
         let r = try capture("/usr/bin/valgrind",
-                            ["--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=\(out)"] + command,
+                            ["--tool=callgrind", "--callgrind-out-file=\(out)"] + command,
                             stdout: "/dev/null")
         guard r.status == 0 else { throw BenchError("callgrind \(command.joined(separator: " ")) failed: \(r.stderr.suffix(500))") }
         var total = 0
@@ -78,22 +77,19 @@ public enum InstructionsBench {
     }
 
     /// Rows for the 60 s and the 10-minute 320 kbps files: totals (ratio to mpg123) and each
-    /// part of ours beside mpg123's. `backline-player` (beside `executable`), copied and stripped
-    /// first, as an installed binary would be.
-    public static func run(executable: String) throws -> [BenchResult] {
+    /// part of ours beside mpg123's. `player` (the `backline-player` binary) is copied and
+    /// stripped first, as an installed binary would be. The front end is left out: callgrind
+    /// loses the count of an image that `exec`s (its share is about 0.1 M instructions, see the
+    /// `--version` row).
+    public static func run(player source: String) throws -> [BenchResult] {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind") else {
             throw BenchError("valgrind is not installed (scripts/bootstrap --bench installs it)")
         }
         let dir = NSTemporaryDirectory() + "backline-instructions-\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        // backline-player itself: callgrind loses the count of an image that `exec`s, so the
-        // front end's share (its `--version` row: about 0.1 M instructions) is not in these rows.
         let player = "\(dir)/backline-player"
-        // (`executable` may be the front end, which names itself in argv[0] when it execs.)
-        let besides = (executable as NSString).deletingLastPathComponent + "/backline-player"
-        try FileManager.default.copyItem(atPath: FileManager.default.isExecutableFile(atPath: besides) ? besides : executable,
-                                         toPath: player)
+        try FileManager.default.copyItem(atPath: source, toPath: player)
         let s = try capture("/usr/bin/strip", [player])
         guard s.status == 0 else { throw BenchError("strip failed: \(s.stderr)") }
         var rows: [BenchResult] = []

@@ -36,17 +36,17 @@ struct Bench: ParsableCommand {
         if want("startup") { results += try StartupBench.version(executable: me) }
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
         if want("pipeline") { results += try PipelineBench.throughput() }
-        if want("instructions") { results += try InstructionsBench.run(executable: me) }
+        if want("instructions") {
+            // This very binary (argv[0] names the front end when it exec'd this one).
+            let player = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+            results += try InstructionsBench.run(player: player)
+        }
         try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
-        try onDevice("daemon") {
-            let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
-            return try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor)
-        }
+        // The null sink's monitor, for the rows that record what is heard.
+        let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
+        try onDevice("daemon") { try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
-        try onDevice("first-sound") {
-            let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
-            return try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor)
-        }
+        try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         if json {
             for r in results { print(r.json) }
         } else {

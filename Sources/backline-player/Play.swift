@@ -124,85 +124,6 @@ struct PlayOptions: Equatable {
     /// Every option's default (`Play`'s declarations take theirs from here).
     static let defaults = PlayOptions()
 
-    /// `play`'s arguments (after `play`), or nil when they hold anything but the options below
-    /// in `--name VALUE`/`--name=VALUE` form with values of the right type, files, `-` and `--`:
-    /// the caller then hands the command line to swift-argument-parser, whose errors and help
-    /// are the ones users see.
-    init?(fastParsing arguments: ArraySlice<String>) {
-        var i = arguments.startIndex
-        var positionalOnly = false
-        // An option's value: inline, or the next argument unless that looks like an option
-        // (the parser's rules for those differ by case: it decides).
-        func value(_ name: String, _ inline: String?) -> String? {
-            let v = inline ?? (i < arguments.endIndex ? arguments[i] : nil)
-            if inline == nil { i += 1 }
-            guard let v, !v.hasPrefix("-") else { return nil }
-            return v
-        }
-        while i < arguments.endIndex {
-            let a = arguments[i]
-            i += 1
-            if positionalOnly || a == "-" || !a.hasPrefix("-") {
-                files.append(a)
-                continue
-            }
-            if a == "--" { positionalOnly = true; continue }
-            guard a.hasPrefix("--") else { return nil }  // (short options: -h)
-            let body = a.dropFirst(2)
-            let name = String(body.prefix { $0 != "=" })
-            let inline = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
-            switch name {
-            case "shuffle", "no-keys", "verbose", "notify", "no-mpris":
-                guard inline == nil else { return nil }
-                switch name {
-                case "shuffle": shuffle = true
-                case "no-keys": noKeys = true
-                case "verbose": verbose = true
-                case "notify": notify = true
-                default: noMPRIS = true
-                }
-            case "device", "format", "repeat", "start", "category":
-                guard let v = value(name, inline) else { return nil }
-                switch name {
-                case "device": device = v
-                case "format": format = v
-                case "repeat": self.repeat = v
-                case "start": start = v
-                default: category = v
-                }
-            case "buffer-ms", "volume":
-                guard let v = value(name, inline).flatMap({ Int($0) }) else { return nil }
-                if name == "volume" { volume = v } else { bufferMs = v }
-            case "background-grace":
-                guard let v = value(name, inline).flatMap({ Double($0) }) else { return nil }
-                backgroundGrace = v
-            default:
-                return nil  // --help, --version, an unknown option
-            }
-        }
-    }
-
-    init(device: String, bufferMs: Int, format: String, shuffle: Bool, repeat: String?, volume: Int?,
-         start: String?, noKeys: Bool, category: String, backgroundGrace: Double, verbose: Bool,
-         notify: Bool, noMPRIS: Bool, files: [String]) {
-        self.device = device
-        self.bufferMs = bufferMs
-        self.format = format
-        self.shuffle = shuffle
-        self.repeat = `repeat`
-        self.volume = volume
-        self.start = start
-        self.noKeys = noKeys
-        self.category = category
-        self.backgroundGrace = backgroundGrace
-        self.verbose = verbose
-        self.notify = notify
-        self.noMPRIS = noMPRIS
-        self.files = files
-    }
-
-    init() {}
-
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
         guard ["float32", "s16"].contains(format) else { throw ValidationError("--format must be float32 or s16") }
@@ -505,5 +426,65 @@ struct PlayOptions: Equatable {
     static func name(_ info: ItemInfo) -> String {
         let m = info.metadata
         return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
+    }
+}
+
+extension PlayOptions {
+    /// `play`'s arguments (after `play`), or nil when they hold anything but the options below
+    /// in `--name VALUE`/`--name=VALUE` form with values of the right type, files, `-` and `--`:
+    /// the caller then hands the command line to swift-argument-parser, whose errors and help
+    /// are the ones users see.
+    init?(fastParsing arguments: ArraySlice<String>) {
+        var i = arguments.startIndex
+        var positionalOnly = false
+        // An option's value: inline, or the next argument unless that looks like an option
+        // (the parser's rules for those differ by case: it decides).
+        func value(_ inline: String?) -> String? {
+            let v = inline ?? (i < arguments.endIndex ? arguments[i] : nil)
+            if inline == nil { i += 1 }
+            guard let v, !v.hasPrefix("-") else { return nil }
+            return v
+        }
+        while i < arguments.endIndex {
+            let a = arguments[i]
+            i += 1
+            if positionalOnly || a == "-" || !a.hasPrefix("-") {
+                files.append(a)
+                continue
+            }
+            if a == "--" { positionalOnly = true; continue }
+            guard a.hasPrefix("--") else { return nil }  // (short options: -h)
+            let body = a.dropFirst(2)
+            let name = String(body.prefix { $0 != "=" })
+            let inline = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
+            switch name {
+            case "shuffle", "no-keys", "verbose", "notify", "no-mpris":
+                guard inline == nil else { return nil }
+                switch name {
+                case "shuffle": shuffle = true
+                case "no-keys": noKeys = true
+                case "verbose": verbose = true
+                case "notify": notify = true
+                default: noMPRIS = true
+                }
+            case "device", "format", "repeat", "start", "category":
+                guard let v = value(inline) else { return nil }
+                switch name {
+                case "device": device = v
+                case "format": format = v
+                case "repeat": self.repeat = v
+                case "start": start = v
+                default: category = v
+                }
+            case "buffer-ms", "volume":
+                guard let v = value(inline).flatMap({ Int($0) }) else { return nil }
+                if name == "volume" { volume = v } else { bufferMs = v }
+            case "background-grace":
+                guard let v = value(inline).flatMap({ Double($0) }) else { return nil }
+                backgroundGrace = v
+            default:
+                return nil  // --help, --version, an unknown option
+            }
+        }
     }
 }

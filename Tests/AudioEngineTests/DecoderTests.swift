@@ -62,7 +62,28 @@ struct DecoderTests {
         }
     }
 
-    @Test("decoding frame by frame in place is bit-exact: gapless trims, mono MPEG-2, after a seek (as read(into:) there)")
+    /// Every sample `decodeFrame(into:spillingInto:)` yields when each frame's room is two
+    /// separate buffers, the first shorter than a frame (0, one sample frame, …, one short).
+    private func decodeSplitFrames(_ d: MPG123Decoder) throws -> [Float] {
+        var out: [Float] = []
+        let bpf = d.format.bytesPerFrame
+        let splits = [0, bpf, 1000, d.maxFrameBytes - bpf]
+        var k = 0
+        while true {
+            let split = splits[k % splits.count]
+            k += 1
+            var end = [Float](repeating: .nan, count: split / 4)
+            var start = [Float](repeating: .nan, count: d.maxFrameBytes / 4)
+            let (bytes, status) = try end.withUnsafeMutableBytes { e in
+                try start.withUnsafeMutableBytes { try d.decodeFrame(into: e, spillingInto: $0) }
+            }
+            let inEnd = min(bytes, split) / 4
+            out += end.prefix(inEnd) + start.prefix(bytes / 4 - inEnd)
+            if status == .done { return out }
+        }
+    }
+
+    @Test("decoding frame by frame in place is bit-exact: gapless trims, mono MPEG-2, a frame split over two buffers, after a seek (as read(into:) there)")
     func inPlaceFrames() throws {
         let stereo = try Fixtures.tone("inplace-stereo", seconds: 1.3, frequency: 523)
         let mono = try Fixtures.tone("inplace-mono", seconds: 0.9, rate: 22050, channels: 1, lameArgs: ["-b", "64"])
@@ -73,6 +94,11 @@ struct DecoderTests {
             let got = try decodeFrames(d, room: d.maxFrameBytes)
             #expect(got.count == reference.count && got == reference, "\(url.lastPathComponent)")
             #expect(d.position == d.lengthFrames)
+
+            // The free space of a ring that ends inside a frame: the frame is split over two
+            // separate buffers (end of the ring, then its start), at a different point each time.
+            let w = try MPG123Decoder(path: url.path)
+            #expect(try decodeSplitFrames(w) == reference, "\(url.lastPathComponent), split over two buffers")
 
             // From frame 12345 (mid MPEG frame): the reference's tail, sample for sample.
             let s = try MPG123Decoder(path: url.path)
@@ -98,12 +124,12 @@ struct DecoderTests {
     func inPlaceTooSmall() throws {
         let url = try Fixtures.tone("inplace-small", seconds: 0.5)
         let d = try MPG123Decoder(path: url.path)
-        var small = [UInt8](repeating: 0, count: d.maxFrameBytes - 1)
+        var end = [UInt8](repeating: 0, count: 100), start = [UInt8](repeating: 0, count: d.maxFrameBytes - 101)
         do {
-            _ = try small.withUnsafeMutableBytes { try d.decodeFrame(into: $0) }
-            Issue.record("a buffer one byte short was accepted")
+            _ = try end.withUnsafeMutableBytes { e in try start.withUnsafeMutableBytes { try d.decodeFrame(into: e, spillingInto: $0) } }
+            Issue.record("room one byte short was accepted")
         } catch let e as MPG123Error {
-            #expect(e.description.contains("smaller than a frame (\(d.maxFrameBytes))"), "\(e)")
+            #expect(e.description.contains("buffer of \(d.maxFrameBytes - 1) bytes is smaller than a frame (\(d.maxFrameBytes))"), "\(e)")
         }
         #expect(try decodeFrames(d, room: d.maxFrameBytes) == (try ReferenceDecoder.decodeF32(url)))
     }
