@@ -121,11 +121,12 @@ public final class MPG123Decoder {
     /// Duration in seconds.
     public var duration: Double { Double(lengthFrames) / Double(format.rate) }
     /// The most bytes one MPEG frame decodes to (`mpg123_outblock`): the room
-    /// ``decodeFrame(into:)`` needs.
+    /// ``decodeFrame(into:spillingInto:)`` needs.
     public private(set) var maxFrameBytes = 0
-    /// The decoder's own output buffer (``maxFrameBytes``), given back to libmpg123 after each
-    /// ``decodeFrame(into:)``, so that nothing it does between frames writes into the caller's
-    /// memory. nil until the first ``decodeFrame(into:)`` (libmpg123 keeps its own until then).
+    /// The decoder's own one-frame buffer (``maxFrameBytes``): libmpg123 is pointed back at it
+    /// after each ``decodeFrame(into:spillingInto:)`` (so nothing it does between frames writes
+    /// into the caller's memory), and a frame too big for the caller's first buffer is decoded
+    /// here. nil until the first ``decodeFrame(into:spillingInto:)`` (libmpg123 keeps its own).
     private var scratch: UnsafeMutableRawPointer?
 
     /// Opens `path` and reads its format, exact length and tags.
