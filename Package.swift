@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .executable(name: "backline", targets: ["backline"]),
         .executable(name: "backline-player", targets: ["backline-player"]),
+        .executable(name: "backline-bench", targets: ["backline-bench"]),
         // The README's AVQueuePlayer-style example, and a second "app" for trying sessions across processes.
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
@@ -57,6 +58,15 @@ let package = Package(
         // `backline ctl`: its syntax, help, output for people and the run itself (BacklineWire only).
         .target(name: "CtlCore", dependencies: ["BacklineWire"], swiftSettings: strictSettings),
 
+        // Thin POSIX helpers in place of Foundation's: threads, path strings, trimming, printf
+        // formatting, a spawned child process. No dependencies: the player and daemon link no
+        // Foundation beyond FoundationEssentials.
+        .target(name: "Platform", swiftSettings: strictSettings),
+
+        // The render callback's steady-gain loop, in C compiled optimised in every build (see
+        // its header): debug builds' output threads keep real-time pace with it.
+        .target(name: "RenderKernel", cSettings: [.unsafeFlags(["-O2"])]),
+
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
 
@@ -64,7 +74,7 @@ let package = Package(
         .target(
             name: "AudioEngine",
             dependencies: [
-                "CALSA", "CMPG123", "CPulse", "RingBuffer",
+                "CALSA", "CMPG123", "CPulse", "RingBuffer", "Platform", "RenderKernel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -78,27 +88,27 @@ let package = Package(
         // UIApplication semantics: states, background tasks, suspension.
         .target(name: "Lifecycle", dependencies: ["Broadcast"], swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["AudioEngine", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["Platform", "AudioEngine", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
-        .target(name: "NowPlaying", dependencies: ["Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "NowPlaying", dependencies: ["Platform", "Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
         .target(name: "PlayQueue", dependencies: ["Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
         // A thin typed wrapper over sd-bus: a connection with its own thread, messages, values.
         .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strictSettings),
         // MPRIS2: the now-playing info center and the remote command center on the session bus.
-        .target(name: "MPRIS", dependencies: ["DBus", "NowPlaying", "AudioEngine"], swiftSettings: strictSettings),
+        .target(name: "MPRIS", dependencies: ["Platform", "DBus", "NowPlaying", "AudioEngine"], swiftSettings: strictSettings),
         // The protocol-neutral command layer: typed commands (one descriptor table), typed replies,
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["BacklineWire", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
+            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
-                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS",
+                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -106,10 +116,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // A second "app" for the cross-process audio-session tests.
-        .executableTarget(name: "session-probe", dependencies: ["Player", "AudioEngine", "Session", "NowPlaying"], swiftSettings: strictSettings),
+        .executableTarget(name: "session-probe", dependencies: ["Platform", "Player", "AudioEngine", "Session", "NowPlaying"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
-        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon"], swiftSettings: strictSettings),
+        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon", "Platform"], swiftSettings: strictSettings),
+        // `backline bench` (the front end hands it over): the benchmarks run and time other
+        // programs with Foundation's `Process`, which the player and the daemon do not link.
+        .executableTarget(
+            name: "backline-bench",
+            dependencies: ["BacklineBench", "Platform", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSettings
+        ),
 
         // `backline`, the small front end: `--version` and `ctl` (the commands CtlCore builds by
         // itself) with no Foundation, SwiftNIO or audio library, linked fully statically (the Swift
@@ -121,11 +138,12 @@ let package = Package(
             swiftSettings: strictSettings,
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
-        // The full command line: play, daemon, ctl (every command), bench (swift-argument-parser).
+        // The full command line: play, daemon, ctl (every command) (swift-argument-parser); no
+        // Foundation beyond FoundationEssentials; `bench` it hands to `backline-bench`.
         .executableTarget(
             name: "backline-player",
             dependencies: [
-                "AudioEngine", "BacklineBench", "CtlCore", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
+                "AudioEngine", "CtlCore", "Platform", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -137,6 +155,7 @@ let package = Package(
         // of audio) takes seconds instead of minutes.
         .target(name: "BacklineTestSupport", swiftSettings: strictSettings + [.unsafeFlags(["-O"])]),
 
+        .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strictSettings),
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(

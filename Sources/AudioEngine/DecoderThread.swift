@@ -1,4 +1,4 @@
-import Foundation
+import Platform
 import RingBuffer
 import Synchronization
 
@@ -45,8 +45,7 @@ final class DecoderThread: @unchecked Sendable {
     private var markers: RingProducer
     private let mailbox = Mutex<[Command]>([])
     private let report: @Sendable (DecoderReport) -> Void
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    private var thread: PlatformThread?
 
     private var plan: [DecodeItem] = []
     /// Where recent items' audio ended in the ring (id → position), for late splices.
@@ -70,13 +69,7 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in
-            nameCurrentThread("bl-decoder")
-            run()
-            finished.signal()
-        }
-        thread = t
-        t.start()
+        thread = PlatformThread.start(name: "bl-decoder") { [self] in run() }
     }
 
     func send(_ command: Command) {
@@ -86,7 +79,7 @@ final class DecoderThread: @unchecked Sendable {
 
     func join() {
         shared.wakeDecoder()
-        finished.wait()
+        thread?.join()
     }
 
     /// Sleeps up to `millis`, returning early when woken (a command, or ring space freed by
@@ -198,7 +191,7 @@ final class DecoderThread: @unchecked Sendable {
         let free = producer.availableToWrite()
         if free < (refilling ? decoder.maxFrameBytes : producer.capacity / 4) {
             refilling = false
-            let t = DispatchTime.now().uptimeNanoseconds
+            let t = UInt64(monotonicNanos())
             let consumed = producer.position - (producer.capacity - free)
             let needed = Double(producer.capacity / 4 - free)
             if let (t0, c0) = lastDrainSample, t > t0 {

@@ -1,5 +1,5 @@
 import CMPG123
-import Foundation
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -390,7 +390,7 @@ public final class MPG123Decoder {
         if let t = v1?.pointee, meta.title == nil {
             func field<T>(_ f: T) -> String? {
                 let s = withUnsafeBytes(of: f) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                    .trimmingCharacters(in: .whitespaces)
+                    .trimmingBlanks()
                 return s.isEmpty ? nil : s
             }
             meta.title = field(t.title)
@@ -404,12 +404,12 @@ public final class MPG123Decoder {
     private static func string(_ s: mpg123_string) -> String? {
         guard let p = s.p, s.fill > 1 else { return nil }
         // The first of possibly several NUL-separated values.
-        let v = String(cString: p).trimmingCharacters(in: .whitespaces)
+        let v = String(cString: p).trimmingBlanks()
         return v.isEmpty ? nil : v
     }
 
     private static func numberPair(_ s: String) -> (Int?, Int?) {
-        let parts = s.split(separator: "/").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let parts = s.split(separator: "/").map { Int($0.trimmingBlanks()) }
         return (parts.first ?? nil, parts.count > 1 ? parts[1] : nil)
     }
 }

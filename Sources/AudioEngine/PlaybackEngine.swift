@@ -1,6 +1,6 @@
 import CALSA
-import Foundation
 import Logging
+import Platform
 import RingBuffer
 import Synchronization
 
@@ -695,7 +695,7 @@ final class MonitorThread: @unchecked Sendable {
     weak var engine: PlaybackEngine?
     private let shared: EngineShared
     private let running = Atomic<Bool>(true)
-    private let done = DispatchSemaphore(value: 0)
+    private var thread: PlatformThread?
 
     /// Wakes the monitor now (after a command: the next events come sooner than its sleep).
     func poke() { shared.wakeMonitor() }
@@ -706,8 +706,7 @@ final class MonitorThread: @unchecked Sendable {
     }
 
     func start() {
-        let t = Thread { [self] in
-            nameCurrentThread("bl-monitor")
+        thread = PlatformThread.start(name: "bl-monitor") { [self] in
             while running.load(ordering: .acquiring) {
                 var batch: [OutputEvent] = []
                 while let e = events.peekEvent() {
@@ -718,15 +717,13 @@ final class MonitorThread: @unchecked Sendable {
                 // Sleep until due, or until the output posts an event or a command pokes.
                 shared.monitorWake.wait(millis: sleep == .max ? -1 : Int(max(1, (sleep + 999) / 1000)))
             }
-            done.signal()
         }
-        t.start()
     }
 
     func stop() {
         if running.exchange(false, ordering: .acquiringAndReleasing) {
             shared.wakeMonitor()
-            done.wait()
+            thread?.join()
         }
     }
 }

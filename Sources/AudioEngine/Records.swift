@@ -268,18 +268,6 @@ struct WakePipe: Sendable {
     }
 }
 
-/// Names the calling thread as `ps -L`, `top -H`, gdb and `/proc/PID/task/*/comm` show it
-/// (at most 15 bytes; longer names are cut).
-public func nameCurrentThread(_ name: String) {
-    // (`pthread_setname_np` is a GNU extension the Glibc module does not export; this is what
-    // it does for the calling thread.)
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
-    guard fd >= 0 else { return }
-    let bytes = Array(name.utf8.prefix(15))
-    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
-}
-
 /// CLOCK_MONOTONIC in nanoseconds.
 @inline(__always)
 func monotonicNanos() -> Int {

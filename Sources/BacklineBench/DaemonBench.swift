@@ -1,5 +1,6 @@
 import Daemon
 import Foundation
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -291,7 +292,7 @@ public enum DaemonBench {
                 }
                 if let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) {
                     for line in status.split(separator: "\n") where line.contains("ctxt_switches") {
-                        switches += Double(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? 0
+                        switches += Double(line.split(separator: "\t").last?.trimmingBlanks() ?? "") ?? 0
                     }
                 }
                 out[t] = (ticks, switches)

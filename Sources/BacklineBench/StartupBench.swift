@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -20,7 +21,7 @@ public enum StartupBench {
     /// The `backline` front end beside `executable` (the binary this bench runs in may be
     /// `backline-player`, started by it or directly); `executable` itself when there is none.
     public static func frontEnd(beside executable: String) -> String {
-        let candidate = (executable as NSString).deletingLastPathComponent + "/backline"
+        let candidate = Path.deletingLastComponent(executable) + "/backline"
         return FileManager.default.isExecutableFile(atPath: candidate) ? candidate : executable
     }
 

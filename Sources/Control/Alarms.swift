@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlayQueue
 import Player
 import Synchronization
@@ -35,9 +36,19 @@ public struct Alarm: Sendable, Codable, Equatable {
     }
 
     /// The next moment after `now` at that local time of day.
+    /// (The C library's local time, `TZ` and `/etc/localtime` as every program reads them; a time
+    /// a daylight-saving change skips comes out as `mktime` moves it, that much later.)
     static func nextDate(hour: Int, minute: Int, second: Int, after now: Date) -> Date {
-        Calendar.current.nextDate(after: now, matching: DateComponents(hour: hour, minute: minute, second: second),
-                                  matchingPolicy: .nextTime) ?? now.addingTimeInterval(86400)
+        var t = time_t(now.timeIntervalSince1970.rounded(.down))
+        var today = tm()
+        localtime_r(&t, &today)
+        for days in 0...2 {
+            var c = today
+            (c.tm_mday, c.tm_hour, c.tm_min, c.tm_sec, c.tm_isdst) = (today.tm_mday + Int32(days), Int32(hour), Int32(minute), Int32(second), -1)
+            let when = Double(mktime(&c))
+            if when > now.timeIntervalSince1970 { return Date(timeIntervalSince1970: when) }
+        }
+        return now.addingTimeInterval(86400)
     }
 
     /// Parses `HH:MM` or `HH:MM:SS`.

@@ -1,5 +1,6 @@
 import BacklineWire
-import Foundation
+import FoundationEssentials
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -76,7 +77,7 @@ public struct PathResolver: Sendable {
     /// (every line that is not blank or a `#` comment). `file://` URLs become paths.
     public static func playlistEntries(_ text: String) -> [String] {
         let body = text.hasPrefix("\u{FEFF}") ? text.dropFirst() : Substring(text)  // (a byte-order mark)
-        let lines = body.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        let lines = body.split(whereSeparator: \.isNewline).map { $0.trimmingBlanks() }
         func path(_ s: String) -> String {
             s.hasPrefix("file://") ? (URL(string: s)?.path ?? s) : s
         }
@@ -85,7 +86,7 @@ public struct PathResolver: Sendable {
             for line in lines {
                 guard line.lowercased().hasPrefix("file"), let eq = line.firstIndex(of: "="),
                       let n = Int(line[line.index(line.startIndex, offsetBy: 4)..<eq]) else { continue }
-                let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+                let value = line[line.index(after: eq)...].trimmingBlanks()
                 if !value.isEmpty { numbered.append((n, path(value))) }
             }
             return numbered.enumerated().sorted { ($0.element.0, $0.offset) < ($1.element.0, $1.offset) }.map(\.element.1)
@@ -115,7 +116,7 @@ public struct PathResolver: Sendable {
             }
             var found: [String] = []
             for rel in names {
-                let ext = (rel as NSString).pathExtension.lowercased()
+                let ext = Path.extension(rel).lowercased()
                 guard Self.audioExtensions.contains(ext) else {
                     r.ignored.append(path + "/" + rel)
                     continue
@@ -133,9 +134,9 @@ public struct PathResolver: Sendable {
                     found.append(file)
                 } catch { r.skipped.append(error) }
             }
-            return found.sorted { $0.localizedStandardCompare($1) == .orderedAscending }
+            return found.sorted { $0.precedesInFileOrder($1) }
         }
-        let ext = (path as NSString).pathExtension.lowercased()
+        let ext = Path.extension(path).lowercased()
         if Self.playlistExtensions.contains(ext) {
             guard !chain.contains(path) else {
                 throw Refusal(code: .unsupported, path: request, message: "the playlist includes itself")
@@ -151,7 +152,7 @@ public struct PathResolver: Sendable {
             guard let text = String(data: data, encoding: .utf8) else {
                 throw Refusal(code: .unsupported, path: request, message: "playlist is not UTF-8 text")
             }
-            let dir = (path as NSString).deletingLastPathComponent
+            let dir = Path.deletingLastComponent(path)
             var files: [String] = []
             for entry in Self.playlistEntries(text) {
                 do { files += try expand(entry, relativeTo: dir, chain: chain + [path], into: &r) } catch { r.skipped.append(error) }
@@ -210,7 +211,7 @@ public struct PathResolver: Sendable {
             }
             if raw == [46] || raw == [46, 46] { continue }  // "." and ".."
             guard let name = String(validating: raw, as: UTF8.self) else {
-                let ext = (String(decoding: raw, as: UTF8.self) as NSString).pathExtension.lowercased()
+                let ext = Path.extension(String(decoding: raw, as: UTF8.self)).lowercased()
                 guard isDirectory || audioExtensions.contains(ext) else { continue }  // (not music anyway)
                 let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
                 skipped.append(Refusal(code: .unsupported, path: dir + "/" + shown, message: "the file name is not valid UTF-8"))
@@ -269,14 +270,14 @@ public struct PathResolver: Sendable {
             names.append(name)
         }
         closedir(d)
-        names.sort { $0.localizedStandardCompare($1) == .orderedAscending }
+        names.sort { $0.precedesInFileOrder($1) }
         var directories: [(Listed, String)] = []
         for name in names {
             let shown = rel.isEmpty ? name : rel + "/" + name
             guard let file = try? confine(dir + "/" + name, shown: shown) else { continue }
             var st = stat()
             guard stat(file, &st) == 0 else { continue }
-            let ext = (name as NSString).pathExtension.lowercased()
+            let ext = Path.extension(name).lowercased()
             let kind: Listed.Kind = st.st_mode & S_IFMT == S_IFDIR ? .directory
                 : st.st_mode & S_IFMT != S_IFREG ? .other
                 : Self.audioExtensions.contains(ext) ? .audio : Self.playlistExtensions.contains(ext) ? .playlist : .other
@@ -291,7 +292,7 @@ public struct PathResolver: Sendable {
             out.append(entry)
             // Not into a directory reached through a symlink (no cycles), as `add` walks.
             var lst = stat()
-            if recursive, lstat(dir + "/" + (entry.path as NSString).lastPathComponent, &lst) == 0, lst.st_mode & S_IFMT == S_IFDIR {
+            if recursive, lstat(dir + "/" + Path.lastComponent(entry.path), &lst) == 0, lst.st_mode & S_IFMT == S_IFDIR {
                 try list(file, as: entry.path, recursive: true, into: &out, limit: limit, depth: depth + 1)
             }
         }

@@ -1,9 +1,10 @@
 import AudioEngine
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Lifecycle
 import NowPlaying
+import Platform
 import PlayQueue
 import Player
 import Session
@@ -177,7 +178,7 @@ public final class Playback: Sendable {
     public func describe(_ e: PlayQueueEntry, index: Int?, current: Bool, read: Bool = false) -> QueueItem {
         let info = read ? tags.info(e.path) : tags.lookup(e.path) ?? TagCache.Info(metadata: TrackMetadata(), duration: nil, error: nil)
         let m = info.metadata
-        return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? (e.path as NSString).lastPathComponent,
+        return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? Path.lastComponent(e.path),
                         artist: m.artist, album: m.album, track: m.trackNumber, duration: info.duration,
                         isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority)
     }

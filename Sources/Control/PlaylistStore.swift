@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -57,7 +58,7 @@ public struct PlaylistStore: Sendable {
         switch readRegularFile(file(name), limit: PathResolver.maximumPlaylistSize) {
         case .success(let data):
             return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                .map { $0.trimmingBlanks() }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         case .failure(let e) where e.code == ENOENT: throw .notFound("no playlist named \"\(name)\"")
         case .failure(let e): throw .failed("playlist \"\(name)\": \(e.message)")
         }

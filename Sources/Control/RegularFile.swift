@@ -1,5 +1,6 @@
 import BacklineWire
-import Foundation
+import FoundationEssentials
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -53,7 +54,7 @@ public func readRegularFile(_ path: String, limit: Int) -> Result<Data, FileErro
 /// one, never a torn one: a temporary file in the same directory (mode 0600), fsync'ed, renamed
 /// over `path`, and the directory fsync'ed.
 public func writeFileAtomically(_ data: Data, to path: String) throws(FileError) {
-    let dir = (path as NSString).deletingLastPathComponent
+    let dir = Path.deletingLastComponent(path)
     let tmp = path + ".tmp-\(getpid())"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw FileError(path: tmp, code: errno, message: "cannot create") }

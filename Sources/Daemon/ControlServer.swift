@@ -1,7 +1,9 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Logging
 import NIOCore
 import NIOPosix
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -114,7 +116,7 @@ public final class ControlServer: Sendable {
     /// Creates the socket's directory (0700) or verifies it (``PrivateDirectory``), takes
     /// `PATH.lock` (flock), and removes a stale socket.
     private func claimSocket(_ path: String) throws {
-        try PrivateDirectory.prepare((path as NSString).deletingLastPathComponent)
+        try PrivateDirectory.prepare(Path.deletingLastComponent(path))
         let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ServerError(code: errno, message: "cannot open \(path).lock") }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 
 /// The daemon's settings: defaults, then the config file, then command-line options.
 ///
@@ -68,7 +69,7 @@ public struct DaemonConfig: Sendable, Equatable {
 
     /// The defaults for this user (XDG directories).
     public static func defaults(environment env: [String: String] = ProcessInfo.processInfo.environment) -> DaemonConfig {
-        let home = env["HOME"] ?? NSHomeDirectory()
+        let home = env["HOME"] ?? Path.homeDirectory()
         let runtime = SocketDirectory.runtimeDirectory(xdgRuntimeDir: env["XDG_RUNTIME_DIR"])
         let state = env["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.local/state"
         let music = env["XDG_MUSIC_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/Music"
@@ -78,7 +79,7 @@ public struct DaemonConfig: Sendable, Equatable {
 
     /// The default config file path.
     public static func defaultConfigFile(environment env: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        let home = env["HOME"] ?? NSHomeDirectory()
+        let home = env["HOME"] ?? Path.homeDirectory()
         let config = env["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? home + "/.config"
         return config + "/backline/daemon.conf"
     }
@@ -133,7 +134,7 @@ public struct DaemonConfig: Sendable, Equatable {
         // `~/` at the start of a path is the home directory.
         var path: String {
             guard value.hasPrefix("~/") else { return value }
-            return (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + value.dropFirst(1)
+            return (ProcessInfo.processInfo.environment["HOME"] ?? Path.homeDirectory()) + value.dropFirst(1)
         }
         switch key {
         case "socket": socketPath = path

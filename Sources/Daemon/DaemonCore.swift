@@ -1,11 +1,12 @@
 import AudioEngine
 import Control
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Lifecycle
 import Logging
 import MPRIS
 import NowPlaying
+import Platform
 import PlayQueue
 import Player
 import Session
@@ -103,7 +104,7 @@ public final class DaemonCore: Sendable {
                 musicDirectory: config.musicDirectory, allowAbsolutePaths: config.allowAbsolutePaths,
                 registryDirectory: registryDirectory,
                 playlistDirectory: config.playlistDirectory
-                    ?? ((config.stateFile as NSString).deletingLastPathComponent + "/playlists")))
+                    ?? (Path.deletingLastComponent(config.stateFile) + "/playlists")))
         } catch {
             throw ProtocolError("bad-config", error.message)
         }
@@ -288,7 +289,7 @@ public final class DaemonCore: Sendable {
         var env: [String: String] = [
             "BACKLINE_EVENT": name == "on-suspend" ? "suspend" : "resume",
             "BACKLINE_STATE": queue.playbackState.rawValue,
-            "BACKLINE_POSITION": String(format: "%.3f", queue.elapsed),
+            "BACKLINE_POSITION": cFormat("%.3f", queue.elapsed),
             "BACKLINE_QUEUE_LENGTH": String(queue.entries.count),
             "BACKLINE_SOCKET": config.socketPath,
             "BACKLINE_STATE_FILE": config.stateFile,
@@ -296,7 +297,7 @@ public final class DaemonCore: Sendable {
         if let c {
             env["BACKLINE_ITEM_ID"] = String(c.id)
             env["BACKLINE_ITEM_PATH"] = c.path
-            env["BACKLINE_TITLE"] = info?.metadata.title ?? (c.path as NSString).lastPathComponent
+            env["BACKLINE_TITLE"] = info?.metadata.title ?? Path.lastComponent(c.path)
             env["BACKLINE_ARTIST"] = info?.metadata.artist ?? ""
         }
         hooks.run(name, command: command, environment: env) { [playback] status in

@@ -1,5 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Logging
+import Platform
 
 /// Runs the configured `on-suspend` / `on-resume` shell commands: `/bin/sh -c COMMAND` with the
 /// daemon's state in `BACKLINE_*` environment variables, killed after a timeout; its output is
@@ -19,43 +21,38 @@ public final class HookRunner: Sendable {
     public func run(_ name: String, command: String, environment: [String: String],
                     done: (@Sendable (Int32?) -> Void)? = nil) {
         queue.async { [logger, timeout] in
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/bin/sh")
-            p.arguments = ["-c", command]
-            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            let out = Pipe()
-            p.standardOutput = out
-            p.standardError = out
-            p.standardInput = FileHandle.nullDevice
+            let child: ChildProcess
             do {
-                try p.run()
+                child = try ChildProcess(path: "/bin/sh", arguments: ["-c", command],
+                                         environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
             } catch {
                 logger.error("hook could not start", metadata: ["hook": "\(name)", "error": "\(error)"])
                 done?(nil)
                 return
             }
-            let finished = DispatchSemaphore(value: 0)
-            p.terminationHandler = { _ in finished.signal() }
-            let reader = DispatchQueue(label: "backline.hooks.output")
-            let output = DispatchGroup()
-            output.enter()
-            reader.async {
-                let data = out.fileHandleForReading.readDataToEndOfFile()
-                for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-                    logger.info("hook output", metadata: ["hook": "\(name)", "line": "\(line)"])
+            let deadline = ChildProcess.now() + Int(timeout * 1e9)
+            // Its output, line by line, until it ends; a command that exits leaving a process
+            // holding the pipe gets one more second of output, as a command still writing at
+            // the deadline gets none.
+            var exitedAt: Int?
+            while ChildProcess.now() < deadline {
+                if let line = child.readLine(until: min(deadline, ChildProcess.now() + 100_000_000)) {
+                    if !line.isEmpty { logger.info("hook output", metadata: ["hook": "\(name)", "line": "\(line)"]) }
+                    continue
                 }
-                output.leave()
+                if child.outputEnded { break }
+                if child.wait(until: 0) != nil {
+                    exitedAt = exitedAt ?? ChildProcess.now()
+                    if ChildProcess.now() - exitedAt! > 1_000_000_000 { break }
+                }
             }
-            if finished.wait(timeout: .now() + timeout) == .timedOut {
-                kill(p.processIdentifier, SIGKILL)
-                finished.wait()
+            guard let status = child.wait(until: deadline) else {
+                child.kill()
+                _ = child.wait(until: .max)
                 logger.warning("hook timed out and was killed", metadata: ["hook": "\(name)", "timeout": "\(timeout)"])
-                _ = output.wait(timeout: .now() + 1)
                 done?(nil)
                 return
             }
-            _ = output.wait(timeout: .now() + 1)
-            let status = p.terminationStatus
             if status == 0 {
                 logger.info("hook finished", metadata: ["hook": "\(name)"])
             } else {

@@ -1,8 +1,10 @@
 import AudioEngine
 import Control
-import Foundation
+import FoundationEssentials
+import Glibc
 import Lifecycle
 import NowPlaying
+import Platform
 import PlayQueue
 import Session
 
@@ -315,7 +317,7 @@ public enum JSONCodec {
         var t = time_t(d.timeIntervalSince1970)
         var tm = tm()
         gmtime_r(&t, &tm)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
+        return cFormat("%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
     }
 
     /// Seconds, rounded to the millisecond.

@@ -1,6 +1,7 @@
 import AudioEngine
 import Control
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import MPRIS
 import NowPlaying

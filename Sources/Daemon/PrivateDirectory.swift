@@ -1,5 +1,6 @@
 import Control
-import Foundation
+import FoundationEssentials
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +17,7 @@ public enum PrivateDirectory {
     public static func prepare(_ path: String) throws(ServerError) {
         var st = stat()
         if lstat(path, &st) != 0 {
-            let parent = (path as NSString).deletingLastPathComponent
+            let parent = Path.deletingLastComponent(path)
             if !parent.isEmpty, !FileManager.default.fileExists(atPath: parent) {
                 try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
                                                          attributes: [.posixPermissions: 0o700])

@@ -1,5 +1,6 @@
 import Control
-import Foundation
+import FoundationEssentials
+import Platform
 import PlayQueue
 
 #if canImport(Glibc)
@@ -85,7 +86,7 @@ public struct StateStore: Sendable {
 
     /// Writes `state` atomically.
     public func save(_ state: SavedState) throws(StateFileError) {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = Path.deletingLastComponent(path)
         try makeDirectories(dir)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -143,8 +144,8 @@ public struct StateStore: Sendable {
     /// process is gone. Returns their names.
     @discardableResult
     public func removeStaleTemporaries() -> [String] {
-        let dir = (path as NSString).deletingLastPathComponent
-        let prefix = (path as NSString).lastPathComponent + ".tmp-"
+        let dir = Path.deletingLastComponent(path)
+        let prefix = Path.lastComponent(path) + ".tmp-"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
         return names.filter { name in
             guard name.hasPrefix(prefix), let pid = pid_t(name.dropFirst(prefix.count)) else { return false }

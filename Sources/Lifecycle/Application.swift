@@ -1,6 +1,6 @@
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Something that can keep an app running in the background, or needs to know about the app's

@@ -1,6 +1,7 @@
 import DBus
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A desktop notification to deliver now or later (UILocalNotification's shape): shown through

@@ -1,9 +1,10 @@
 import AudioEngine
 import DBus
 import Dispatch
+import FoundationEssentials
 import Glibc
-import Foundation
 import NowPlaying
+import Platform
 import Synchronization
 
 /// Where to publish: the session bus under `org.mpris.MediaPlayer2.<name>`, or a bus at an
@@ -51,7 +52,7 @@ public struct MPRISOptions: Sendable {
         self.identity = identity
         self.desktopEntry = desktopEntry
         let env = ProcessInfo.processInfo.environment
-        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (NSHomeDirectory() + "/.cache")
+        let cache = env["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (Path.homeDirectory() + "/.cache")
         artDirectory = cache + "/backline/art"
     }
 }
@@ -183,7 +184,7 @@ public final class MPRISService: Sendable {
 
     /// A track's object path from its id (object paths take [A-Za-z0-9_] only).
     static func trackPath(_ id: String) -> String {
-        let safe = id.unicodeScalars.map { CharacterSet.alphanumerics.contains($0) && $0.isASCII ? String($0) : "_" }.joined()
+        let safe = id.unicodeScalars.map { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) ? String($0) : "_" }.joined()
         return "/org/mpris/MediaPlayer2/Track/" + (safe.isEmpty ? "0" : safe)
     }
 

@@ -1,7 +1,7 @@
 import AudioEngine
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What is playing (`MPNowPlayingInfoCenter.nowPlayingInfo`), with typed keys for the

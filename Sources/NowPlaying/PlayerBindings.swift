@@ -1,6 +1,7 @@
 import AudioEngine
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Platform
 import Player
 import Synchronization
 
@@ -93,7 +94,7 @@ public final class NowPlayingBinding: Sendable {
         }
         var info = NowPlayingInfo()
         let m = item.metadata
-        info.title = m.title ?? (item.path as NSString).lastPathComponent
+        info.title = m.title ?? Path.lastComponent(item.path)
         info.artist = m.artist
         info.albumTitle = m.album
         info.albumArtist = m.albumArtist

@@ -1,5 +1,6 @@
 import AudioEngine
-import Foundation
+import FoundationEssentials
+import Platform
 import Synchronization
 
 /// Why an item could not be played: the engine's decoder error (the file, the reason, and
@@ -72,10 +73,10 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     /// Title, else the file name: what a player shows for this item.
     public var displayName: String {
         let m = metadata
-        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (path as NSString).lastPathComponent
+        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? Path.lastComponent(path)
     }
 
-    public var description: String { "PlayerItem(\((path as NSString).lastPathComponent))" }
+    public var description: String { "PlayerItem(\(Path.lastComponent(path)))" }
 
     public static func == (a: PlayerItem, b: PlayerItem) -> Bool { a === b }
     public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }

@@ -1,7 +1,7 @@
 import AudioEngine
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Lifecycle
 import Session
 import Synchronization

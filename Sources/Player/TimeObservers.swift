@@ -1,6 +1,7 @@
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 extension QueuePlayer {

@@ -1,6 +1,6 @@
 import Broadcast
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 #if canImport(Glibc)

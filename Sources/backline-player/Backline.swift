@@ -1,7 +1,8 @@
 import ArgumentParser
-import BacklineBench
 import CtlCore
 import Dispatch
+import FoundationEssentials
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ struct Backline: ParsableCommand {
         commandName: "backline",
         abstract: "Gapless, sample-exact MP3 playback on Linux (ALSA + libmpg123).",
         version: Backline.version,
-        subcommands: [Play.self, DaemonCommand.self, Ctl.self, Bench.self]
+        subcommands: [Play.self, DaemonCommand.self, Ctl.self, BenchHandOff.self]
     )
 
     /// The version `--version`, `backline daemon` and `ctl version` report.
@@ -26,6 +27,7 @@ struct Backline: ParsableCommand {
             // `play` with plain options and files starts without the parser's reflection (see
             // `PlayOptions.init(fastParsing:)`); the rest, and any error, goes through it.
             let arguments = CommandLine.arguments
+            if arguments.count > 1, arguments[1] == "bench" { BenchHandOff.exec() }
             if arguments.count > 1, arguments[1] == "play", let options = PlayOptions(fastParsing: arguments.dropFirst(2)),
                (try? options.validate()) != nil {
                 try options.run()
@@ -42,5 +44,27 @@ struct Backline: ParsableCommand {
             }
             exit(withError: error)
         }
+    }
+}
+
+/// `bench`, listed in the help here but run by `backline-bench` beside this binary (the
+/// benchmarks use Foundation to run and time other programs; the player and daemon do not).
+struct BenchHandOff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Run the benchmarks and print each next to its reference (same run).")
+
+    @Argument(parsing: .allUnrecognized, help: "The benchmarks' options: see `backline bench --help`.")
+    var options: [String] = []
+
+    func run() throws { Self.exec() }
+
+    /// Replaces this process with `backline-bench`, same argv.
+    static func exec() -> Never {
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let bench = Path.deletingLastComponent(me) + "/backline-bench"
+        execv(bench, CommandLine.unsafeArgv)
+        Terminal.error("backline: cannot run \(bench): \(String(cString: strerror(errno)))", tty: false)
+        Glibc.exit(127)
     }
 }

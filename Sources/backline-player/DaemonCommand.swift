@@ -1,8 +1,9 @@
 import ArgumentParser
 import Control
 import Daemon
-import Foundation
+import FoundationEssentials
 import Logging
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +66,6 @@ struct DaemonCommand: ParsableCommand {
 
         var settings = DaemonConfig.defaults()
         let configFile = config ?? DaemonConfig.defaultConfigFile()
-        // FileHandle, not FileManager.contents: it reads /dev/null and pipes too.
         // A regular file of at most 1 MiB (a FIFO or a link to /dev/zero in its place is refused,
         // never read); `/dev/null` means no settings.
         switch configFile == "/dev/null" ? .success(Data()) : readRegularFile(configFile, limit: 1 << 20) {
@@ -121,7 +121,8 @@ struct DaemonCommand: ParsableCommand {
     }
 
     private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("backline daemon: \(message)\n".utf8))
-        Foundation.exit(1)
+        let line = Array("backline daemon: \(message)\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        Glibc.exit(1)
     }
 }

@@ -3,11 +3,13 @@ import AudioEngine
 import Control
 import CtlCore
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Lifecycle
 import Logging
 import MPRIS
 import NowPlaying
+import Platform
 import PlayQueue
 import Player
 import Session
@@ -149,7 +151,7 @@ struct PlayOptions: Equatable {
 
         // What to play.
         let inputs = PlayInputs.expand(files) {
-            String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            String(decoding: readToEnd(STDIN_FILENO), as: UTF8.self)
         }
         for note in inputs.notes { Terminal.error("backline: \(note)", tty: false) }
         guard !inputs.files.isEmpty else {
@@ -236,7 +238,7 @@ struct PlayOptions: Equatable {
                 let m = info.metadata
                 let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
                 notifications.present(LocalNotification(
-                    alertTitle: m.title ?? (info.path as NSString).lastPathComponent,
+                    alertTitle: m.title ?? Path.lastComponent(info.path),
                     alertBody: [m.artist, m.album].compactMap { $0 }.joined(separator: " — "), icon: icon, replacesPrevious: true))
             }
         }
@@ -425,7 +427,7 @@ struct PlayOptions: Equatable {
     /// `Title — Artist`, the title alone, or the file name.
     static func name(_ info: ItemInfo) -> String {
         let m = info.metadata
-        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? (info.path as NSString).lastPathComponent
+        return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? Path.lastComponent(info.path)
     }
 }
 

@@ -1,5 +1,7 @@
 import Control
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// What `backline play` was given, turned into the files to queue, in order.
 ///
@@ -33,10 +35,10 @@ struct PlayInputs {
                 out.take(r, named: "standard input", emptyReason: "no paths on standard input")
                 continue
             }
-            let path = (argument as NSString).expandingTildeInPath
+            let path = Path.expandingTilde(argument)
             var st = stat()
             let isDirectory = stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
-            let ext = (path as NSString).pathExtension.lowercased()
+            let ext = Path.extension(path).lowercased()
             guard isDirectory || (PathResolver.playlistExtensions.contains(ext) && st.st_mode & S_IFMT == S_IFREG) else {
                 out.files.append(path)  // a file (or nothing): the player reports it in its turn
                 continue
@@ -55,7 +57,7 @@ struct PlayInputs {
         files += r.files
         for s in r.skipped { notes.append("skipped \(s.path): \(s.message)") }
         if !r.ignored.isEmpty {
-            let shown = r.ignored.prefix(3).map { ($0 as NSString).lastPathComponent }.joined(separator: ", ")
+            let shown = r.ignored.prefix(3).map { Path.lastComponent($0) }.joined(separator: ", ")
             let more = r.ignored.count > 3 ? ", …" : ""
             let n = r.ignored.count
             notes.append("\(name): left out \(n) file\(n == 1 ? "" : "s") that \(n == 1 ? "is" : "are") not MPEG audio (\(shown)\(more))")

@@ -1,6 +1,7 @@
 import AudioEngine
 import Control
-import Foundation
+import FoundationEssentials
+import Platform
 import PlayQueue
 import Player
 import Synchronization
@@ -102,7 +103,7 @@ final class PlayKeys: Sendable {
     func status() -> PlayStatus {
         let q = playback.queue.status()
         let info = current.withLock { $0 }
-        let name = info.map(PlayOptions.name) ?? q.current.map { ($0.entry.path as NSString).lastPathComponent } ?? ""
+        let name = info.map(PlayOptions.name) ?? q.current.map { Path.lastComponent($0.entry.path) } ?? ""
         let p = playback.player
         return PlayStatus(
             state: q.state, name: name, position: q.current.map { ($0.index + 1, q.count) },

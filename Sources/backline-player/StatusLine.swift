@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Platform
 import PlayQueue
 import Synchronization
 
@@ -9,8 +10,8 @@ import Glibc
 /// `m:ss` (or `h:mm:ss`).
 func formatTime(_ seconds: Double) -> String {
     let t = Int(seconds.isFinite ? max(0, seconds) : 0)
-    return t >= 3600 ? String(format: "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60)
-        : String(format: "%d:%02d", t / 60, t % 60)
+    return t >= 3600 ? cFormat("%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60)
+        : cFormat("%ld:%02ld", t / 60, t % 60)
 }
 
 /// What `backline play`'s status line shows.
@@ -113,7 +114,7 @@ enum Terminal {
 
     private static func emit(_ fd: Int32, _ s: String) {
         var s = s
-        let n = s.withUTF8 { buf in Foundation.write(fd, buf.baseAddress, buf.count) }
+        let n = s.withUTF8 { buf in Glibc.write(fd, buf.baseAddress, buf.count) }
         if n < 0, errno == EPIPE, fd == STDOUT_FILENO, let h = brokenPipe.withLock({ h in defer { h = nil }; return h }) { h() }
     }
 

@@ -1,6 +1,8 @@
-import CTerminal
 import AudioEngine
-import Foundation
+import CTerminal
+import Dispatch
+import FoundationEssentials
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -109,12 +111,11 @@ final class KeyReader: Sendable {
         var fds: [Int32] = [-1, -1]
         _ = pipe(&fds)
         wake = (fds[0], fds[1])
-        let thread = Thread { [self] in
-            nameCurrentThread("bl-keys")
+        // Waited for with a timeout (`finished`), never joined.
+        PlatformThread.start(name: "bl-keys") { [self] in
             loop(handler)
             finished.signal()
-        }
-        thread.start()
+        }.detach()
     }
 
     private func loop(_ handler: @Sendable (Key) -> Void) {

@@ -12,17 +12,19 @@ import Glibc
 // unchanged, to `backline-player` next to it with `execv`: the same process (pid, signals,
 // terminal, standard input, exit status), only the program replaced.
 
-/// Replaces this process with `backline-player` (the directory of `/proc/self/exe`), same argv.
+/// Replaces this process with `program` (`backline-player`, or `backline-bench` for `bench`) from
+/// the directory of `/proc/self/exe`, same argv.
 func runPlayer(restoring pipe: sigaction?) -> Never {
+    let program = CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "bench" ? "backline-bench" : "backline-player"
     var link = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
     let n = readlink("/proc/self/exe", &link, link.count - 1)
     let me = n > 0 ? String(decoding: link[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     let dir = SocketDirectory.parent(of: me)
-    let player = (dir.isEmpty ? "." : dir) + "/backline-player"
+    let player = (dir.isEmpty ? "." : dir) + "/" + program
     if var pipe { sigaction(SIGPIPE, &pipe, nil) }  // as this process found it
     execv(player, CommandLine.unsafeArgv)
     let e = errno
-    CtlOutput.error("backline: cannot run \(player): \(String(cString: strerror(e))) (an installed backline needs backline-player beside it)")
+    CtlOutput.error("backline: cannot run \(player): \(String(cString: strerror(e))) (an installed backline needs \(program) beside it)")
     exit(e == ENOENT ? 127 : 126)
 }
 

@@ -8,7 +8,8 @@
 //   SIGUSR1: pause, then deactivate with notifyOthersOnDeactivation.  SIGTERM: exit.
 import AudioEngine
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import NowPlaying
 import Player
 import Session

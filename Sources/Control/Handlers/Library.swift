@@ -1,5 +1,6 @@
 import AudioEngine
-import Foundation
+import FoundationEssentials
+import Platform
 
 // Library: browsing the music directory (until a database exists, the directory is the library).
 
@@ -34,7 +35,7 @@ public struct BrowseCommand: ControlCommand {
             let info = p.tags.peek(e.file)
             let m = info.metadata
             return LibraryEntry(listed: e, item: QueueItem(
-                id: 0, path: (p.resolver.root ?? "") + "/" + e.path, title: m.title ?? (e.path as NSString).lastPathComponent, artist: m.artist,
+                id: 0, path: (p.resolver.root ?? "") + "/" + e.path, title: m.title ?? Path.lastComponent(e.path), artist: m.artist,
                 album: m.album, track: m.trackNumber, duration: info.duration, error: info.error))
         })
     }

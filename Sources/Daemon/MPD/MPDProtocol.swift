@@ -1,7 +1,8 @@
 import AudioEngine
 import Control
-import Foundation
+import FoundationEssentials
 import NIOCore
+import Platform
 import PlayQueue
 import Player
 import Synchronization
@@ -197,7 +198,7 @@ struct MPDProtocol: Sendable {
             guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(args[0], want) else {
                 // A guess costs a second on this connection (its serial queue), and is logged.
                 wrongPassword()
-                Thread.sleep(forTimeInterval: 1)
+                sleepThread(seconds: 1)
                 throw MPDError(.password, "incorrect password")
             }
             if !state.passwordGiven { passwordAccepted() }
@@ -474,7 +475,7 @@ struct MPDProtocol: Sendable {
                 guard name == "listplaylistinfo" else { return "file: \(e)\n" }
                 let path = e.hasPrefix("/") ? e : (playback.resolver.root ?? "") + "/" + e
                 let info = playback.tags.info(path)
-                let item = QueueItem(id: 0, index: nil, path: path, title: info.metadata.title ?? (e as NSString).lastPathComponent,
+                let item = QueueItem(id: 0, index: nil, path: path, title: info.metadata.title ?? Path.lastComponent(e),
                                      artist: info.metadata.artist, album: info.metadata.album, track: info.metadata.trackNumber,
                                      duration: info.duration, isCurrent: nil, error: nil)
                 return song(item, state, withID: false)
@@ -591,7 +592,7 @@ struct MPDProtocol: Sendable {
         let tags = state.tags
         if tags.contains("Artist"), let a = i.artist { out += "Artist: \(a)\n" }
         if tags.contains("Album"), let a = i.album { out += "Album: \(a)\n" }
-        if tags.contains("Title"), i.title != (i.path as NSString).lastPathComponent { out += "Title: \(i.title)\n" }
+        if tags.contains("Title"), i.title != Path.lastComponent(i.path) { out += "Title: \(i.title)\n" }
         if tags.contains("Track"), let n = i.track { out += "Track: \(n)\n" }
         if let d = i.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
         if let p = i.index { out += "Pos: \(p)\n" }
@@ -625,7 +626,7 @@ struct MPDProtocol: Sendable {
         guard offset >= 0 else { throw MPDError(.arg, "Number too small: \(words[2])") }
         // One audio file, confined as `add` is (a directory or a playlist is no song).
         let request = try uri(words[1], state)
-        let ext = (request as NSString).pathExtension.lowercased()
+        let ext = Path.extension(request).lowercased()
         guard PathResolver.audioExtensions.contains(ext), let (files, _) = try? playback.resolver.resolve(request),
               files.count == 1, let file = files.first else { throw MPDError(.noExist, "No such song") }
         let found: (data: [UInt8], type: String?)?
@@ -647,7 +648,7 @@ struct MPDProtocol: Sendable {
 
     /// The first cover file in `file`'s directory, confined to the music directory.
     private func coverFile(beside file: String) -> [UInt8]? {
-        let dir = (file as NSString).deletingLastPathComponent
+        let dir = Path.deletingLastComponent(file)
         for n in Self.coverNames {
             guard let real = PathResolver.realPath(dir + "/" + n), let root = playback.resolver.root,
                   playback.resolver.allowAbsolutePaths || real.hasPrefix(root + "/"),
@@ -681,8 +682,8 @@ struct MPDProtocol: Sendable {
         } catch {
             // A song named by its URI.
             guard !uri.isEmpty,
-                  case .success(.directory(let parent)) = dispatcher.execute(BrowseCommand(path: (uri as NSString).deletingLastPathComponent, tags: info)),
-                  let e = parent.first(where: { $0.listed.path == uri.trimmingCharacters(in: CharacterSet(charactersIn: "/")) && $0.listed.kind == .audio })
+                  case .success(.directory(let parent)) = dispatcher.execute(BrowseCommand(path: Path.deletingLastComponent(uri), tags: info)),
+                  let e = parent.first(where: { $0.listed.path == uri.trimming("/") && $0.listed.kind == .audio })
             else { throw error }
             return info ? song(e.item!, state, withID: false, modified: e.listed.modified) : "file: \(e.listed.path)\n"
         }
@@ -713,8 +714,8 @@ struct MPDProtocol: Sendable {
     private func listFiles(_ uri: String) throws(MPDError) -> String {
         try browse(uri, recursive: false, tags: false).map { e in
             e.listed.kind == .directory
-                ? "directory: \((e.listed.path as NSString).lastPathComponent)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
-                : "file: \((e.listed.path as NSString).lastPathComponent)\nsize: \(e.listed.size)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
+                ? "directory: \(Path.lastComponent(e.listed.path))\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
+                : "file: \(Path.lastComponent(e.listed.path))\nsize: \(e.listed.size)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
         }.joined()
     }
 

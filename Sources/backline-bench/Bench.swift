@@ -1,11 +1,16 @@
 import ArgumentParser
 import BacklineBench
 import Foundation
+import Platform
 
-/// `backline bench`: benchmarks side by side with their references, in one run.
+/// `backline bench`: benchmarks side by side with their references, in one run. Its own
+/// executable, `backline-bench` (the front end and `backline-player` hand `bench` to it), so
+/// that Foundation, which the benchmarks use to run and time other programs, stays out of the
+/// player and the daemon.
+@main
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",  // (given: deriving it reflects on the type, a conformance scan at start-up)
+        commandName: "backline bench",
         abstract: "Run the benchmarks and print each next to its reference (same run).")
 
     @Flag(help: "One JSON object per line instead of a table.")
@@ -20,10 +25,20 @@ struct Bench: ParsableCommand {
     @Option(help: "Device for the real-time rows (a paced device, e.g. pulse via scripts/bench).")
     var device: String?
 
+    /// Runs as `backline bench …` (the front end hands over its argv unchanged) or as
+    /// `backline-bench …`.
+    static func main() {
+        let words = CommandLine.arguments
+        main(Array(words.dropFirst(words.count > 1 && words[1] == "bench" ? 2 : 1)))
+    }
+
     func run() throws {
         var results: [BenchResult] = []
         func want(_ group: String) -> Bool { only.map { group.contains($0) } ?? true }
-        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+        // The `backline` front end and `backline-player` beside this binary (argv[0] names
+        // the front end when it exec'd this one; /proc/self/exe is this binary wherever it is).
+        let dir = Path.deletingLastComponent(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path)
+        let me = dir + "/backline"
         /// The real-time groups need a paced device: `device`, or a note that they were skipped.
         func onDevice(_ group: String, _ rows: (String) throws -> [BenchResult]) rethrows {
             guard want(group) else { return }
@@ -37,9 +52,7 @@ struct Bench: ParsableCommand {
         if want("ring") { results += RingBench.run(totalBytes: ringMiB << 20) }
         if want("pipeline") { results += try PipelineBench.throughput() }
         if want("instructions") {
-            // This very binary (argv[0] names the front end when it exec'd this one).
-            let player = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-            results += try InstructionsBench.run(player: player)
+            results += try InstructionsBench.run(player: dir + "/backline-player")
         }
         try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
         // The null sink's monitor, for the rows that record what is heard.
