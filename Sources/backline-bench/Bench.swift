@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, cpu, daemon, idle, first-sound, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, cpu, daemon, idle, memory, first-sound, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -59,6 +59,7 @@ struct Bench: ParsableCommand {
         let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
         try onDevice("daemon") { try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
+        try onDevice("memory") { try MemoryBench.run(executable: me, device: $0) }
         try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         if json {
             for r in results { print(r.json) }

@@ -160,11 +160,13 @@ struct DispatcherTests {
         #expect(events.wait { $0 == .modes(repeatMode: .off, shuffle: false, stopAfterCurrent: false, consume: .off) })
         #expect(eventually(timeout: 10) { q.current?.id == ids[1] }, "the 2 s item played through to the 60 s one")
         #expect(q.entries.map(\.id) == [ids[2], ids[1]], "oneshot took one item only")
-        // Consume on: next leaves the current item.
-        _ = d.execute(PlayCommand(item: ids[2]))
+        // Consume on: next leaves the current item. (The 60 s item, moved first: the null
+        // device could play the 2 s one out between the commands.)
+        #expect(d.execute(MoveCommand(id: ids[1], position: 0)) == .success(.index(0)))
+        _ = d.execute(PlayCommand(item: ids[1]))
         #expect(d.execute(ConsumeCommand(mode: .on)) == .success(.consume(.on)))
         _ = d.execute(NextCommand())
-        #expect(q.current?.id == ids[1] && q.entries.map(\.id) == [ids[1]], "\(q.entries.map(\.id))")
+        #expect(q.current?.id == ids[2] && q.entries.map(\.id) == [ids[2]], "\(q.entries.map(\.id))")
         guard case .success(.status(let s)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
         #expect(s.consume == .on && s.count == 1)
         _ = d.execute(ConsumeCommand(mode: .off))

@@ -1,0 +1,91 @@
+import Daemon
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A daemon playing from a 1,000-item queue (issue 18, goal 2): `backline daemon` and mpd side
+/// by side, each with the same 1,000 files queued (hard links of one 30 s MP3, so every item is
+/// a file of its own to resolve and tag), playing through the paced device for ``seconds``,
+/// then their peak resident memory (`VmHWM`). Ours runs with MPRIS on when `dbus-daemon` is
+/// there, as on a desktop.
+public enum MemoryBench {
+    static let items = 1000
+    static let seconds = 10.0
+
+    /// `VmHWM` of `pid`, in MiB.
+    static func peakMiB(_ pid: Int32) -> Double? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        return kib / 1024
+    }
+
+    public static func run(executable: String, device: String) throws -> [BenchResult] {
+        let dir = NSTemporaryDirectory() + "backline-memory-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try DaemonBench.shell("""
+            sox -n -r 44100 -c 2 -b 16 \(dir)/tone.wav synth 30 sine 440 gain -6 && lame --quiet -b 192 \(dir)/tone.wav \(dir)/tone.mp3 && \
+            for i in $(seq -w 1 \(items)); do ln \(dir)/tone.mp3 \(dir)/music/item$i.mp3; done
+            """)
+
+        let bus = try? SessionBus(directory: dir)
+        defer { bus?.stop() }
+        let socket = dir + "/run/control.sock"
+        var environment = ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"]
+        if let bus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
+        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music", "--state-file", dir + "/state.json",
+                                            "--device", device, "--config", "/dev/null"] + (bus == nil ? ["--no-mpris"] : []),
+                               environment: environment)
+        defer { daemon.stop() }
+        guard DaemonBench.waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
+            throw BenchError("backline daemon did not start")
+        }
+        do {
+            let c = try ControlClient(socketPath: socket)
+            _ = try c.request("lifecycle", [("state", "foreground")])
+            _ = try c.request("add", [("path", ".")])
+            _ = try c.request("play")
+        }
+        Thread.sleep(forTimeInterval: seconds)
+        let ours = peakMiB(daemon.process.processIdentifier)
+        let status = try? ControlClient(socketPath: socket).request("status")
+        daemon.stop()
+        guard let ours, status?["count"]?.int == items, status?["state"]?.string == "playing" else {
+            throw BenchError("backline daemon: no peak memory, or not playing \(items) items (status: \(status.map { "\($0)" } ?? "none"))")
+        }
+
+        var theirs: Double?
+        if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
+            let msock = dir + "/mpd.sock"
+            try """
+                music_directory "\(dir)/music"
+                db_file "\(dir)/mpd.db"
+                state_file "\(dir)/mpd.state"
+                bind_to_address "\(msock)"
+                audio_output {
+                    type "pulse"
+                    name "bench"
+                }
+                """.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
+            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
+            defer { mpd.stop() }
+            if DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
+                let m = try LineConnection(unix: msock, greeting: true)
+                _ = try m.exchange("update")
+                _ = DaemonBench.waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
+                _ = try m.exchange("add \"\"")
+                _ = try m.exchange("play")
+                Thread.sleep(forTimeInterval: seconds)
+                let status = (try? m.exchange("status")) ?? ""
+                if status.contains("playlistlength: \(items)\n"), status.contains("state: play\n") {
+                    theirs = peakMiB(mpd.process.processIdentifier)
+                }
+            }
+        }
+        return [BenchResult(name: "daemon, \(items)-item queue, playing \(Int(seconds)) s: peak RSS", value: ours, unit: "MiB",
+                            reference: theirs, referenceName: "mpd, same queue")]
+    }
+}
