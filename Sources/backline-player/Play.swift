@@ -1,5 +1,6 @@
 import ArgumentParser
 import AudioEngine
+import CMalloc
 import Control
 import CtlCore
 import Dispatch
@@ -140,6 +141,9 @@ struct PlayOptions: Equatable {
     }
 
     func run() throws {
+        // Two malloc arenas, as the daemon keeps (each of the dozen threads would get its own,
+        // with the free memory each holds on to); before any thread starts.
+        _ = mallopt(M_ARENA_MAX, 2)
         let verbose = self.verbose
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
