@@ -17,7 +17,9 @@ let strictSettings: [SwiftSetting] = [
 /// kernel maps code in 64 KiB runs, so scattered code costs memory as well as cache); relative
 /// relocations packed (DT_RELR: 10 KiB instead of 1.2 MiB read at every start); and only the
 /// symbols shared libraries need exported (the Swift driver exports all 13,000, whose table
-/// the dynamic loader searched at every start).
+/// the dynamic loader searched at every start); and libstdc++ (the Swift runtime's) from its
+/// static archive when `scripts/build` has linked it into `.build/static-cxx`: the pages used,
+/// not the shared library's 1 MiB.
 let playerLayout: [LinkerSetting] = [
     .unsafeFlags([
         "-use-ld=lld",
@@ -25,6 +27,7 @@ let playerLayout: [LinkerSetting] = [
         "-Xlinker", "--no-export-dynamic",
         "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Resources/backline-player.order",
         "-Xlinker", "--no-warn-symbol-ordering",
+        "-L\(Context.packageDirectory)/.build/static-cxx",
     ], .when(configuration: .release)),
 ]
 
