@@ -335,6 +335,72 @@ public enum DaemonBench {
         return try StartupBench.cost("/usr/bin/mpc", ["status"], environment: ["MPD_HOST": socket])
     }
 
+    /// `backline daemon` as on a desktop: MPRIS on a private session bus when `dbus-daemon` is
+    /// there (`--no-mpris` otherwise), `dir/music` its music directory, its socket, runtime
+    /// directory and state in `dir`, in the foreground, playing `path` (added: a file or a
+    /// directory of the music directory) to `device`.
+    static func startDesktopDaemon(_ executable: String, device: String, in dir: String, playing path: String) throws
+        -> (daemon: Child, socket: String, bus: SessionBus?) {
+        let bus = try? SessionBus(directory: dir)
+        let socket = dir + "/run/control.sock"
+        var environment = ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"]
+        if let bus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
+        let daemon: Child
+        do {
+            daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music", "--state-file", dir + "/state.json",
+                                            "--device", device, "--config", "/dev/null"] + (bus == nil ? ["--no-mpris"] : []),
+                               environment: environment)
+        } catch {
+            bus?.stop()
+            throw error
+        }
+        guard waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
+            daemon.stop()
+            bus?.stop()
+            throw BenchError("backline daemon did not start")
+        }
+        do {
+            let c = try ControlClient(socketPath: socket)
+            _ = try c.request("lifecycle", [("state", "foreground")])  // (never suspended while measured)
+            _ = try c.request("add", [("path", .string(path))])
+            _ = try c.request("play")
+        } catch {
+            daemon.stop()
+            bus?.stop()
+            throw error
+        }
+        return (daemon, socket, bus)
+    }
+
+    /// mpd, the reference daemon: `dir/music` as its music directory (database updated), pulse
+    /// output, a Unix socket in `dir`; nil when mpd is not installed or does not answer.
+    static func startMPD(in dir: String) throws -> (process: Child, connect: () throws -> LineConnection)? {
+        guard let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return nil
+        }
+        let socket = dir + "/mpd.sock"
+        try """
+            music_directory "\(dir)/music"
+            db_file "\(dir)/mpd.db"
+            state_file "\(dir)/mpd.state"
+            bind_to_address "\(socket)"
+            audio_output {
+                type "pulse"
+                name "bench"
+            }
+            """.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
+        let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
+        let connect = { try LineConnection(unix: socket, greeting: true) }
+        guard waitUntil(20, { (try? connect()) != nil }) else {
+            mpd.stop()
+            return nil
+        }
+        let m = try connect()
+        _ = try m.exchange("update")
+        _ = waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
+        return (mpd, connect)
+    }
+
     static func shell(_ command: String) throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/sh")

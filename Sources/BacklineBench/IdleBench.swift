@@ -27,59 +27,27 @@ public enum IdleBench {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try DaemonBench.shell("sox -n -r 44100 -c 2 -b 16 \(dir)/tone.wav synth 30 sine 440 gain -6 && lame --quiet -b 192 \(dir)/tone.wav \(dir)/music/tone.mp3")
 
-        let bus = try? SessionBus(directory: dir)
-        defer { bus?.stop() }
-        let socket = dir + "/run/control.sock"
-        var environment = ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"]
-        if let bus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
-        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music", "--state-file", dir + "/state.json",
-                                            "--device", device, "--config", "/dev/null"] + (bus == nil ? ["--no-mpris"] : []),
-                               environment: environment)
-        defer { daemon.stop() }
-        guard DaemonBench.waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
-            throw BenchError("backline daemon did not start")
-        }
-        do {
-            let c = try ControlClient(socketPath: socket)
-            _ = try c.request("lifecycle", [("state", "foreground")])  // (never suspended meanwhile)
-            _ = try c.request("add", [("path", "tone.mp3")])
-            _ = try c.request("play")
-            Thread.sleep(forTimeInterval: 2)
-            _ = try c.request("pause")
-        }  // (the client leaves: no connection during the measurement)
+        let (daemon, socket, bus) = try DaemonBench.startDesktopDaemon(executable, device: device, in: dir, playing: "tone.mp3")
+        defer { daemon.stop(); bus?.stop() }
+        Thread.sleep(forTimeInterval: 2)
+        _ = try ControlClient(socketPath: socket).request("pause")  // (and leaves: no client while measured)
         let ours = try measure(pid: daemon.process.processIdentifier) {
             _ = try ControlClient(socketPath: socket).request("stop")
         }
         daemon.stop()
 
         var theirs: Usage?
-        if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            let msock = dir + "/mpd.sock"
-            try """
-                music_directory "\(dir)/music"
-                db_file "\(dir)/mpd.db"
-                state_file "\(dir)/mpd.state"
-                bind_to_address "\(msock)"
-                audio_output {
-                    type "pulse"
-                    name "bench"
-                }
-                """.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
-            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
-            defer { mpd.stop() }
-            if DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
-                do {
-                    let m = try LineConnection(unix: msock, greeting: true)
-                    _ = try m.exchange("update")
-                    _ = DaemonBench.waitUntil(10) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
-                    _ = try m.exchange("add \"tone.mp3\"")
-                    _ = try m.exchange("play")
-                    Thread.sleep(forTimeInterval: 2)
-                    _ = try m.exchange("pause 1")
-                }
-                theirs = try measure(pid: mpd.process.processIdentifier) {
-                    _ = try LineConnection(unix: msock, greeting: true).exchange("stop")
-                }
+        if let mpd = try DaemonBench.startMPD(in: dir) {
+            defer { mpd.process.stop() }
+            do {
+                let m = try mpd.connect()
+                _ = try m.exchange("add \"tone.mp3\"")
+                _ = try m.exchange("play")
+                Thread.sleep(forTimeInterval: 2)
+                _ = try m.exchange("pause 1")
+            }
+            theirs = try measure(pid: mpd.process.process.processIdentifier) {
+                _ = try mpd.connect().exchange("stop")
             }
         }
         let s = Int(seconds)

@@ -31,24 +31,8 @@ public enum MemoryBench {
             for i in $(seq -w 1 \(items)); do ln \(dir)/tone.mp3 \(dir)/music/item$i.mp3; done
             """)
 
-        let bus = try? SessionBus(directory: dir)
-        defer { bus?.stop() }
-        let socket = dir + "/run/control.sock"
-        var environment = ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"]
-        if let bus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus.address }
-        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music", "--state-file", dir + "/state.json",
-                                            "--device", device, "--config", "/dev/null"] + (bus == nil ? ["--no-mpris"] : []),
-                               environment: environment)
-        defer { daemon.stop() }
-        guard DaemonBench.waitUntil(20, { (try? ControlClient(socketPath: socket).request("ping")) != nil }) else {
-            throw BenchError("backline daemon did not start")
-        }
-        do {
-            let c = try ControlClient(socketPath: socket)
-            _ = try c.request("lifecycle", [("state", "foreground")])
-            _ = try c.request("add", [("path", ".")])
-            _ = try c.request("play")
-        }
+        let (daemon, socket, bus) = try DaemonBench.startDesktopDaemon(executable, device: device, in: dir, playing: ".")
+        defer { daemon.stop(); bus?.stop() }
         Thread.sleep(forTimeInterval: seconds)
         let ours = peakMiB(daemon.process.processIdentifier)
         let status = try? ControlClient(socketPath: socket).request("status")
@@ -58,31 +42,15 @@ public enum MemoryBench {
         }
 
         var theirs: Double?
-        if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            let msock = dir + "/mpd.sock"
-            try """
-                music_directory "\(dir)/music"
-                db_file "\(dir)/mpd.db"
-                state_file "\(dir)/mpd.state"
-                bind_to_address "\(msock)"
-                audio_output {
-                    type "pulse"
-                    name "bench"
-                }
-                """.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
-            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
-            defer { mpd.stop() }
-            if DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
-                let m = try LineConnection(unix: msock, greeting: true)
-                _ = try m.exchange("update")
-                _ = DaemonBench.waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
-                _ = try m.exchange("add \"\"")
-                _ = try m.exchange("play")
-                Thread.sleep(forTimeInterval: seconds)
-                let status = (try? m.exchange("status")) ?? ""
-                if status.contains("playlistlength: \(items)\n"), status.contains("state: play\n") {
-                    theirs = peakMiB(mpd.process.processIdentifier)
-                }
+        if let mpd = try DaemonBench.startMPD(in: dir) {
+            defer { mpd.process.stop() }
+            let m = try mpd.connect()
+            _ = try m.exchange("add \"\"")
+            _ = try m.exchange("play")
+            Thread.sleep(forTimeInterval: seconds)
+            let status = (try? m.exchange("status")) ?? ""
+            if status.contains("playlistlength: \(items)\n"), status.contains("state: play\n") {
+                theirs = peakMiB(mpd.process.process.processIdentifier)
             }
         }
         return [BenchResult(name: "daemon, \(items)-item queue, playing \(Int(seconds)) s: peak RSS", value: ours, unit: "MiB",
