@@ -147,7 +147,9 @@ public final class PlaybackEngine: Sendable {
         // Failures reach the caller as typed errors (code and message); ALSA's own stderr lines are dropped.
         backline_alsa_silence_errors()
         let bytes = Int(configuration.decodeAheadSeconds * 48_000 * 8)
-        let pcmRing = SPSCRing(minimumCapacity: max(bytes, 1 << 16))
+        // Exactly the decode-ahead asked for (48 kHz stereo float32), not the next power of two
+        // (2 s: 750 KiB, where a power of two would lock 1 MiB).
+        let pcmRing = SPSCRing(exactCapacity: max(bytes, 1 << 16))
         pcmRing.lockMemory()
         let markerRing = SPSCRing(minimumCapacity: Marker.stride * 1024)
         let eventRing = SPSCRing(minimumCapacity: OutputEvent.stride * 1024)

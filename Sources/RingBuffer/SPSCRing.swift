@@ -21,14 +21,16 @@ import Glibc
 /// ``init(minimumCapacity:)`` neither side allocates, locks, or performs reference counting; the
 /// hot methods are annotated `@_noLocks @_noAllocation`, so the compiler checks that.
 ///
-/// Byte counts are the caller's unit; a caller that stores frames of `2^k` bytes never sees a
-/// frame split across the wrap, because the capacity is a power of two.
+/// Byte counts are the caller's unit; a caller that stores frames of `2^k` bytes (up to 64)
+/// never sees a frame split across the wrap, because the capacity is a power of two or, made
+/// with ``init(exactCapacity:)``, a multiple of 64.
 public final class SPSCRing: @unchecked Sendable {
     // @unchecked Sendable: the only shared mutable state is the two counters (atomics) and the
     // data block, whose regions are handed out disjointly by the counters' protocol.
 
-    /// Capacity in bytes, a power of two.
+    /// Capacity in bytes: a power of two, or a multiple of 64 (``init(exactCapacity:)``).
     public let capacity: Int
+    /// `capacity - 1` for a power of two; -1 otherwise (offsets then take a remainder).
     @usableFromInline let mask: Int
     @usableFromInline let base: UnsafeMutableRawPointer
     @usableFromInline let lines: UnsafeMutableRawPointer
@@ -41,12 +43,24 @@ public final class SPSCRing: @unchecked Sendable {
     ///
     /// The memory is allocated and touched here (pre-faulted), so the first pass of either side
     /// takes no page faults.
-    public init(minimumCapacity: Int) {
+    public convenience init(minimumCapacity: Int) {
         precondition(minimumCapacity > 0, "ring capacity must be positive")
         var c = 64
         while c < minimumCapacity { c <<= 1 }
+        self.init(bytes: c)
+    }
+
+    /// Creates a ring of `exactCapacity` bytes rounded up to a multiple of 64 only (not to a
+    /// power of two): for a large ring sized in time, which a power of two could make a third
+    /// bigger than asked. Offsets then cost a remainder instead of a mask.
+    public convenience init(exactCapacity: Int) {
+        precondition(exactCapacity > 0, "ring capacity must be positive")
+        self.init(bytes: (exactCapacity + 63) / 64 * 64)
+    }
+
+    private init(bytes c: Int) {
         capacity = c
-        mask = c - 1
+        mask = c & (c - 1) == 0 ? c - 1 : -1
         base = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: Self.lineSize)
         base.initializeMemory(as: UInt8.self, repeating: 0, count: c)
         lines = UnsafeMutableRawPointer.allocate(byteCount: 2 * Self.lineSize, alignment: Self.lineSize)
@@ -138,7 +152,7 @@ public struct RingProducer: ~Copyable, @unchecked Sendable {
             cachedRead = other.pointee.load(ordering: .acquiring)
         }
         let n = Swift.min(max, capacity &- (written &- cachedRead))
-        let start = written & mask
+        let start = mask >= 0 ? written & mask : written % capacity
         let first = Swift.min(n, capacity &- start)
         return (
             UnsafeMutableRawBufferPointer(start: base + start, count: first),
@@ -207,7 +221,7 @@ public struct RingConsumer: ~Copyable, @unchecked Sendable {
             cachedWrite = other.pointee.load(ordering: .acquiring)
         }
         let n = Swift.min(max, cachedWrite &- read)
-        let start = read & mask
+        let start = mask >= 0 ? read & mask : read % capacity
         let first = Swift.min(n, capacity &- start)
         return (
             UnsafeRawBufferPointer(start: base + start, count: first),

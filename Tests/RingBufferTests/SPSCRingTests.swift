@@ -23,6 +23,29 @@ struct SPSCRingSingleThreadTests {
         #expect(SPSCRing(minimumCapacity: 4097).capacity == 8192)
     }
 
+    @Test("an exact-capacity ring rounds to a multiple of 64 only, and wraps at that capacity")
+    func exactCapacity() {
+        #expect(SPSCRing(exactCapacity: 768_000).capacity == 768_000)
+        #expect(SPSCRing(exactCapacity: 100).capacity == 128)
+        #expect(SPSCRing(exactCapacity: 1).capacity == 64)
+        let ring = SPSCRing(exactCapacity: 192)  // not a power of two
+        var p = ring.makeProducer()
+        var c = ring.makeConsumer()
+        #expect(put(&p, Array(repeating: 9, count: 180)) == 180)
+        #expect(take(&c, 180).count == 180)
+        // 12 bytes left before the end: the next 30 are split 12 + 18, and read back in order.
+        let (wa, wb) = p.writableRegions(max: 30)
+        #expect(wa.count == 12 && wb.count == 18)
+        for i in 0..<12 { wa[i] = UInt8(i) }
+        for i in 0..<18 { wb[i] = UInt8(12 + i) }
+        p.commit(30)
+        let (ra, rb) = c.readableRegions(max: 192)
+        #expect(ra.count == 12 && rb.count == 18)
+        #expect(Array(ra) + Array(rb) == Array(0..<30))
+        c.commit(30)
+        #expect(put(&p, Array(repeating: 1, count: 200)) == 192, "full at exactly 192 bytes")
+    }
+
     @Test("empty ring reads nothing and offers empty regions")
     func empty() {
         let ring = SPSCRing(minimumCapacity: 64)
@@ -118,10 +141,11 @@ struct SPSCRingStressTests {
         UInt8(truncatingIfNeeded: (i &* 0x9E37_79B9_7F4A_7C15) >> 56 ^ i)
     }
 
-    @Test("1 GiB of a known sequence arrives once, in order, through odd-sized chunks")
-    func gigabyteStress() async throws {
-        let total: UInt64 = 1 << 30
-        let ring = SPSCRing(minimumCapacity: 1 << 16)
+    @Test("1 GiB of a known sequence arrives once, in order, through odd-sized chunks (a power-of-two ring; 256 MiB through an exact-capacity one)",
+          arguments: [false, true])
+    func gigabyteStress(exact: Bool) async throws {
+        let total: UInt64 = exact ? 1 << 28 : 1 << 30
+        let ring = exact ? SPSCRing(exactCapacity: 49_216) : SPSCRing(minimumCapacity: 1 << 16)
         let pBox = Box(ring.makeProducer())
         let cBox = Box(ring.makeConsumer())
 
