@@ -36,14 +36,14 @@ public final class HookRunner: Sendable {
             // the deadline gets none.
             var exitedAt: Int?
             while ChildProcess.now() < deadline {
-                if let line = child.readLine(until: min(deadline, ChildProcess.now() + 100_000_000)) {
-                    if !line.isEmpty { logger.info("hook output", metadata: ["hook": "\(name)", "line": "\(line)"]) }
-                    continue
-                }
-                if child.outputEnded { break }
                 if child.wait(until: 0) != nil {
                     exitedAt = exitedAt ?? ChildProcess.now()
                     if ChildProcess.now() - exitedAt! > 1_000_000_000 { break }
+                }
+                if let line = child.readLine(until: min(deadline, ChildProcess.now() + 100_000_000)) {
+                    if !line.isEmpty { logger.info("hook output", metadata: ["hook": "\(name)", "line": "\(line)"]) }
+                } else if child.outputEnded {
+                    break
                 }
             }
             guard let status = child.wait(until: deadline) else {

@@ -16,7 +16,9 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// A program started with `posix_spawn`, its standard input `/dev/null` and its standard
 /// output and error one pipe this process reads (what the daemon's hooks need of Foundation's
-/// `Process`).
+/// `Process`). As `Process` did, it runs in a process group of its own (a `kill 0` in it, or
+/// the terminal's signals, stay there), with no signal blocked and SIGPIPE, SIGINT and SIGTERM
+/// at their defaults whatever this process does with them.
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked Sendable: one owner drives it (read, wait, kill) from one thread at a time.
     /// The child's process id.
@@ -40,8 +42,19 @@ public final class ChildProcess: @unchecked Sendable {
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in argv + envp { free(p) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child = pid_t()
-        let r = posix_spawn(&child, path, &actions, nil, argv, envp)
+        let r = posix_spawn(&child, path, &actions, &attributes, argv, envp)
         close(fds[1])
         guard r == 0 else {
             close(fds[0])
@@ -67,7 +80,10 @@ public final class ChildProcess: @unchecked Sendable {
             guard output >= 0 else { return nil }
             let left = deadline - Self.now()
             var p = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
-            if left <= 0 || poll(&p, 1, Int32(clamping: (left + 999_999) / 1_000_000)) == 0 { return nil }
+            if left <= 0 { return nil }
+            let ready = poll(&p, 1, Int32(clamping: (left + 999_999) / 1_000_000))
+            if ready < 0, errno == EINTR { continue }
+            if ready == 0 { return nil }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = read(output, &chunk, chunk.count)
             if n < 0, errno == EINTR { continue }

@@ -6,9 +6,12 @@ import Glibc
 /// (Foundation's `Thread` without Foundation). Start it with ``start(name:_:)``; ``join()``
 /// waits for the closure to return (once).
 public final class PlatformThread: @unchecked Sendable {
-    // @unchecked Sendable: `handle` is written once, before `start` returns, and read by `join`.
+    // @unchecked Sendable: `handle` is written once, before `start` returns, and read by `join`;
+    // `body` is read and cleared by the thread itself only.
     private var handle = pthread_t()
-    private let body: @Sendable () -> Void
+    /// Let go once run: an owner that keeps this thread, referenced from its closure, would
+    /// otherwise never be freed.
+    private var body: (@Sendable () -> Void)?
     private let name: String
 
     private init(name: String, body: @escaping @Sendable () -> Void) {
@@ -25,7 +28,8 @@ public final class PlatformThread: @unchecked Sendable {
         let r = pthread_create(&t.handle, nil, { context in
             let me = Unmanaged<PlatformThread>.fromOpaque(context!).takeRetainedValue()
             nameCurrentThread(me.name)
-            me.body()
+            me.body?()
+            me.body = nil
             return nil
         }, context)
         precondition(r == 0, "pthread_create failed: \(String(cString: strerror(r)))")

@@ -78,6 +78,21 @@ import Testing
         #expect(c.readLine(until: ChildProcess.now() + 10_000_000_000) == "b c|")
     }
 
+    @Test func childHasItsOwnGroupAndDefaultSignals() throws {
+        // pgrp is /proc/PID/stat's fifth field; SigBlk and SigIgn are hex masks (SIGPIPE: bit 12).
+        let c = try ChildProcess(path: "/bin/sh", arguments: ["-c", "cut -d' ' -f5 /proc/$$/stat; grep -E '^Sig(Blk|Ign)' /proc/$$/status"],
+                                 environment: ["PATH": "/usr/bin:/bin"])
+        let deadline = ChildProcess.now() + 10_000_000_000
+        var lines: [String] = []
+        while let l = c.readLine(until: deadline) { lines.append(String(l)) }
+        #expect(c.wait(until: deadline) == 0)
+        #expect(lines.first == "\(c.pid)", "a process group of its own: \(lines)")
+        let blocked = lines.first { $0.hasPrefix("SigBlk:") }.map { $0.dropFirst(7).trimmingBlanks() }
+        let ignored = lines.first { $0.hasPrefix("SigIgn:") }.flatMap { UInt64($0.dropFirst(7).trimmingBlanks(), radix: 16) }
+        #expect(blocked == "0000000000000000", "\(lines)")
+        #expect(ignored.map { $0 & (1 << (UInt64(SIGPIPE) - 1)) } == 0, "SIGPIPE at its default: \(lines)")
+    }
+
     @Test func childKilledAtDeadline() throws {
         let c = try ChildProcess(path: "/bin/sh", arguments: ["-c", "exec sleep 30"], environment: [:])
         #expect(c.wait(until: ChildProcess.now() + 100_000_000) == nil)
