@@ -23,27 +23,11 @@ struct SPSCRingSingleThreadTests {
         #expect(SPSCRing(minimumCapacity: 4097).capacity == 8192)
     }
 
-    @Test("an exact-capacity ring rounds to a multiple of 64 only, and wraps at that capacity")
+    @Test("an exact-capacity ring rounds to a multiple of 64 only")
     func exactCapacity() {
         #expect(SPSCRing(exactCapacity: 768_000).capacity == 768_000)
         #expect(SPSCRing(exactCapacity: 100).capacity == 128)
         #expect(SPSCRing(exactCapacity: 1).capacity == 64)
-        let ring = SPSCRing(exactCapacity: 192)  // not a power of two
-        var p = ring.makeProducer()
-        var c = ring.makeConsumer()
-        #expect(put(&p, Array(repeating: 9, count: 180)) == 180)
-        #expect(take(&c, 180).count == 180)
-        // 12 bytes left before the end: the next 30 are split 12 + 18, and read back in order.
-        let (wa, wb) = p.writableRegions(max: 30)
-        #expect(wa.count == 12 && wb.count == 18)
-        for i in 0..<12 { wa[i] = UInt8(i) }
-        for i in 0..<18 { wb[i] = UInt8(12 + i) }
-        p.commit(30)
-        let (ra, rb) = c.readableRegions(max: 192)
-        #expect(ra.count == 12 && rb.count == 18)
-        #expect(Array(ra) + Array(rb) == Array(0..<30))
-        c.commit(30)
-        #expect(put(&p, Array(repeating: 1, count: 200)) == 192, "full at exactly 192 bytes")
     }
 
     @Test("empty ring reads nothing and offers empty regions")
@@ -73,24 +57,27 @@ struct SPSCRingSingleThreadTests {
         #expect(take(&c, 100) == Array(3..<64) + [200, 201, 202])
     }
 
-    @Test("data wraps around the end as two regions, in order")
-    func wrapAround() {
-        let ring = SPSCRing(minimumCapacity: 64)
+    @Test("data wraps around the end as two regions, in order (a power-of-two ring, and an exact 192-byte one)",
+          arguments: [false, true])
+    func wrapAround(exact: Bool) {
+        let ring = exact ? SPSCRing(exactCapacity: 192) : SPSCRing(minimumCapacity: 64)
+        let size = ring.capacity
         var p = ring.makeProducer()
         var c = ring.makeConsumer()
-        #expect(put(&p, Array(repeating: 9, count: 50)) == 50)
-        #expect(take(&c, 50).count == 50)
+        #expect(put(&p, Array(repeating: 9, count: size - 14)) == size - 14)
+        #expect(take(&c, size - 14).count == size - 14)
         // 14 bytes left before the end: the next 30 bytes are split 14 + 16.
         let (wa, wb) = p.writableRegions(max: 30)
         #expect(wa.count == 14 && wb.count == 16)
         for i in 0..<14 { wa[i] = UInt8(i) }
         for i in 0..<16 { wb[i] = UInt8(14 + i) }
         p.commit(30)
-        let (ra, rb) = c.readableRegions(max: 64)
+        let (ra, rb) = c.readableRegions(max: size)
         #expect(ra.count == 14 && rb.count == 16)
         #expect(Array(ra) + Array(rb) == Array(0..<30))
         c.commit(30)
-        #expect(p.position == 80 && c.position == 80, "counters are monotonic, not wrapped")
+        #expect(p.position == size + 16 && c.position == size + 16, "counters are monotonic, not wrapped")
+        #expect(put(&p, Array(repeating: 1, count: size + 8)) == size, "full at exactly the capacity")
     }
 
     @Test("partial commits publish only what was committed")
