@@ -1,4 +1,5 @@
 import CPulse
+import Platform
 
 #if canImport(Glibc)
 import Glibc

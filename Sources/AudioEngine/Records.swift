@@ -268,10 +268,3 @@ struct WakePipe: Sendable {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds.
-@inline(__always)
-func monotonicNanos() -> Int {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}

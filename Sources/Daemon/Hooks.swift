@@ -30,17 +30,17 @@ public final class HookRunner: Sendable {
                 done?(nil)
                 return
             }
-            let deadline = ChildProcess.now() + Int(timeout * 1e9)
+            let deadline = monotonicNanos() + Int(timeout * 1e9)
             // Its output, line by line, until it ends; a command that exits leaving a process
             // holding the pipe gets one more second of output, as a command still writing at
             // the deadline gets none.
             var exitedAt: Int?
-            while ChildProcess.now() < deadline {
+            while monotonicNanos() < deadline {
                 if child.wait(until: 0) != nil {
-                    exitedAt = exitedAt ?? ChildProcess.now()
-                    if ChildProcess.now() - exitedAt! > 1_000_000_000 { break }
+                    exitedAt = exitedAt ?? monotonicNanos()
+                    if monotonicNanos() - exitedAt! > 1_000_000_000 { break }
                 }
-                if let line = child.readLine(until: min(deadline, ChildProcess.now() + 100_000_000)) {
+                if let line = child.readLine(until: min(deadline, monotonicNanos() + 100_000_000)) {
                     if !line.isEmpty { logger.info("hook output", metadata: ["hook": "\(name)", "line": "\(line)"]) }
                 } else if child.outputEnded {
                     break

@@ -78,7 +78,7 @@ public final class ChildProcess: @unchecked Sendable {
                 return Substring(line)
             }
             guard output >= 0 else { return nil }
-            let left = deadline - Self.now()
+            let left = deadline - monotonicNanos()
             var p = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
             if left <= 0 { return nil }
             let ready = poll(&p, 1, Int32(clamping: (left + 999_999) / 1_000_000))
@@ -113,7 +113,7 @@ public final class ChildProcess: @unchecked Sendable {
                 status = signal == 0 ? (raw >> 8) & 0xff : 128 + signal
             } else if r < 0, errno != EINTR {
                 status = -1
-            } else if Self.now() >= deadline {
+            } else if monotonicNanos() >= deadline {
                 return nil
             } else {
                 sleepThread(seconds: 0.005)
@@ -122,15 +122,8 @@ public final class ChildProcess: @unchecked Sendable {
         return status
     }
 
-    /// Sends `signal` to the child.
+    /// Sends `signal` to the child's process group: the child and whatever it started.
     public func kill(_ signal: Int32 = SIGKILL) {
-        if status == nil { _ = Glibc.kill(pid, signal) }
-    }
-
-    /// CLOCK_MONOTONIC in nanoseconds.
-    public static func now() -> Int {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+        if status == nil { _ = Glibc.kill(-pid, signal) }
     }
 }

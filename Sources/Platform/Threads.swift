@@ -65,3 +65,11 @@ public func sleepThread(seconds: Double) {
     var rem = timespec()
     while nanosleep(&ts, &rem) != 0, errno == EINTR { ts = rem }
 }
+
+/// CLOCK_MONOTONIC in nanoseconds (inlined: the output thread reads it every period).
+@inlinable @inline(__always)
+public func monotonicNanos() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec &* 1_000_000_000 &+ ts.tv_nsec
+}
