@@ -79,8 +79,10 @@ import Testing
     }
 
     @Test func childHasItsOwnGroupAndDefaultSignals() throws {
-        // pgrp is /proc/PID/stat's fifth field; SigBlk and SigIgn are hex masks (SIGPIPE: bit 12).
-        let c = try ChildProcess(path: "/bin/sh", arguments: ["-c", "cut -d' ' -f5 /proc/$$/stat; grep -E '^Sig(Blk|Ign)' /proc/$$/status"],
+        // pgrp is /proc/PID/stat's fifth field; SigBlk and SigIgn are hex masks (SIGPIPE: bit 12),
+        // read by the shell itself once exec'd into grep (a shell blocks signals around its forks,
+        // so reading its status from a child catches that).
+        let c = try ChildProcess(path: "/bin/sh", arguments: ["-c", "cut -d' ' -f5 /proc/$$/stat; exec grep -E '^Sig(Blk|Ign)' /proc/self/status"],
                                  environment: ["PATH": "/usr/bin:/bin"])
         let deadline = monotonicNanos() + 10_000_000_000
         var lines: [String] = []
