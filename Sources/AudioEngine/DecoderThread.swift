@@ -46,6 +46,8 @@ final class DecoderThread: @unchecked Sendable {
     private let mailbox = Mutex<[Command]>([])
     private let report: @Sendable (DecoderReport) -> Void
     private var thread: PlatformThread?
+    /// Files must lie beneath this directory (``EngineConfiguration/confinement``).
+    private let confinement: String?
 
     private var plan: [DecodeItem] = []
     /// Where recent items' audio ended in the ring (id → position), for late splices.
@@ -61,7 +63,8 @@ final class DecoderThread: @unchecked Sendable {
     private var lastDrainSample: (UInt64, Int)?
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
-         report: @escaping @Sendable (DecoderReport) -> Void) {
+         confinement: String?, report: @escaping @Sendable (DecoderReport) -> Void) {
+        self.confinement = confinement
         self.shared = shared
         self.producer = producer
         self.markers = markers
@@ -244,7 +247,7 @@ final class DecoderThread: @unchecked Sendable {
         let item = plan[index]
         do {
             var item = item
-            let decoder = try MPG123Decoder(path: item.path)
+            let decoder = try MPG123Decoder(path: item.path, beneath: confinement)
             if let seconds = item.startSeconds {
                 item.startFrame = min(decoder.lengthFrames, Int((seconds * Double(decoder.format.rate)).rounded()))
                 item.startSeconds = nil

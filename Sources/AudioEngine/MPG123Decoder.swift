@@ -130,8 +130,12 @@ public final class MPG123Decoder {
     private var scratch: UnsafeMutableRawPointer?
 
     /// Opens `path` and reads its format, exact length and tags.
-    /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, or not MPEG audio.
-    public convenience init(path: String) throws {
+    /// - Parameter root: When given, the file opened must lie beneath this directory (resolved,
+    ///   no links), checked on the opened descriptor (``Confinement``): a link swapped in after
+    ///   the path was checked cannot lead out of it.
+    /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, outside `root`,
+    ///   or not MPEG audio.
+    public convenience init(path: String, beneath root: String? = nil) throws {
         // Opened without blocking and checked before libmpg123 reads it: a FIFO, a socket or a
         // device named like a music file is refused at once, never waited on.
         let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
@@ -150,6 +154,10 @@ public final class MPG123Decoder {
             }
             Glibc.close(fd)
             throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "is \(kind), not a regular file", path: path)
+        }
+        if let problem = Confinement.problem(descriptor: fd, beneath: root) {
+            Glibc.close(fd)
+            throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: problem, path: path)
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         try self.init(source: .ownedDescriptor(fd), name: path)

@@ -65,6 +65,15 @@ enum OutputDevice {
         }
     }
 
+    /// Whether the device is gone (a card unplugged, a sound server that died): its readings
+    /// (delay, state) no longer say what was heard, and nothing written to it will play.
+    var isLost: Bool {
+        switch self {
+        case .alsa(let p): snd_pcm_state(p.pcm) == SND_PCM_STATE_DISCONNECTED
+        case .pulse(let s): !s.isAlive
+        }
+    }
+
     /// Frames written and not yet heard; nil when the device cannot tell yet.
     func delay() -> Int? {
         switch self {

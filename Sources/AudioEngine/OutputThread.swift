@@ -196,6 +196,21 @@ final class OutputThread: @unchecked Sendable {
     /// Sleeps up to `ms`, returning early when the control plane calls `wakeOutput()`.
     private func sleepWakeable(_ ms: Int) { shared.outputWake.wait(millis: ms) }
 
+    /// The pause wait with a sound-server stream open: sleeps with no timeout on the wake pipe
+    /// and the stream's notification pipe (preallocated descriptors: no allocation, no lock of
+    /// ours). True when the stream spoke (a state change; a request or timing left over from
+    /// before the cork): the caller then asks whether it is still alive. A corked stream's
+    /// server sends nothing periodic, so a healthy pause still costs no wake-ups.
+    private func waitPaused(_ s: PulseStream) -> Bool {
+        pollFDs[0] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
+        pollFDs[1] = pollfd(fd: s.notifyFD, events: Int16(POLLIN), revents: 0)
+        guard poll(pollFDs, 2, -1) > 0 else { return false }  // EINTR: the caller re-checks
+        if pollFDs[0].revents & Int16(POLLIN) != 0 { shared.outputWake.drain() }
+        guard pollFDs[1].revents != 0 else { return false }
+        s.drainNotifications()
+        return true
+    }
+
     /// `snd_pcm_wait` that the control plane can interrupt: polls the device's descriptors and
     /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
     /// asks the device, which reports a lost server or device), 0 when woken (the caller
@@ -635,6 +650,10 @@ final class OutputThread: @unchecked Sendable {
             closeDevice()
             publishAllHeard()
         }
+        // Lost since the last write (a sound server that died just before the pause): report it
+        // from the last reading now; a dead stream's readings would put the heard frame back at
+        // `heardFloor` (its delay is unknown, so everything written would count as unheard).
+        if let pcm, pcm.isLost { deviceFailed(-ENODEV) }
         var hwPaused = false
         if let pcm, pcm.state() == .running {
             if pcm.configuration.canPause && settings.hardwarePause { hwPaused = pcm.pause(true) }
@@ -650,10 +669,21 @@ final class OutputThread: @unchecked Sendable {
         publishPosition()
         while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
               shared.generation.load(ordering: .acquiring) == generation {
-            sleepWakeable(-1)  // no timeout: resume, flush or shutdown wakes it at once
+            // No timeout: resume, flush or shutdown wakes it at once. A corked sound-server stream
+            // is watched too: the server's death (its state change on the notification pipe) is
+            // reported now, paused, as it is while playing; not by the next play.
+            if case .pulse(let stream)? = pcm {
+                if waitPaused(stream), !stream.isAlive { deviceFailed(-ENODEV) }
+            } else {
+                sleepWakeable(-1)
+            }
         }
-        // Flushed while paused: stay paused; the flush drops the buffer without playing it.
-        if hwPaused, let pcm, shared.generation.load(ordering: .acquiring) == generation { _ = pcm.pause(false) }
+        // Flushed while paused: stay paused; the flush drops the buffer without playing it. A
+        // device that cannot be resumed because it is gone fails here, from the paused reading.
+        if hwPaused, let pcm, shared.generation.load(ordering: .acquiring) == generation,
+           !pcm.pause(false), pcm.isLost {
+            deviceFailed(-ENODEV)
+        }
         shared.outputPaused.store(false, ordering: .releasing)
         shared.wakeDecoder()  // it waits for this when it found the ring full during the pause
         publishPosition()  // advancing again: the position moves from here, not from the next write

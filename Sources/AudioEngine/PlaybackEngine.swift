@@ -73,14 +73,21 @@ public struct EngineConfiguration: Sendable {
     public var decodeAheadSeconds: Double
     /// Where the engine logs (from the control plane only).
     public var logger: Logger
+    /// When set, every file the engine opens must lie beneath this directory (absolute, its
+    /// links resolved), checked on the opened descriptor: an item whose file has become a link
+    /// leading out of it since it was queued fails with that reason (a daemon confining its
+    /// clients to the music directory). nil: any file.
+    public var confinement: String?
 
     /// A configuration with the default device and a 2-second decode-ahead unless given.
     /// - Parameters:
     ///   - output: The output device's settings.
     ///   - decodeAheadSeconds: How far ahead the decoder may run, seconds.
     ///   - logger: Where the engine logs.
+    ///   - confinement: The directory every file must lie beneath (nil: anywhere).
     public init(output: OutputSettings = OutputSettings(), decodeAheadSeconds: Double = 2,
-                logger: Logger = Logger(label: "backline.engine")) {
+                logger: Logger = Logger(label: "backline.engine"), confinement: String? = nil) {
+        self.confinement = confinement
         self.output = output
         self.decodeAheadSeconds = decodeAheadSeconds
         self.logger = logger
@@ -157,7 +164,7 @@ public final class PlaybackEngine: Sendable {
         let shared = self.shared
         let reportBox = ReportBox()
         decoder = DecoderThread(shared: shared, producer: pcmRing.makeProducer(), markers: markerRing.makeProducer(),
-                                report: { reportBox.engine?.decoderReport($0) })
+                                confinement: configuration.confinement, report: { reportBox.engine?.decoderReport($0) })
         output = OutputThread(shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
                               markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
         monitor = MonitorThread(events: eventRing.makeConsumer(), shared: shared)

@@ -215,6 +215,13 @@ final class PulseStream: @unchecked Sendable {
         pa_stream_get_state(stream) == PA_STREAM_READY && pa_context_get_state(context) == PA_CONTEXT_READY
     }
 
+    /// Whether the stream and its server are still there (a server that died fails both).
+    var isAlive: Bool {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        return alive()
+    }
+
     /// Frames the server takes now; `-ENODEV` when the stream or server is gone, `-EPIPE` once
     /// for each underrun the server reported (as ALSA reports an xrun).
     func availFrames() -> Int {

@@ -51,6 +51,28 @@ public struct Alarm: Sendable, Codable, Equatable {
         return now.addingTimeInterval(86400)
     }
 
+    /// The latest `next` believed, seconds since 1970 (the year 2286); beyond it is damage.
+    static let latestNext = 1e10
+
+    /// The first field out of range, named (`hour: 1000000000000 is not within 0…23`), or nil
+    /// when every one is valid: what a saved alarm must satisfy before it is armed.
+    public var problem: String? {
+        guard id > 0, id < Int(Int32.max) else { return "id: \(id) is not a valid id" }
+        guard (0..<24).contains(hour) else { return "hour: \(hour) is not within 0…23" }
+        guard (0..<60).contains(minute) else { return "minute: \(minute) is not within 0…59" }
+        guard (0..<60).contains(second) else { return "second: \(second) is not within 0…59" }
+        guard fade.isFinite, (0...Limits.fadeSeconds).contains(fade) else {
+            return "fade: \(fade.isFinite ? "\(fade)" : "not finite") is not within 0…\(Int(Limits.fadeSeconds)) s"
+        }
+        let t = next.timeIntervalSince1970
+        guard t.isFinite, (0...Self.latestNext).contains(t) else { return "next: \(t) s since 1970 is not a time before 2286" }
+        if let item, !(1..<Int(Int32.max)).contains(item) { return "item: \(item) is not a valid id" }
+        if let playlist {
+            do throws(CommandError) { try PlaylistStore.check(playlist) } catch { return "playlist: \(error.message)" }
+        }
+        return nil
+    }
+
     /// Parses `HH:MM` or `HH:MM:SS`.
     public static func parseTime(_ s: String) -> (hour: Int, minute: Int, second: Int)? {
         let parts = s.split(separator: ":").map { Int($0) }
@@ -88,10 +110,21 @@ extension Playback {
     public var alarms: [Alarm] { alarmBook.withLock { $0.alarms.sorted { $0.next < $1.next } } }
 
     /// Sets an alarm; returns it.
+    /// - Throws: ``CommandError/tooLarge(_:)`` when ``Limits/alarms`` are set already;
+    ///   ``CommandError/badArgument(_:)`` for a time or fade out of range.
     @discardableResult
     public func setAlarm(hour: Int, minute: Int, second: Int = 0, daily: Bool, fade: Double,
-                         item: Int?, playlist: String?) -> Alarm {
-        let alarm = alarmBook.withLock { b -> Alarm in
+                         item: Int?, playlist: String?) throws(CommandError) -> Alarm {
+        guard (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second) else {
+            throw .badArgument("alarm: the time is HH:MM:SS within a day")
+        }
+        guard fade >= 0, fade <= Limits.fadeSeconds else { throw .badArgument("alarm: fade is 0 to \(Int(Limits.fadeSeconds)) seconds") }
+        let alarm = try alarmBook.withLock { b throws(CommandError) -> Alarm in
+            guard b.alarms.count < Limits.alarms else {
+                throw .tooLarge("alarm: at most \(Limits.alarms) alarms may be set; cancel one first")
+            }
+            // Ids stay below 2³¹ (the saved state's range): past it, the lowest free one.
+            if b.nextID >= Int(Int32.max) { b.nextID = (1...).first { id in !b.alarms.contains { $0.id == id } }! }
             defer { b.nextID += 1 }
             let a = Alarm(id: b.nextID, hour: hour, minute: minute, second: second, daily: daily, fade: fade, item: item, playlist: playlist)
             b.alarms.append(a)
@@ -116,10 +149,17 @@ extension Playback {
     }
 
     /// Restores saved alarms (one whose time passed while the daemon was not running is moved
-    /// to its next occurrence when daily, dropped otherwise).
+    /// to its next occurrence when daily, dropped otherwise; one more than two days ahead, as
+    /// after the clock was set back, is moved to its next occurrence). Check them first
+    /// (``Alarm/problem``): this one trusts its fields.
     public func restoreAlarms(_ saved: [Alarm]) {
         let now = Date()
         let kept = saved.compactMap { a -> Alarm? in
+            if a.next > now.addingTimeInterval(2 * 86400) {
+                var b = a
+                b.next = Alarm.nextDate(hour: a.hour, minute: a.minute, second: a.second, after: now)
+                return b
+            }
             guard a.next <= now else { return a }
             guard a.daily else { return nil }
             var b = a
@@ -180,8 +220,9 @@ extension Playback {
         if fired.fade > 0 { fadeIn(to: target, over: fired.fade) }
     }
 
-    /// Raises the volume from where it is to `target` over `seconds`.
-    private func fadeIn(to target: Float, over seconds: Double) {
+    /// Raises the volume from where it is to `target` over `seconds` (at most ``Limits/fadeSeconds``).
+    private func fadeIn(to target: Float, over requested: Double) {
+        let seconds = requested.isFinite ? min(max(requested, 0.05), Limits.fadeSeconds) : 0.05
         let steps = max(1, Int(seconds / 0.05))
         let step = Mutex(0)
         let timer = DispatchSource.makeTimerSource(queue: work)

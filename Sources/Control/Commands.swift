@@ -25,6 +25,9 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
     case unauthorized(String)
     /// Something of that name exists already (a stored playlist).
     case exists(String)
+    /// Past one of the daemon's limits (``Limits``): the queue's length, a playlist's, the
+    /// number of alarms. Nothing was changed.
+    case tooLarge(String)
     /// Anything else that failed.
     case failed(String)
 
@@ -43,6 +46,7 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
         case .sessionError: "session-error"
         case .unauthorized: "unauthorized"
         case .exists: "exists"
+        case .tooLarge: "too-large"
         case .failed: "command-failed"
         }
     }
@@ -52,7 +56,7 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unknownCommand(let m), .badArgument(let m), .noSuchItem(let m), .notPlaying(let m), .emptyQueue(let m),
              .outputUnavailable(let m), .notFound(let m), .forbidden(let m), .unsupported(let m), .sessionError(let m),
-             .unauthorized(let m), .exists(let m), .failed(let m):
+             .unauthorized(let m), .exists(let m), .tooLarge(let m), .failed(let m):
             m
         }
     }

@@ -32,7 +32,9 @@ public struct PathResolver: Sendable {
 
     /// Why a path cannot be added.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
-        public enum Code: String, Sendable { case notFound = "not-found", forbidden = "forbidden", unsupported = "unsupported" }
+        public enum Code: String, Sendable {
+            case notFound = "not-found", forbidden = "forbidden", unsupported = "unsupported", tooLarge = "too-large"
+        }
         public let code: Code
         public let path: String
         public let message: String
@@ -145,7 +147,7 @@ public struct PathResolver: Sendable {
                 throw Refusal(code: .unsupported, path: request, message: "playlists nested too deeply")
             }
             let data: Data
-            switch readRegularFile(path, limit: Self.maximumPlaylistSize) {
+            switch readRegularFile(path, limit: Self.maximumPlaylistSize, beneath: allowAbsolutePaths ? nil : root) {
             case .success(let d): data = d
             case .failure(let e): throw Refusal(code: .unsupported, path: request, message: "playlist: \(e.message)")
             }
@@ -154,8 +156,15 @@ public struct PathResolver: Sendable {
             }
             let dir = Path.deletingLastComponent(path)
             var files: [String] = []
-            for entry in Self.playlistEntries(text) {
+            let entries = Self.playlistEntries(text)
+            guard entries.count <= Limits.playlistEntries else {
+                throw Refusal(code: .tooLarge, path: request, message: "playlist has more than \(Limits.playlistEntries) entries")
+            }
+            for entry in entries {
                 do { files += try expand(entry, relativeTo: dir, chain: chain + [path], into: &r) } catch { r.skipped.append(error) }
+                guard files.count <= Limits.playlistEntries else {
+                    throw Refusal(code: .tooLarge, path: request, message: "playlist names more than \(Limits.playlistEntries) files")
+                }
             }
             return files
         }

@@ -58,7 +58,7 @@ public final class Playback: Sendable {
     /// The remote command center: other processes' commands arrive here when this is the
     /// now-playing app; the ``CommandDispatcher`` binds it to the same commands.
     public let remote: RemoteCommandCenter
-    public let tags = TagCache()
+    public let tags: TagCache
     public let resolver: PathResolver
     /// Stored playlists (nil without a playlist directory).
     public let playlists: PlaylistStore?
@@ -97,9 +97,14 @@ public final class Playback: Sendable {
         }
         application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
                                   handlerQueue: DispatchQueue(label: "backline.application.handlers"))
+        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
+        // What a client queued is opened only beneath the music directory (checked on the opened
+        // descriptor: a link swapped in after `add` cannot lead out of it).
+        let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
+        tags = TagCache(confinement: confinement)
         player = QueuePlayer(configuration: EngineConfiguration(
             output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
-                                   preferredFormat: configuration.preferredFormat)),
+                                   preferredFormat: configuration.preferredFormat), confinement: confinement),
             session: session, application: application)
         // The daemon and the command-line player stand for the whole app: they resume after an
         // interruption that ends with shouldResume, as an app's handler would.
@@ -114,7 +119,6 @@ public final class Playback: Sendable {
         // Handlers on a queue of their own: `play` keeps the main thread in its loop, and the
         // daemon's main thread waits for the service, so neither runs the main queue.
         remote = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "backline.remote"), application: application)
-        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
         playlists = configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
         _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }

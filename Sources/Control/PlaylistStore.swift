@@ -40,8 +40,8 @@ public struct PlaylistStore: Sendable {
     public func all() -> [Info] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return names.filter { $0.hasSuffix(".m3u") && !$0.hasPrefix(".") }.compactMap { f -> Info? in
-            var st = stat()
-            guard stat(directory + "/" + f, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+            var st = stat()  // (lstat: a link placed there is not a playlist)
+            guard lstat(directory + "/" + f, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
             return Info(name: String(f.dropLast(4)), modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
         }.sorted { $0.name < $1.name }
     }
@@ -55,10 +55,21 @@ public struct PlaylistStore: Sendable {
     /// The entries of `name` as stored (relative to the music directory, or absolute).
     public func entries(_ name: String) throws(CommandError) -> [String] {
         try Self.check(name)
-        switch readRegularFile(file(name), limit: PathResolver.maximumPlaylistSize) {
+        // Only a file of the playlist directory itself: a link placed there (to /etc/shadow, say)
+        // is not read through (checked on the opened descriptor).
+        guard let dir = PathResolver.realPath(directory) else { throw .notFound("no playlist named \"\(name)\"") }
+        switch readRegularFile(file(name), limit: PathResolver.maximumPlaylistSize, beneath: dir) {
         case .success(let data):
-            return String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.trimmingBlanks() }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            var entries: [String] = []
+            for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+                let entry = line.trimmingBlanks()
+                guard !entry.isEmpty, !entry.hasPrefix("#") else { continue }
+                guard entries.count < Limits.playlistEntries else {
+                    throw .tooLarge("playlist \"\(name)\" has more than \(Limits.playlistEntries) entries")
+                }
+                entries.append(entry)
+            }
+            return entries
         case .failure(let e) where e.code == ENOENT: throw .notFound("no playlist named \"\(name)\"")
         case .failure(let e): throw .failed("playlist \"\(name)\": \(e.message)")
         }

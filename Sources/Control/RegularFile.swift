@@ -10,8 +10,6 @@ import Glibc
 // MPG123Decoder) is opened with O_NONBLOCK and checked before it is read: a FIFO, a socket or a
 // device in its place is refused with its kind named, never waited on, and sizes are bounded.
 
-/// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
-/// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
 /// A file that could not be read or written: its path, the errno (0: none) and what failed.
 public struct FileError: Error, CustomStringConvertible, Sendable {
     public let path: String
@@ -23,10 +21,18 @@ public struct FileError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(path): \(message)" + (code != 0 ? " (\(String(cString: strerror(code))))" : "") }
 }
 
-public func readRegularFile(_ path: String, limit: Int) -> Result<Data, FileError> {
+/// Reads `path` whole if it is a regular file of at most `limit` bytes; opened with
+/// `O_NONBLOCK` so that a FIFO or a device in its place is refused, never waited on.
+/// With `root`, the file opened must lie beneath that directory (absolute, links resolved),
+/// checked on the opened descriptor (``Confinement``): a link swapped in after the path was
+/// checked cannot lead out of it.
+public func readRegularFile(_ path: String, limit: Int, beneath root: String? = nil) -> Result<Data, FileError> {
     let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
     guard fd >= 0 else { return .failure(FileError(path: path, code: errno, message: "cannot open")) }
     defer { close(fd) }
+    if let problem = Confinement.problem(descriptor: fd, beneath: root) {
+        return .failure(FileError(path: path, code: 0, message: problem))
+    }
     var st = stat()
     guard fstat(fd, &st) == 0 else { return .failure(FileError(path: path, code: errno, message: "cannot stat")) }
     guard st.st_mode & S_IFMT == S_IFREG else {

@@ -19,19 +19,22 @@ public final class TagCache: Sendable {
     /// Where prefetches run: a serial queue (no global queue in the daemon; see `DaemonCommand`).
     private let prefetchQueue = DispatchQueue(label: "backline.tags", qos: .utility)
 
-    public init() {}
+    /// Files must lie beneath this directory (checked on the opened descriptor; nil: anywhere).
+    public let confinement: String?
+
+    public init(confinement: String? = nil) { self.confinement = confinement }
 
     /// The info for `path`, reading the file the first time.
     public func info(_ path: String) -> Info {
         if let i = cache.withLock({ $0[path] }) { return i }
-        let info = Self.read(path)
+        let info = read(path)
         cache.withLock { $0[path] = info }
         return info
     }
 
-    private static func read(_ path: String) -> Info {
+    private func read(_ path: String) -> Info {
         do {
-            let d = try MPG123Decoder(path: path)
+            let d = try MPG123Decoder(path: path, beneath: confinement)
             return Info(metadata: d.metadata, duration: d.duration, error: nil)
         } catch {
             return Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
@@ -40,7 +43,7 @@ public final class TagCache: Sendable {
 
     /// The info, read now if it was not read already, without keeping it (a whole library
     /// walked once need not stay in memory).
-    public func peek(_ path: String) -> Info { cached(path) ?? Self.read(path) }
+    public func peek(_ path: String) -> Info { cached(path) ?? read(path) }
 
     /// The info if it was read already.
     public func cached(_ path: String) -> Info? { cache.withLock { $0[path] } }

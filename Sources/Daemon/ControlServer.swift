@@ -30,17 +30,15 @@ public final class ControlServer: Sendable {
     let group: MultiThreadedEventLoopGroup
     private let channels = Mutex<[any Channel]>([])
     private let clients = Mutex<[UInt64: any Channel]>([:])
-    private let connectionCount = Atomic<Int>(0)
-    /// TCP connections that have not authenticated yet.
-    private let unauthenticated = Atomic<Int>(0)
-    /// Wrong TCP tokens, logged at most once per 10 s.
-    private let tokenFailures = TokenFailures()
+    /// Wrong TCP tokens and MPD passwords, logged at most once per 10 s.
+    private let tokenFailures: LogLimiter
     private let nextClient = Atomic<UInt64>(1)
     private let lockFD = Mutex<Int32>(-1)
 
     public init(config: DaemonConfig, logger: Logger) {
         self.config = config
         self.logger = logger
+        tokenFailures = LogLimiter("wrong TCP token", logger: logger)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     }
 
@@ -57,7 +55,7 @@ public final class ControlServer: Sendable {
         // TCP first: the Unix socket appearing is what says "ready".
         if let tcp = config.tcpListen {
             let (host, port) = try Self.split(tcp)
-            let t = try bootstrap(tcp: true, core: core).bind(host: host, port: port).wait()
+            let t = try bootstrap(tcp: true, core: core, listener: listener("TCP \(tcp)")).bind(host: host, port: port).wait()
             channels.withLock { $0.append(t) }
             logger.info("listening", metadata: ["tcp": "\(t.localAddress.map { "\($0)" } ?? tcp)"])
         }
@@ -65,15 +63,18 @@ public final class ControlServer: Sendable {
         for addr in config.mpdListen {
             let c: any Channel
             if addr.hasPrefix("/") {
+                if let problem = PrivateDirectory.socketDirectoryProblem(Path.deletingLastComponent(addr)) {
+                    throw ServerError(code: 0, message: "refusing the MPD socket \(addr): \(problem)")
+                }
                 if Self.someoneListens(addr) { throw ServerError(code: 0, message: "another program is already listening on \(addr)") }
                 unlink(addr)
                 let old = umask(0o177)
                 defer { umask(old) }
-                c = try bootstrap(tcp: false, core: core, mpd: true).bind(unixDomainSocketPath: addr).wait()
+                c = try bootstrap(tcp: false, core: core, listener: listener("MPD \(addr)"), mpd: true).bind(unixDomainSocketPath: addr).wait()
                 chmod(addr, 0o600)
             } else {
                 let (host, port) = try Self.split(addr)
-                c = try bootstrap(tcp: true, core: core, mpd: true).bind(host: host, port: port).wait()
+                c = try bootstrap(tcp: true, core: core, listener: listener("MPD \(addr)"), mpd: true).bind(host: host, port: port).wait()
             }
             channels.withLock { $0.append(c) }
             logger.info("listening (MPD protocol)", metadata: ["address": "\(c.localAddress.map { "\($0)" } ?? addr)"])
@@ -81,7 +82,7 @@ public final class ControlServer: Sendable {
         let old = umask(0o177)  // the socket is born 0600
         let unix: any Channel
         do {
-            unix = try bootstrap(tcp: false, core: core).bind(unixDomainSocketPath: path).wait()
+            unix = try bootstrap(tcp: false, core: core, listener: listener("control socket")).bind(unixDomainSocketPath: path).wait()
         } catch {
             umask(old)
             throw error
@@ -152,52 +153,56 @@ public final class ControlServer: Sendable {
         return r == 0
     }
 
-    private func bootstrap(tcp: Bool, core: DaemonCore, mpd: Bool = false) -> ServerBootstrap {
-        let max = config.maxConnections
+    private func listener(_ name: String) -> Listener {
+        Listener(name: name, maxConnections: config.maxConnections, maxUnauthenticated: config.maxUnauthenticated, logger: logger)
+    }
+
+    private func bootstrap(tcp: Bool, core: DaemonCore, listener: Listener, mpd: Bool = false) -> ServerBootstrap {
         let high = config.maxOutputBytes
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: high / 2, high: high))
             .childChannelInitializer { [self] channel in
-                let n = connectionCount.wrappingAdd(1, ordering: .relaxed).newValue
-                channel.closeFuture.whenComplete { [self] _ in connectionCount.wrappingSubtract(1, ordering: .relaxed) }
-                if n > max {
-                    logger.warning("connection refused: too many connections", metadata: ["max": "\(max)"])
+                let peer = channel.remoteAddress.map { "\($0)" } ?? ""
+                guard listener.admit(channel) else {
+                    listener.refusals.record(from: peer)
                     if mpd { return channel.close() }  // mpd closes too: its clients expect no JSON
-                    return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(max) connections"))
+                    return refuse(channel, ProtocolError("too-many-connections", "the daemon serves at most \(listener.maxConnections) connections here"))
                 }
                 if mpd, tcp, config.mpdPassword == nil {
-                    return accept(channel, core: core, needsToken: false, mpd: true)  // loopback only (validated)
+                    return accept(channel, core: core, listener: listener, needsToken: false, mpd: true)  // loopback only (validated)
                 }
                 if tcp {
-                    // Unauthenticated TCP connections have their own, small cap: however many a
-                    // stranger opens, the owner's Unix socket still has its slots.
-                    let waiting = unauthenticated.wrappingAdd(1, ordering: .relaxed).newValue
-                    let counted = Once()
-                    let release: @Sendable () -> Void = { [self] in
-                        if counted.first() { unauthenticated.wrappingSubtract(1, ordering: .relaxed) }
+                    // Unauthenticated TCP connections have their own, small number of places:
+                    // past it the oldest waiting is closed, so held connections never keep out
+                    // one that brings the token.
+                    let release = listener.waitForAuthentication(ObjectIdentifier(channel), peer: peer) {
+                        channel.eventLoop.execute {
+                            guard channel.isActive else { return }
+                            if mpd { channel.close(promise: nil); return }
+                            let line = DaemonCore.errorReply(.null, ProtocolError(
+                                "too-many-connections", "closed unauthenticated: a newer connection took its place")).text + "\n"
+                            var buf = channel.allocator.buffer(capacity: line.utf8.count)
+                            buf.writeString(line)
+                            channel.writeAndFlush(buf).whenComplete { _ in channel.close(promise: nil) }
+                        }
                     }
                     channel.closeFuture.whenComplete { _ in release() }
-                    if waiting > config.maxUnauthenticated {
-                        logger.warning("connection refused: too many unauthenticated TCP connections",
-                                       metadata: ["max": "\(config.maxUnauthenticated)"])
-                        if mpd { return channel.close() }
-                        return refuse(channel, ProtocolError("too-many-connections",
-                                                             "at most \(config.maxUnauthenticated) TCP connections may wait to authenticate"))
-                    }
-                    return accept(channel, core: core, needsToken: true, mpd: mpd, authenticated: release)
+                    return accept(channel, core: core, listener: listener, needsToken: true, mpd: mpd, authenticated: release)
                 }
-                guard let provider = channel as? any SocketOptionProvider else { return accept(channel, core: core, needsToken: false) }
-                let peer: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+                guard let provider = channel as? any SocketOptionProvider else {
+                    return accept(channel, core: core, listener: listener, needsToken: false)
+                }
+                let peerCredentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
                     level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PeerCredentials.option))
-                return peer.flatMap { [self] cred in
+                return peerCredentials.flatMap { [self] cred in
                     guard cred.uid == getuid() else {
-                        logger.warning("connection refused: another user", metadata: ["uid": "\(cred.uid)", "pid": "\(cred.pid)"])
+                        listener.refusals.record(from: "uid \(cred.uid) pid \(cred.pid)")
                         if mpd { return channel.close() }
                         return refuse(channel, ProtocolError("forbidden", "only uid \(getuid()) may use this daemon"))
                     }
-                    return accept(channel, core: core, needsToken: false, mpd: mpd)
+                    return accept(channel, core: core, listener: listener, needsToken: false, mpd: mpd)
                 }
             }
             .childChannelOption(.autoRead, value: true)
@@ -213,7 +218,7 @@ public final class ControlServer: Sendable {
         }
     }
 
-    private func accept(_ channel: any Channel, core: DaemonCore, needsToken: Bool, mpd: Bool = false,
+    private func accept(_ channel: any Channel, core: DaemonCore, listener: Listener, needsToken: Bool, mpd: Bool = false,
                         authenticated: @escaping @Sendable () -> Void = {}) -> EventLoopFuture<Void> {
         let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
         let hub = core.hub
@@ -242,11 +247,12 @@ public final class ControlServer: Sendable {
             try channel.pipeline.syncOperations.addHandler(RequestDeadline(seconds: config.requestTimeout, logger: logger, client: id,
                                                                            silent: mpd))
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maximum: config.maxRequestBytes)))
+            try channel.pipeline.syncOperations.addHandler(CrossProtocolGuard(listener: listener))
             if mpd {
                 let local = channel.localAddress?.protocol == .unix
-                let failures = tokenFailures, logger = logger
+                let failures = tokenFailures
                 let peer = channel.remoteAddress.map { "\($0)" } ?? "?"
-                let codec = MPDProtocol(core: core, wrongPassword: { failures.record(from: peer, logger: logger) },
+                let codec = MPDProtocol(core: core, wrongPassword: { failures.record(from: peer) },
                                         passwordAccepted: authenticated)
                 try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
                     codec: codec, client: client, local: local, logger: logger,
@@ -272,61 +278,6 @@ final class RefuseHandler: ChannelInboundHandler {
     func channelActive(context: ChannelHandlerContext) { writeThenClose(context, error) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
-}
-
-/// True the first time only.
-final class Once: Sendable {
-    private let flag = Atomic<Bool>(true)
-    func first() -> Bool { flag.exchange(false, ordering: .relaxed) }
-}
-
-/// Wrong TCP tokens: counted, and logged at most once per 10 s (a guessing loop cannot flood
-/// the log, and is still seen).
-final class TokenFailures: Sendable {
-    private struct State {
-        var count = 0
-        var since = 0.0
-        var lastLog = -Double.infinity
-        var lastPeer = ""
-        var flushScheduled = false
-    }
-    private let state = Mutex(State())
-    private static let flushQueue = DispatchQueue(label: "backline.token-failures")
-
-    /// Logs a wrong token at once when none was logged in the last 10 s; otherwise counts it,
-    /// and the count is logged when those 10 s are over (so the last burst is never left out).
-    func record(from peer: String, logger: Logger) {
-        let now = ProcessInfo.processInfo.systemUptime
-        let (report, flushIn) = state.withLock { s -> ((Int, Double, String)?, Double?) in
-            if s.count == 0 { s.since = now }
-            s.count += 1
-            s.lastPeer = peer
-            if now - s.lastLog >= 10 { return (take(&s, now), nil) }
-            guard !s.flushScheduled else { return (nil, nil) }
-            s.flushScheduled = true
-            return (nil, s.lastLog + 10 - now)
-        }
-        if let report { log(report, logger) }
-        if let flushIn {
-            Self.flushQueue.asyncAfter(deadline: .now() + flushIn) { [self] in
-                let now = ProcessInfo.processInfo.systemUptime
-                let report = state.withLock { s -> (Int, Double, String)? in
-                    s.flushScheduled = false
-                    return s.count > 0 ? take(&s, now) : nil
-                }
-                if let report { log(report, logger) }
-            }
-        }
-    }
-
-    private func take(_ s: inout State, _ now: Double) -> (Int, Double, String) {
-        defer { (s.count, s.lastLog) = (0, now) }
-        return (s.count, now - s.since, s.lastPeer)
-    }
-
-    private func log(_ r: (count: Int, span: Double, peer: String), _ logger: Logger) {
-        logger.warning("wrong TCP token", metadata: ["attempts": "\(r.count)", "seconds": "\(Int(r.span.rounded()))", "last-from": "\(r.peer)"])
-    }
 }
 
 /// Closes a connection whose request line, once begun, does not end within `seconds` (a client
@@ -467,12 +418,12 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// The last reply's write, for closing after it.
     private var lastWrite: EventLoopFuture<Void>?
 
-    let tokenFailures: TokenFailures
+    let tokenFailures: LogLimiter
     /// Called once when a TCP client authenticates.
     let authenticated: @Sendable () -> Void
     private var authDeadline: Scheduled<Void>?
 
-    init(core: DaemonCore, client: ClientContext, logger: Logger, tokenFailures: TokenFailures,
+    init(core: DaemonCore, client: ClientContext, logger: Logger, tokenFailures: LogLimiter,
          authenticated: @escaping @Sendable () -> Void) {
         self.core = core
         self.client = client
@@ -543,7 +494,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 // A wrong token: answered after a second, then the connection closes; nothing
                 // else is read meanwhile. A guessing loop gets one try per second per
                 // connection, and few connections (`max-unauthenticated`).
-                tokenFailures.record(from: context.remoteAddress.map { "\($0)" } ?? "?", logger: logger)
+                tokenFailures.record(from: context.remoteAddress.map { "\($0)" } ?? "?")
                 busy = true
                 closing = true
                 context.channel.setOption(.autoRead, value: false).whenFailure { _ in }

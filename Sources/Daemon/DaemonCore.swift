@@ -87,6 +87,8 @@ public final class DaemonCore: Sendable {
         var lastSave = 0.0
         var lastPosition = 0.0
         var shuttingDown = false
+        /// The error the last save failed with (logged once, not at every save).
+        var saveError: String?
     }
 
     private let timers = Mutex(Timers())
@@ -167,11 +169,23 @@ public final class DaemonCore: Sendable {
                                alarms: alarms.isEmpty ? nil : alarms)
         do {
             try store.save(state)
-            timers.withLock { $0.lastSave = Self.now() }
+            let failed = timers.withLock { t -> String? in
+                t.lastSave = Self.now()
+                defer { t.saveError = nil }
+                return t.saveError
+            }
+            if failed != nil { logger.notice("state saved again", metadata: ["file": "\(store.path)"]) }
             logger.debug("state saved", metadata: ["why": "\(why)"])
             return true
         } catch {
-            logger.error("cannot save state", metadata: ["error": "\(error)"])
+            // Once per kind of failure (an unwritable directory fails every second while
+            // playing); again when it changes, and "saved again" when it is over.
+            let message = "\(error)"
+            let first = timers.withLock { t -> Bool in
+                defer { t.saveError = message }
+                return t.saveError != message
+            }
+            if first { logger.error("cannot save state (said once until it changes)", metadata: ["error": "\(message)"]) }
             return false
         }
     }

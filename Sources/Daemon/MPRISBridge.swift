@@ -41,14 +41,18 @@ extension DaemonCore {
         @Sendable func path(_ uri: String) -> String? { uri.hasPrefix("file://") ? URL(string: uri)?.path : nil }
         options.trackList = MPRISTrackList(
             tracks: { queue.entries.map { String($0.id) } },
-            info: { id in
+            info: { ids in
                 let entries = queue.entries
-                guard let n = Int(id), let k = entries.firstIndex(where: { $0.id == n }) else { return nil }
-                let item = playback.describe(entries[k], index: k, current: false, read: true)
-                var i = NowPlayingInfo()
-                (i.title, i.artist, i.albumTitle, i.albumTrackNumber) = (item.title, item.artist, item.album, item.track)
-                (i.playbackDuration, i.assetURL, i.externalContentIdentifier) = (item.duration, NowPlayingBinding.fileURL(item.path), id)
-                return i
+                var index: [Int: Int] = [:]
+                for (k, e) in entries.enumerated() { index[e.id] = k }
+                return ids.map { id in
+                    guard let n = Int(id), let k = index[n] else { return nil }
+                    let item = playback.describe(entries[k], index: k, current: false, read: true)
+                    var i = NowPlayingInfo()
+                    (i.title, i.artist, i.albumTitle, i.albumTrackNumber) = (item.title, item.artist, item.album, item.track)
+                    (i.playbackDuration, i.assetURL, i.externalContentIdentifier) = (item.duration, NowPlayingBinding.fileURL(item.path), id)
+                    return i
+                }
             },
             goTo: { id in
                 if case .failure(let e) = dispatcher.execute(PlayCommand(item: Int(id) ?? -1)) { return e.message }

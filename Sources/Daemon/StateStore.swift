@@ -26,26 +26,45 @@ public struct SavedState: Codable, Sendable, Equatable {
     public static let maximumPosition = 10_000_000.0
 
     /// The first field that is out of range, named, or nil when every one is valid: volume
-    /// within 0…1, position finite within 0…``maximumPosition``, ids positive and unique, `nextID`
-    /// above them, the current item, shuffle order and history only ids of the queue, paths
-    /// non-empty absolute ones.
+    /// within 0…1, position finite within 0…``maximumPosition``, at most ``Limits/queueLength``
+    /// entries, ids within 1…``PlayQueue/maximumID`` and unique, `nextID` within 1…2³¹−1,
+    /// priorities 0…255, paths absolute ones of at most `PATH_MAX` bytes, the current item,
+    /// shuffle order and history only ids of the queue (at most once each in the shuffle
+    /// order), the version not negative, and every alarm's fields (``Alarm/problem``), at most
+    /// ``Limits/alarms`` of them with unique ids.
     public var problem: String? {
         guard volume.isFinite, (0...1).contains(volume) else { return "volume: \(volume.isFinite ? "\(volume)" : "out of range") (not within 0…1)" }
         let q = queue
         guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
             return "queue.position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
         }
+        guard q.entries.count <= Limits.queueLength else {
+            return "queue.entries: \(q.entries.count) entries, more than \(Limits.queueLength)"
+        }
         var ids = Set<Int>()
         for (n, e) in q.entries.enumerated() {
-            guard e.id > 0, e.id < Int(Int32.max) else { return "queue.entries[\(n)].id: \(e.id) is not a valid id" }
+            guard (1...PlayQueue.maximumID).contains(e.id) else { return "queue.entries[\(n)].id: \(e.id) is not a valid id" }
             guard ids.insert(e.id).inserted else { return "queue.entries[\(n)].id: \(e.id) appears twice" }
-            guard e.path.hasPrefix("/"), !e.path.contains("\0") else { return "queue.entries[\(n)].path: not an absolute path" }
+            guard e.path.hasPrefix("/"), !e.path.contains("\0"), e.path.utf8.count <= Int(PATH_MAX) else {
+                return "queue.entries[\(n)].path: not an absolute path"
+            }
+            guard (0...255).contains(e.priority) else { return "queue.entries[\(n)].priority: \(e.priority) is not within 0…255" }
         }
-        guard q.nextID > (ids.max() ?? 0), q.nextID <= Int(Int32.max) else { return "queue.nextID: \(q.nextID) is not above every id" }
+        guard (1...Int(Int32.max)).contains(q.nextID) else { return "queue.nextID: \(q.nextID) is not within 1…\(Int32.max)" }
         if let c = q.current, !ids.contains(c) { return "queue.current: \(c) is not in the queue" }
         if let bad = q.shuffleOrder.first(where: { !ids.contains($0) }) { return "queue.shuffleOrder: \(bad) is not in the queue" }
         guard Set(q.shuffleOrder).count == q.shuffleOrder.count else { return "queue.shuffleOrder: an id appears twice" }
         if let bad = q.history.first(where: { !ids.contains($0) }) { return "queue.history: \(bad) is not in the queue" }
+        guard q.history.count <= Limits.queueLength else { return "queue.history: more than \(Limits.queueLength) entries" }
+        guard q.version >= 0 else { return "queue.version: \(q.version) is negative" }
+        if let alarms {
+            guard alarms.count <= Limits.alarms else { return "alarms: \(alarms.count) alarms, more than \(Limits.alarms)" }
+            var alarmIDs = Set<Int>()
+            for (n, a) in alarms.enumerated() {
+                if let problem = a.problem { return "alarms[\(n)].\(problem)" }
+                guard alarmIDs.insert(a.id).inserted else { return "alarms[\(n)].id: \(a.id) appears twice" }
+            }
+        }
         return nil
     }
 

@@ -61,8 +61,9 @@ public struct MPRISOptions: Sendable {
 public struct MPRISTrackList: Sendable {
     /// The ids in play order.
     public var tracks: @Sendable () -> [String]
-    /// What is known of `id` (nil: no such track).
-    public var info: @Sendable (_ id: String) -> NowPlayingInfo?
+    /// What is known of each of `ids`, in their order (nil: no such track). One call for all
+    /// of them: `GetTracksMetadata` may ask for every track of a long queue at once.
+    public var info: @Sendable (_ ids: [String]) -> [NowPlayingInfo?]
     /// Plays `id`; nil when done, else why not.
     public var goTo: @Sendable (_ id: String) -> String?
     /// Adds the file at `uri` after `after` (nil: first), playing it when `play`; nil when done.
@@ -70,7 +71,7 @@ public struct MPRISTrackList: Sendable {
     /// Removes `id`; nil when done.
     public var remove: (@Sendable (_ id: String) -> String?)?
 
-    public init(tracks: @escaping @Sendable () -> [String], info: @escaping @Sendable (String) -> NowPlayingInfo?,
+    public init(tracks: @escaping @Sendable () -> [String], info: @escaping @Sendable ([String]) -> [NowPlayingInfo?],
                 goTo: @escaping @Sendable (String) -> String?,
                 add: (@Sendable (String, String?, Bool) -> String?)? = nil, remove: (@Sendable (String) -> String?)? = nil) {
         (self.tracks, self.info, self.goTo, self.add, self.remove) = (tracks, info, goTo, add, remove)
@@ -412,11 +413,16 @@ public final class MPRISService: Sendable {
         switch member {
         case "GetTracksMetadata":
             guard m.signature == "ao", case .array(_, let paths)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GetTracksMetadata takes (ao)") }
-            let ids = list.tracks()
-            let all: [DBusValue] = paths.compactMap { p in
-                guard case .objectPath(let path) = p, let id = ids.first(where: { Self.trackPath($0) == path }), let i = list.info(id) else { return nil }
-                return .dictionary(metadata(i, track: path))
+            // Linear in the queue and the ids asked (a map from path to id), not their product:
+            // every track of a 40,000-item queue is one pass.
+            var byPath: [String: String] = [:]
+            for id in list.tracks() { byPath[Self.trackPath(id)] = id }
+            let asked: [(path: String, id: String)] = paths.compactMap { p in
+                guard case .objectPath(let path) = p, let id = byPath[path] else { return nil }
+                return (path, id)
             }
+            let infos = list.info(asked.map(\.id))
+            let all: [DBusValue] = zip(asked, infos).compactMap { a, i in i.map { .dictionary(metadata($0, track: a.path)) } }
             return .values([.array(element: "a{sv}", all)])
         case "GoTo":
             guard m.signature == "o", case .objectPath(let path)? = try? m.read() else { return .error(name: Self.invalidArgs, message: "GoTo takes (o)") }

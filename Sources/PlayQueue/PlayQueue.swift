@@ -100,7 +100,8 @@ public enum PlayQueueEvent: Sendable, Equatable {
 public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
     /// The entries in queue order.
     public var entries: [PlayQueueEntry]
-    /// The id the next added entry gets (ids are never reused).
+    /// The id the next added entry gets (ids are not reused while they can be avoided: see
+    /// ``PlayQueue/maximumID``).
     public var nextID: Int
     /// The current entry's id, if any.
     public var current: Int?
@@ -196,6 +197,9 @@ public final class PlayQueue: Sendable {
     private struct State {
         var entries: [PlayQueueEntry] = []
         var nextID = 1
+        /// At least the highest id in ``entries`` (stale-high after removals): ids from
+        /// `nextID` on are free while `nextID` is above it.
+        var highestID = 0
         var current: Int?
         var stopped = true
         /// What the player holds, in order: its current item first.
@@ -251,6 +255,8 @@ public final class PlayQueue: Sendable {
 
     /// The entries in queue order.
     public var entries: [PlayQueueEntry] { state.withLock { $0.entries } }
+    /// How many entries the queue has (no copy of them).
+    public var count: Int { state.withLock { $0.entries.count } }
     /// The current entry (selected even while stopped).
     public var current: PlayQueueEntry? { state.withLock { s in s.current.flatMap { id in s.entries.first { $0.id == id } } } }
     /// The current entry's index in ``entries``.
@@ -359,10 +365,7 @@ public final class PlayQueue: Sendable {
     @discardableResult
     public func add(_ paths: [String], at position: Int? = nil) -> [Int] {
         state.withLock { s in
-            let new = paths.map { p -> PlayQueueEntry in
-                defer { s.nextID += 1 }
-                return PlayQueueEntry(id: s.nextID, path: p)
-            }
+            let new = zip(Self.newIDs(paths.count, &s), paths).map { PlayQueueEntry(id: $0, path: $1) }
             let at = max(0, min(position ?? s.entries.count, s.entries.count))
             s.entries.insert(contentsOf: new, at: at)
             if s.shuffle {
@@ -374,6 +377,30 @@ public final class PlayQueue: Sendable {
             changed(&s, from: at)
             return new.map(\.id)
         }
+    }
+
+    /// Ids are 1 ..< 2³¹−1 (MPD's song ids are 32-bit), never reused while they can be
+    /// avoided: counted up from `nextID`; once the count would pass the top, it starts again
+    /// from 1, skipping the ids still in the queue.
+    public static let maximumID = Int(Int32.max) - 1
+
+    private static func newIDs(_ n: Int, _ s: inout State) -> [Int] {
+        if s.nextID > s.highestID, s.nextID + n - 1 <= maximumID {
+            defer { s.nextID += n; s.highestID = s.nextID - 1 }
+            return Array(s.nextID..<(s.nextID + n))
+        }
+        let used = Set(s.entries.map(\.id))
+        var ids: [Int] = []
+        ids.reserveCapacity(n)
+        var id = min(max(s.nextID, 1), maximumID + 1)
+        while ids.count < n {  // (ends: the queue holds far fewer than 2³¹ entries)
+            if id > maximumID { id = 1 }
+            if !used.contains(id) { ids.append(id) }
+            id += 1
+        }
+        s.nextID = id
+        s.highestID = max(used.max() ?? 0, ids.max() ?? 0)
+        return ids
     }
 
     /// Removes the entries with `ids`. Removing the current entry moves on to the one after it,
@@ -643,13 +670,17 @@ public final class PlayQueue: Sendable {
         state.withLock { s in
             stopPlayer(&s)
             s.entries = snap.entries
-            s.nextID = max(snap.nextID, (snap.entries.map(\.id).max() ?? 0) + 1)
+            s.highestID = snap.entries.map(\.id).max() ?? 0
+            s.nextID = min(max(snap.nextID, 1), Self.maximumID + 1)
             let ids = Set(snap.entries.map(\.id))
             s.current = snap.current.flatMap { ids.contains($0) ? $0 : nil }
             s.repeatMode = snap.repeatMode
             s.shuffle = snap.shuffle
             s.shuffleOrder = snap.shuffleOrder.filter { ids.contains($0) }
-            if s.shuffle { s.shuffleOrder += snap.entries.map(\.id).filter { !s.shuffleOrder.contains($0) } }
+            if s.shuffle {
+                let ordered = Set(s.shuffleOrder)
+                s.shuffleOrder += snap.entries.map(\.id).filter { !ordered.contains($0) }
+            }
             s.stopAfterCurrent = snap.stopAfterCurrent
             s.consume = snap.consume
             s.consumed = []

@@ -117,6 +117,9 @@ public struct PlaylistAddCommand: ControlCommand {
             do { files += try x.playback.resolver.resolve(p).files } catch { throw CommandError(error) }
         }
         let old = store.exists(name) ? try store.entries(name) : []
+        guard old.count + files.count <= Limits.playlistEntries else {
+            throw .tooLarge("a stored playlist holds at most \(Limits.playlistEntries) entries")
+        }
         try store.write(name, entries: old + files.map(store.entry(for:)))
         x.playback.post(.playlists(name: name))
         return .count(old.count + files.count)

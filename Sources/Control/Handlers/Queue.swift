@@ -58,7 +58,14 @@ public struct AddCommand: ControlCommand {
             }
         }
         if files.isEmpty, let first = skipped.first { throw CommandError(first) }
-        let ids = try x.locked { x.playback.queue.add(files, at: position) }
+        let ids = try x.locked { () throws(CommandError) -> [Int] in
+            let queue = x.playback.queue
+            let room = Limits.queueLength - queue.count
+            guard files.count <= room else {
+                throw .tooLarge("the queue holds at most \(Limits.queueLength) items: \(files.count) to add, room for \(max(0, room))")
+            }
+            return queue.add(files, at: position)
+        }
         x.playback.tags.prefetch(files)  // read tags ahead for `list`
         return .added(ids: ids, skipped: skipped.map { SkippedPath(path: $0.path, reason: $0.message) })
     }
@@ -198,6 +205,7 @@ extension CommandError {
         case .notFound: self = .notFound(r.description)
         case .forbidden: self = .forbidden(r.description)
         case .unsupported: self = .unsupported(r.description)
+        case .tooLarge: self = .tooLarge(r.description)
         }
     }
 }

@@ -21,7 +21,7 @@ public struct SleepCommand: ControlCommand {
         let minutes = a.number("minutes")
         let endOfItem = a.bool("endOfItem") ?? false
         let fade = a.number("fade") ?? 0
-        guard fade >= 0, fade <= 600 else { throw .badArgument("sleep: fade is 0 to 600 seconds") }
+        guard fade >= 0, fade <= Limits.fadeSeconds else { throw .badArgument("sleep: fade is 0 to \(Int(Limits.fadeSeconds)) seconds") }
         switch (minutes, endOfItem) {
         case (nil, false): action = .read
         case (_?, true): throw .badArgument("sleep: give \"minutes\" or \"endOfItem\", not both")
@@ -75,7 +75,7 @@ public struct AlarmCommand: ControlCommand {
         guard let time = a.string("time") else { action = .list; return }
         guard let (h, m, s) = Alarm.parseTime(time) else { throw .badArgument("alarm: time is HH:MM or HH:MM:SS (got \(time))") }
         let fade = a.number("fade") ?? 0
-        guard fade >= 0, fade <= 600 else { throw .badArgument("alarm: fade is 0 to 600 seconds") }
+        guard fade >= 0, fade <= Limits.fadeSeconds else { throw .badArgument("alarm: fade is 0 to \(Int(Limits.fadeSeconds)) seconds") }
         if a.integer("item") != nil, a.string("playlist") != nil { throw .badArgument("alarm: give \"item\" or \"playlist\", not both") }
         action = .set(hour: h, minute: m, second: s, daily: a.bool("daily") ?? false, fade: fade,
                       item: a.integer("item"), playlist: a.string("playlist"))
@@ -102,7 +102,7 @@ public struct AlarmCommand: ControlCommand {
             if let playlist, p.playlists?.all().contains(where: { $0.name == playlist }) != true {
                 throw .notFound("alarm: no stored playlist \"\(playlist)\"")
             }
-            p.setAlarm(hour: h, minute: m, second: s, daily: daily, fade: fade, item: item, playlist: playlist)
+            try p.setAlarm(hour: h, minute: m, second: s, daily: daily, fade: fade, item: item, playlist: playlist)
         }
         return .alarms(p.alarms)
     }

@@ -28,6 +28,12 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private var busy = false
     private var queued: [ByteBuffer] = []
     private var closing = false
+    /// The client closed its side (`mpc` closes first after its answer): the connection closes
+    /// once every command it sent is answered (otherwise it would stay in CLOSE-WAIT for good,
+    /// holding its slot and descriptor).
+    private var inputClosed = false
+    /// The last write, for closing after it.
+    private var lastWrite: EventLoopFuture<Void>?
 
     /// Seconds a client that must give the password has to give it.
     private let authTimeout: Double?
@@ -207,23 +213,46 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         while !busy, !queued.isEmpty, !closing {
             handle(queued.removeFirst(), context: context)
         }
+        closeIfDone(context: context)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            // (The line decoder has passed on a last line without its newline before this.)
+            inputClosed = true
+            closeIfDone(context: context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// After the client's half-close: once nothing is left to answer, closes when the last
+    /// answer is out (a client in `idle` that closes its side is done: closed at once).
+    private func closeIfDone(context: ChannelHandlerContext) {
+        guard inputClosed, !busy, queued.isEmpty, !closing else { return }
+        close(context: context)
     }
 
     private func write(_ s: String, context: ChannelHandlerContext) {
         guard !closing, !s.isEmpty else { return }
         var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
         buf.writeString(s)
-        context.writeAndFlush(wrapOutboundOut(buf), promise: nil)
+        lastWrite = context.writeAndFlush(wrapOutboundOut(buf))
     }
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         guard !closing, buffer.readableBytes > 0 else { return }
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        lastWrite = context.writeAndFlush(wrapOutboundOut(buffer))
     }
 
+    /// Closes the connection once what was written has gone out (or after 10 s, for a client
+    /// that does not read it).
     private func close(context: ChannelHandlerContext) {
         closing = true
-        context.close(promise: nil)
+        let channel = context.channel
+        guard let lastWrite else { return channel.close(promise: nil) }
+        lastWrite.whenComplete { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

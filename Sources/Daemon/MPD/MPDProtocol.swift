@@ -31,6 +31,7 @@ struct MPDError: Error, Sendable {
         case .unauthorized(let m): self.init(.permission, m)
         case .unknownCommand(let m): self.init(.unknown, m)
         case .exists(let m): self.init(.exist, m)
+        case .tooLarge(let m): self.init(.playlistMax, m)
         }
     }
 }
@@ -652,7 +653,8 @@ struct MPDProtocol: Sendable {
         for n in Self.coverNames {
             guard let real = PathResolver.realPath(dir + "/" + n), let root = playback.resolver.root,
                   playback.resolver.allowAbsolutePaths || real.hasPrefix(root + "/"),
-                  case .success(let data) = readRegularFile(real, limit: 32 << 20) else { continue }
+                  case .success(let data) = readRegularFile(real, limit: 32 << 20,
+                                                            beneath: playback.resolver.allowAbsolutePaths ? nil : root) else { continue }
             return [UInt8](data)
         }
         return nil
