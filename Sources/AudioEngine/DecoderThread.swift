@@ -55,6 +55,8 @@ final class DecoderThread: @unchecked Sendable {
     private var index = 0
     private var generation: UInt32 = 0
     private var current: MPG123Decoder?
+    /// The decoder a re-plan replaced, for the plan's first open (see `.load`).
+    private var reusable: (path: String, decoder: MPG123Decoder)?
     private var currentItem: DecodeItem?
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
@@ -115,6 +117,10 @@ final class DecoderThread: @unchecked Sendable {
     private func handle(_ command: Command) {
         switch command {
         case .load(let items, let g):
+            // A seek (or any re-plan) that starts with the item being decoded opens it again
+            // from the descriptor already open (``MPG123Decoder/reopened()``), not by path: a
+            // file deleted or swapped since it began still seeks within what is playing.
+            reusable = current.flatMap { d in currentItem.map { ($0.path, d) } }
             plan = items
             index = 0
             generation = g
@@ -247,7 +253,10 @@ final class DecoderThread: @unchecked Sendable {
         let item = plan[index]
         do {
             var item = item
-            let decoder = try MPG123Decoder(path: item.path, beneath: confinement)
+            let previous = reusable
+            reusable = nil
+            let decoder = try previous.flatMap { $0.path == item.path ? $0.decoder : nil }?.reopened()
+                ?? MPG123Decoder(path: item.path, beneath: confinement)
             if let seconds = item.startSeconds {
                 item.startFrame = min(decoder.lengthFrames, Int((seconds * Double(decoder.format.rate)).rounded()))
                 item.startSeconds = nil

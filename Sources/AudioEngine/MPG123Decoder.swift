@@ -163,6 +163,18 @@ public final class MPG123Decoder {
         try self.init(source: .ownedDescriptor(fd), name: path)
     }
 
+    /// A fresh decoder of the same open file (a duplicate of this one's descriptor): what a
+    /// seek opens, so that a file deleted or replaced since it began playing still seeks
+    /// within what is playing, as a fresh open of it would (bit for bit).
+    /// - Throws: ``MPG123Error`` when the descriptor cannot be duplicated (or the decoder was
+    ///   made from a caller's descriptor).
+    public func reopened() throws -> MPG123Decoder {
+        guard ownedFD >= 0 else { throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: "not opened by path", path: path) }
+        let fd = fcntl(ownedFD, F_DUPFD_CLOEXEC, 0)
+        guard fd >= 0 else { throw MPG123Error(code: MPG123_BAD_FILE.rawValue, message: String(cString: strerror(errno)), path: path) }
+        return try MPG123Decoder(source: .ownedDescriptor(fd), name: path)
+    }
+
     /// Decodes from an open, seekable file descriptor (which stays open and owned by the caller;
     /// decoding starts from its beginning). `name` labels errors.
     public convenience init(fileDescriptor fd: Int32, name: String) throws {

@@ -88,17 +88,19 @@ struct SlowClientTests {
         #expect(try d.stop() == 0)
     }
 
-    @Test("TCP: an idle unauthenticated connection is closed after auth-timeout; at most max-unauthenticated wait at once, and the Unix socket is never crowded out; wrong tokens cost a second each, close the connection and are logged once per 10 s (the rest of a burst when those 10 s are over)")
+    @Test("TCP: an idle unauthenticated connection is closed after auth-timeout; at most max-unauthenticated wait at once (a newer one takes the oldest one's place), and the Unix socket is never crowded out; wrong tokens cost a second each, close the connection and are logged once per 10 s (the rest of a burst when those 10 s are over)")
     func tcp() throws {
         let port = Int.random(in: 20000...40000)
         let token = "s3cret-token-0123456789"
         let d = try DaemonFixture(device: "null", config: ConnectionTests.config
             + "tcp = 127.0.0.1:\(port)\ntoken = \(token)\nauth-timeout = 1\nmax-unauthenticated = 4\nmax-connections = 8\n")
         try d.start()
-        let waiting = try (0..<4).map { _ in try TCPLineClient(port: port) }
+        var waiting = try (0..<4).map { _ in try TCPLineClient(port: port) }
         usleep(100_000)
-        let fifth = try TCPLineClient(port: port)
-        #expect(fifth.nextLine(within: 5)?.errorCode == "too-many-connections")
+        waiting.append(try TCPLineClient(port: port))  // the fifth: the first makes room for it
+        let oldest = waiting.removeFirst()
+        #expect(oldest.nextLine(within: 5)?.errorCode == "too-many-connections")
+        #expect(oldest.closed(within: 5))
         #expect(try d.request("ping").ok, "the Unix socket still serves")
         for (n, c) in waiting.enumerated() {
             let r = c.nextLine(within: 5)

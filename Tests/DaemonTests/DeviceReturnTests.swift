@@ -108,7 +108,8 @@ struct DeviceReturnTests {
         try d.start()
         let c = try d.client()
         let added = try c.request("add", [("paths", ["paused.mp3"])])
-        let id = try #require((added["items"]?.array ?? []).compactMap(\.int).first, "\(added.text)")
+        let ids = (added["items"]?.array ?? []).compactMap(\.int)
+        let id = try #require(ids.first, "\(added.text)")
         let subscriber = try d.client()
         _ = try subscriber.request("subscribe", [("events", ["current", "failed", "session", "state"])])
         let start = Date()
@@ -121,7 +122,8 @@ struct DeviceReturnTests {
         #expect(try c.request("pause")["state"] == "paused")
         Thread.sleep(forTimeInterval: 0.3)
         let heardBefore = try before.stop()
-        let pausedAt = try #require(try c.request("status")["elapsed"]?.number)
+        let status = try c.request("status")
+        let pausedAt = try #require(status["elapsed"]?.number)
 
         // Killed while paused (the stream corked): still paused, at the same place.
         server.kill()

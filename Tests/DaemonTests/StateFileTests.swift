@@ -38,6 +38,18 @@ struct StateFileTests {
         return text.replacingOccurrences(of: "\"\(marker)\"", with: value)
     }
 
+    /// An alarms array of one valid alarm (fires in an hour) with `fields` (JSON members) in
+    /// place of its own.
+    static func alarm(_ fields: String) -> String {
+        var members = ["id": "1", "hour": "7", "minute": "30", "second": "0", "daily": "true", "fade": "20",
+                       "next": "\(Date().addingTimeInterval(3600).timeIntervalSinceReferenceDate)"]
+        for member in fields.split(separator: ",") where member.contains(":") {
+            let kv = member.split(separator: ":", maxSplits: 1)
+            members[kv[0].trimmingCharacters(in: CharacterSet(charactersIn: "\""))] = String(kv[1])
+        }
+        return "[{" + members.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}]"
+    }
+
     func store() throws -> (StateStore, String) {
         let dir = try Harness.makeTemporaryDirectory("state-file")
         let path = dir.path + "/state.json"
@@ -60,7 +72,15 @@ struct StateFileTests {
             ("queue.entries.id", "0", "queue.entries[0].id"), ("queue.entries.id", "-3", "queue.entries[0].id"),
             ("queue.entries.id", "9999999999999", "queue.entries[0].id"),
             ("queue.entries.path", #""relative.mp3""#, "queue.entries[0].path"),
-            ("queue.nextID", "3", "queue.nextID"), ("queue.current", "3", "queue.current"),
+            ("queue.nextID", "0", "queue.nextID"), ("queue.nextID", "2147483648", "queue.nextID"),
+            ("queue.current", "3", "queue.current"), ("queue.entries.priority", "256", "queue.entries[0].priority"),
+            ("queue.version", "-1", "queue.version"),
+            ("alarms", Self.alarm(#""next":1e19"#), "alarms[0].next"), ("alarms", Self.alarm(#""hour":1000000000000"#), "alarms[0].hour"),
+            ("alarms", Self.alarm(#""fade":1e308"#), "alarms[0].fade"), ("alarms", Self.alarm(#""minute":60"#), "alarms[0].minute"),
+            ("alarms", Self.alarm(#""second":-1"#), "alarms[0].second"), ("alarms", Self.alarm(#""id":0"#), "alarms[0].id"),
+            ("alarms", Self.alarm(#""item":-4"#), "alarms[0].item"), ("alarms", Self.alarm(#""playlist":"../x""#), "alarms[0].playlist"),
+            ("alarms", "[" + Array(repeating: Self.alarm("")[...].dropFirst().dropLast(), count: 2).joined(separator: ",") + "]", "appears twice"),
+            ("alarms", "[" + (1...101).map { Self.alarm(#""id":\#($0)"#).dropFirst().dropLast() }.joined(separator: ",") + "]", "more than 100"),
             ("queue.shuffleOrder", "[4,1,9]", "queue.shuffleOrder"), ("queue.shuffleOrder", "[4,4,1]", "queue.shuffleOrder"),
             ("queue.history", "[7]", "queue.history"), ("queue.repeatMode", #""sometimes""#, "repeatMode"),
             ("queue.state", "17", "state"), ("muted", #""yes""#, "muted"),
