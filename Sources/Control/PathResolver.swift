@@ -294,7 +294,7 @@ public struct PathResolver: Sendable {
                                modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
             if kind == .directory { directories.append((entry, file)) } else { out.append(entry) }
             guard out.count + directories.count <= limit else {
-                throw Refusal(code: .unsupported, path: rel, message: "more than \(limit) entries")
+                throw Refusal(code: .tooLarge, path: rel, message: "more than \(limit) entries")
             }
         }
         for (entry, file) in directories {
