@@ -198,7 +198,7 @@ public final class ControlServer: Sendable {
                     level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PeerCredentials.option))
                 return peerCredentials.flatMap { [self] cred in
                     guard cred.uid == getuid() else {
-                        listener.refusals.record(from: "uid \(cred.uid) pid \(cred.pid)")
+                        listener.strangers.record(from: "uid \(cred.uid) pid \(cred.pid)")
                         if mpd { return channel.close() }
                         return refuse(channel, ProtocolError("forbidden", "only uid \(getuid()) may use this daemon"))
                     }

@@ -20,6 +20,8 @@ final class Listener: Sendable {
     private let waiting = Mutex<[(id: ObjectIdentifier, evict: @Sendable () -> Void)]>([])
     /// "connection refused" lines, at most one per 10 s with the count.
     let refusals: LogLimiter
+    /// Unix-socket connections from another user, refused.
+    let strangers: LogLimiter
     /// Connections closed for speaking HTTP.
     let crossProtocol: LogLimiter
     /// Unauthenticated connections closed to make room for a newer one.
@@ -31,6 +33,7 @@ final class Listener: Sendable {
         self.maxUnauthenticated = maxUnauthenticated
         refusals = LogLimiter("connection refused: too many connections", logger: logger,
                               metadata: ["listener": "\(name)", "max": "\(maxConnections)"])
+        strangers = LogLimiter("connection refused: another user", logger: logger, metadata: ["listener": "\(name)"])
         crossProtocol = LogLimiter("HTTP request on a command socket (a web page?); connection closed, nothing run", logger: logger,
                                    metadata: ["listener": "\(name)"])
         evictions = LogLimiter("unauthenticated connection closed to make room for a newer one", logger: logger,
