@@ -28,6 +28,16 @@ public final class ControlServer: Sendable {
     let config: DaemonConfig
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
+    /// Where requests that touch files (tags, directories, playlists) run, off the event loop:
+    /// ``blockingThreads`` threads shared by every connection, each connection's requests one
+    /// at a time and in order. A fixed pool, not a Dispatch queue per connection: those ran on
+    /// libdispatch's overcommit threads, whose number grew under load (15 → 17 in a 10-minute
+    /// soak) and whose continuations kept ~80 bytes per MPD `currentsong` while playing
+    /// (heaptrack; 17.2 → 18.2 MiB in 10 minutes).
+    let blocking: NIOThreadPool
+    /// Threads in ``blocking``: a request that reads a slow disk delays at most this many
+    /// others' file work (everyone's `status`, `play`, `next` run on the event loop regardless).
+    static let blockingThreads = 2
     private let channels = Mutex<[any Channel]>([])
     private let clients = Mutex<[UInt64: any Channel]>([:])
     /// Wrong TCP tokens and MPD passwords, logged at most once per 10 s.
@@ -40,6 +50,8 @@ public final class ControlServer: Sendable {
         self.logger = logger
         tokenFailures = LogLimiter("wrong TCP token", logger: logger)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        blocking = NIOThreadPool(numberOfThreads: Self.blockingThreads)
+        blocking.start()
     }
 
     /// Takes the socket's lock: throws when another daemon owns the socket. Call before
@@ -100,6 +112,7 @@ public final class ControlServer: Sendable {
         unlink(config.socketPath)
         for addr in config.mpdListen where addr.hasPrefix("/") { unlink(addr) }
         try? group.syncShutdownGracefully()
+        try? blocking.syncShutdownGracefully()
         lockFD.withLock { fd in
             if fd >= 0 { close(fd); fd = -1 }
         }
@@ -255,11 +268,11 @@ public final class ControlServer: Sendable {
                 let codec = MPDProtocol(core: core, wrongPassword: { failures.record(from: peer) },
                                         passwordAccepted: authenticated)
                 try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
-                    codec: codec, client: client, local: local, logger: logger,
+                    codec: codec, client: client, local: local, logger: logger, blocking: blocking,
                     authTimeout: needsToken ? config.authTimeout : nil))
                 return channel.eventLoop.makeSucceededVoidFuture()
             }
-            try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger,
+            try channel.pipeline.syncOperations.addHandler(ConnectionHandler(core: core, client: client, logger: logger, blocking: blocking,
                                                                              tokenFailures: tokenFailures, authenticated: authenticated))
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
@@ -409,8 +422,8 @@ final class ConnectionHandler: ChannelInboundHandler {
     let logger: Logger
     private var busy = false
     /// Where this connection's off-loop requests run, one at a time (in request order anyway):
-    /// a serial queue, not a global one (see `DaemonCommand.run`: no global queue in the daemon).
-    private lazy var offLoopQueue = DispatchQueue(label: "backline.request", qos: .userInitiated)
+    /// the server's shared pool (see ``ControlServer/blocking``).
+    let blocking: NIOThreadPool
     private var pending: [ByteBuffer] = []
     private var closing = false
     /// The client closed its write side: close once every reply is written.
@@ -423,9 +436,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     let authenticated: @Sendable () -> Void
     private var authDeadline: Scheduled<Void>?
 
-    init(core: DaemonCore, client: ClientContext, logger: Logger, tokenFailures: LogLimiter,
+    init(core: DaemonCore, client: ClientContext, logger: Logger, blocking: NIOThreadPool, tokenFailures: LogLimiter,
          authenticated: @escaping @Sendable () -> Void) {
         self.core = core
+        self.blocking = blocking
         self.client = client
         self.logger = logger
         self.tokenFailures = tokenFailures
@@ -474,7 +488,7 @@ final class ConnectionHandler: ChannelInboundHandler {
             busy = true
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            offLoopQueue.async {
+            blocking.submit { _ in
                 let reply = prepared.run()
                 loop.execute {
                     let (handler, context) = bound.value

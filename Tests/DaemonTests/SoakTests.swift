@@ -1,10 +1,66 @@
 import BacklineTestSupport
 import Daemon
 import Foundation
+import Synchronization
 import Testing
 
-/// Memory under sustained traffic and after a pipelined burst, read from the daemon's own
-/// `/proc/PID/status` (resident set), while it plays through a PulseAudio null sink.
+/// A minimal MPD client for tests: one TCP connection, a request line, the reply up to its
+/// `OK` or `ACK` line.
+final class MPDLineClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard r == 0 else { Glibc.close(fd); throw HarnessError("MPD connect failed: errno \(errno)") }
+        let greeting = try line()
+        guard greeting.hasPrefix("OK MPD ") else { Glibc.close(fd); throw HarnessError("MPD greeting: \(greeting)") }
+    }
+
+    /// One line, without its newline.
+    private func line() throws -> String {
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let l = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeSubrange(...nl)
+                return l
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw HarnessError("MPD connection: \(n == 0 ? "closed" : "errno \(errno)")") }
+            buffer += chunk[..<n]
+        }
+    }
+
+    /// Sends `command`; its reply, every line with its newline, through `OK` or `ACK …`.
+    func ask(_ command: String) throws -> String {
+        let bytes = Array((command + "\n").utf8)
+        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+            throw HarnessError("MPD send failed: errno \(errno)")
+        }
+        var reply = ""
+        while true {
+            let l = try line()
+            reply += l + "\n"
+            if l == "OK" || l.hasPrefix("ACK ") { return reply }
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+}
+
+/// Memory, threads and descriptors under sustained traffic (JSON clients beside reconnecting MPD
+/// TCP clients and `mpc status`) and after a pipelined burst, read from the daemon's own
+/// `/proc/PID` (resident set, tasks, descriptors), while it plays through a PulseAudio null sink.
 @Suite("backline daemon: memory stays flat under traffic and is given back after a burst", Harness.audioTools)
 struct SoakTests {
     /// Resident set size of `pid`, in KiB.
@@ -14,13 +70,73 @@ struct SoakTests {
         return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
     }
 
-    @Test("2 minutes of status/list/now-playing/seek/next traffic and reconnects while playing a 300-item queue: resident memory after warm-up moves by at most 1 MiB; 10,000 pipelined requests (every 50th a 300-item list): within 1 MiB of before, 6 s after the client leaves")
+    /// Threads and open descriptors of `pid`.
+    static func threads(_ pid: pid_t) -> Int { HardeningTests.threads(pid) }
+    static func descriptors(_ pid: pid_t) -> Int { HardeningTests.descriptors(pid) }
+
+    /// MPD traffic on TCP until `stop` is set, from its own thread: one connection asking
+    /// `currentsong`, `status` and `playlistinfo` in turn (~300 a second), a new connection every
+    /// 20th request that asks two things and closes first (as `mpc` does), and a real `mpc
+    /// status` every 200th. Failures (a refused connection, an ACK, a non-zero exit) are counted.
+    final class MPDTraffic: @unchecked Sendable {
+        // @unchecked: `stop` and the counters are read after `done` is signalled.
+        let port: Int
+        private let stopFlag = Atomic<Bool>(false)
+        private let done = DispatchSemaphore(value: 0)
+        private(set) var requests = 0, reconnects = 0, mpcRuns = 0
+        private(set) var failures: [String] = []
+
+        init(port: Int) { self.port = port }
+
+        func start() {
+            Thread { [self] in
+                defer { done.signal() }
+                var held: MPDLineClient?
+                while !stopFlag.load(ordering: .relaxed) {
+                    requests += 1
+                    do {
+                        if held == nil { held = try MPDLineClient(port: port) }
+                        let command = ["currentsong", "status", "playlistinfo 0:5"][requests % 3]
+                        let reply = try held!.ask(command)
+                        if !reply.hasSuffix("OK\n") { failures.append("\(command): \(reply.suffix(120))") }
+                        if requests % 20 == 0 {
+                            reconnects += 1
+                            let c = try MPDLineClient(port: port)
+                            let r = try c.ask("status") + c.ask("currentsong")
+                            if !r.hasSuffix("OK\n") { failures.append("new connection: \(r.suffix(120))") }
+                            c.close()  // the client closes first
+                        }
+                        if requests % 200 == 0 {
+                            mpcRuns += 1
+                            let r = try MPDTests.mpc("127.0.0.1", port: port, ["status"])
+                            if r.status != 0 { failures.append("mpc status: exit \(r.status): \(r.stderr)") }
+                        }
+                    } catch {
+                        failures.append("\(error)")
+                        held?.close()
+                        held = nil
+                    }
+                    usleep(3_000)
+                }
+                held?.close()
+            }.start()
+        }
+
+        /// Stops the traffic and waits for its last request.
+        func stop() {
+            stopFlag.store(true, ordering: .relaxed)
+            done.wait()
+        }
+    }
+
+    @Test("2 minutes of JSON status/list/now-playing/seek/next traffic and reconnects beside MPD TCP clients (currentsong/status/playlistinfo, reconnecting, `mpc status`) while playing a 300-item queue: resident memory after warm-up moves by at most 1 MiB, threads by at most 2, descriptors return to their baseline; 10,000 pipelined requests (every 50th a 300-item list): within 1 MiB of before, 6 s after the client leaves")
     func soak() throws {
         let server = try PulseNullSink()
         defer { server.stop() }
         let d = try DaemonFixture(device: server.alsaDevice, sinkEnvironment: server.environment,
                                   config: DaemonFixture.foreground)
-        try d.start()
+        let port = HardeningTests.port()
+        try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
         let pid = try #require(d.process?.pid)
         var c = try d.client()
         let added = try c.request("add", [("paths", .array(Array(repeating: .string("album"), count: 100)))])
@@ -43,17 +159,31 @@ struct SoakTests {
                 usleep(5_000)
             }
         }
-        try traffic(seconds: 30)  // warm-up: caches, arenas, the sound server's memory pool
+        usleep(500_000)
+        let baselineDescriptors = Self.descriptors(pid)
+        let mpd = MPDTraffic(port: port)
+        mpd.start()
+        try traffic(seconds: 30)  // warm-up: caches, arenas, the sound server's memory pool, pool threads
         let warm = try #require(Self.rss(pid))
-        var highest = warm
+        let warmThreads = Self.threads(pid)
+        var highest = warm, mostThreads = warmThreads
         for _ in 0..<8 {
             try traffic(seconds: 15)
             highest = max(highest, Self.rss(pid) ?? 0)
+            mostThreads = max(mostThreads, Self.threads(pid))
         }
         let after = try #require(Self.rss(pid))
+        mpd.stop()
         #expect(failures.isEmpty, "\(failures.prefix(3))")
+        #expect(mpd.failures.isEmpty, "\(mpd.failures.count) MPD failures: \(mpd.failures.prefix(3))")
+        #expect(mpd.requests > 5_000 && mpd.mpcRuns > 20, "MPD: \(mpd.requests) requests, \(mpd.reconnects) new connections, \(mpd.mpcRuns) mpc runs")
         #expect(after - warm <= 1024 && highest - warm <= 1024,
-                "resident after warm-up \(warm) KiB, after 2 min \(after) KiB (highest \(highest) KiB), \(requests) requests")
+                "resident after warm-up \(warm) KiB, after 2 min \(after) KiB (highest \(highest) KiB), \(requests) JSON and \(mpd.requests) MPD requests")
+        #expect(mostThreads - warmThreads <= 2, "threads after warm-up \(warmThreads), at most \(mostThreads) later")
+        // Every MPD connection, closed by its client, is closed by the daemon too (none left in CLOSE-WAIT).
+        #expect(eventually(timeout: 15) { Self.descriptors(pid) <= baselineDescriptors },
+                "descriptors: \(baselineDescriptors) before the traffic, \(Self.descriptors(pid)) after it")
+        print("soak: threads \(warmThreads) after warm-up, at most \(mostThreads); MPD \(mpd.requests) requests, \(mpd.reconnects) reconnects, \(mpd.mpcRuns) mpc runs")
 
         // A burst: 10,000 requests sent without waiting (every 50th a `list` of the whole queue,
         // ~60 KB), read back as they come.

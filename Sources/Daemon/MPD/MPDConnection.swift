@@ -2,6 +2,7 @@ import Control
 import Dispatch
 import Logging
 import NIOCore
+import NIOPosix
 
 /// One MPD client's connection: the greeting, command lists, `idle`/`noidle` with the
 /// connection's pending subsystems, and the order of replies. Commands run on the connection's
@@ -15,7 +16,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private let client: ClientContext
     private let state: MPDClientState
     private let logger: Logger
-    private let work: DispatchQueue
+    /// The server's pool for commands that touch files.
+    private let blocking: NIOThreadPool
     private var observer: UInt64?
 
     /// The command list being collected: whether each success answers `list_OK`, and its lines.
@@ -24,7 +26,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private var idling: Subsystems?
     /// Changes not reported to this client yet (every client hears every change, its own included).
     private var pending: Subsystems = []
-    /// A command runs on `work`: later lines wait here, so replies keep their order.
+    /// A command runs on the pool: later lines wait here, so replies keep their order.
     private var busy = false
     private var queued: [ByteBuffer] = []
     private var closing = false
@@ -40,13 +42,17 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// The most commands a list may hold (a list that never ends cannot grow without bound).
     static let maxListCommands = 10_000
 
-    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, authTimeout: Double? = nil) {
+    /// Where every MPD connection's change events arrive (and go straight on to its event loop).
+    private static let events = DispatchQueue(label: "backline.mpd.events")
+
+    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, blocking: NIOThreadPool,
+         authTimeout: Double? = nil) {
         self.codec = codec
         self.authTimeout = authTimeout
         self.client = client
         self.state = MPDClientState(local: local)
         self.logger = logger
-        work = DispatchQueue(label: "backline.mpd.\(client.id)")
+        self.blocking = blocking
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -61,7 +67,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             }
         }
         let loop = context.eventLoop
-        observer = codec.playback.addObserver(queue: work) { event in
+        observer = codec.playback.addObserver(queue: Self.events) { event in
             let changed = event.subsystems
             guard !changed.isEmpty else { return }
             loop.execute {
@@ -179,7 +185,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let (codec, state, client) = (codec, state, client)
-        work.async {
+        blocking.submit { _ in
             let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
             loop.execute {
                 let (handler, context) = bound.value
