@@ -130,9 +130,11 @@ public final class MPG123Decoder {
     private var scratch: UnsafeMutableRawPointer?
 
     /// Opens `path` and reads its format, exact length and tags.
-    /// - Parameter root: When given, the file opened must lie beneath this directory (resolved,
-    ///   no links), checked on the opened descriptor (``Confinement``): a link swapped in after
-    ///   the path was checked cannot lead out of it.
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - root: When given, the file opened must lie beneath this directory (resolved, no
+    ///     links), checked on the opened descriptor (Platform's `Confinement`): a link swapped in
+    ///     after the path was checked cannot lead out of it.
     /// - Throws: ``MPG123Error`` naming the file, when it is missing, not a file, outside `root`,
     ///   or not MPEG audio.
     public convenience init(path: String, beneath root: String? = nil) throws {
