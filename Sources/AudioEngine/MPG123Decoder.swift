@@ -29,29 +29,40 @@ public struct MPG123Error: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(path): \(message) (mpg123 code \(code))" }
 }
 
-/// Tags read from an MP3's ID3v2 (preferred) or ID3v1 tag.
+/// A file's tags: every value as mpd 0.23 reads it (``tags``, ``comments``), and the first
+/// values as single fields.
+///
+/// For an MP3: its ID3v2 tag at the start, or else its ID3v1 tag (see ``MPG123Decoder``).
 public struct TrackMetadata: Sendable, Equatable {
-    /// The title, from `TIT2` (ID3v1: the title field).
+    /// Every tag value, in the order mpd's scan finds them (for ID3: all `TPE1` values, then
+    /// `TPE2`, …, see ``TagKey``), each value of a multi-valued tag its own entry, as mpd stores
+    /// them (``addTag(_:_:)``): what mpd prints for the song, one line each.
+    public var tags: [Tag] = []
+    /// Every name/value pair in file order (for ID3: each `TXXX` frame's description and
+    /// value), unfiltered: what mpd's `readcomments` prints from, after its own filter.
+    public var comments: [TagPair] = []
+    /// The title: the first ``TagKey/title``.
     public var title: String?
-    /// The performing artist, from `TPE1` (ID3v1: the artist field).
+    /// The performing artist: the first ``TagKey/artist``.
     public var artist: String?
-    /// The album, from `TALB` (ID3v1: the album field).
+    /// The album: the first ``TagKey/album``.
     public var album: String?
-    /// The album artist, from `TPE2`.
+    /// The album artist: the first ``TagKey/albumArtist``.
     public var albumArtist: String?
-    /// Track number and total, from `TRCK` ("3/9").
+    /// The track number: the first of the first track value (`TRCK` "3/9" gives 3).
     public var trackNumber: Int?
-    /// The number of tracks on the album: the total of `TRCK` ("3/9" gives 9).
+    /// The number of tracks on the album: the total of the first track value ("3/9" gives 9).
     public var trackCount: Int?
-    /// Disc number and total, from `TPOS`.
+    /// The disc number: the first of the first disc value (`TPOS` "1/2" gives 1).
     public var discNumber: Int?
-    /// The number of discs: the total of `TPOS` ("1/2" gives 2).
+    /// The number of discs: the total of the first disc value ("1/2" gives 2).
     public var discCount: Int?
-    /// The genre, from `TCON`, as written in the tag.
+    /// The genre: the first ``TagKey/genre`` (an ID3v1 genre number is its name, `17` is `Rock`).
     public var genre: String?
-    /// The composer, from `TCOM`.
+    /// The composer: the first ``TagKey/composer``.
     public var composer: String?
-    /// The year or recording date, as written in the tag (`TDRC`, `TYER`).
+    /// The year or recording date: the first ``TagKey/date``, as written (`TDRC`; ID3v2.3
+    /// `TYER`, with `TDAT` and `TIME` when present).
     public var year: String?
     /// The first embedded picture (APIC), front cover preferred.
     public var artwork: Artwork?
