@@ -111,6 +111,9 @@ public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
 
 /// A thin typed wrapper over one `mpg123_handle`, decoding one file to float32.
 ///
+/// Tags (``metadata``) are read from the file as mpd 0.23 reads them (libid3tag and its
+/// `Id3Scan.cxx`): see ``TrackMetadata/tags``. The artwork comes from libmpg123.
+///
 /// Gapless decoding is on (LAME/Info encoder delay and padding removed), the length is exact
 /// (`mpg123_scan` when the file has no Info header), seeking is sample-accurate.
 /// Not thread-safe: one decoder belongs to one thread (the decoder thread), as the handle does.
@@ -205,12 +208,10 @@ public final class MPG123Decoder {
     private init(source: Source, name path: String) throws {
         self.path = path
         if case .ownedDescriptor(let fd) = source { ownedFD = fd } else { ownedFD = -1 }
+        let fd: Int32 = switch source { case .fileDescriptor(let fd), .ownedDescriptor(let fd): fd }
         func open(_ h: OpaquePointer) -> Int32 {
-            switch source {
-            case .fileDescriptor(let fd), .ownedDescriptor(let fd):
-                lseek(fd, 0, SEEK_SET)
-                return mpg123_open_fd(h, fd)
-            }
+            lseek(fd, 0, SEEK_SET)
+            return mpg123_open_fd(h, fd)
         }
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -241,7 +242,7 @@ public final class MPG123Decoder {
                                   message: "unsupported stream format (\(rate) Hz, \(channels) channels)", path: path)
             }
             format = StreamFormat(rate: rate, channels: Int(channels))
-            metadata = readMetadata()
+            metadata = readMetadata(descriptor: fd)
             // Exact length: from the LAME/Info header when there is one (libmpg123 then reports
             // accurate positions); otherwise scan every frame, and reopen, because decoding after
             // the scan's seek back to 0 differs from a fresh decode in the first frames of
@@ -388,59 +389,24 @@ public final class MPG123Decoder {
         position = Int(r)
     }
 
-    private func readMetadata() -> TrackMetadata {
-        var meta = TrackMetadata()
-        var v1: UnsafeMutablePointer<mpg123_id3v1>?
+    /// The file's tags (``ID3Scan``, read from `fd` with positioned reads) and libmpg123's
+    /// first picture, front cover preferred.
+    private func readMetadata(descriptor fd: Int32) -> TrackMetadata {
+        var meta = ID3Scan.metadata(descriptor: fd)
         var v2: UnsafeMutablePointer<mpg123_id3v2>?
-        guard mpg123_id3(handle, &v1, &v2) == MPG123_OK.rawValue else { return meta }
-        if let t = v2?.pointee {
-            for i in 0..<t.texts {
-                let text = t.text[i]
-                let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
-                guard let value = Self.string(text.text) else { continue }
-                switch id {
-                case "TIT2": meta.title = value
-                case "TPE1": meta.artist = value
-                case "TALB": meta.album = value
-                case "TPE2": meta.albumArtist = value
-                case "TCON": meta.genre = value
-                case "TCOM": meta.composer = value
-                case "TYER", "TDRC": meta.year = value
-                case "TRCK": (meta.trackNumber, meta.trackCount) = Self.numberPair(value)
-                case "TPOS": (meta.discNumber, meta.discCount) = Self.numberPair(value)
-                default: break
-                }
-            }
-            var best: mpg123_picture?
-            for i in 0..<t.pictures where best == nil || t.picture[i].type == 3 { best = t.picture[i] }
-            if let p = best, let data = p.data, p.size > 0 {
-                meta.artwork = .init(data: Array(UnsafeBufferPointer(start: data, count: p.size)),
-                                     mimeType: Self.string(p.mime_type) ?? "application/octet-stream")
-            }
-        }
-        if let t = v1?.pointee, meta.title == nil {
-            func field<T>(_ f: T) -> String? {
-                let s = withUnsafeBytes(of: f) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                    .trimmingBlanks()
-                return s.isEmpty ? nil : s
-            }
-            meta.title = field(t.title)
-            meta.artist = field(t.artist)
-            meta.album = field(t.album)
-            meta.year = field(t.year)
+        guard mpg123_id3(handle, nil, &v2) == MPG123_OK.rawValue, let t = v2?.pointee else { return meta }
+        var best: mpg123_picture?
+        for i in 0..<t.pictures where best == nil || t.picture[i].type == 3 { best = t.picture[i] }
+        if let p = best, let data = p.data, p.size > 0 {
+            meta.artwork = .init(data: Array(UnsafeBufferPointer(start: data, count: p.size)),
+                                 mimeType: Self.string(p.mime_type) ?? "application/octet-stream")
         }
         return meta
     }
 
     private static func string(_ s: mpg123_string) -> String? {
         guard let p = s.p, s.fill > 1 else { return nil }
-        // The first of possibly several NUL-separated values.
         let v = String(cString: p).trimmingBlanks()
         return v.isEmpty ? nil : v
-    }
-
-    private static func numberPair(_ s: String) -> (Int?, Int?) {
-        let parts = s.split(separator: "/").map { Int($0.trimmingBlanks()) }
-        return (parts.first ?? nil, parts.count > 1 ? parts[1] : nil)
     }
 }
