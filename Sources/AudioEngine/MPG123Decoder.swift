@@ -29,29 +29,40 @@ public struct MPG123Error: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(path): \(message) (mpg123 code \(code))" }
 }
 
-/// Tags read from an MP3's ID3v2 (preferred) or ID3v1 tag.
+/// A file's tags: every value as mpd 0.23 reads it (``tags``, ``comments``), and the first
+/// values as single fields.
+///
+/// For an MP3: its ID3v2 tag at the start, or else its ID3v1 tag (see ``MPG123Decoder``).
 public struct TrackMetadata: Sendable, Equatable {
-    /// The title, from `TIT2` (ID3v1: the title field).
+    /// Every tag value, in the order mpd's scan finds them (for ID3: all `TPE1` values, then
+    /// `TPE2`, …, see ``TagKey``), each value of a multi-valued tag its own entry, as mpd stores
+    /// them (``addTag(_:_:)``): what mpd prints for the song, one line each.
+    public var tags: [Tag] = []
+    /// Every name/value pair in file order (for ID3: each `TXXX` frame's description and
+    /// value), unfiltered: what mpd's `readcomments` prints from, after its own filter.
+    public var comments: [TagPair] = []
+    /// The title: the first ``TagKey/title``.
     public var title: String?
-    /// The performing artist, from `TPE1` (ID3v1: the artist field).
+    /// The performing artist: the first ``TagKey/artist``.
     public var artist: String?
-    /// The album, from `TALB` (ID3v1: the album field).
+    /// The album: the first ``TagKey/album``.
     public var album: String?
-    /// The album artist, from `TPE2`.
+    /// The album artist: the first ``TagKey/albumArtist``.
     public var albumArtist: String?
-    /// Track number and total, from `TRCK` ("3/9").
+    /// The track number: the first of the first track value (`TRCK` "3/9" gives 3).
     public var trackNumber: Int?
-    /// The number of tracks on the album: the total of `TRCK` ("3/9" gives 9).
+    /// The number of tracks on the album: the total of the first track value ("3/9" gives 9).
     public var trackCount: Int?
-    /// Disc number and total, from `TPOS`.
+    /// The disc number: the first of the first disc value (`TPOS` "1/2" gives 1).
     public var discNumber: Int?
-    /// The number of discs: the total of `TPOS` ("1/2" gives 2).
+    /// The number of discs: the total of the first disc value ("1/2" gives 2).
     public var discCount: Int?
-    /// The genre, from `TCON`, as written in the tag.
+    /// The genre: the first ``TagKey/genre`` (an ID3v1 genre number is its name, `17` is `Rock`).
     public var genre: String?
-    /// The composer, from `TCOM`.
+    /// The composer: the first ``TagKey/composer``.
     public var composer: String?
-    /// The year or recording date, as written in the tag (`TDRC`, `TYER`).
+    /// The year or recording date: the first ``TagKey/date``, as written (`TDRC`; ID3v2.3
+    /// `TYER`, with `TDAT` and `TIME` when present).
     public var year: String?
     /// The first embedded picture (APIC), front cover preferred.
     public var artwork: Artwork?
@@ -99,6 +110,9 @@ public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A thin typed wrapper over one `mpg123_handle`, decoding one file to float32.
+///
+/// Tags (``metadata``) are read from the file as mpd 0.23 reads them (libid3tag and its
+/// `Id3Scan.cxx`): see ``TrackMetadata/tags``. The artwork comes from libmpg123.
 ///
 /// Gapless decoding is on (LAME/Info encoder delay and padding removed), the length is exact
 /// (`mpg123_scan` when the file has no Info header), seeking is sample-accurate.
@@ -196,12 +210,10 @@ public final class MPG123Decoder {
     private init(source: Source, name path: String) throws {
         self.path = path
         if case .ownedDescriptor(let fd) = source { ownedFD = fd } else { ownedFD = -1 }
+        let fd: Int32 = switch source { case .fileDescriptor(let fd), .ownedDescriptor(let fd): fd }
         func open(_ h: OpaquePointer) -> Int32 {
-            switch source {
-            case .fileDescriptor(let fd), .ownedDescriptor(let fd):
-                lseek(fd, 0, SEEK_SET)
-                return mpg123_open_fd(h, fd)
-            }
+            lseek(fd, 0, SEEK_SET)
+            return mpg123_open_fd(h, fd)
         }
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -232,7 +244,7 @@ public final class MPG123Decoder {
                                   message: "unsupported stream format (\(rate) Hz, \(channels) channels)", path: path)
             }
             format = StreamFormat(rate: rate, channels: Int(channels))
-            metadata = readMetadata()
+            metadata = readMetadata(descriptor: fd)
             // Exact length: from the LAME/Info header when there is one (libmpg123 then reports
             // accurate positions); otherwise scan every frame, and reopen, because decoding after
             // the scan's seek back to 0 differs from a fresh decode in the first frames of
@@ -379,59 +391,24 @@ public final class MPG123Decoder {
         position = Int(r)
     }
 
-    private func readMetadata() -> TrackMetadata {
-        var meta = TrackMetadata()
-        var v1: UnsafeMutablePointer<mpg123_id3v1>?
+    /// The file's tags (``ID3Scan``, read from `fd` with positioned reads) and libmpg123's
+    /// first picture, front cover preferred.
+    private func readMetadata(descriptor fd: Int32) -> TrackMetadata {
+        var meta = ID3Scan.metadata(descriptor: fd)
         var v2: UnsafeMutablePointer<mpg123_id3v2>?
-        guard mpg123_id3(handle, &v1, &v2) == MPG123_OK.rawValue else { return meta }
-        if let t = v2?.pointee {
-            for i in 0..<t.texts {
-                let text = t.text[i]
-                let id = withUnsafeBytes(of: text.id) { String(decoding: $0, as: UTF8.self) }
-                guard let value = Self.string(text.text) else { continue }
-                switch id {
-                case "TIT2": meta.title = value
-                case "TPE1": meta.artist = value
-                case "TALB": meta.album = value
-                case "TPE2": meta.albumArtist = value
-                case "TCON": meta.genre = value
-                case "TCOM": meta.composer = value
-                case "TYER", "TDRC": meta.year = value
-                case "TRCK": (meta.trackNumber, meta.trackCount) = Self.numberPair(value)
-                case "TPOS": (meta.discNumber, meta.discCount) = Self.numberPair(value)
-                default: break
-                }
-            }
-            var best: mpg123_picture?
-            for i in 0..<t.pictures where best == nil || t.picture[i].type == 3 { best = t.picture[i] }
-            if let p = best, let data = p.data, p.size > 0 {
-                meta.artwork = .init(data: Array(UnsafeBufferPointer(start: data, count: p.size)),
-                                     mimeType: Self.string(p.mime_type) ?? "application/octet-stream")
-            }
-        }
-        if let t = v1?.pointee, meta.title == nil {
-            func field<T>(_ f: T) -> String? {
-                let s = withUnsafeBytes(of: f) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                    .trimmingBlanks()
-                return s.isEmpty ? nil : s
-            }
-            meta.title = field(t.title)
-            meta.artist = field(t.artist)
-            meta.album = field(t.album)
-            meta.year = field(t.year)
+        guard mpg123_id3(handle, nil, &v2) == MPG123_OK.rawValue, let t = v2?.pointee else { return meta }
+        var best: mpg123_picture?
+        for i in 0..<t.pictures where best == nil || t.picture[i].type == 3 { best = t.picture[i] }
+        if let p = best, let data = p.data, p.size > 0 {
+            meta.artwork = .init(data: Array(UnsafeBufferPointer(start: data, count: p.size)),
+                                 mimeType: Self.string(p.mime_type) ?? "application/octet-stream")
         }
         return meta
     }
 
     private static func string(_ s: mpg123_string) -> String? {
         guard let p = s.p, s.fill > 1 else { return nil }
-        // The first of possibly several NUL-separated values.
         let v = String(cString: p).trimmingBlanks()
         return v.isEmpty ? nil : v
-    }
-
-    private static func numberPair(_ s: String) -> (Int?, Int?) {
-        let parts = s.split(separator: "/").map { Int($0.trimmingBlanks()) }
-        return (parts.first ?? nil, parts.count > 1 ? parts[1] : nil)
     }
 }
