@@ -178,7 +178,7 @@ public enum CommandTable {
         NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
         RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, ConsumeCommand.descriptor, RateCommand.descriptor,
         AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor, PriorityCommand.descriptor,
-        ClearCommand.descriptor, ListCommand.descriptor,
+        ClearCommand.descriptor, ShuffleQueueCommand.descriptor, ClearErrorCommand.descriptor, ListCommand.descriptor,
         SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,
         PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,

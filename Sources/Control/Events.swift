@@ -31,6 +31,10 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let daemon = Subsystems(rawValue: 1 << 9)
     /// The periodic position report.
     public static let position = Subsystems(rawValue: 1 << 10)
+    /// Client-to-client channels: someone subscribed or unsubscribed.
+    public static let subscription = Subsystems(rawValue: 1 << 11)
+    /// A client-to-client message arrived for this connection.
+    public static let message = Subsystems(rawValue: 1 << 12)
 }
 
 /// What the sleep timer did.

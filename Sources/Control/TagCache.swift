@@ -1,6 +1,11 @@
 import AudioEngine
 import Dispatch
+import FoundationEssentials
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Tags and exact durations of queued files, read once per file (libmpg123: the ID3 tags and
 /// the Info header, or a scan) and kept while the daemon runs.
@@ -10,6 +15,13 @@ public final class TagCache: Sendable {
         public var metadata: TrackMetadata
         public var duration: Double?
         public var error: String?
+        /// The decoded stream's sample rate and channels (MPD's `Format:` and `audio:`).
+        public var rate: Int? = nil
+        public var channels: Int? = nil
+        /// The average bitrate in kbit/s: the file's size over its duration.
+        public var bitrate: Int? = nil
+        /// When the file was last modified (MPD's `Last-Modified:`).
+        public var modified: Date? = nil
     }
 
     private let cache = Mutex<[String: Info]>([:])
@@ -35,7 +47,13 @@ public final class TagCache: Sendable {
     private func read(_ path: String) -> Info {
         do {
             let d = try MPG123Decoder(path: path, beneath: confinement)
-            return Info(metadata: d.metadata, duration: d.duration, error: nil)
+            var info = Info(metadata: d.metadata, duration: d.duration, error: nil, rate: d.format.rate, channels: d.format.channels)
+            var st = stat()
+            if stat(path, &st) == 0 {
+                info.modified = Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec))
+                if d.duration > 0 { info.bitrate = Int((Double(st.st_size) * 8 / d.duration / 1000).rounded()) }
+            }
+            return info
         } catch {
             return Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
         }

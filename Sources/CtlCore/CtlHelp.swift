@@ -37,6 +37,9 @@ public enum CtlHelp {
             Entry(name: "move", usage: "move ID POS", summary: "Move the item ID to position POS."),
             Entry(name: "priority", usage: "priority N ID…", summary: "Priority 0–255: with shuffle on, higher priorities play first."),
             Entry(name: "clear", usage: "clear", summary: "Empty the queue and stop."),
+            Entry(name: "shuffle-queue", usage: "shuffle-queue [FROM TO]",
+                  summary: "Put the queue (or positions FROM to TO) in a random order, once; the current item stays playing, first."),
+            Entry(name: "clear-error", usage: "clear-error", summary: "Forget why the current item failed."),
         ]),
         ("Stored playlists", [
             Entry(name: "playlists", usage: "playlists", summary: "The stored playlists."),

@@ -219,13 +219,22 @@ public enum CtlCommands {
             try atMost(1)
             guard let s = a.first else { return .command(name: "play", members: []) }
             return .command(name: "play", members: [("item", .int(try itemID(s, cmd)))])
-        case "pause", "toggle", "stop", "next", "previous", "clear", "list", "status", "now-playing", "playlists", "ping", "version":
+        case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
+             "version":
             try atMost(0)
             return .command(name: command, members: [])
         case "shuffle", "single", "mute":
             try atMost(1)
             guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }
             return .command(name: command, members: [("on", .bool(on))])
+        case "shuffle-queue":
+            // FROM TO: positions from 1, both included.
+            guard !a.isEmpty else { return .command(name: command, members: []) }
+            try atMost(2)
+            guard a.count == 2, let from = Int(a[0]), let to = Int(a[1]), from >= 1, to >= from else {
+                throw CtlUsage(cmd, "expected FROM TO, positions from 1 (FROM ≤ TO)")
+            }
+            return .command(name: command, members: [("start", .int(from - 1)), ("end", .int(to))])
         case "watch":
             if let bad = a.first(where: { !EventKinds.all.contains($0) }) {
                 throw CtlUsage(cmd, "unknown event kind '\(bad)' (kinds: \(EventKinds.all.joined(separator: ", ")))")

@@ -66,6 +66,10 @@ public final class DaemonCore: Sendable {
     let hooks: HookRunner
     /// Subscribers' event fan-out.
     public let hub = EventHub()
+    /// The client-to-client channels (MPD's `subscribe`/`sendmessage`).
+    public let messages = ClientMessages()
+    /// MPD's MixRamp settings: kept and reported as mpd does, never used (items never overlap).
+    let mixRamp = Mutex<(db: Double, delay: Double)>((0, -1))
     /// Timers, saving, observers.
     private let work = DispatchQueue(label: "backline.daemon")
     /// Returns what bursts of requests used to the system, a few seconds after them.

@@ -441,6 +441,34 @@ public final class PlayQueue: Sendable {
         }
     }
 
+    /// Puts the entries at positions `range` of ``entries`` (clamped) in a random order; the
+    /// current entry, when among them, goes to the range's start first (MPD's `shuffle`, which
+    /// keeps it playing).
+    public func shuffle(range: Range<Int>) {
+        state.withLock { s in
+            let r = range.clamped(to: 0..<s.entries.count)
+            guard r.count > 1 else { return }
+            var part = Array(s.entries[r])
+            var head: [PlayQueueEntry] = []
+            if let c = s.current, let k = part.firstIndex(where: { $0.id == c }) { head = [part.remove(at: k)] }
+            part.shuffle()
+            s.entries.replaceSubrange(r, with: head + part)
+            changed(&s, from: r.lowerBound, through: r.upperBound - 1)
+        }
+    }
+
+    /// Forgets why the current entry failed (MPD's `clearerror`: `status` has no `error` line
+    /// after it). Returns whether there was a failure to forget.
+    @discardableResult
+    public func clearFailure() -> Bool {
+        state.withLock { s in
+            guard let c = s.current, let i = s.entries.firstIndex(where: { $0.id == c }), s.entries[i].failure != nil else { return false }
+            s.entries[i].failure = nil
+            post(.queue(version: s.version, count: s.entries.count))
+            return true
+        }
+    }
+
     /// Sets the priority (0–255) of the entries `ids`; in shuffle, the entries not yet played
     /// are reordered so that higher priorities come first. Throws when an id is unknown
     /// (nothing changes then).

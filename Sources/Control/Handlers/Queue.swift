@@ -182,6 +182,45 @@ public struct ClearCommand: ControlCommand {
     }
 }
 
+/// Shuffles the queue's items once, or those at indexes `start`..<`end` (MPD's `shuffle`): the
+/// current item, when among them, moves to the range's start and keeps playing.
+public struct ShuffleQueueCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "shuffle-queue", .queue, "Put the queue's items (or those at indexes start..<end) in a random order, once.",
+        [("start", .integer, "first index"), ("end", .integer, "index after the last")])
+    public var range: Range<Int>?
+    public init(range: Range<Int>?) { self.range = range }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let start = a.integer("start") else {
+            guard a.integer("end") == nil else { throw .badArgument("shuffle-queue: \"end\" needs \"start\"") }
+            range = nil
+            return
+        }
+        let end = a.integer("end") ?? Int.max
+        guard start >= 0, end >= start else { throw .badArgument("shuffle-queue: need 0 ≤ start ≤ end") }
+        range = start..<end
+    }
+    public var arguments: Arguments {
+        guard let range else { return Arguments() }
+        return Arguments(["start": .integer(range.lowerBound), "end": .integer(range.upperBound)])
+    }
+    public func run(_ x: CommandContext) -> Reply {
+        x.playback.queue.shuffle(range: range ?? 0..<Int.max)
+        return .none
+    }
+}
+
+/// Forgets why the current item failed (MPD's `clearerror`).
+public struct ClearErrorCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, "clear-error", .queue, "Forget why the current item failed.")
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply {
+        x.playback.queue.clearFailure()
+        return .none
+    }
+}
+
 /// The queue with tags and durations (read off the command lock: the first listing of new
 /// files reads them).
 public struct ListCommand: ControlCommand {

@@ -76,12 +76,20 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 handler.reportIdle(context: context)
             }
         }
+        codec.core.messages.register(client.id) { changed in
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.pending.formUnion(changed)
+                handler.reportIdle(context: context)
+            }
+        }
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         if let observer { codec.playback.removeObserver(observer) }
         observer = nil
+        codec.core.messages.remove(client.id)
         context.fireChannelInactive()
     }
 
@@ -174,10 +182,10 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     }
 
     /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
-    /// command that touches no file (``MPDProtocol/inline``) runs here on the event loop, as the
+    /// command that touches no file (``MPDCommand/inline``) runs here on the event loop, as the
     /// JSON protocol's do (microseconds); the rest on the connection's queue.
     private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
-        if listOK == nil, commands.count == 1, let name = commands[0].first, MPDProtocol.inline.contains(name) {
+        if listOK == nil, commands.count == 1, let name = commands[0].first, MPDCommandTable.command(name)?.inline == true {
             write(Self.respond(commands, listOK: nil, codec: codec, state: state, client: client), context: context)
             return
         }

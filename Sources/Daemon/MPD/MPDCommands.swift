@@ -1,0 +1,646 @@
+import AudioEngine
+import Control
+import FoundationEssentials
+import NIOCore
+import Platform
+import PlayQueue
+import Synchronization
+import Player
+
+/// How an MPD argument is read: each kind fails with mpd's message (`src/protocol/ArgParser.cxx`)
+/// before the command runs.
+enum MPDArgument: Sendable {
+    /// Anything (a URI, a name, a tag value).
+    case any
+    /// A signed integer: `Integer expected: x`.
+    case integer
+    /// An unsigned integer: `Integer expected: x`, and `Number too large: -1` for a negative one.
+    case unsigned
+    /// A finite float: `Float expected: x`.
+    case float
+    /// `0` or `1`: `Boolean (0/1) expected: x`.
+    case boolean
+    /// A float ≥ 0 (a position in seconds): `Float expected`, `Negative value not allowed: -1`.
+    case time
+    /// `N`, `N:`, `N:M` (M ≥ N) or `-1`: `Integer or range expected: x`, `Number is negative: -2`,
+    /// `Malformed range: 3:1`.
+    case range
+
+    /// Checks `s`; mpd's error when it is not of this kind.
+    func check(_ s: String) throws(MPDError) {
+        switch self {
+        case .any: return
+        case .integer: guard Int(s) != nil else { throw MPDError(.arg, "Integer expected: \(s)") }
+        case .unsigned:
+            guard let v = Int(s) else { throw MPDError(.arg, "Integer expected: \(s)") }
+            guard v >= 0 else { throw MPDError(.arg, "Number too large: \(s)") }
+        case .float: guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+        case .boolean: guard s == "0" || s == "1" else { throw MPDError(.arg, "Boolean (0/1) expected: \(s)") }
+        case .time:
+            guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+            guard v >= 0 else { throw MPDError(.arg, "Negative value not allowed: \(s)") }
+        case .range:
+            if s == "-1" { return }
+            let parts = s.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let a = Int(parts[0]), parts.count == 1 || parts[1].isEmpty || Int(parts[1]) != nil else {
+                throw MPDError(.arg, "Integer or range expected: \(s)")
+            }
+            guard a >= 0 else { throw MPDError(.arg, "Number is negative: \(s)") }
+            if parts.count == 2, let b = Int(parts[1]), b < a { throw MPDError(.arg, "Malformed range: \(s)") }
+        }
+    }
+}
+
+/// One MPD request as a handler sees it: the words, checked against its ``MPDCommand``.
+struct MPDRequest {
+    let name: String
+    let args: [String]
+    let state: MPDClientState
+    let connection: any ConnectionContext
+}
+
+/// An MPD command: its name, how many arguments it takes and of which kinds, who may run it,
+/// where it runs, and what it does. ``MPDCommandTable`` is the one list: `commands`,
+/// `notcommands`, the argument checks and their ACKs all come from it.
+struct MPDCommand: Sendable {
+    /// Who may run a command on a connection that must give the password.
+    enum Permission: Sendable { case anyone, control }
+
+    let name: String
+    let minArguments: Int
+    /// nil: any number.
+    let maxArguments: Int?
+    /// The kinds of the first arguments, checked in order (later ones are `.any`).
+    let arguments: [MPDArgument]
+    let permission: Permission
+    /// Runs on the connection's event loop (touches no file: microseconds); otherwise on the
+    /// server's pool.
+    let inline: Bool
+    /// Whether `commands` lists it (the database commands answer "No database", as an mpd
+    /// built without one would not list them).
+    let listed: Bool
+    let run: @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void
+
+    init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
+         permission: Permission = .control, inline: Bool = false, listed: Bool = true,
+         bytes run: @escaping @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void) {
+        self.name = name
+        minArguments = arity.lowerBound
+        maxArguments = unbounded ? nil : arity.upperBound
+        self.arguments = arguments
+        self.permission = permission
+        self.inline = inline
+        self.listed = listed
+        self.run = run
+    }
+
+    /// A command answered in text.
+    init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
+         permission: Permission = .control, inline: Bool = false, listed: Bool = true,
+         _ text: @escaping @Sendable (MPDProtocol, MPDRequest) throws(MPDError) -> String) {
+        self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, listed: listed,
+                  bytes: { (p: MPDProtocol, r: MPDRequest, out: inout ByteBuffer) throws(MPDError) in
+                      out.writeString(try text(p, r))
+                  })
+    }
+
+    /// mpd's argument-count check (`command_check_request`), then each argument's kind.
+    func check(_ args: [String]) throws(MPDError) {
+        if let max = maxArguments, minArguments == max, args.count != max {
+            throw MPDError(.arg, "wrong number of arguments for \"\(name)\"")
+        }
+        if args.count < minArguments { throw MPDError(.arg, "too few arguments for \"\(name)\"") }
+        if let max = maxArguments, args.count > max { throw MPDError(.arg, "too many arguments for \"\(name)\"") }
+        for (a, kind) in zip(args, arguments) { try kind.check(a) }
+    }
+}
+
+/// Every MPD command Backline answers, in mpd's (alphabetical) order. `idle`, `noidle`,
+/// `close` and the command lists are the connection's own (``MPDConnectionHandler``).
+enum MPDCommandTable {
+    static let all: [MPDCommand] = [
+        MPDCommand("add", 1...2) { p, r throws(MPDError) in try p.add(r) },
+        MPDCommand("addid", 1...2) { p, r throws(MPDError) in try p.add(r) },
+        MPDCommand("addtagid", 3...3, [.unsigned]) { p, r throws(MPDError) in try p.editTags(r) },
+        MPDCommand("albumart", 2...2, [.any, .unsigned], bytes: { p, r, out throws(MPDError) in
+            out.writeBytes(try p.picture(r))
+        }),
+        MPDCommand("binarylimit", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
+            let n = Int(r.args[0])!
+            guard n >= 64 else { throw MPDError(.arg, "Value too small") }
+            r.state.binaryLimit = min(n, MPDProtocol.maximumResponse)
+            return ""
+        },
+        MPDCommand("channels", 0...0, inline: true) { p, _ in p.core.messages.channels().map { "channel: \($0)\n" }.joined() },
+        MPDCommand("clear", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(ClearCommand()); return "" },
+        MPDCommand("clearerror", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(ClearErrorCommand()); return "" },
+        MPDCommand("cleartagid", 1...2, [.unsigned]) { p, r throws(MPDError) in try p.editTags(r) },
+        // `close`, `idle` (and `noidle`) are the connection's own; listed here for `commands`.
+        MPDCommand("close", 0...0, unbounded: true, permission: .anyone, inline: true) { _, _ in "" },
+        MPDCommand("commands", 0...0, permission: .anyone, inline: true) { _, r in
+            MPDCommandTable.all.filter { $0.listed && r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
+        },
+        MPDCommand("config", 0...0, inline: true) { p, r throws(MPDError) in
+            guard r.state.local else { throw MPDError(.permission, "Command only permitted to local clients") }
+            return "music_directory: \(p.playback.configuration.musicDirectory)\n"
+        },
+        MPDCommand("consume", 1...1, inline: true) { p, r throws(MPDError) in
+            let mode: ConsumeMode
+            switch r.args[0] {
+            case "1": mode = .on
+            case "0": mode = .off
+            case "oneshot": mode = .oneshot
+            default: throw MPDError(.arg, "Boolean (0/1) expected: \(r.args[0])")
+            }
+            _ = try p.run(ConsumeCommand(mode: mode))
+            return ""
+        },
+        MPDCommand("count", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("crossfade", 1...1, [.unsigned], inline: true) { _, r throws(MPDError) in
+            // Items are played back to back, gapless; they never overlap. Off is accepted.
+            guard Int(r.args[0]) == 0 else { throw MPDError(.system, "Crossfade is not supported (playback is gapless)") }
+            return ""
+        },
+        MPDCommand("currentsong", 0...0) { p, r in
+            guard let c = p.playback.queue.current, let i = p.playback.queue.currentIndex else { return "" }
+            return p.song(p.playback.describe(c, index: i, current: true, read: true), r.state)
+        },
+        MPDCommand("decoders", 0...0, inline: true) { _, _ in
+            "plugin: mpg123\n" + PathResolver.audioExtensions.sorted().map { "suffix: \($0)\n" }.joined() + "mime_type: audio/mpeg\n"
+        },
+        MPDCommand("delete", 1...1, [.range]) { p, r throws(MPDError) in
+            let entries = p.playback.queue.entries
+            _ = try p.run(RemoveCommand(ids: entries[try p.range(r.args[0], count: entries.count)].map(\.id)))
+            return ""
+        },
+        MPDCommand("deleteid", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
+            _ = try p.run(RemoveCommand(ids: [Int(r.args[0])!]))
+            return ""
+        },
+        MPDCommand("disableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in true }) },
+        MPDCommand("enableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in false }) },
+        MPDCommand("find", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("findadd", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("getvol", 0...0, inline: true) { p, _ in "volume: \(p.volumePercent)\n" },
+        MPDCommand("idle", 0...0, unbounded: true, inline: true) { _, _ in "" },
+        MPDCommand("list", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("listall", 0...1) { p, r throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: true, info: false, r.state)
+        },
+        MPDCommand("listallinfo", 0...1) { p, r throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: true, info: true, r.state)
+        },
+        MPDCommand("listfiles", 0...1) { p, r throws(MPDError) in try p.listFiles(r.args.first ?? "") },
+        MPDCommand("listmounts", 0...0, inline: true) { p, r in
+            // The music directory is the one mount, at the root (its path only for local clients, as mpd).
+            "mount: \n" + (r.state.local ? "storage: \(p.playback.configuration.musicDirectory)\n" : "")
+        },
+        MPDCommand("listplaylist", 1...1) { p, r throws(MPDError) in try p.storedPlaylist(r, info: false) },
+        MPDCommand("listplaylistinfo", 1...1) { p, r throws(MPDError) in try p.storedPlaylist(r, info: true) },
+        MPDCommand("listplaylists", 0...0) { p, _ throws(MPDError) in
+            guard case .playlists(let all) = try p.runPlaylist(PlaylistsCommand()) else { return "" }
+            return all.map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }.joined()
+        },
+        MPDCommand("load", 1...3, [.any, .range]) { p, r throws(MPDError) in
+            let range = r.args.count > 1 ? try p.range(r.args[1], count: Int(Int32.max), clamp: true) : nil
+            let position = r.args.count > 2 ? try p.position(r.args[2]) : nil
+            _ = try p.runPlaylist(LoadPlaylistCommand(name: r.args[0], range: range, position: position))
+            return ""
+        },
+        MPDCommand("lsinfo", 0...1) { p, r throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: false, info: true, r.state)
+        },
+        // Kept and reported as mpd does; never used: items never overlap.
+        MPDCommand("mixrampdb", 1...1, [.float], inline: true) { p, r in
+            p.core.mixRamp.withLock { $0.db = Double(r.args[0])! }
+            return ""
+        },
+        MPDCommand("mixrampdelay", 1...1, [.float], inline: true) { p, r in
+            p.core.mixRamp.withLock { $0.delay = Double(r.args[0])! }
+            return ""
+        },
+        MPDCommand("move", 2...2, [.range, .integer]) { p, r throws(MPDError) in try p.move(r) },
+        MPDCommand("moveid", 2...2, [.unsigned, .integer], inline: true) { p, r throws(MPDError) in
+            let to = try p.position(r.args[1])
+            guard to >= 0, to < p.playback.queue.entries.count else { throw MPDError(.arg, "Bad song index") }
+            _ = try p.run(MoveCommand(id: Int(r.args[0])!, position: to))
+            return ""
+        },
+        MPDCommand("next", 0...0, inline: true) { p, _ throws(MPDError) in
+            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
+            _ = try p.run(NextCommand())
+            return ""
+        },
+        MPDCommand("notcommands", 0...0, permission: .anyone, inline: true) { _, r in
+            MPDCommandTable.all.filter { $0.listed && !r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
+        },
+        MPDCommand("outputs", 0...0, inline: true) { p, _ in
+            let device = p.playback.configuration.device
+            let plugin = device.hasPrefix("pulse") ? "pulse" : "alsa"
+            return "outputid: 0\noutputname: \(device)\nplugin: \(plugin)\noutputenabled: \(p.playback.player.isMuted ? 0 : 1)\n"
+        },
+        MPDCommand("outputset", 3...3, [.unsigned], inline: true) { _, r throws(MPDError) in
+            guard Int(r.args[0]) == 0 else { throw MPDError(.noExist, "No such audio output") }
+            guard !r.args[1].isEmpty, r.args[1].utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (48...57).contains($0)
+                || (65...90).contains($0) || (97...122).contains($0) }) else { throw MPDError(.arg, "Illegal attribute name") }
+            throw MPDError(.arg, "Unsupported attribute")  // the one output has no attributes (as mpd's null output)
+        },
+        MPDCommand("password", 1...1, permission: .anyone) { p, r throws(MPDError) in try p.password(r) },
+        MPDCommand("pause", 0...1, [.boolean], inline: true) { p, r throws(MPDError) in
+            switch (r.args.first, p.playback.queue.playbackState) {
+            case (nil, .stopped): break
+            case (nil, _): _ = try p.run(ToggleCommand())
+            case ("1", _): _ = try p.run(PauseCommand())
+            case (_, .paused): _ = try p.run(PlayCommand(item: nil))
+            default: break
+            }
+            return ""
+        },
+        MPDCommand("ping", 0...0, permission: .anyone, inline: true) { _, _ in "" },
+        MPDCommand("play", 0...1, [.integer], inline: true) { p, r throws(MPDError) in
+            guard let a = r.args.first, a != "-1" else { return try p.play(nil) }
+            return try p.play(try p.id(atPosition: Int(a)!))
+        },
+        MPDCommand("playid", 0...1, [.integer], inline: true) { p, r throws(MPDError) in
+            guard let a = r.args.first, a != "-1" else { return try p.play(nil) }
+            return try p.play(Int(a)!)
+        },
+        MPDCommand("playlist", 0...0) { p, _ in  // deprecated: `POS:file: URI`
+            p.playback.queue.entries.enumerated().map { "\($0.offset):file: \(p.relative($0.element.path))\n" }.joined()
+        },
+        MPDCommand("playlistadd", 2...2) { p, r throws(MPDError) in
+            _ = try p.run(PlaylistAddCommand(name: r.args[0], paths: [try p.uri(r.args[1], r.state)]))
+            return ""
+        },
+        MPDCommand("playlistclear", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(PlaylistClearCommand(name: r.args[0])); return "" },
+        MPDCommand("playlistdelete", 2...2, [.any, .unsigned]) { p, r throws(MPDError) in
+            _ = try p.runPlaylist(PlaylistDeleteCommand(name: r.args[0], position: Int(r.args[1])!), badIndex: true)
+            return ""
+        },
+        MPDCommand("playlistfind", 1...1, unbounded: true) { p, r throws(MPDError) in try p.findInQueue(r, exact: true) },
+        MPDCommand("playlistid", 0...1, [.unsigned]) { p, r throws(MPDError) in
+            guard let a = r.args.first else { return try p.songs(in: nil, r.state) }
+            let id = Int(a)!
+            let entries = p.playback.queue.entries
+            guard let i = entries.firstIndex(where: { $0.id == id }) else { throw MPDError(.noExist, "No such song") }
+            return p.song(p.playback.describe(entries[i], index: i, current: false, read: true), r.state)
+        },
+        MPDCommand("playlistinfo", 0...1, [.range]) { p, r throws(MPDError) in
+            // `-1` (compat) and no argument: the whole queue.
+            guard let a = r.args.first, a != "-1" else { return try p.songs(in: nil, r.state) }
+            return try p.songs(in: try p.range(a, count: p.playback.queue.entries.count, clamp: true), r.state)
+        },
+        MPDCommand("playlistmove", 3...3, [.any, .unsigned, .unsigned]) { p, r throws(MPDError) in
+            _ = try p.runPlaylist(PlaylistMoveCommand(name: r.args[0], from: Int(r.args[1])!, to: Int(r.args[2])!), badIndex: true)
+            return ""
+        },
+        MPDCommand("playlistsearch", 1...1, unbounded: true) { p, r throws(MPDError) in try p.findInQueue(r, exact: false) },
+        MPDCommand("plchanges", 1...2, [.unsigned, .range]) { p, r throws(MPDError) in try p.changes(r, positionsOnly: false) },
+        MPDCommand("plchangesposid", 1...2, [.unsigned, .range]) { p, r throws(MPDError) in try p.changes(r, positionsOnly: true) },
+        MPDCommand("previous", 0...0, inline: true) { p, _ throws(MPDError) in
+            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
+            _ = try p.run(PreviousCommand())
+            return ""
+        },
+        MPDCommand("prio", 2...2, [.unsigned], unbounded: true, inline: true) { p, r throws(MPDError) in try p.priority(r) },
+        MPDCommand("prioid", 2...2, [.unsigned], unbounded: true, inline: true) { p, r throws(MPDError) in try p.priority(r) },
+        MPDCommand("random", 1...1, [.boolean], inline: true) { p, r throws(MPDError) in
+            _ = try p.run(ShuffleCommand(on: r.args[0] == "1"))
+            return ""
+        },
+        MPDCommand("readcomments", 1...1) { p, r throws(MPDError) in try p.comments(r) },
+        MPDCommand("readmessages", 0...0, inline: true) { p, r in
+            p.core.messages.read(r.connection.id).map { "channel: \($0.channel)\nmessage: \($0.text)\n" }.joined()
+        },
+        MPDCommand("readpicture", 2...2, [.any, .unsigned], bytes: { p, r, out throws(MPDError) in
+            out.writeBytes(try p.picture(r))
+        }),
+        MPDCommand("rename", 2...2) { p, r throws(MPDError) in
+            _ = try p.runPlaylist(PlaylistRenameCommand(name: r.args[0], to: r.args[1]))
+            return ""
+        },
+        MPDCommand("repeat", 1...1, [.boolean], inline: true) { p, r throws(MPDError) in
+            let on = r.args[0] == "1"
+            let single = p.playback.queue.repeatMode == .one
+            _ = try p.run(RepeatCommand(mode: on ? (single ? .one : .all) : .off))
+            if !on, single { _ = try p.run(SingleCommand(on: true)) }  // single without repeat: stop after this one
+            return ""
+        },
+        MPDCommand("replay_gain_mode", 1...1, inline: true) { _, r throws(MPDError) in
+            guard ["off", "track", "album", "auto"].contains(r.args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
+            return ""  // accepted; replay gain is not applied (reported off)
+        },
+        MPDCommand("replay_gain_status", 0...0, inline: true) { _, _ in "replay_gain_mode: off\n" },
+        MPDCommand("rescan", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("rm", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(PlaylistRemoveCommand(name: r.args[0])); return "" },
+        MPDCommand("save", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(SavePlaylistCommand(name: r.args[0])); return "" },
+        MPDCommand("search", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("searchadd", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("seek", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
+            try p.seek(id: try p.id(atPosition: Int(r.args[0])!), to: Double(r.args[1])!)
+        },
+        MPDCommand("seekcur", 1...1, [.float], inline: true) { p, r throws(MPDError) in
+            let a = r.args[0], t = Double(a)!
+            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
+            _ = try p.run(SeekCommand(target: a.hasPrefix("+") || a.hasPrefix("-") ? .offset(t) : .position(t)))
+            return ""
+        },
+        MPDCommand("seekid", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
+            try p.seek(id: Int(r.args[0])!, to: Double(r.args[1])!)
+        },
+        MPDCommand("sendmessage", 2...2, inline: true) { p, r throws(MPDError) in
+            do throws(CommandError) {
+                try p.core.messages.send(r.args[1], to: r.args[0])
+            } catch {
+                throw MPDError(messaging: error)
+            }
+            return ""
+        },
+        MPDCommand("setvol", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
+            let v = Int(r.args[0])!
+            guard v <= 100 else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
+            _ = try p.run(VolumeCommand(change: .set(Double(v))))
+            return ""
+        },
+        MPDCommand("shuffle", 0...1, [.range], inline: true) { p, r throws(MPDError) in try p.shuffle(r) },
+        MPDCommand("single", 1...1, inline: true) { p, r throws(MPDError) in try p.single(r) },
+        MPDCommand("stats", 0...0, inline: true) { _, _ in
+            "uptime: \(Int(ProcessInfo.processInfo.systemUptime - MPDProtocol.started))\nplaytime: 0\nartists: 0\nalbums: 0\nsongs: 0\ndb_playtime: 0\n"
+        },
+        MPDCommand("status", 0...0, inline: true, bytes: { p, _, out in p.status(into: &out) }),
+        MPDCommand("stop", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(StopCommand()); return "" },
+        MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in
+            do throws(CommandError) {
+                try p.core.messages.subscribe(r.connection.id, to: r.args[0])
+            } catch {
+                throw MPDError(messaging: error)
+            }
+            return ""
+        },
+        MPDCommand("swap", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in
+            try p.swap(try p.id(atPosition: Int(r.args[0])!), try p.id(atPosition: Int(r.args[1])!))
+        },
+        MPDCommand("swapid", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in try p.swap(Int(r.args[0])!, Int(r.args[1])!) },
+        MPDCommand("tagtypes", 0...0, unbounded: true, inline: true) { p, r throws(MPDError) in try p.tagTypes(r) },
+        MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { !$0 }) },
+        MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in
+            do throws(CommandError) {
+                try p.core.messages.unsubscribe(r.connection.id, from: r.args[0])
+            } catch {
+                throw MPDError(messaging: error)
+            }
+            return ""
+        },
+        MPDCommand("update", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("urlhandlers", 0...0, inline: true) { _, _ in "handler: file://\n" },
+        MPDCommand("volume", 1...1, [.integer], inline: true) { p, r throws(MPDError) in
+            let d = Int(r.args[0])!
+            guard (-100...100).contains(d) else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
+            _ = try p.run(VolumeCommand(change: .by(Double(d))))
+            return ""
+        },
+    ]
+
+    private static let byName: [String: MPDCommand] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+
+    /// The command named `name`.
+    static func command(_ name: String) -> MPDCommand? { byName[name] }
+}
+
+extension MPDError {
+    /// What an mpd built without a database answers to its commands.
+    static let noDatabase = MPDError(.noExist, "No database")
+
+    /// A client-to-client error in mpd's codes (`src/command/MessageCommands.cxx`).
+    init(messaging e: CommandError) {
+        switch e {
+        case .exists(let m), .tooLarge(let m): self.init(.exist, m)
+        case .badArgument(let m): self.init(.arg, m)
+        default: self.init(.noExist, e.message)
+        }
+    }
+}
+
+extension MPDClientState {
+    /// Whether this client may run `c` now (before the password: only what needs none).
+    func may(_ c: MPDCommand, _ connection: any ConnectionContext) -> Bool {
+        c.permission == .anyone || !connection.needsToken || passwordGiven
+    }
+}
+
+// MARK: - The handlers that take more than a few lines
+
+extension MPDProtocol {
+    func add(_ r: MPDRequest) throws(MPDError) -> String {
+        let position = try r.args.count > 1 ? self.position(r.args[1]) : nil
+        let reply: Reply
+        switch dispatcher.execute(AddCommand(paths: [try uri(r.args[0], r.state)], position: position)) {
+        case .success(let x): reply = x
+        case .failure(.notFound): throw MPDError(.noExist, "No such directory")  // mpd's words, for a file too
+        case .failure(let e): throw MPDError(e)
+        }
+        guard case .added(let ids, _) = reply else { return "" }
+        return r.name == "addid" ? ids.first.map { "Id: \($0)\n" } ?? "" : ""
+    }
+
+    /// `addtagid`/`cleartagid`: mpd edits the tags of remote songs (streams) only; every queue
+    /// item here is a local file, answered as mpd answers one.
+    func editTags(_ r: MPDRequest) throws(MPDError) -> String {
+        if r.name == "addtagid" || r.args.count > 1 {
+            guard TagKey(mpdName: r.args[1]) != nil else { throw MPDError(.arg, "Unknown tag type: \(r.args[1])") }
+        }
+        guard playback.queue.entries.contains(where: { $0.id == Int(r.args[0])! }) else { throw MPDError(.noExist, "No such song") }
+        throw MPDError(.permission, "Cannot edit tags of local file")
+    }
+
+    func password(_ r: MPDRequest) throws(MPDError) -> String {
+        guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(r.args[0], want) else {
+            // A guess costs a second on this connection (its pool thread), and is logged.
+            wrongPassword()
+            sleepThread(seconds: 1)
+            throw MPDError(.password, "incorrect password")
+        }
+        if !r.state.passwordGiven { passwordAccepted() }
+        r.state.passwordGiven = true
+        r.connection.authenticated = true
+        return ""
+    }
+
+    func changes(_ r: MPDRequest, positionsOnly: Bool) throws(MPDError) -> String {
+        // The songs whose position changed after VERSION (added, moved, shifted by an edit
+        // before them), in an optional position range.
+        let version = Int(r.args[0])!
+        let range = r.args.count > 1 ? try self.range(r.args[1], count: playback.queue.entries.count, clamp: true) : nil
+        let changes = playback.queue.changes(since: version).filter { range?.contains($0.index) ?? true }
+        guard !positionsOnly else { return changes.map { "cpos: \($0.index)\nId: \($0.entry.id)\n" }.joined() }
+        let current = playback.queue.current?.id
+        return changes.map { song(playback.describe($0.entry, index: $0.index, current: $0.entry.id == current, read: true), r.state) }.joined()
+    }
+
+    /// `seek`/`seekid`: a pause is kept (as mpd; AVPlayer's seek never changes the rate);
+    /// another item, or a stopped player, starts playing it.
+    func seek(id: Int, to t: Double) throws(MPDError) -> String {
+        let q = playback.queue
+        if q.current?.id != id || q.playbackState == .stopped {
+            let paused = q.playbackState == .paused
+            _ = try play(id)
+            if paused { _ = try run(PauseCommand()) }
+        }
+        _ = try run(SeekCommand(target: .position(t)))
+        return ""
+    }
+
+    func output(_ r: MPDRequest, mute: (Bool) -> Bool) throws(MPDError) -> String {
+        guard Int(r.args[0]) == 0 else { throw MPDError(.noExist, "No such audio output") }
+        // The one output: disabling it mutes the player (its volume is kept).
+        _ = try run(MuteCommand(on: mute(playback.player.isMuted)))
+        return ""
+    }
+
+    func move(_ r: MPDRequest) throws(MPDError) -> String {
+        let entries = playback.queue.entries
+        let range = try self.range(r.args[0], count: entries.count)
+        let to = try position(r.args[1])
+        guard to <= entries.count - range.count else { throw MPDError(.arg, "Number too large: \(r.args[1])") }
+        guard to >= 0 else { throw MPDError(.arg, "Bad song index") }
+        // The block ends up starting at `to`: moved one by one, the last first when it moves
+        // down (each move takes the item out before putting it back).
+        let moves = Array(entries[range].enumerated())
+        for (k, e) in to > range.lowerBound ? moves.reversed() : moves { _ = try run(MoveCommand(id: e.id, position: to + k)) }
+        return ""
+    }
+
+    func priority(_ r: MPDRequest) throws(MPDError) -> String {
+        let p = Int(r.args[0])!
+        guard p <= 255 else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
+        var ids: [Int] = []
+        if r.name == "prio" {
+            let entries = playback.queue.entries
+            for a in r.args.dropFirst() {
+                try MPDArgument.range.check(a)
+                ids += entries[try range(a, count: entries.count)].map(\.id)
+            }
+        } else {
+            for a in r.args.dropFirst() {
+                try MPDArgument.unsigned.check(a)
+                ids.append(Int(a)!)
+            }
+        }
+        _ = try run(PriorityCommand(priority: p, ids: ids))
+        return ""
+    }
+
+    func swap(_ a: Int, _ b: Int) throws(MPDError) -> String {
+        let entries = playback.queue.entries
+        guard let i = entries.firstIndex(where: { $0.id == a }), let j = entries.firstIndex(where: { $0.id == b }) else {
+            throw MPDError(.noExist, "No such song")
+        }
+        _ = try run(MoveCommand(id: a, position: j))
+        _ = try run(MoveCommand(id: b, position: i))
+        return ""
+    }
+
+    /// `shuffle [RANGE]`: the range's items in a random order (the end clipped to the queue; a
+    /// playing item in it moves to its start first, as mpd keeps it playing).
+    func shuffle(_ r: MPDRequest) throws(MPDError) -> String {
+        let entries = playback.queue.entries
+        var range = 0..<entries.count
+        if let a = r.args.first, a != "-1" {
+            let parts = a.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            let start = Int(parts[0])!
+            let end = parts.count == 1 ? start + 1 : parts[1].isEmpty ? entries.count : Int(parts[1])!
+            guard start <= entries.count else { throw MPDError(.arg, "Bad song index") }
+            range = start..<min(max(start, end), entries.count)
+        }
+        guard range.count > 1 else { return "" }
+        _ = try run(ShuffleQueueCommand(range: range))
+        return ""
+    }
+
+    /// `single 0|1|oneshot`.
+    func single(_ r: MPDRequest) throws(MPDError) -> String {
+        let q = playback.queue
+        switch r.args[0] {
+        case "1":
+            if q.repeatMode != .off { _ = try run(RepeatCommand(mode: .one)) } else { _ = try run(SingleCommand(on: true)) }
+        case "oneshot":
+            _ = try run(SingleCommand(on: true))
+        case "0":
+            if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }
+            _ = try run(SingleCommand(on: false))
+        default: throw MPDError(.arg, "Unrecognized single mode, expected 0, 1, or oneshot")
+        }
+        return ""
+    }
+
+    /// `tagtypes`, `tagtypes clear|all`, `tagtypes enable|disable NAME…` (names case-insensitive;
+    /// an unknown one fails the whole command, as mpd).
+    func tagTypes(_ r: MPDRequest) throws(MPDError) -> String {
+        let args = r.args
+        switch args.first {
+        case nil: return Self.tagTypes.filter(r.state.tags.contains).map { "tagtype: \($0)\n" }.joined()
+        case "clear", "all":
+            guard args.count == 1 else { throw MPDError(.arg, "Too many arguments") }
+            r.state.tags = args[0] == "all" ? Set(Self.tagTypes) : []
+        case "enable", "disable":
+            guard args.count > 1 else { throw MPDError(.arg, "Not enough arguments") }
+            var names: [String] = []
+            for t in args.dropFirst() {
+                guard let key = TagKey(mpdName: t) else { throw MPDError(.arg, "Unknown tag type") }
+                names.append(key.mpdName)
+            }
+            if args[0] == "enable" { r.state.tags.formUnion(names) } else { r.state.tags.subtract(names) }
+        default: throw MPDError(.arg, "Unknown sub command")
+        }
+        return ""
+    }
+
+    func storedPlaylist(_ r: MPDRequest, info: Bool) throws(MPDError) -> String {
+        guard case .playlistEntries(let entries) = try runPlaylist(PlaylistCommand(name: r.args[0])) else { return "" }
+        return entries.map { e in
+            guard info else { return "file: \(e)\n" }
+            let path = e.hasPrefix("/") ? e : (playback.resolver.root ?? "") + "/" + e
+            let info = playback.tags.info(path)
+            let item = QueueItem(id: 0, index: nil, path: path, title: info.metadata.title ?? Path.lastComponent(e),
+                                 artist: info.metadata.artist, album: info.metadata.album, track: info.metadata.trackNumber,
+                                 duration: info.duration, isCurrent: nil, error: nil)
+            return song(item, r.state, withID: false)
+        }.joined()
+    }
+
+    /// `playlistfind`/`playlistsearch TAG VALUE…` (`any` matches every tag and the file): exact
+    /// for find, a case-insensitive substring for search, as mpd.
+    func findInQueue(_ r: MPDRequest, exact: Bool) throws(MPDError) -> String {
+        let args = r.args
+        guard args.count % 2 == 0 else { throw MPDError(.arg, "Incorrect number of filter arguments") }
+        let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
+        return playback.queue.entries.enumerated().compactMap { i, e -> String? in
+            let item = playback.describe(e, index: i, current: false, read: true)
+            let fields: [String: String?] = ["artist": item.artist, "album": item.album, "title": item.title,
+                                             "track": item.track.map(String.init), "file": relative(item.path)]
+            let matches = pairs.allSatisfy { tag, value in
+                let candidates: [String] = tag == "any" ? fields.values.compactMap { $0 } : [fields[tag] ?? nil].compactMap { $0 }
+                return candidates.contains { exact ? $0 == value : $0.lowercased().contains(value.lowercased()) }
+            }
+            return matches ? song(item, r.state) : nil
+        }.joined()
+    }
+
+    /// `readcomments URI`: the file's free-form tags (ID3v2 `TXXX`), those whose key is a word
+    /// (`^[A-Za-z][A-Za-z_-]*$`) and whose value has no control character, as mpd prints them.
+    func comments(_ r: MPDRequest) throws(MPDError) -> String {
+        let request = try uri(r.args[0], r.state)
+        guard PathResolver.audioExtensions.contains(Path.extension(request).lowercased()),
+              let (files, _) = try? playback.resolver.resolve(request), files.count == 1, let file = files.first
+        else { throw MPDError(.noExist, "No such song") }
+        let info = playback.tags.peek(file)
+        guard info.error == nil else { throw MPDError(.noExist, "No such song") }
+        return info.metadata.comments.filter { (c: TagPair) -> Bool in
+            guard let first = c.name.utf8.first, Self.isLetter(first),
+                  c.name.utf8.allSatisfy({ Self.isLetter($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }) else { return false }
+            return !c.value.utf8.contains { $0 < 0x20 }
+        }.map { "\($0.name): \($0.value)\n" }.joined()
+    }
+
+    private static func isLetter(_ b: UInt8) -> Bool { (65...90).contains(b) || (97...122).contains(b) }
+}
