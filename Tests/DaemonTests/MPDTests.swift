@@ -452,4 +452,71 @@ struct MPDTests {
         #expect(try d.request("ping").ok)
         #expect(try d.stop() == 0)
     }
+
+    @Test("client-to-client: one python-mpd2 client in idle is woken with `message` by another's sendmessage and reads it; channels lists the subscriptions; a closed client's channel is gone; mpc shuffle reorders the queue and keeps the playing song first; seek while paused stays paused")
+    func clientsAndShuffle() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try Self.daemon(port: Self.port() + 9)
+        let script = """
+            import mpd, sys, threading, time
+            a, b = mpd.MPDClient(), mpd.MPDClient()
+            a.connect(sys.argv[1]); b.connect(sys.argv[1])
+            out = []
+            a.subscribe("scrobble")
+            out.append("channels %s" % b.channels())
+            threading.Timer(0.3, lambda: b.sendmessage("scrobble", "now: Alpha")).start()
+            out.append("idle %s" % a.idle("message"))
+            out.append("read %s" % a.readmessages())
+            out.append("again %s" % a.readmessages())
+            try:
+                b.sendmessage("nobody-here", "x")
+            except mpd.CommandError as e:
+                out.append("error %s" % e)
+            threading.Timer(0.3, lambda: b.subscribe("other")).start()
+            out.append("idle %s" % a.idle("subscription"))
+            a.disconnect()
+            time.sleep(0.3)
+            out.append("channels %s" % b.channels())
+            print("\\n".join(out))
+            """
+        let file = d.dir.appendingPathComponent("messages.py")
+        try script.write(to: file, atomically: true, encoding: .utf8)
+        let r = try runProcess("/usr/bin/python3", [file.path, sock], timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "channels ['scrobble']", "idle ['message']", "read [{'channel': 'scrobble', 'message': 'now: Alpha'}]", "again []",
+            "error [50@0] {sendmessage} nobody is subscribed to this channel", "idle ['subscription']", "channels ['other']",
+        ], "\(lines)")
+
+        // mpc shuffle: 20 items in a new order (the chance of the same one is 1 in 20!), the
+        // playing one first, still playing.
+        func mpc(_ args: String...) throws -> String {
+            let r = try Self.mpc(sock, args)
+            #expect(r.status == 0, "mpc \(args.joined(separator: " ")): \(r.stderr)")
+            return r.stdoutText
+        }
+        #expect(try d.request("add", [("paths", .array(Array(repeating: .string("short"), count: 7)))]).ok)
+        let before = try mpc("playlist", "-f", "%position% %file%")
+        #expect(before.split(separator: "\n").count == 21, "\(before)")
+        _ = try mpc("play", "5")
+        let playing = try #require(d.request("status")["current"]?["id"]?.int)
+        _ = try mpc("shuffle")
+        let after = try d.request("list")["items"]?.array ?? []
+        #expect(after.count == 21)
+        #expect(after.first?["id"]?.int == playing, "the playing item first: \(after.prefix(2))")
+        #expect(after.compactMap { $0["id"]?.int } != (try d.request("list"))["items"]?.array?.compactMap { $0["id"]?.int }.sorted(),
+                "a new order")
+        #expect(try d.request("status")["state"] == "playing")
+
+        // seek while paused stays paused (mpd; AVPlayer's seek never changes the rate).
+        _ = try mpc("pause")
+        _ = try mpc("seek", "1")
+        let status = try d.request("status")
+        #expect(status["state"] == "paused" && abs((status["elapsed"]?.number ?? 0) - 1) < 0.3, "\(status.text)")
+        // …also to another song: it becomes the current one, paused at the time.
+        let raw = try HardeningTests.raw(unix: sock, Array("seek 3 0.5\nstatus\n".utf8), seconds: 2)
+        #expect(raw.text.contains("state: pause") && raw.text.contains("song: 3\n"), "\(raw.text)")
+        #expect(try d.stop() == 0)
+    }
 }

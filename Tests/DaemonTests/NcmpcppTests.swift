@@ -116,4 +116,48 @@ struct NcmpcppTests {
         #expect(try d.request("status")["state"] == "playing")
         #expect(try d.stop() == 0)
     }
+
+    @Test("ncmpcpp's playlist columns show each song's Date and Genre (and artist, title) from its tags")
+    func columns() throws {
+        guard (Harness.which("ncmpcpp") != nil && Harness.which("tmux") != nil)
+            || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+        try MPDDifferentialTests.makeTree(d.music)
+        let sock = d.dir.path + "/mpd.sock"
+        try d.start(["--mpd-listen", sock])
+        #expect(try d.request("add", [("paths", ["Alpha", "Beta"])]).ok)
+        let home = d.dir.appendingPathComponent("ncmpcpp-home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let config = home.appendingPathComponent("config")
+        try """
+            mpd_host = \(sock)
+            startup_screen = playlist
+            user_interface = classic
+            playlist_display_mode = columns
+            song_columns_list_format = "(14)[]{a} (7)[]{y} (8)[]{g} (12)[]{t}"
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let term = TmuxTerminal(socket: d.dir.path + "/tmux.sock", session: "ncm-columns")
+        defer { term.kill() }
+        try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
+                        "/usr/bin/ncmpcpp", "-c", config.path])
+        // One row per song: artist, date, genre, title, in the columns asked for.
+        func row(_ s: String, _ cells: [String]) -> Bool {
+            s.split(separator: "\n").contains { line in
+                var rest = Substring(line)
+                for c in cells {
+                    guard let r = rest.range(of: c) else { return false }
+                    rest = rest[r.upperBound...]
+                }
+                return true
+            }
+        }
+        let (ok, screen) = term.waitForScreen {
+            row($0, ["Ann Artist", "2001", "Rock", "First"]) && row($0, ["Ann Artist", "2001", "Jazz", "Second"])
+                && row($0, ["Bo Band", "1999", "Pop", "Only"])
+        }
+        #expect(ok, "Date and Genre columns:\n\(screen)")
+        try term.keys("q")
+        #expect(try d.stop() == 0)
+    }
 }
