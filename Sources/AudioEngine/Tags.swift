@@ -129,9 +129,7 @@ public struct TagPair: Sendable, Equatable {
 extension TrackMetadata {
     /// Every value of tag type `key`, in scan order (empty when there is none).
     /// - Parameter key: The tag type.
-    public func values(_ key: TagKey) -> [String] {
-        tags.compactMap { $0.key == key ? $0.value : nil }
-    }
+    public func values(_ key: TagKey) -> [String] { tags.values(key) }
 
     /// Adds a value to ``tags`` as mpd 0.23 stores it (`AddTagHandler` and `TagBuilder`): a
     /// ``TagKey/track`` or ``TagKey/disc`` keeps only its leading number without leading zeros
@@ -215,5 +213,13 @@ public enum ID3Genre {
         var n: UInt64 = 0
         for d in genre.utf8 { n = n &* 10 &+ UInt64(d - 0x30) }
         return n < UInt64(names.count) ? names[Int(n)] : genre
+    }
+}
+
+extension Array where Element == Tag {
+    /// Every value of tag type `key` in the list, in its order.
+    /// - Parameter key: The tag type.
+    public func values(_ key: TagKey) -> [String] {
+        compactMap { $0.key == key ? $0.value : nil }
     }
 }

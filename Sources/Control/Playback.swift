@@ -184,7 +184,7 @@ public final class Playback: Sendable {
         let m = info.metadata
         return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? Path.lastComponent(e.path),
                         artist: m.artist, album: m.album, track: m.trackNumber, duration: info.duration,
-                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority)
+                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority, tags: m.tags)
     }
 
     /// The current item, described.

@@ -1,3 +1,4 @@
+import AudioEngine
 import Lifecycle
 import NowPlaying
 import PlayQueue
@@ -22,11 +23,15 @@ public struct QueueItem: Sendable, Equatable {
     public var error: String?
     /// 0–255 (shuffle plays higher priorities first).
     public var priority: Int
+    /// Every tag the file carries (several values of a type stay several), in the file's order.
+    public var tags: [Tag]
 
     public init(id: Int, index: Int? = nil, path: String, title: String, artist: String? = nil, album: String? = nil,
-                track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil, priority: Int = 0) {
+                track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil, priority: Int = 0,
+                tags: [Tag] = []) {
         (self.id, self.index, self.path, self.title, self.artist, self.album) = (id, index, path, title, artist, album)
         (self.track, self.duration, self.isCurrent, self.error, self.priority) = (track, duration, isCurrent, error, priority)
+        self.tags = tags
     }
 }
 

@@ -253,7 +253,10 @@ public enum CtlText {
             line("album artist", info["albumArtist"]?.string)
             line("track", count(info["albumTrackNumber"], of: info["albumTrackCount"]))
             line("disc", count(info["discNumber"], of: info["discCount"]))
-            line("genre", info["genre"]?.string)
+            let genres = info["tags"]?["genre"]?.array?.compactMap(\.string) ?? []
+            line("genre", genres.isEmpty ? info["genre"]?.string : genres.joined(separator: ", "))
+            line("date", info["tags"]?["date"]?.array?.first?.string)
+            line("composer", info["tags"]?["composer"]?.array.map { $0.compactMap(\.string).joined(separator: ", ") })
             line("elapsed", info["elapsedPlaybackTime"]?.number.map { time($0) })
             line("duration", info["playbackDuration"]?.number.map { time($0) })
             line("state", info["playbackRate"]?.number.map { $0 == 0 ? "paused" : "playing" })

@@ -162,7 +162,20 @@ public enum JSONCodec {
         if let c = i.isCurrent { f.append(("current", .bool(c))) }
         if let e = i.error { f.append(("error", .string(e))) }
         if i.priority != 0 { f.append(("priority", .int(i.priority))) }
+        if !i.tags.isEmpty { f.append(("tags", tags(i.tags))) }
         return f
+    }
+
+    /// Tags as an object: each type (`artist`, `genre`, `date`, `musicBrainzTrackID`, …) once,
+    /// in the order the file first has it, with every value in an array.
+    static func tags(_ tags: [Tag]) -> JSON {
+        var order: [TagKey] = []
+        var values: [TagKey: [JSON]] = [:]
+        for t in tags {
+            if values[t.key] == nil { order.append(t.key) }
+            values[t.key, default: []].append(.string(t.value))
+        }
+        return .object(order.map { ("\($0)", .array(values[$0] ?? [])) })
     }
 
     static func fields(_ s: StatusSnapshot) -> [(String, JSON)] {
@@ -225,6 +238,7 @@ public enum JSONCodec {
         add("discNumber", i.discNumber.map(JSON.int))
         add("discCount", i.discCount.map(JSON.int))
         add("genre", i.genre.map(JSON.string))
+        if !i.tags.isEmpty { f.append(("tags", tags(i.tags))) }
         add("playbackDuration", i.playbackDuration.map(ms))
         add("elapsedPlaybackTime", n.elapsed.map(ms))
         add("playbackRate", i.playbackRate.map(JSON.number))

@@ -248,13 +248,21 @@ public final class MPRISService: Sendable {
         if let d = i.playbackDuration { m.append(("mpris:length", .int64(Int64((d * 1e6).rounded())))) }
         if let art = i.artwork, let url = artURL(art) { m.append(("mpris:artUrl", .string(url))) }
         if let t = i.title { m.append(("xesam:title", .string(t))) }
-        if let a = i.artist { m.append(("xesam:artist", .strings([a]))) }
+        // Lists are lists: every value the file has (one when only Apple's property is set).
+        func all(_ key: TagKey, _ one: String?) -> [String]? {
+            let v = i.tags.values(key)
+            return v.isEmpty ? one.map { [$0] } : v
+        }
+        if let a = all(.artist, i.artist) { m.append(("xesam:artist", .strings(a))) }
         if let a = i.albumTitle { m.append(("xesam:album", .string(a))) }
-        if let a = i.albumArtist { m.append(("xesam:albumArtist", .strings([a]))) }
+        if let a = all(.albumArtist, i.albumArtist) { m.append(("xesam:albumArtist", .strings(a))) }
         if let n = i.albumTrackNumber { m.append(("xesam:trackNumber", .int32(Int32(clamping: n)))) }
         if let n = i.discNumber { m.append(("xesam:discNumber", .int32(Int32(clamping: n)))) }
-        if let g = i.genre { m.append(("xesam:genre", .strings([g]))) }
-        if let c = i.composer { m.append(("xesam:composer", .strings([c]))) }
+        if let g = all(.genre, i.genre) { m.append(("xesam:genre", .strings(g))) }
+        if let c = all(.composer, i.composer) { m.append(("xesam:composer", .strings(c))) }
+        if let d = i.tags.values(.date).first { m.append(("xesam:contentCreated", .string(d))) }
+        let comments = i.tags.values(.comment)
+        if !comments.isEmpty { m.append(("xesam:comment", .strings(comments))) }
         if let u = i.assetURL { m.append(("xesam:url", .string(u))) }
         return m
     }

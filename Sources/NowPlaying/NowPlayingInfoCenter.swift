@@ -48,6 +48,10 @@ public struct NowPlayingInfo: Sendable, Equatable {
     public var discCount: Int?
     /// `MPMediaItemPropertyGenre`.
     public var genre: String?
+    /// Every tag the item's file carries, in its order, several values of a type kept (beyond
+    /// Apple's properties, which hold one value each: MPRIS's `xesam:genre` and
+    /// `xesam:artist` are lists, and `xesam:contentCreated` is the date).
+    public var tags: [Tag] = []
     /// `MPMediaItemPropertyPlaybackDuration`, seconds.
     public var playbackDuration: Double?
     /// `MPMediaItemPropertyArtwork`: embedded cover art.

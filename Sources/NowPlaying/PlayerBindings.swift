@@ -103,6 +103,7 @@ public final class NowPlayingBinding: Sendable {
         info.discNumber = m.discNumber
         info.discCount = m.discCount
         info.genre = m.genre
+        info.tags = m.tags
         info.composer = m.composer
         info.playbackDuration = item.duration
         info.artwork = m.artwork

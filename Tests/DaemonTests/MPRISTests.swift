@@ -106,6 +106,38 @@ struct MPRISTests {
         #expect(try d.stop() == 0)
     }
 
+    @Test("the full tag set reaches every surface: MPRIS xesam:genre (both genres), xesam:contentCreated, xesam:composer; the JSON list's and now-playing's tags; ctl now-playing's genre and date lines")
+    func tags() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        try MPDDifferentialTests.makeTree(d.music)
+        // A second genre: ID3v2.3 `(17)(8)` is Rock and Jazz (as mpd's libid3tag reads it).
+        let src = try Fixtures.tone("tags-two-genres", seconds: 3, frequency: 500)
+        let r = try runProcess("lame", ["--quiet", "--decode", src.path, d.dir.path + "/t.wav"])
+        #expect(r.status == 0)
+        let e = try runProcess("lame", ["--quiet", "--id3v2-only", "--tt", "Two", "--ta", "Duo", "--ty", "2004", "--tv", "TCON=(17)(8)",
+                                        "--tv", "TCOM=Carl Composer", d.dir.path + "/t.wav", d.music + "/Beta/two.mp3"])
+        #expect(e.status == 0, "\(e.stderr)")
+        #expect(try d.request("clear").ok)
+        #expect(try d.request("add", [("paths", ["Beta/two.mp3", "Alpha"])]).ok)
+        let list = try d.request("list")
+        let first = list["items"]?.array?.first?["tags"]
+        #expect(first?["genre"] == .array([.string("Rock"), .string("Jazz")]), "\(list.text.prefix(400))")
+        #expect(first?["date"] == .array([.string("2004")]) && first?["composer"] == .array([.string("Carl Composer")]))
+        #expect(try d.request("play").ok)
+        #expect(eventually { (try? Self.playerctl(bus, "-p", "backline", "status")) == "Playing" })
+        let meta = try Self.playerctl(bus, "-p", "backline", "metadata", "--format",
+                                      "{{xesam:title}}|{{xesam:genre}}|{{xesam:contentCreated}}|{{xesam:composer}}")
+        #expect(meta == "Two|Rock, Jazz|2004|Carl Composer", "\(meta)")
+        let now = try d.request("now-playing")
+        #expect(now["info"]?["tags"]?["genre"] == .array([.string("Rock"), .string("Jazz")]), "\(now.text.prefix(400))")
+        let ctl = try d.ctl(["now-playing"]).stdoutText
+        #expect(ctl.contains("genre: Rock, Jazz\n") && ctl.contains("date: 2004\n") && ctl.contains("composer: Carl Composer\n"), "\(ctl)")
+        #expect(try d.stop() == 0)
+    }
+
     @Test("busctl: SetPosition with a stale track id is ignored; Seek past the end is Next; OpenUri with a bad URI and calls with wrong argument types are D-Bus errors; the daemon lives; OpenUri with a file plays it")
     func edgeCases() throws {
         guard Self.available else { return }
