@@ -184,7 +184,9 @@ public enum CommandTable {
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
-        SleepCommand.descriptor, AlarmCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor, AuthCommand.descriptor,
+        SleepCommand.descriptor, AlarmCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor,
+        ChannelSubscribeCommand.descriptor, ChannelUnsubscribeCommand.descriptor, ChannelsCommand.descriptor, ChannelSendCommand.descriptor,
+        ChannelReadCommand.descriptor, AuthCommand.descriptor,
         PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,
     ]
 

@@ -51,6 +51,8 @@ public struct CommandContext: Sendable {
 /// It also binds the remote command center to the same commands, so a headset button, another
 /// process and a socket client take one route into playback.
 public final class CommandDispatcher: Sendable {
+    /// The client-to-client channels every protocol's clients share.
+    public let messages = ClientMessages()
     public let playback: Playback
     /// The daemon's version (for `version`).
     public let version: String

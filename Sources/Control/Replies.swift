@@ -154,6 +154,10 @@ public enum Reply: Sendable, Equatable {
     case alarms([Alarm])
     /// The event kinds now subscribed.
     case subscribed([String])
+    /// The client-to-client channels someone is subscribed to.
+    case channels([String])
+    /// Client-to-client messages, in arrival order.
+    case messages([ClientMessages.Message])
     case pong
     case version(String, protocol: Int)
     case help([String])

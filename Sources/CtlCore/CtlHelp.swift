@@ -72,6 +72,8 @@ public enum CtlHelp {
                   summary: "Pause after MINUTES (fading out over the last S seconds) or at the end of the item; 0 or --cancel turns it off; no argument shows it."),
             Entry(name: "alarm", usage: "alarm [TIME [--fade S] [--play ID|--load NAME] [--daily] | --cancel N]",
                   summary: "Start playing at TIME, HH:MM or HH:MM:SS (fading in over S seconds; the item ID or a stored playlist; once or daily); --cancel N removes alarm N; no argument lists them."),
+            Entry(name: "channels", usage: "channels", summary: "The client-to-client channels someone listens on (MPD clients' and the protocol's)."),
+            Entry(name: "channel-send", usage: "channel-send CHANNEL TEXT…", summary: "Send TEXT to a channel's listeners (an error when nobody listens)."),
             Entry(name: "ping", usage: "ping", summary: "Whether the daemon answers."),
             Entry(name: "version", usage: "version", summary: "The daemon's version."),
             Entry(name: "send", usage: "send JSON", summary: "Send one request of the protocol as it is (docs/PROTOCOL.md)."),

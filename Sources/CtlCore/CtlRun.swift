@@ -220,13 +220,16 @@ public enum CtlCommands {
             guard let s = a.first else { return .command(name: "play", members: []) }
             return .command(name: "play", members: [("item", .int(try itemID(s, cmd)))])
         case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
-             "version":
+             "version", "channels":
             try atMost(0)
             return .command(name: command, members: [])
         case "shuffle", "single", "mute":
             try atMost(1)
             guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }
             return .command(name: command, members: [("on", .bool(on))])
+        case "channel-send":
+            guard a.count >= 2 else { throw CtlUsage(cmd, "expected CHANNEL TEXT…") }
+            return .command(name: command, members: [("channel", .string(a[0])), ("message", .string(a.dropFirst().joined(separator: " ")))])
         case "shuffle-queue":
             // FROM TO: positions from 1, both included.
             guard !a.isEmpty else { return .command(name: command, members: []) }

@@ -1,3 +1,4 @@
+import Control
 import Dispatch
 import FoundationEssentials
 import Logging
@@ -252,7 +253,19 @@ public final class ControlServer: Sendable {
             }
         }
         clients.withLock { $0[id] = channel }
+        if !mpd {
+            // Client-to-client messages reach a JSON client as `message` events once it
+            // subscribed to them; until then they wait for `channel-read`.
+            let messages = core.messages
+            messages.register(id) { changed in
+                guard changed.contains(.message), hub.wants(id, "message") else { return }
+                for m in messages.read(id) {
+                    hub.deliver(to: id, "message", [("channel", .string(m.channel)), ("message", .string(m.text))])
+                }
+            }
+        }
         channel.closeFuture.whenComplete { [self] _ in
+            if !mpd { core.messages.remove(id) }
             hub.unsubscribe(id)
             _ = clients.withLock { $0.removeValue(forKey: id) }
         }

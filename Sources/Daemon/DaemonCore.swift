@@ -66,8 +66,8 @@ public final class DaemonCore: Sendable {
     let hooks: HookRunner
     /// Subscribers' event fan-out.
     public let hub = EventHub()
-    /// The client-to-client channels (MPD's `subscribe`/`sendmessage`).
-    public let messages = ClientMessages()
+    /// The client-to-client channels (MPD's `subscribe`/`sendmessage`, the JSON `channel-…`).
+    public var messages: ClientMessages { dispatcher.messages }
     /// MPD's MixRamp settings: kept and reported as mpd does, never used (items never overlap).
     let mixRamp = Mutex<(db: Double, delay: Double)>((0, -1))
     /// Timers, saving, observers.

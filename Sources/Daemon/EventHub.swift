@@ -28,6 +28,23 @@ public final class EventHub: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: client) }
     }
 
+    /// Sends `{"event": kind, "seq": n, …fields}` to `client` alone, if it subscribed to
+    /// `kind`; whether it did.
+    @discardableResult
+    public func deliver(to client: UInt64, _ kind: String, _ fields: [(String, JSON)]) -> Bool {
+        state.withLock { s in
+            guard let w = s.subscribers[client], w.kinds?.contains(kind) ?? true else { return false }
+            s.seq += 1
+            w.send(JSON.object([("event", .string(kind)), ("seq", .number(Double(s.seq)))] + fields).text + "\n")
+            return true
+        }
+    }
+
+    /// Whether `client` subscribed to `kind`.
+    public func wants(_ client: UInt64, _ kind: String) -> Bool {
+        state.withLock { s in s.subscribers[client].map { $0.kinds?.contains(kind) ?? true } ?? false }
+    }
+
     /// Publishes `{"event": kind, "seq": n, …fields}` to the subscribers of `kind`.
     public func publish(_ kind: String, _ fields: [(String, JSON)] = []) {
         state.withLock { s in

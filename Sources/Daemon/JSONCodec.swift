@@ -144,6 +144,8 @@ public enum JSONCodec {
         case .app(let a): [("app", .string(a.name))]
         case .sleep(let s): [("sleep", sleep(s))]
         case .subscribed(let kinds): [("events", .array(kinds.map(JSON.string)))]
+        case .channels(let names): [("channels", .array(names.map(JSON.string)))]
+        case .messages(let all): [("messages", .array(all.map { .object([("channel", .string($0.channel)), ("message", .string($0.text))]) }))]
         case .pong: [("pong", true)]
         case .version(let v, let p): [("version", .string(v)), ("protocol", .int(p))]
         case .help(let names): [("commands", .array(names.compactMap(CommandTable.descriptor).map(help)))]

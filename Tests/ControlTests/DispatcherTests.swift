@@ -225,7 +225,9 @@ struct DispatcherTests {
     func table() {
         let names = CommandTable.all.map(\.name)
         #expect(Set(names).count == names.count)
-        #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted() == ["auth", "help", "ping", "subscribe", "unsubscribe", "version"])
+        #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted()
+                == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "help", "ping",
+                    "subscribe", "unsubscribe", "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists).
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
                 == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name) + ["browse"])

@@ -8,6 +8,49 @@ import Testing
 /// PulseAudio null sink; a second connection subscribed to the events.
 @Suite("backline daemon: protocol", Harness.audioTools)
 struct ProtocolTests {
+    @Test("client-to-client channels across protocols: a JSON client subscribed to `message` events gets an MPD client's sendmessage at once; an MPD client reads a JSON client's channel-send; channel-read empties the queue; errors as mpd's; ctl channels and channel-send")
+    func channels() throws {
+        let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground)
+        let port = HardeningTests.port()
+        try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
+        let json = try d.client()
+        let sub = try json.request("channel-subscribe", [("channel", "lyrics")])
+        #expect(sub.ok && sub["channels"] == .array([.string("lyrics")]), "\(sub.text)")
+        #expect(try json.request("subscribe", [("events", ["message"])]).ok)
+        let mpd = try MPDLineClient(port: port)
+        defer { mpd.close() }
+        #expect(try mpd.ask("channels") == "channel: lyrics\nOK\n")
+        #expect(try mpd.ask("sendmessage lyrics \"la la\"") == "OK\n")
+        let event = try json.nextEvent(timeout: 5)
+        #expect(event?["event"] == "message" && event?["channel"] == "lyrics" && event?["message"] == "la la", "\(event?.text ?? "none")")
+
+        // The other way: the MPD client subscribes, a JSON client (ctl) sends, the MPD client reads.
+        #expect(try mpd.ask("subscribe scrobble") == "OK\n")
+        let sent = try d.ctl(["channel-send", "scrobble", "played", "Alpha"])
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(try mpd.ask("readmessages") == "channel: scrobble\nmessage: played Alpha\nOK\n")
+        #expect(try d.ctl(["channels"]).stdoutText.contains("lyrics") )
+
+        // Without the event subscription, messages wait for channel-read (and are read once).
+        let quiet = try d.client()
+        #expect(try quiet.request("channel-subscribe", [("channel", "scrobble")]).ok)
+        #expect(try mpd.ask("sendmessage scrobble one") == "OK\n")
+        let read = try quiet.request("channel-read")
+        #expect(read["messages"] == .array([.object([("channel", .string("scrobble")), ("message", .string("one"))])]), "\(read.text)")
+        #expect(try quiet.request("channel-read")["messages"] == .array([]))
+
+        let bad = try json.request("channel-subscribe", [("channel", "no spaces")])
+        #expect(bad["error"]?["code"] == "bad-argument" && bad["error"]?["message"] == "invalid channel name", "\(bad.text)")
+        let again = try json.request("channel-subscribe", [("channel", "lyrics")])
+        #expect(again["error"]?["code"] == "exists", "\(again.text)")
+        let nobody = try json.request("channel-send", [("channel", "nobody"), ("message", "x")])
+        #expect(nobody["error"]?["code"] == "not-found" && nobody["error"]?["message"] == "nobody is subscribed to this channel")
+        json.closeWrite()  // (the daemon closes it once answered)
+        // A closed connection's channels are gone.
+        #expect(eventually(timeout: 5) { (try? mpd.ask("channels")) == "channel: scrobble\nOK\n" })
+        #expect(try d.stop() == 0)
+    }
+
     @Test("every command over the socket answers as documented; subscribers get the events in order")
     func everyCommand() throws {
         let d = try DaemonFixture.onSharedSink(config: "position-interval = 0.2\nbackground-grace = 60\nstart-state = foreground\n")

@@ -49,3 +49,77 @@ public struct AuthCommand: ControlCommand {
         return .none
     }
 }
+
+/// Subscribes this connection to a client-to-client channel (MPD's `subscribe`).
+public struct ChannelSubscribeCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "channel-subscribe", .connection, "Receive the messages sent to a client-to-client channel ([A-Za-z0-9_.:-]+).",
+        [("channel", .string, "")], wakes: false)
+    public var channel: String
+    public init(channel: String) { self.channel = channel }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let c = a.string("channel") else { throw .badArgument("channel-subscribe: \"channel\" is required") }
+        channel = c
+    }
+    public var arguments: Arguments { Arguments(["channel": .string(channel)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.dispatcher.messages.subscribe(x.connection.id, to: channel)
+        return .channels(x.dispatcher.messages.channels())
+    }
+}
+
+/// Leaves a client-to-client channel.
+public struct ChannelUnsubscribeCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "channel-unsubscribe", .connection, "Leave a client-to-client channel.", [("channel", .string, "")], wakes: false)
+    public var channel: String
+    public init(channel: String) { self.channel = channel }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let c = a.string("channel") else { throw .badArgument("channel-unsubscribe: \"channel\" is required") }
+        channel = c
+    }
+    public var arguments: Arguments { Arguments(["channel": .string(channel)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.dispatcher.messages.unsubscribe(x.connection.id, from: channel)
+        return .channels(x.dispatcher.messages.channels())
+    }
+}
+
+/// The client-to-client channels someone is subscribed to (MPD's `channels`).
+public struct ChannelsCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "channels", .connection, "The client-to-client channels someone is subscribed to.", wakes: false)
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply { .channels(x.dispatcher.messages.channels()) }
+}
+
+/// Sends a message to a client-to-client channel's subscribers (MPD's `sendmessage`).
+public struct ChannelSendCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "channel-send", .connection, "Send a message to a client-to-client channel's subscribers (an error when nobody is).",
+        [("channel", .string, ""), ("message", .string, "")], wakes: false)
+    public var channel: String
+    public var message: String
+    public init(channel: String, message: String) { (self.channel, self.message) = (channel, message) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let c = a.string("channel"), let m = a.string("message") else {
+            throw .badArgument("channel-send: \"channel\" and \"message\" are required")
+        }
+        (channel, message) = (c, m)
+    }
+    public var arguments: Arguments { Arguments(["channel": .string(channel), "message": .string(message)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.dispatcher.messages.send(message, to: channel)
+        return .none
+    }
+}
+
+/// This connection's unread client-to-client messages; they are read now (MPD's `readmessages`).
+public struct ChannelReadCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "channel-read", .connection, "This connection's unread client-to-client messages (read now).", wakes: false)
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply { .messages(x.dispatcher.messages.read(x.connection.id)) }
+}
