@@ -212,6 +212,7 @@ struct MPDTests {
         let script = """
             import mpd, sys, time
             c = mpd.MPDClient()
+            c.timeout = 20  # a reply that never comes fails here, with where, not at the test's 60 s
             c.connect(sys.argv[1])
             out = []
             import atexit
@@ -288,6 +289,7 @@ struct MPDTests {
 
             # Disabling the one output is an output change (and a mixer one: it mutes).
             other = mpd.MPDClient()
+            other.timeout = 20
             other.connect(sys.argv[1])
             import threading
             threading.Timer(0.3, lambda: c.disableoutput(0)).start()

@@ -211,7 +211,7 @@ struct MPDProtocol: Sendable {
             w.put("\npartition: default\nplaylist: "); w.put(q.version)
             w.put("\nplaylistlength: "); w.put(q.count)
             w.put("\nmixrampdb: ")
-            w.put(Self.number(mixRamp.db))
+            if mixRamp.db == 0 { w.put("0") } else { w.put(Self.number(mixRamp.db)) }
             w.put(q.state == .playing ? "\nstate: play\n" : q.state == .paused ? "\nstate: pause\n" : "\nstate: stop\n")
             if mixRamp.delay > 0 { w.put("mixrampdelay: "); w.put(Self.number(mixRamp.delay)); w.put("\n") }
             guard let (c, i) = q.current else { return w.count }
