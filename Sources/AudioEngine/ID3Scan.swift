@@ -83,10 +83,15 @@ enum ID3Scan {
         return buf
     }
 
+    /// The largest ID3v2 tag read: the format allows 256 MiB, which a crafted file would make
+    /// every tag read allocate; real tags with a large cover are a few MiB. A bigger one is
+    /// treated as absent (the ID3v1 tag, if any, is read instead).
+    static let maximumTagBytes = 32 << 20
+
     /// The ID3v2 tag at the start of the file (mpd's `tag_id3_find_from_beginning`).
     private static func readV2(_ fd: Int32, fileSize: Int) -> [Frame]? {
         guard fileSize >= 10, let header = pread(fd, count: 10, at: 0), let size = tagSize(header),
-              size <= fileSize, let rest = pread(fd, count: size - 10, at: 10) else { return nil }
+              size <= fileSize, size <= maximumTagBytes, let rest = pread(fd, count: size - 10, at: 10) else { return nil }
         return parseV2(header + rest)
     }
 

@@ -21,6 +21,13 @@ public final class PulseNullSink: @unchecked Sendable {
     public static let rate = 44100
     /// The sink's name; record from `\(sinkName).monitor`.
     public let sinkName = "backline_null"
+    /// A second null sink on the same server, never recorded: where a test that does not hold
+    /// the sink (``exclusive(_:)``) plays, so that a recording of ``sinkName`` in a parallel
+    /// test never hears it (it did: an 880 Hz tone measured as 529 and 550 Hz in CI). Pass
+    /// ``unheardEnvironment`` to such a player (libpulse's `PULSE_SINK`).
+    public let unheardSinkName = "backline_unheard"
+    /// ``environment`` with `PULSE_SINK` set to ``unheardSinkName``.
+    public var unheardEnvironment: [String: String] { environment.merging(["PULSE_SINK": unheardSinkName]) { $1 } }
     /// The private directory holding the socket, logs and state.
     public let directory: URL
     /// `PULSE_SERVER` and friends: pass to a child, or use ``exportToProcess()``.
@@ -78,6 +85,7 @@ public final class PulseNullSink: @unchecked Sendable {
         let config = """
             load-module module-native-protocol-unix auth-anonymous=1 socket=\(d)/native
             load-module module-null-sink sink_name=\(sinkName) rate=\(Self.rate) channels=2 norewinds=1
+            load-module module-null-sink sink_name=\(unheardSinkName) rate=\(Self.rate) channels=2 norewinds=1
             set-default-sink \(sinkName)
 
             """

@@ -241,4 +241,17 @@ struct TagTests {
         m.addTag(.title, "a\tb")
         #expect(m.tags == [Tag(.track, "7"), Tag(.title, "a b")])
     }
+
+    @Test("an ID3v2 tag over 32 MiB is not read (a crafted size would make every tag read allocate it); the file still opens, its ID3v1 tag is read; a 1 MiB tag is")
+    func oversizedTag() throws {
+        for (total, read) in [(1 << 20, true), (40 << 20, false)] {
+            var body = ID3.frame(3, "TIT2", ID3.t0("Big"))
+            body += [UInt8](repeating: 0, count: total - 10 - body.count)  // padding up to the stated size
+            let v1 = ID3.v1(title: "Small", artist: "", album: "", year: "", comment: [UInt8](repeating: 0, count: 30), genre: 255)
+            let d = try decoder("oversized-\(total)", tag: ID3.tag(3, body), trailer: v1)
+            #expect(d.metadata.title == (read ? "Big" : "Small"), "a \(total)-byte tag")
+            #expect(d.duration > 0.2)
+        }
+    }
 }
+

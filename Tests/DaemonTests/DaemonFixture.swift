@@ -73,11 +73,13 @@ final class DaemonFixture: @unchecked Sendable {
         ]) { $1 }
     }
 
-    /// A daemon playing into the test process's shared PulseAudio null sink (tests on it play
-    /// muted, so they never disturb another test's recording).
+    /// A daemon playing in real time into the test process's shared PulseAudio server, on its
+    /// second sink, which no test records.
     static func onSharedSink(config: String, bus: String? = nil) throws -> DaemonFixture {
         let sink = try PulseNullSink.shared()
-        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: config, bus: bus)
+        // Played into the server's second, never-recorded sink: real-time pacing, and a test
+        // recording the first one (holding it exclusively) in parallel never hears this daemon.
+        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.unheardEnvironment, config: config, bus: bus)
     }
 
     /// Starts the daemon and waits until it answers `ping`.

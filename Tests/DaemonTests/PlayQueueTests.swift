@@ -148,7 +148,7 @@ struct PlayQueueTests {
     @Test("in the background with nothing playing the daemon is suspended: on-suspend runs with the state, the device is released; a command wakes it and on-resume runs")
     func suspensionHooks() throws {
         let sink = try PulseNullSink.shared()
-        let d0 = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment)
+        let d0 = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.unheardEnvironment)
         let out = d0.dir.path + "/hooks.txt"
         let hooks = """
             background-grace = 0.5
