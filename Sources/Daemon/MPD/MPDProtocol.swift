@@ -306,7 +306,9 @@ struct MPDProtocol: Sendable {
         let request = try uri(r.args[0], state)
         let ext = Path.extension(request).lowercased()
         guard PathResolver.audioExtensions.contains(ext), let (files, _) = try? playback.resolver.resolve(request),
-              files.count == 1, let file = files.first else { throw MPDError(.noExist, "No such song") }
+              files.count == 1, let file = files.first else {
+            throw MPDError(.noExist, name == "albumart" ? "No file exists" : "No such song")  // (mpd's words for each)
+        }
         let found: (data: [UInt8], type: String?)?
         if name == "readpicture" {
             found = playback.tags.info(file).metadata.artwork.map { ($0.data, $0.mimeType) }
