@@ -292,8 +292,12 @@ struct MPDTests {
             other.timeout = 20
             other.connect(sys.argv[1])
             import threading
-            threading.Timer(0.3, lambda: c.disableoutput(0)).start()
+            # (The timer's thread uses `c`: joined before `c` is used again, or the two threads
+            # would read each other's replies: a hang under load, twice in CI.)
+            t = threading.Timer(0.3, lambda: c.disableoutput(0))
+            t.start()
             out.append("idle %s" % other.idle("output"))
+            t.join()
             c.enableoutput(0)
             """
         let file = d.dir.appendingPathComponent("library.py")
@@ -462,20 +466,26 @@ struct MPDTests {
         let script = """
             import mpd, sys, threading, time
             a, b = mpd.MPDClient(), mpd.MPDClient()
+            a.timeout = b.timeout = 20  # a reply that never comes fails with where
             a.connect(sys.argv[1]); b.connect(sys.argv[1])
             out = []
             a.subscribe("scrobble")
             out.append("channels %s" % b.channels())
-            threading.Timer(0.3, lambda: b.sendmessage("scrobble", "now: Alpha")).start()
+            # (Each timer is joined before its client, `b`, is used again.)
+            t = threading.Timer(0.3, lambda: b.sendmessage("scrobble", "now: Alpha"))
+            t.start()
             out.append("idle %s" % a.idle("message"))
+            t.join()
             out.append("read %s" % a.readmessages())
             out.append("again %s" % a.readmessages())
             try:
                 b.sendmessage("nobody-here", "x")
             except mpd.CommandError as e:
                 out.append("error %s" % e)
-            threading.Timer(0.3, lambda: b.subscribe("other")).start()
+            t = threading.Timer(0.3, lambda: b.subscribe("other"))
+            t.start()
             out.append("idle %s" % a.idle("subscription"))
+            t.join()
             a.disconnect()
             time.sleep(0.3)
             out.append("channels %s" % b.channels())
