@@ -195,30 +195,12 @@ enum ID3Scan {
                 id = "Y" + old
                 obsolete = v22Obsolete.contains(old)
             }
-        case 3:
-            guard length >= 10 else { return nil }
-            id = String(decoding: b[p..<(p + 4)], as: UTF8.self)
-            let size = uint(b[(p + 4)..<(p + 8)])
-            let flags = uint(b[(p + 8)..<(p + 10)])
-            p += 10
-            guard size <= end - p else { return nil }
-            var d = p
-            let frameEnd = p + size
-            p = frameEnd
-            guard validID(id) else { return nil }
-            if flags & 0x001F != 0 { return .some(nil) }  // unknown format flags: kept unparsed
-            let compressed = flags & 0x0080 != 0, encrypted = flags & 0x0040 != 0
-            if compressed { guard frameEnd - d >= 4 else { return nil }; d += 4 }
-            if encrypted { guard frameEnd - d >= 1 else { return nil }; d += 1 }
-            if flags & 0x0020 != 0 { guard frameEnd - d >= 1 else { return nil }; d += 1 }
-            if compressed || encrypted { return .some(nil) }
-            data = b[d..<frameEnd]
-            if let new = v23Names[id] { id = new }
-            obsolete = v23Obsolete.contains(id)
         default:
+            // 2.3 and 2.4: the same header (2.4's size syncsafe), the format flags and the
+            // bytes they add in different places (2.3: %ijk00000, 2.4: %0h00kmnp).
             guard length >= 10 else { return nil }
             id = String(decoding: b[p..<(p + 4)], as: UTF8.self)
-            let size = syncsafe(b[(p + 4)..<(p + 8)])
+            let size = major == 3 ? uint(b[(p + 4)..<(p + 8)]) : syncsafe(b[(p + 4)..<(p + 8)])
             let flags = uint(b[(p + 8)..<(p + 10)])
             p += 10
             guard size <= end - p else { return nil }
@@ -226,16 +208,30 @@ enum ID3Scan {
             let frameEnd = p + size
             p = frameEnd
             guard validID(id) else { return nil }
-            if flags & 0x00B0 != 0 { return .some(nil) }  // unknown format flags: kept unparsed
-            if flags & 0x0040 != 0 { guard frameEnd - d >= 1 else { return nil }; d += 1 }  // group
-            let compressed = flags & 0x0008 != 0, encrypted = flags & 0x0004 != 0
-            if compressed && flags & 0x0001 == 0 { return nil }  // compression needs a data length
-            if encrypted { guard frameEnd - d >= 1 else { return nil }; d += 1 }
-            if flags & 0x0001 != 0 { guard frameEnd - d >= 4 else { return nil }; d += 4 }
-            if compressed || encrypted { return .some(nil) }
-            if flags & 0x0002 != 0 {
-                let plain = deunsynchronised(b[d..<frameEnd])
-                return .some(Frame(id: id, content: content(id: id, plain[...], major: major)))
+            // Skips `n` bytes the flags put before the data; false when the frame is too short.
+            func skip(_ n: Int) -> Bool {
+                guard frameEnd - d >= n else { return false }
+                d += n
+                return true
+            }
+            if major == 3 {
+                if flags & 0x001F != 0 { return .some(nil) }  // unknown format flags: kept unparsed
+                let compressed = flags & 0x0080 != 0, encrypted = flags & 0x0040 != 0
+                guard !compressed || skip(4), !encrypted || skip(1), flags & 0x0020 == 0 || skip(1) else { return nil }
+                if compressed || encrypted { return .some(nil) }
+                if let new = v23Names[id] { id = new }
+                obsolete = v23Obsolete.contains(id)
+            } else {
+                if flags & 0x00B0 != 0 { return .some(nil) }  // unknown format flags: kept unparsed
+                let compressed = flags & 0x0008 != 0, encrypted = flags & 0x0004 != 0
+                if compressed && flags & 0x0001 == 0 { return nil }  // compression needs a data length
+                // Group, encryption method, data length, in that order.
+                guard flags & 0x0040 == 0 || skip(1), !encrypted || skip(1), flags & 0x0001 == 0 || skip(4) else { return nil }
+                if compressed || encrypted { return .some(nil) }
+                if flags & 0x0002 != 0 {
+                    let plain = deunsynchronised(b[d..<frameEnd])
+                    return .some(Frame(id: id, content: content(id: id, plain[...], major: major)))
+                }
             }
             data = b[d..<frameEnd]
         }
