@@ -536,11 +536,14 @@ public final class PlayQueue: Sendable {
         PlayQueueError(code: .outputUnavailable, message: "\(e.function) is unavailable (\(e.message)): paused where it stopped")
     }
 
-    /// Plays the entry `id` from its start (a failed entry is retried).
-    public func play(id: Int) throws(PlayQueueError) {
+    /// Plays the entry `id` from its start (a failed entry is retried). With `keepingPause`, a
+    /// paused queue stays paused, now at `id`'s start (MPD's `seek` to another song, which
+    /// never makes a paused player heard).
+    public func play(id: Int, keepingPause: Bool = false) throws(PlayQueueError) {
         try refuseWhileOutputIsGone()
         try state.withLock { s throws(PlayQueueError) in
             guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
+            let staysPaused = keepingPause && currentState(s) == .paused
             s.entries[i].failure = nil
             if let c = s.current, c != id, !s.stopped { played(&s, c) }
             if s.shuffle, let k = s.shuffleOrder.firstIndex(of: id) {
@@ -555,7 +558,7 @@ public final class PlayQueue: Sendable {
             prioritize(&s)
             rebuild(&s)
             consumePlayed(&s)
-            player.play()
+            if !staysPaused { player.play() }
             publishState(&s)
             try checkOutput()
         }

@@ -231,13 +231,13 @@ struct DispatcherTests {
         // Off the event loop: what touches the file system (paths, tags, stored playlists).
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
                 == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name) + ["browse"])
-        #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number])
+        #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number, .integer])
         // Every command's arguments round-trip: built from what it reports, it reports the same.
         let samples: [any ControlCommand] = [
-            PlayCommand(item: 3), SeekCommand(target: .offset(-5)), SkipCommand(seconds: 15), AddCommand(paths: ["a", "b"], position: 2),
+            PlayCommand(item: 3), SeekCommand(target: .offset(-5)), SeekCommand(target: .position(2), item: 4), SkipCommand(seconds: 15), AddCommand(paths: ["a", "b"], position: 2),
             RemoveCommand(ids: [1, 2]), MoveCommand(id: 4, position: 0), VolumeCommand(change: .by(-5)), SleepCommand(action: .after(minutes: 10, fade: 5)),
             SessionCommand(category: .ambient, options: [.mixWithOthers]), RepeatCommand(mode: .one), LifecycleCommand(target: .background),
-            ConsumeCommand(mode: .oneshot), PriorityCommand(priority: 7, ids: [3, 1]), BrowseCommand(path: "a", recursive: true, tags: false),
+            ConsumeCommand(mode: .oneshot), ShuffleQueueCommand(range: 2..<5), ChannelSendCommand(channel: "c", message: "m"), PriorityCommand(priority: 7, ids: [3, 1]), BrowseCommand(path: "a", recursive: true, tags: false),
         ]
         for c in samples {
             let again = try? c.descriptor.make(c.arguments)

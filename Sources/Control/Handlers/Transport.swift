@@ -80,25 +80,36 @@ public struct SeekCommand: ControlCommand {
         case offset(Double)
     }
     public static let descriptor = CommandDescriptor(
-        Self.self, "seek", .transport, "Seek the current item.",
-        [("position", .number, "seconds from the start"), ("offset", .number, "seconds from the current position (±)")])
+        Self.self, "seek", .transport, "Seek the current item (or, with `item`, that item, which becomes current; a pause is kept).",
+        [("position", .number, "seconds from the start"), ("offset", .number, "seconds from the current position (±)"),
+         ("item", .integer, "item id (optional)")])
     public var target: Target
-    public init(target: Target) { self.target = target }
+    /// Another item to seek in (MPD's `seek`/`seekid`): it becomes current, paused when the
+    /// queue was paused, playing otherwise.
+    public var item: Int?
+    public init(target: Target, item: Int? = nil) { (self.target, self.item) = (target, item) }
     public init(_ a: Arguments) throws(CommandError) {
         switch (a.number("position"), a.number("offset")) {
         case (let p?, nil): target = .position(p)
         case (nil, let o?): target = .offset(o)
         default: throw .badArgument("seek: give \"position\" or \"offset\" (seconds)")
         }
+        item = a.integer("item")
     }
     public var arguments: Arguments {
+        var a: [String: ArgumentValue]
         switch target {
-        case .position(let p): Arguments(["position": .number(p)])
-        case .offset(let o): Arguments(["offset": .number(o)])
+        case .position(let p): a = ["position": .number(p)]
+        case .offset(let o): a = ["offset": .number(o)]
         }
+        if let item { a["item"] = .integer(item) }
+        return Arguments(a)
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
+        if let item, item != q.current?.id || q.playbackState == .stopped {
+            do throws(PlayQueueError) { try q.play(id: item, keepingPause: true) } catch { throw CommandError(error) }
+        }
         let t: Double
         switch target {
         case .position(let p): t = p
