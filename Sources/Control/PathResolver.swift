@@ -291,7 +291,7 @@ public struct PathResolver: Sendable {
                 : st.st_mode & S_IFMT != S_IFREG ? .other
                 : Self.audioExtensions.contains(ext) ? .audio : Self.playlistExtensions.contains(ext) ? .playlist : .other
             let entry = Listed(path: shown, kind: kind, file: file, size: Int(st.st_size),
-                               modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
+                               modified: Self.modified(st))
             if kind == .directory { directories.append((entry, file)) } else { out.append(entry) }
             guard out.count + directories.count <= limit else {
                 throw Refusal(code: .tooLarge, path: rel, message: "more than \(limit) entries")
@@ -305,6 +305,15 @@ public struct PathResolver: Sendable {
                 try list(file, as: entry.path, recursive: true, into: &out, limit: limit, depth: depth + 1)
             }
         }
+    }
+
+    /// When a `stat` says the file was last modified (whole seconds, as listings show it).
+    public static func modified(_ st: stat) -> Date { Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)) }
+
+    /// When `p` was last modified; nil when it cannot be read.
+    public static func modified(_ p: String) -> Date? {
+        var st = stat()
+        return stat(p, &st) == 0 ? modified(st) : nil
     }
 
     /// `p` with its symlinks resolved (`realpath`); nil when it does not exist.

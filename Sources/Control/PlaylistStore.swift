@@ -42,7 +42,7 @@ public struct PlaylistStore: Sendable {
         return names.filter { $0.hasSuffix(".m3u") && !$0.hasPrefix(".") }.compactMap { f -> Info? in
             var st = stat()  // (lstat: a link placed there is not a playlist)
             guard lstat(directory + "/" + f, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
-            return Info(name: String(f.dropLast(4)), modified: Date(timeIntervalSince1970: TimeInterval(st.st_mtim.tv_sec)))
+            return Info(name: String(f.dropLast(4)), modified: PathResolver.modified(st))
         }.sorted { $0.name < $1.name }
     }
 

@@ -112,6 +112,8 @@ public struct LibraryEntry: Sendable, Equatable {
     public var listed: PathResolver.Listed
     /// Tags and duration (id 0: not queued).
     public var item: QueueItem?
+    /// All the file says of itself (format, time), as read for `item` (not kept in the cache).
+    public var info: TagCache.Info? = nil
 }
 
 /// What a path request skipped, and why.

@@ -11,7 +11,7 @@ import Glibc
 /// the Info header, or a scan) and kept while the daemon runs.
 public final class TagCache: Sendable {
     /// What a file says about itself; `error` when it cannot be opened.
-    public struct Info: Sendable {
+    public struct Info: Sendable, Equatable {
         public var metadata: TrackMetadata
         public var duration: Double?
         public var error: String?
@@ -50,7 +50,7 @@ public final class TagCache: Sendable {
             var info = Info(metadata: d.metadata, duration: d.duration, error: nil, rate: d.format.rate, channels: d.format.channels)
             var st = stat()
             if stat(path, &st) == 0 {
-                info.modified = Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec))
+                info.modified = PathResolver.modified(st)
                 if d.duration > 0 { info.bitrate = Int((Double(st.st_size) * 8 / d.duration / 1000).rounded()) }
             }
             return info

@@ -159,3 +159,108 @@ extension JSON {
     var ok: Bool { self["ok"]?.bool == true }
     var errorCode: String? { self["error"]?["code"]?.string }
 }
+
+/// A minimal blocking TCP client for the loopback listeners: JSON lines (``send(_:)``) or MPD
+/// requests (``mpd(port:)``, ``ask(_:)``).
+final class TCPLineClient {
+    let fd: Int32
+    var buffer: [UInt8] = []
+    private var isOpen = true
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard r == 0 else {
+            Glibc.close(fd)
+            isOpen = false
+            throw HarnessError("connect to 127.0.0.1:\(port) failed: errno \(errno)")
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the connection now (the client closes first).
+    func close() {
+        guard isOpen else { return }
+        Glibc.close(fd)
+        isOpen = false
+    }
+
+    /// Reads what arrives within `seconds` into the buffer: false once the server has closed.
+    private func read(within seconds: Double) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, Int32(seconds * 1000)) > 0 else { return true }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return false }
+        buffer += chunk[..<n]
+        return true
+    }
+
+    /// Whether the server closes the connection within `seconds` (what it sends first is kept).
+    func closed(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if !read(within: 0.1) { return true }
+        }
+        return false
+    }
+
+    /// The next line without its newline, if one arrives within `seconds` (nil: none, or the
+    /// connection closed).
+    func textLine(within seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            if let nl = buffer.firstIndex(of: 0x0A) {
+                let l = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeFirst(nl + 1)
+                return l
+            }
+            guard Date() < deadline, read(within: 0.1) else { return nil }
+        }
+    }
+
+    /// The next line as JSON, if one arrives within `seconds`.
+    func nextLine(within seconds: Double) -> JSON? {
+        textLine(within: seconds).flatMap { try? JSON.parse(Array($0.utf8)) }
+    }
+
+    private func write(_ line: String) throws {
+        let bytes = Array((line + "\n").utf8)
+        guard bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+            throw HarnessError("send failed: errno \(errno)")
+        }
+    }
+
+    /// Sends `line` and returns the next line.
+    func send(_ line: String) throws -> JSON {
+        try write(line)
+        guard let reply = nextLine(within: 30) else { throw HarnessError("no reply (closed, or 30 s passed)") }
+        return reply
+    }
+
+    /// A connection to an MPD server (mpd, or the daemon's MPD listener), its greeting read.
+    static func mpd(port: Int) throws -> TCPLineClient {
+        let c = try TCPLineClient(port: port)
+        let greeting = c.textLine(within: 10) ?? "(none)"
+        guard greeting.hasPrefix("OK MPD ") else { throw HarnessError("MPD greeting: \(greeting)") }
+        return c
+    }
+
+    /// Sends an MPD `command`; its reply, every line with its newline, through `OK` or `ACK …`.
+    func ask(_ command: String) throws -> String {
+        try write(command)
+        var reply = ""
+        while true {
+            guard let l = textLine(within: 10) else { throw HarnessError("MPD \(command): no reply within 10 s (or closed): \(reply)") }
+            reply += l + "\n"
+            if l == "OK" || l.hasPrefix("ACK ") { return reply }
+        }
+    }
+}

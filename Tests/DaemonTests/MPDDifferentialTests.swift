@@ -133,7 +133,7 @@ struct MPDDifferentialTests {
         defer { mpd.stop() }
         let port = HardeningTests.port()
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
-        let theirs = try MPDLineClient(port: mpd.port), ours = try MPDLineClient(port: port)
+        let theirs = try TCPLineClient.mpd(port: mpd.port), ours = try TCPLineClient.mpd(port: port)
         var differences: [String] = []
         var deliberateSeen: Set<String> = []
         for line in Self.script {
@@ -207,10 +207,10 @@ final class MPDServer {
         try conf.write(toFile: dir.path + "/mpd.conf", atomically: true, encoding: .utf8)
         process = try SpawnedProcess("/usr/bin/mpd", ["--no-daemon", dir.path + "/mpd.conf"], environment: [:],
                                      stderrFile: dir.appendingPathComponent("stderr"))
-        guard eventually(timeout: 20, { (try? MPDLineClient(port: self.port)).map { $0.close(); return true } ?? false }) else {
+        guard eventually(timeout: 20, { (try? TCPLineClient.mpd(port: self.port)).map { $0.close(); return true } ?? false }) else {
             throw HarnessError("mpd did not start: \((try? String(contentsOfFile: dir.path + "/log", encoding: .utf8)) ?? "")")
         }
-        let c = try MPDLineClient(port: port)
+        let c = try TCPLineClient.mpd(port: port)
         defer { c.close() }
         _ = try c.ask("update")
         guard eventually(timeout: 30, { (try? c.ask("status"))?.contains("updating_db") == false }) else {

@@ -26,6 +26,20 @@ struct NcmpcppTests {
         return starts.allSatisfy { start in rows.contains { $0.hasPrefix(start) } }
     }
 
+    /// ncmpcpp in tmux with a config of its own (the playlist screen, the classic interface, and
+    /// `config`) and a private home: the user's files are never read.
+    static func start(_ d: DaemonFixture, _ sock: String, session: String, config: String) throws -> TmuxTerminal {
+        let home = d.dir.appendingPathComponent("ncmpcpp-\(session)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let file = home.appendingPathComponent("config")
+        try ("mpd_host = \(sock)\nstartup_screen = playlist\nuser_interface = classic\n" + config)
+            .write(to: file, atomically: true, encoding: .utf8)
+        let term = TmuxTerminal(socket: d.dir.path + "/tmux-\(session).sock", session: session)
+        try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
+                        "/usr/bin/ncmpcpp", "-c", file.path])
+        return term
+    }
+
     @Test("ncmpcpp connects and shows the queue; Enter plays the selected item, f seeks it forward, p pauses and resumes; 2 browses the music directory and Enter opens a folder; q quits and the daemon plays on")
     func ncmpcpp() throws {
         guard (Harness.which("ncmpcpp") != nil && Harness.which("tmux") != nil)
@@ -36,22 +50,8 @@ struct NcmpcppTests {
         let queued = try d.request("add", [("paths", ["long.mp3", "album/a.mp3", "album/b.mp3"])])
         #expect(queued.ok, "\(queued.text)")
 
-        // ncmpcpp with a config of its own and a private home: the user's files are never read.
-        let home = d.dir.appendingPathComponent("ncmpcpp-home")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let config = home.appendingPathComponent("config")
-        try """
-            mpd_host = \(sock)
-            startup_screen = playlist
-            user_interface = classic
-            seek_time = 10
-            message_delay_time = 1
-
-            """.write(to: config, atomically: true, encoding: .utf8)
-        let term = TmuxTerminal(socket: d.dir.path + "/tmux.sock", session: "ncm")
+        let term = try Self.start(d, sock, session: "ncm", config: "seek_time = 10\nmessage_delay_time = 1\n")
         defer { term.kill() }
-        try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
-                        "/usr/bin/ncmpcpp", "-c", config.path])
 
         // Connected: the queue's three items, by title (the file name: the fixtures carry no tags).
         var (ok, screen) = term.waitForScreen {
@@ -126,21 +126,12 @@ struct NcmpcppTests {
         let sock = d.dir.path + "/mpd.sock"
         try d.start(["--mpd-listen", sock])
         #expect(try d.request("add", [("paths", ["Alpha", "Beta"])]).ok)
-        let home = d.dir.appendingPathComponent("ncmpcpp-home")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let config = home.appendingPathComponent("config")
-        try """
-            mpd_host = \(sock)
-            startup_screen = playlist
-            user_interface = classic
+        let term = try Self.start(d, sock, session: "ncm-columns", config: """
             playlist_display_mode = columns
             song_columns_list_format = "(14)[]{a} (7)[]{y} (8)[]{g} (12)[]{t}"
 
-            """.write(to: config, atomically: true, encoding: .utf8)
-        let term = TmuxTerminal(socket: d.dir.path + "/tmux.sock", session: "ncm-columns")
+            """)
         defer { term.kill() }
-        try term.start(["/usr/bin/env", "HOME=\(home.path)", "XDG_CONFIG_HOME=\(home.path)/.config", "LANG=C.UTF-8",
-                        "/usr/bin/ncmpcpp", "-c", config.path])
         // One row per song: artist, date, genre, title, in the columns asked for.
         func row(_ s: String, _ cells: [String]) -> Bool {
             s.split(separator: "\n").contains { line in

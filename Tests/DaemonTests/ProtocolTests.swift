@@ -17,7 +17,7 @@ struct ProtocolTests {
         let sub = try json.request("channel-subscribe", [("channel", "lyrics")])
         #expect(sub.ok && sub["channels"] == .array([.string("lyrics")]), "\(sub.text)")
         #expect(try json.request("subscribe", [("events", ["message"])]).ok)
-        let mpd = try MPDLineClient(port: port)
+        let mpd = try TCPLineClient.mpd(port: port)
         defer { mpd.close() }
         #expect(try mpd.ask("channels") == "channel: lyrics\nOK\n")
         #expect(try mpd.ask("sendmessage lyrics \"la la\"") == "OK\n")

@@ -17,8 +17,10 @@ struct SharedSinkTests {
             let (_, recording) = try sink.record { () throws -> Void in
                 #expect(try d.request("play").ok)
                 Thread.sleep(forTimeInterval: 1.5)
+                // Playing, and paced by the server (not raced through as into ALSA's null
+                // device, which would be far past 5 s of the 60 s item by now).
                 let elapsed = try d.request("status")["elapsed"]?.number ?? 0
-                #expect(elapsed > 0.8 && elapsed < 2.5, "playing in real time: \(elapsed) s")
+                #expect(elapsed > 0.1 && elapsed < 5, "playing, paced: \(elapsed) s")
             }
             let loudest = recording.map { abs(Int($0)) }.max() ?? 0
             #expect(recording.count > 44_100, "recorded \(recording.count) samples")

@@ -4,60 +4,6 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A minimal MPD client for tests: one TCP connection, a request line, the reply up to its
-/// `OK` or `ACK` line.
-final class MPDLineClient {
-    private let fd: Int32
-    private var buffer: [UInt8] = []
-
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard r == 0 else { Glibc.close(fd); throw HarnessError("MPD connect failed: errno \(errno)") }
-        let greeting = try line()
-        guard greeting.hasPrefix("OK MPD ") else { Glibc.close(fd); throw HarnessError("MPD greeting: \(greeting)") }
-    }
-
-    /// One line, without its newline.
-    private func line() throws -> String {
-        while true {
-            if let nl = buffer.firstIndex(of: 10) {
-                let l = String(decoding: buffer[..<nl], as: UTF8.self)
-                buffer.removeSubrange(...nl)
-                return l
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { throw HarnessError("MPD connection: \(n == 0 ? "closed" : "errno \(errno)")") }
-            buffer += chunk[..<n]
-        }
-    }
-
-    /// Sends `command`; its reply, every line with its newline, through `OK` or `ACK …`.
-    func ask(_ command: String) throws -> String {
-        let bytes = Array((command + "\n").utf8)
-        guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
-            throw HarnessError("MPD send failed: errno \(errno)")
-        }
-        var reply = ""
-        while true {
-            let l = try line()
-            reply += l + "\n"
-            if l == "OK" || l.hasPrefix("ACK ") { return reply }
-        }
-    }
-
-    func close() { Glibc.close(fd) }
-}
-
 /// Memory, threads and descriptors under sustained traffic (JSON clients beside reconnecting MPD
 /// TCP clients and `mpc status`) and after a pipelined burst, read from the daemon's own
 /// `/proc/PID` (resident set, tasks, descriptors), while it plays through a PulseAudio null sink.
@@ -103,17 +49,17 @@ struct SoakTests {
         func start() {
             Thread { [self] in
                 defer { done.signal() }
-                var held: MPDLineClient?
+                var held: TCPLineClient?
                 while !stopFlag.load(ordering: .relaxed) {
                     requests += 1
                     do {
-                        if held == nil { held = try MPDLineClient(port: port) }
+                        if held == nil { held = try TCPLineClient.mpd(port: port) }
                         let command = ["currentsong", "status", "playlistinfo 0:5"][requests % 3]
                         let reply = try held!.ask(command)
                         if !reply.hasSuffix("OK\n") { failures.append("\(command): \(reply.suffix(120))") }
                         if requests % 20 == 0 {
                             reconnects += 1
-                            let c = try MPDLineClient(port: port)
+                            let c = try TCPLineClient.mpd(port: port)
                             let r = try c.ask("status") + c.ask("currentsong")
                             if !r.hasSuffix("OK\n") { failures.append("new connection: \(r.suffix(120))") }
                             c.close()  // the client closes first

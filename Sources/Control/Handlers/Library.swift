@@ -36,7 +36,7 @@ public struct BrowseCommand: ControlCommand {
             let m = info.metadata
             return LibraryEntry(listed: e, item: QueueItem(
                 id: 0, path: (p.resolver.root ?? "") + "/" + e.path, title: m.title ?? Path.lastComponent(e.path), artist: m.artist,
-                album: m.album, track: m.trackNumber, duration: info.duration, error: info.error, tags: m.tags))
+                album: m.album, track: m.trackNumber, duration: info.duration, error: info.error, tags: m.tags), info: info)
         })
     }
 }

@@ -131,7 +131,10 @@ enum MPDCommandTable {
             r.state.binaryLimit = min(n, MPDProtocol.maximumResponse)
             return ""
         },
-        MPDCommand("channels", 0...0, inline: true) { p, _ in p.core.messages.channels().map { "channel: \($0)\n" }.joined() },
+        MPDCommand("channels", 0...0, inline: true) { p, r throws(MPDError) in
+            guard case .channels(let names) = try p.runChannel(ChannelsCommand(), r) else { return "" }
+            return names.map { "channel: \($0)\n" }.joined()
+        },
         MPDCommand("clear", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(ClearCommand()); return "" },
         MPDCommand("clearerror", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(ClearErrorCommand()); return "" },
         MPDCommand("cleartagid", 1...2, [.unsigned]) { p, r throws(MPDError) in try p.editTags(r) },
@@ -309,8 +312,9 @@ enum MPDCommandTable {
             return ""
         },
         MPDCommand("readcomments", 1...1) { p, r throws(MPDError) in try p.comments(r) },
-        MPDCommand("readmessages", 0...0, inline: true) { p, r in
-            p.core.messages.read(r.connection.id).map { "channel: \($0.channel)\nmessage: \($0.text)\n" }.joined()
+        MPDCommand("readmessages", 0...0, inline: true) { p, r throws(MPDError) in
+            guard case .messages(let all) = try p.runChannel(ChannelReadCommand(), r) else { return "" }
+            return all.map { "channel: \($0.channel)\nmessage: \($0.text)\n" }.joined()
         },
         MPDCommand("readpicture", 2...2, [.any, .unsigned], bytes: { p, r, out throws(MPDError) in
             out.writeBytes(try p.picture(r))
@@ -348,14 +352,7 @@ enum MPDCommandTable {
         MPDCommand("seekid", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
             try p.seek(id: Int(r.args[0])!, to: Double(r.args[1])!)
         },
-        MPDCommand("sendmessage", 2...2, inline: true) { p, r throws(MPDError) in
-            do throws(CommandError) {
-                try p.core.messages.send(r.args[1], to: r.args[0])
-            } catch {
-                throw MPDError(messaging: error)
-            }
-            return ""
-        },
+        MPDCommand("sendmessage", 2...2, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelSendCommand(channel: r.args[0], message: r.args[1]), r); return "" },
         MPDCommand("setvol", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
             let v = Int(r.args[0])!
             guard v <= 100 else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
@@ -369,28 +366,14 @@ enum MPDCommandTable {
         },
         MPDCommand("status", 0...0, inline: true, bytes: { p, _, out in p.status(into: &out) }),
         MPDCommand("stop", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(StopCommand()); return "" },
-        MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in
-            do throws(CommandError) {
-                try p.core.messages.subscribe(r.connection.id, to: r.args[0])
-            } catch {
-                throw MPDError(messaging: error)
-            }
-            return ""
-        },
+        MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelSubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("swap", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in
             try p.swap(try p.id(atPosition: Int(r.args[0])!), try p.id(atPosition: Int(r.args[1])!))
         },
         MPDCommand("swapid", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in try p.swap(Int(r.args[0])!, Int(r.args[1])!) },
         MPDCommand("tagtypes", 0...0, unbounded: true, inline: true) { p, r throws(MPDError) in try p.tagTypes(r) },
         MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { !$0 }) },
-        MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in
-            do throws(CommandError) {
-                try p.core.messages.unsubscribe(r.connection.id, from: r.args[0])
-            } catch {
-                throw MPDError(messaging: error)
-            }
-            return ""
-        },
+        MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelUnsubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("update", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
         MPDCommand("urlhandlers", 0...0, inline: true) { _, _ in "handler: file://\n" },
         MPDCommand("volume", 1...1, [.integer], inline: true) { p, r throws(MPDError) in
@@ -411,14 +394,7 @@ extension MPDError {
     /// What an mpd built without a database answers to its commands.
     static let noDatabase = MPDError(.noExist, "No database")
 
-    /// A client-to-client error in mpd's codes (`src/command/MessageCommands.cxx`).
-    init(messaging e: CommandError) {
-        switch e {
-        case .exists(let m), .tooLarge(let m): self.init(.exist, m)
-        case .badArgument(let m): self.init(.arg, m)
-        default: self.init(.noExist, e.message)
-        }
-    }
+
 }
 
 extension MPDClientState {
@@ -477,16 +453,10 @@ extension MPDProtocol {
         return changes.map { song(playback.describe($0.entry, index: $0.index, current: $0.entry.id == current, read: true), r.state) }.joined()
     }
 
-    /// `seek`/`seekid`: a pause is kept (as mpd; AVPlayer's seek never changes the rate);
-    /// another item, or a stopped player, starts playing it.
+    /// `seek`/`seekid`: a pause is kept (as mpd; AVPlayer's seek never changes the rate), also
+    /// when the song is another one; a stopped player starts playing it.
     func seek(id: Int, to t: Double) throws(MPDError) -> String {
-        let q = playback.queue
-        if q.current?.id != id || q.playbackState == .stopped {
-            let paused = q.playbackState == .paused
-            _ = try play(id)
-            if paused { _ = try run(PauseCommand()) }
-        }
-        _ = try run(SeekCommand(target: .position(t)))
+        _ = try run(SeekCommand(target: .position(t), item: id))
         return ""
     }
 
@@ -604,7 +574,7 @@ extension MPDProtocol {
             let item = QueueItem(id: 0, index: nil, path: path, title: info.metadata.title ?? Path.lastComponent(e),
                                  artist: info.metadata.artist, album: info.metadata.album, track: info.metadata.trackNumber,
                                  duration: info.duration, isCurrent: nil, error: nil)
-            return song(item, r.state, withID: false)
+            return song(item, r.state, withID: false, info: info)
         }.joined()
     }
 

@@ -7,10 +7,6 @@ import PlayQueue
 import Player
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// MPD's ACK codes (`src/protocol/Ack.hxx`).
 enum MPDAck: Int, Sendable {
     case notList = 1, arg = 2, password = 3, permission = 4, unknown = 5
@@ -171,6 +167,16 @@ struct MPDProtocol: Sendable {
         }
     }
 
+    /// A client-to-client command, as this client (its channels are its own); "subscription
+    /// list is full" is mpd's `ACK [56]`, as "already subscribed" is.
+    func runChannel(_ command: any ControlCommand, _ r: MPDRequest) throws(MPDError) -> Reply {
+        switch dispatcher.execute(command, from: r.connection) {
+        case .success(let reply): return reply
+        case .failure(.tooLarge(let m)): throw MPDError(.exist, m)
+        case .failure(let e): throw MPDError(e)
+        }
+    }
+
     func run(_ command: any ControlCommand) throws(MPDError) -> Reply {
         switch dispatcher.execute(command) {
         case .success(let r): return r
@@ -256,9 +262,10 @@ struct MPDProtocol: Sendable {
     /// A song object, in mpd's order: `file`, `Last-Modified`, `Format`, the tags the client
     /// wants (in the order the file has them, one line per value), `Time` and `duration`, then
     /// position, id and priority (not for a stored playlist's or a directory's songs).
-    func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true, modified: Date? = nil) -> String {
-        // (Queue songs were read by `describe`; a directory's are read again, not kept.)
-        let info = playback.tags.cached(i.path) ?? playback.tags.peek(i.path)
+    func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true, modified: Date? = nil,
+              info given: TagCache.Info? = nil) -> String {
+        // (Queue songs were read by `describe`; a directory's come with their listing.)
+        let info = given ?? playback.tags.cached(i.path) ?? playback.tags.peek(i.path)
         var out = "file: \(relative(i.path))\n"
         if let m = modified ?? info.modified { out += "Last-Modified: \(JSONCodec.iso8601(m))\n" }
         if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):f:\(channels)\n" }
@@ -366,14 +373,14 @@ struct MPDProtocol: Sendable {
                   case .success(.directory(let parent)) = dispatcher.execute(BrowseCommand(path: Path.deletingLastComponent(uri), tags: info)),
                   let e = parent.first(where: { $0.listed.path == uri.trimming("/") && $0.listed.kind == .audio })
             else { throw error }
-            return info ? song(e.item!, state, withID: false, modified: e.listed.modified) : "file: \(e.listed.path)\n"
+            return info ? song(e.item!, state, withID: false, modified: e.listed.modified, info: e.info) : "file: \(e.listed.path)\n"
         }
         var out = ""
         if recursive, !uri.isEmpty, uri != "/" {
             // `listall DIR` and `listallinfo DIR` name the directory itself first, as mpd.
             let dir = uri.trimming("/")
             out += "directory: \(dir)\n"
-            if info, let root = playback.resolver.root, let modified = Self.modified(root + "/" + dir) {
+            if info, let root = playback.resolver.root, let modified = PathResolver.modified(root + "/" + dir) {
                 out += "Last-Modified: \(JSONCodec.iso8601(modified))\n"
             }
         }
@@ -386,7 +393,7 @@ struct MPDProtocol: Sendable {
                 out += "directory: \(e.listed.path)\n"
                 if info { out += "Last-Modified: \(JSONCodec.iso8601(e.listed.modified))\n" }
             case .audio:
-                out += info ? e.item.map { song($0, state, withID: false, modified: e.listed.modified) } ?? "" : "file: \(e.listed.path)\n"
+                out += info ? e.item.map { song($0, state, withID: false, modified: e.listed.modified, info: e.info) } ?? "" : "file: \(e.listed.path)\n"
             case .playlist:
                 out += "playlist: \(e.listed.path)\n"
                 if info { out += "Last-Modified: \(JSONCodec.iso8601(e.listed.modified))\n" }
@@ -396,13 +403,6 @@ struct MPDProtocol: Sendable {
             guard out.utf8.count <= Self.maximumResponse else { throw MPDError(.system, "Output buffer is full") }
         }
         return out
-    }
-
-    /// When `path` was last modified (nil: it cannot be read).
-    static func modified(_ path: String) -> Date? {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        return Date(timeIntervalSince1970: Double(st.st_mtim.tv_sec))
     }
 
     /// `listfiles`: every file and directory in one directory, with size and time, as mpd
