@@ -212,7 +212,8 @@ public final class Playback: Sendable {
             state: queue.playbackState, current: currentItem, elapsed: queue.elapsed,
             duration: c.flatMap { tags.lookup($0.path) }?.duration, volume: volumeState, rate: Double(player.rate),
             index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
-            repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume,
+            repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,
+            stopAfterEach: queue.stopAfterEach, consume: queue.consume,
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)

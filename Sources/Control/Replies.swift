@@ -87,6 +87,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var repeatMode: RepeatMode
     public var shuffle: Bool
     public var stopAfterCurrent: Bool
+    /// Whether stop-after-current stays on after each item (MPD's `single 1`).
+    public var stopAfterEach: Bool
     public var consume: ConsumeMode
     public var session: SessionSnapshot
     public var app: ApplicationState
@@ -131,7 +133,7 @@ public enum Reply: Sendable, Equatable {
     case position(Double)
     case repeatMode(RepeatMode)
     case shuffle(Bool)
-    case stopAfterCurrent(Bool)
+    case stopAfterCurrent(Bool, each: Bool)
     case consume(ConsumeMode)
     case rate(Double)
     case added(ids: [Int], skipped: [SkippedPath])

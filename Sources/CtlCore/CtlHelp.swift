@@ -22,7 +22,7 @@ public enum CtlHelp {
             Entry(name: "skip", usage: "skip [±SECONDS]", summary: "Skip forward (default 15 s), or back with a minus."),
             Entry(name: "repeat", usage: "repeat [off|one|all]", summary: "Set or show repeat."),
             Entry(name: "shuffle", usage: "shuffle [on|off]", summary: "Shuffle on or off (no argument: switch it)."),
-            Entry(name: "single", usage: "single [on|off]", summary: "Stop after the current item, once (no argument: switch it)."),
+            Entry(name: "single", usage: "single [on|off|each]", summary: "Stop after the current item, once, or after each (no argument: switch it)."),
             Entry(name: "consume", usage: "consume [off|on|oneshot]", summary: "Remove items from the queue once played (oneshot: the next one only)."),
             Entry(name: "rate", usage: "rate 1|0", summary: "1 plays, 0 pauses."),
         ]),

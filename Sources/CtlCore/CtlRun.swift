@@ -223,6 +223,9 @@ public enum CtlCommands {
              "version", "channels":
             try atMost(0)
             return .command(name: command, members: [])
+        case "single" where a.first == "each":
+            try atMost(1)
+            return .command(name: command, members: [("on", .bool(true)), ("each", .bool(true))])
         case "shuffle", "single", "mute":
             try atMost(1)
             guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }

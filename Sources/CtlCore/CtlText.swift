@@ -114,6 +114,11 @@ public enum CtlText {
         return "\(title)\(artist)\(d)\(err)"
     }
 
+    /// Stop-after-current as `on` (once), `each` or `off`.
+    static func single(_ r: JSON) -> String {
+        r["stopAfterEach"]?.bool == true ? "each" : r["stopAfterCurrent"]?.bool == true ? "on" : "off"
+    }
+
     public static func volumeText(_ r: JSON) -> String {
         "\(r["volume"]?.int.map(String.init) ?? short(r["volume"] ?? .null))%" + (r["muted"]?.bool == true ? " (muted)" : "")
     }
@@ -221,7 +226,7 @@ public enum CtlText {
             }
             let session = r["session"]
             out += "  volume \(volumeText(r)) · repeat \(short(r["repeat"] ?? .null)) · shuffle \(r["shuffle"]?.bool == true ? "on" : "off")"
-            out += " · single \(r["stopAfterCurrent"]?.bool == true ? "on" : "off")"
+            out += " · single \(single(r))"
             if let consume = r["consume"]?.string, consume != "off" { out += " · consume \(consume)" }
             out += "\n  \(sharing(session))\n"
             var notes: [String] = []
@@ -315,7 +320,7 @@ public enum CtlText {
         case "repeat": return "repeat: \(r["repeat"]?.string ?? "?")\n"
         case "consume": return "consume: \(r["consume"]?.string ?? "?")\n"
         case "shuffle": return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
-        case "single": return "single: \(r["stopAfterCurrent"]?.bool == true ? "on" : "off")\n"
+        case "single": return "single: \(single(r))\n"
         case "rate": return "rate: \(short(r["rate"] ?? .null))\n"
         case "volume", "mute": return "volume: \(volumeText(r))\n"
         case "sleep": return "sleep: \(sleepText(r["sleep"]))\n"

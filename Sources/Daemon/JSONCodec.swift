@@ -115,7 +115,7 @@ public enum JSONCodec {
         case .position(let t): [("position", ms(t))]
         case .repeatMode(let m): [("repeat", .string(m.rawValue))]
         case .shuffle(let on): [("shuffle", .bool(on))]
-        case .stopAfterCurrent(let on): [("stopAfterCurrent", .bool(on))]
+        case .stopAfterCurrent(let on, let each): [("stopAfterCurrent", .bool(on)), ("stopAfterEach", .bool(each))]
         case .consume(let m): [("consume", .string(m.rawValue))]
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
@@ -195,6 +195,7 @@ public enum JSONCodec {
             ("repeat", .string(s.repeatMode.rawValue)),
             ("shuffle", .bool(s.shuffle)),
             ("stopAfterCurrent", .bool(s.stopAfterCurrent)),
+            ("stopAfterEach", .bool(s.stopAfterEach)),
             ("consume", .string(s.consume.rawValue)),
             ("session", .object(fields(s.session))),
             ("app", .string(s.app.name)),

@@ -117,6 +117,8 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
     public var shuffleOrder: [Int]
     /// Whether playback stops at the end of the current entry.
     public var stopAfterCurrent: Bool
+    /// Whether stop-after-current stays on once it takes effect (MPD's `single 1` without repeat).
+    public var stopAfterEach: Bool
     /// Ids of the entries played before the current one, most recent last.
     public var history: [Int]
     /// The consume mode.
@@ -128,8 +130,8 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
     /// A snapshot with the given fields; the defaults describe an empty, stopped queue.
     public init(entries: [PlayQueueEntry] = [], nextID: Int = 1, current: Int? = nil, position: Double = 0,
                 state: PlaybackState = .stopped, repeatMode: RepeatMode = .off, shuffle: Bool = false,
-                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, history: [Int] = [], consume: ConsumeMode = .off,
-                version: Int = 0) {
+                shuffleOrder: [Int] = [], stopAfterCurrent: Bool = false, stopAfterEach: Bool = false, history: [Int] = [],
+                consume: ConsumeMode = .off, version: Int = 0) {
         self.entries = entries
         self.nextID = nextID
         self.current = current
@@ -138,14 +140,15 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
         self.repeatMode = repeatMode
         self.shuffle = shuffle
         self.shuffleOrder = shuffleOrder
-        self.stopAfterCurrent = stopAfterCurrent
+        self.stopAfterCurrent = stopAfterCurrent || stopAfterEach
+        self.stopAfterEach = stopAfterEach
         self.history = history
         self.consume = consume
         self.version = version
     }
 
     private enum CodingKeys: String, CodingKey {
-        case entries, nextID, current, position, state, repeatMode, shuffle, shuffleOrder, stopAfterCurrent, history, consume, version
+        case entries, nextID, current, position, state, repeatMode, shuffle, shuffleOrder, stopAfterCurrent, stopAfterEach, history, consume, version
     }
 
     public init(from decoder: any Decoder) throws {
@@ -154,7 +157,9 @@ public struct PlayQueueSnapshot: Sendable, Equatable, Codable {
                   current: try c.decodeIfPresent(Int.self, forKey: .current), position: try c.decode(Double.self, forKey: .position),
                   state: try c.decode(PlaybackState.self, forKey: .state), repeatMode: try c.decode(RepeatMode.self, forKey: .repeatMode),
                   shuffle: try c.decode(Bool.self, forKey: .shuffle), shuffleOrder: try c.decode([Int].self, forKey: .shuffleOrder),
-                  stopAfterCurrent: try c.decode(Bool.self, forKey: .stopAfterCurrent), history: try c.decode([Int].self, forKey: .history),
+                  stopAfterCurrent: try c.decode(Bool.self, forKey: .stopAfterCurrent),
+                  stopAfterEach: try c.decodeIfPresent(Bool.self, forKey: .stopAfterEach) ?? false,  // (saved before it)
+                  history: try c.decode([Int].self, forKey: .history),
                   consume: try c.decodeIfPresent(ConsumeMode.self, forKey: .consume) ?? .off,  // (saved before consume)
                   version: try c.decodeIfPresent(Int.self, forKey: .version) ?? 0)
     }
@@ -208,6 +213,8 @@ public final class PlayQueue: Sendable {
         var shuffle = false
         var shuffleOrder: [Int] = []
         var stopAfterCurrent = false
+        /// Stop-after-current stays on when it takes effect.
+        var stopAfterEach = false
         var history: [Int] = []
         var version = 0
         /// The version at which each entry's position last changed (MPD's `plchanges`).
@@ -271,6 +278,8 @@ public final class PlayQueue: Sendable {
     public var shuffle: Bool { state.withLock { $0.shuffle } }
     /// Whether playback stops at the end of the current entry (``setStopAfterCurrent(_:)``).
     public var stopAfterCurrent: Bool { state.withLock { $0.stopAfterCurrent } }
+    /// Whether stop-after-current stays on after each entry (``setStopAfterCurrent(_:each:)``).
+    public var stopAfterEach: Bool { state.withLock { $0.stopAfterEach } }
     /// The consume mode (``setConsume(_:)`` changes it).
     public var consume: ConsumeMode { state.withLock { $0.consume } }
     /// Ids of the entries played before the current one, most recent last.
@@ -301,6 +310,8 @@ public final class PlayQueue: Sendable {
         public var shuffle: Bool
         /// Whether playback stops at the end of the current entry.
         public var stopAfterCurrent: Bool
+        /// Whether that stays on after each entry.
+        public var stopAfterEach: Bool
         /// The consume mode.
         public var consume: ConsumeMode
         /// The audible position in the current item (0 when stopped).
@@ -319,7 +330,7 @@ public final class PlayQueue: Sendable {
             }
             return Status(state: state, current: ci.map { (s.entries[$0], $0) }, next: next, count: s.entries.count,
                           version: s.version, repeatMode: s.repeatMode, shuffle: s.shuffle,
-                          stopAfterCurrent: s.stopAfterCurrent, consume: s.consume,
+                          stopAfterCurrent: s.stopAfterCurrent, stopAfterEach: s.stopAfterEach, consume: s.consume,
                           elapsed: state == .stopped ? 0 : max(0, player.currentTime()))
         }
     }
@@ -341,7 +352,8 @@ public final class PlayQueue: Sendable {
             PlayQueueSnapshot(entries: s.entries, nextID: s.nextID, current: s.current,
                               position: s.stopped || s.fed.isEmpty ? 0 : max(0, player.currentTime()),
                               state: currentState(s), repeatMode: s.repeatMode, shuffle: s.shuffle,
-                              shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent, history: s.history,
+                              shuffleOrder: s.shuffleOrder, stopAfterCurrent: s.stopAfterCurrent,
+                              stopAfterEach: s.stopAfterEach, history: s.history,
                               consume: s.consume, version: s.version)
         }
     }
@@ -677,10 +689,12 @@ public final class PlayQueue: Sendable {
         }
     }
 
-    /// Stop at the end of the current item (once: cleared when it takes effect).
-    public func setStopAfterCurrent(_ on: Bool) {
+    /// Stop at the end of the current item: once (cleared when it takes effect), or, with
+    /// `each`, at the end of every item until turned off (MPD's `single 1` without repeat).
+    public func setStopAfterCurrent(_ on: Bool, each: Bool = false) {
         state.withLock { s in
             s.stopAfterCurrent = on
+            s.stopAfterEach = on && each
             refeed(&s)
             postModes(s)
         }
@@ -713,6 +727,7 @@ public final class PlayQueue: Sendable {
                 s.shuffleOrder += snap.entries.map(\.id).filter { !ordered.contains($0) }
             }
             s.stopAfterCurrent = snap.stopAfterCurrent
+            s.stopAfterEach = snap.stopAfterEach
             s.consume = snap.consume
             s.consumed = []
             s.moved = [:]
@@ -1030,9 +1045,9 @@ public final class PlayQueue: Sendable {
     private func endOfQueue(_ s: inout State) {
         let last = s.fed.first?.id ?? s.current
         if s.stopAfterCurrent, let last {
-            s.stopAfterCurrent = false
+            s.stopAfterCurrent = s.stopAfterEach
             played(&s, last)
-            s.current = automaticNext(after: last, s) ?? s.current
+            s.current = automaticNext(after: last, s, ignoringStop: true) ?? s.current
             post(.current(s.current.flatMap { id in s.entries.first { $0.id == id } }))
             postModes(s)
             stopPlayer(&s)

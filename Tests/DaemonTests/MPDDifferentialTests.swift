@@ -53,6 +53,7 @@ struct MPDDifferentialTests {
         "prio 10 0", "prio 300 0", "prio 1", "prioid 5 1", "prio x 0",
         "delete 4", "delete 99", "delete 9:1", "deleteid 999", "deleteid x",
         "repeat 1", "repeat 2", "random 0", "random x", "single 1", "single oneshot", "single 2", "single 0", "repeat 0",
+        "single 1", "status", "repeat 1", "status", "repeat 0", "status", "single oneshot", "status", "single 0",
         "consume 1", "consume oneshot", "consume 0", "consume x", "crossfade 0", "crossfade 3", "crossfade 0", "crossfade 2.5", "crossfade -1",
         "mixrampdb -17.5", "mixrampdb x", "mixrampdelay 2", "mixrampdelay -1",
         "replay_gain_mode track", "replay_gain_mode bogus", "replay_gain_status", "replay_gain_mode off",

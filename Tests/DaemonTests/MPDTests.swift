@@ -85,6 +85,13 @@ struct MPDTests {
         #expect(try d.request("status")["stopAfterCurrent"] == true)
         #expect(try mpc("single", "off").contains("single: off"))
         #expect(try mpc("repeat", "off").contains("repeat: off"))
+        // single without repeat stays on: stop after each item.
+        #expect(try mpc("single", "on").contains("repeat: off   random: on    single: on"))
+        #expect(try d.request("status")["stopAfterEach"] == true)
+        #expect(try mpc("repeat", "on").contains("repeat: on    random: on    single: on"))
+        #expect(try d.request("status")["repeat"] == "one")
+        #expect(try mpc("repeat", "off").contains("single: on"))
+        #expect(try mpc("single", "off").contains("single: off"))
 
         // The one output: disabling it mutes (the volume stays).
         #expect(try mpc("outputs") == "Output 1 (pulse) is enabled\n")

@@ -75,7 +75,7 @@ struct PlayQueueTests {
         }
     }
 
-    @Test("repeat all wraps to the first item; repeat one replays the item; stop-after-current stops once, on the next item")
+    @Test("repeat all wraps to the first item; repeat one replays the item; stop-after-current stops once, on the next item; stop-after-each at every item")
     func repeatModes() throws {
         let (d, c, w) = try daemon()
         _ = try c.request("add", [("path", "short")])
@@ -95,6 +95,20 @@ struct PlayQueueTests {
         let expectedNext = now.map { $0 % 3 + 1 }
         #expect(s["current"]?["id"]?.int == expectedNext, "the next item is selected, stopped: \(s.text)")
         #expect(events.contains { $0["event"] == "modes" && $0["stopAfterCurrent"] == false })
+
+        // Stop after each (MPD's `single 1` without repeat): stops at the end of every item and stays on.
+        let each = try c.request("single", [("on", true), ("each", true)])
+        #expect(each["stopAfterCurrent"] == true && each["stopAfterEach"] == true, "\(each.text)")
+        _ = try c.request("play", [("item", 1)])
+        _ = try collect(w) { currents($0).contains(1) }
+        for before in 1...2 {
+            if before > 1 { _ = try c.request("play") }
+            events = try collect(w) { $0.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
+            let after = try c.request("status")
+            #expect(after["state"] == "stopped" && after["stopAfterEach"] == true && after["stopAfterCurrent"] == true, "\(after.text)")
+            #expect(after["current"]?["id"]?.int == before + 1, "stopped on the next item: \(after.text)")
+            #expect(currents(events).filter { $0 != before }.count <= 1, "one item played: \(currents(events))")
+        }
         #expect(try d.stop() == 0)
     }
 

@@ -37,17 +37,25 @@ public struct ShuffleCommand: ControlCommand {
 
 public struct SingleCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
-        Self.self, "single", .options, "Stop after the current item (toggles without `on`; clears when it takes effect).", [("on", .boolean, "")])
+        Self.self, "single", .options,
+        "Stop after the current item (toggles without `on`; clears when it takes effect, or with `each` stays on: stop after every item).",
+        [("on", .boolean, ""), ("each", .boolean, "")])
     /// nil: toggle.
     public var on: Bool?
-    public init(on: Bool?) { self.on = on }
-    public init(_ a: Arguments) { on = a.bool("on") }
-    public var arguments: Arguments { Arguments(on.map { ["on": .boolean($0)] } ?? [:]) }
+    /// Stay on after taking effect.
+    public var each: Bool
+    public init(on: Bool?, each: Bool = false) { (self.on, self.each) = (on, each) }
+    public init(_ a: Arguments) { (on, each) = (a.bool("on"), a.bool("each") ?? false) }
+    public var arguments: Arguments {
+        var a: [String: ArgumentValue] = on.map { ["on": .boolean($0)] } ?? [:]
+        if each { a["each"] = .boolean(true) }
+        return Arguments(a)
+    }
     public func run(_ x: CommandContext) -> Reply {
         let q = x.playback.queue
         let value = on ?? !q.stopAfterCurrent
-        q.setStopAfterCurrent(value)
-        return .stopAfterCurrent(value)
+        q.setStopAfterCurrent(value, each: each)
+        return .stopAfterCurrent(value, each: value && each)
     }
 }
 

@@ -324,10 +324,17 @@ enum MPDCommandTable {
             return ""
         },
         MPDCommand("repeat", 1...1, [.boolean], inline: true) { p, r throws(MPDError) in
+            // mpd's repeat and single flags onto repeat one/all and stop-after-current (each).
             let on = r.args[0] == "1"
-            let single = p.playback.queue.repeatMode == .one
-            _ = try p.run(RepeatCommand(mode: on ? (single ? .one : .all) : .off))
-            if !on, single { _ = try p.run(SingleCommand(on: true)) }  // single without repeat: stop after this one
+            let q = p.playback.queue
+            let single = q.repeatMode == .one || q.stopAfterEach
+            if on {
+                if q.stopAfterCurrent { _ = try p.run(SingleCommand(on: false)) }
+                _ = try p.run(RepeatCommand(mode: single ? .one : .all))
+            } else {
+                _ = try p.run(RepeatCommand(mode: .off))
+                if single { _ = try p.run(SingleCommand(on: true, each: true)) }  // single without repeat: stop after each
+            }
             return ""
         },
         MPDCommand("replay_gain_mode", 1...1, inline: true) { _, r throws(MPDError) in
@@ -532,8 +539,9 @@ extension MPDProtocol {
         let q = playback.queue
         switch r.args[0] {
         case "1":
-            if q.repeatMode != .off { _ = try run(RepeatCommand(mode: .one)) } else { _ = try run(SingleCommand(on: true)) }
+            if q.repeatMode != .off { _ = try run(RepeatCommand(mode: .one)) } else { _ = try run(SingleCommand(on: true, each: true)) }
         case "oneshot":
+            if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }
             _ = try run(SingleCommand(on: true))
         case "0":
             if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }

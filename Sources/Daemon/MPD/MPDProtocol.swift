@@ -212,7 +212,7 @@ struct MPDProtocol: Sendable {
             w.put("volume: "); w.put(volume)
             w.put(q.repeatMode == .off ? "\nrepeat: 0\nrandom: " : "\nrepeat: 1\nrandom: ")
             w.put(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
-            w.put(q.repeatMode == .one ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
+            w.put(q.repeatMode == .one || q.stopAfterEach ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
             w.put(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
             w.put("\npartition: default\nplaylist: "); w.put(q.version)
             w.put("\nplaylistlength: "); w.put(q.count)
