@@ -42,6 +42,8 @@ let package = Package(
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
+        .library(name: "MediaCore", targets: ["MediaCore"]),
+        .library(name: "Media", targets: ["Media"]),
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "Player", targets: ["Player"]),
         .library(name: "Session", targets: ["Session"]),
@@ -63,6 +65,9 @@ let package = Package(
         // C libraries, through pkg-config; apt names the packages that provide them.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CMPG123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
+        .systemLibrary(name: "CVorbisFile", pkgConfig: "vorbisfile", providers: [.apt(["libvorbis-dev"])]),
+        .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
         // libpulse: its pkg-config file adds `-D_REENTRANT -pthread`, flags SwiftPM refuses (with
         // a warning on every build), so the module map links it by name; the headers are in the
         // default include path (`/usr/include/pulse`).
@@ -93,11 +98,23 @@ let package = Package(
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
 
+        // The media seam, with no C imports: formats, metadata, the one error type, and the
+        // ByteSource / AudioDecoder protocols and DecoderPlugin descriptors.
+        .target(name: "MediaCore", swiftSettings: strictSettings),
+        // Their implementations: the file source, the decoder registry (by content), and one
+        // file per format over its reference library (libmpg123, libFLAC, libvorbisfile,
+        // libopusfile; WAV and AIFF read directly).
+        .target(
+            name: "Media",
+            dependencies: ["MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile"],
+            swiftSettings: strictSettings
+        ),
+
         // Decoder thread, output thread, control plane. No networking here.
         .target(
             name: "AudioEngine",
             dependencies: [
-                "CALSA", "CMPG123", "CPulse", "RingBuffer", "Platform", "RenderKernel",
+                "MediaCore", "Media", "CALSA", "CPulse", "RingBuffer", "Platform", "RenderKernel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -124,14 +141,14 @@ let package = Package(
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Broadcast"],
+            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
-                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "CMalloc", "MPRIS", "Platform",
+                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -223,7 +240,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "BacklineTestSupport"],
+            dependencies: ["AudioEngine", "Media", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
     ],

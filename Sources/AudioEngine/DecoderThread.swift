@@ -1,3 +1,5 @@
+import Media
+import MediaCore
 import Platform
 import RingBuffer
 import Synchronization
@@ -14,19 +16,21 @@ struct DecodeItem: Sendable {
 /// What the decoder learns about an item, reported to the control plane as soon as it opens.
 enum DecoderReport: Sendable {
     case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata)
-    case failed(id: UInt64, error: MPG123Error)
+    case failed(id: UInt64, error: MediaError)
     /// A `.splice` came too late (an item after its anchor was already opened) for `generation`.
     case spliceFailed(generation: UInt32)
 }
 
-/// The decoder thread: owns the `MPG123Decoder`s, decodes the current item and then the next
+/// The decoder thread: owns the decoders (any format, through the registry), decodes the current item and then the next
 /// ones ahead into the PCM ring (as far as the ring's capacity allows), and writes in-band
 /// markers before each item's audio.
 ///
 /// Commands arrive through a mailbox (a `Mutex`-guarded list plus a wake pipe it polls); the
 /// output thread writes to the same pipe when it frees ring space the decoder may be waiting for
 /// (stale bytes discarded after a flush, a cut skipped). This thread is not real-time and may
-/// block, allocate and log.
+/// block, allocate and log. It holds each decoder as `any AudioDecoder`: one dynamic call per
+/// decoded block (an MPEG frame, a FLAC frame) on a thread that is not real-time, and the
+/// format never reaches the ring, its records or the output.
 final class DecoderThread: @unchecked Sendable {
     // @unchecked Sendable: `producer`, `markers` and the decode state are touched only by the
     // thread itself; the mailbox is a Mutex.
@@ -54,9 +58,11 @@ final class DecoderThread: @unchecked Sendable {
     private var endPositions: [UInt64: Int] = [:]
     private var index = 0
     private var generation: UInt32 = 0
-    private var current: MPG123Decoder?
+    private var current: (any AudioDecoder)?
     /// The decoder a re-plan replaced, for the plan's first open (see `.load`).
-    private var reusable: (path: String, decoder: MPG123Decoder)?
+    private var reusable: (path: String, decoder: any AudioDecoder)?
+    /// Chooses each item's decoder by content.
+    private let registry: DecoderRegistry
     private var currentItem: DecodeItem?
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
@@ -65,8 +71,9 @@ final class DecoderThread: @unchecked Sendable {
     private var lastDrainSample: (UInt64, Int)?
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
-         confinement: String?, report: @escaping @Sendable (DecoderReport) -> Void) {
+         confinement: String?, registry: DecoderRegistry = .standard, report: @escaping @Sendable (DecoderReport) -> Void) {
         self.confinement = confinement
+        self.registry = registry
         self.shared = shared
         self.producer = producer
         self.markers = markers
@@ -118,7 +125,7 @@ final class DecoderThread: @unchecked Sendable {
         switch command {
         case .load(let items, let g):
             // A seek (or any re-plan) that starts with the item being decoded opens it again
-            // from the descriptor already open (``MPG123Decoder/reopened()``), not by path: a
+            // from the source already open (``ByteSource/reopened()``), not by path: a
             // file deleted or swapped since it began still seeks within what is playing.
             reusable = current.flatMap { d in currentItem.map { ($0.path, d) } }
             plan = items
@@ -193,12 +200,13 @@ final class DecoderThread: @unchecked Sendable {
         }
         guard let decoder = current, let item = currentItem else { return false }
         let bytesPerFrame = decoder.format.bytesPerFrame
+        let room = decoder.minimumRoom
         // Decode in bursts: once the ring is full, wait until a quarter of it is free again,
         // sleeping about as long as the output needs to play that quarter (a few wake-ups per
         // second instead of one per period).
         // The drain rate is measured (real time on a sound card, far faster into ALSA's `null`).
         let free = producer.availableToWrite()
-        if free < (refilling ? decoder.maxFrameBytes : producer.capacity / 4) {
+        if free < (refilling ? room : producer.capacity / 4) {
             refilling = false
             let t = UInt64(monotonicNanos())
             let consumed = producer.position - (producer.capacity - free)
@@ -224,11 +232,11 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
-        do {
-            // One MPEG frame, synthesised straight into the ring (no copy); where the ring's free
-            // space wraps inside the frame, the decoder copies it to both pieces.
+        do throws(MediaError) {
+            // One block (an MPEG frame synthesised straight into the ring, a FLAC frame, …);
+            // where the ring's free space wraps inside it, the decoder writes both pieces.
             let (a, b) = producer.writableRegions(max: free)
-            let (bytes, status) = try decoder.decodeFrame(into: a, spillingInto: b)
+            let (bytes, status) = try decoder.decode(into: a, spillingInto: b)
             producer.commit(bytes)
             if status == .done {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
@@ -236,7 +244,7 @@ final class DecoderThread: @unchecked Sendable {
             }
         } catch {
             guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
-            report(.failed(id: item.id, error: Self.mpg123Error(error, path: item.path)))
+            report(.failed(id: item.id, error: error.about(item.path)))
             finishCurrent()
         }
         return true
@@ -251,19 +259,23 @@ final class DecoderThread: @unchecked Sendable {
 
     private func openNext() -> Bool {
         let item = plan[index]
-        do {
+        do throws(MediaError) {
             var item = item
             let previous = reusable
             reusable = nil
-            let decoder = try previous.flatMap { $0.path == item.path ? $0.decoder : nil }?.reopened()
-                ?? MPG123Decoder(path: item.path, beneath: confinement)
+            let decoder: any AudioDecoder
+            if let previous, previous.path == item.path {
+                decoder = try registry.open(previous.decoder.source.reopened())
+            } else {
+                decoder = try registry.open(path: item.path, beneath: confinement)
+            }
             if let seconds = item.startSeconds {
-                item.startFrame = min(decoder.lengthFrames, Int((seconds * Double(decoder.format.rate)).rounded()))
+                item.startFrame = min(decoder.lengthFrames ?? Int.max, Int((seconds * Double(decoder.format.rate)).rounded()))
                 item.startSeconds = nil
                 plan[index] = item
             }
             if item.startFrame > 0 { try decoder.seek(toFrame: item.startFrame) }
-            report(.opened(id: item.id, format: decoder.format, lengthFrames: decoder.lengthFrames,
+            report(.opened(id: item.id, format: decoder.format, lengthFrames: decoder.lengthFrames ?? 0,
                            metadata: decoder.metadata))
             // Align to 8 bytes (filler the output skips), then the start marker goes in
             // before any of the item's audio.
@@ -285,7 +297,7 @@ final class DecoderThread: @unchecked Sendable {
             current = decoder
             currentItem = item
         } catch {
-            report(.failed(id: item.id, error: Self.mpg123Error(error, path: item.path)))
+            report(.failed(id: item.id, error: error.about(item.path)))
             while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
                 sleep(millis: 5)
@@ -294,11 +306,6 @@ final class DecoderThread: @unchecked Sendable {
             index += 1
         }
         return true
-    }
-
-    /// The decoder throws only `MPG123Error`; anything else still fails the item visibly.
-    private static func mpg123Error(_ error: any Error, path: String) -> MPG123Error {
-        (error as? MPG123Error) ?? MPG123Error(code: -1, message: "\(error)", path: path)
     }
 
     /// Remembers where `id`'s audio ended (the ring position of its end or failed marker).

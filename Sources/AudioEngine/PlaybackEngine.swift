@@ -34,7 +34,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// An item's last sample was heard.
     case itemEnded(ItemID)
     /// An item could not be (fully) decoded; whatever decoded was played first.
-    case itemFailed(ItemID, path: String, error: MPG123Error)
+    case itemFailed(ItemID, path: String, error: MediaError)
     /// The output ran dry (the decoder fell behind); playback continues when data arrives.
     case underrun(count: Int)
     /// The device could not be opened or failed.
@@ -48,7 +48,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// gone on to the next item it holds (if any). ``itemFailed(_:path:error:)`` follows when the listener
     /// reaches the failure. Delivered as soon as it happens, so whoever feeds the engine can
     /// queue what comes next without a gap.
-    case itemDecodeFailed(ItemID, path: String, error: MPG123Error)
+    case itemDecodeFailed(ItemID, path: String, error: MediaError)
     /// The output device opened, with these settings. Delivered as soon as it happens.
     case deviceOpened(DeviceConfiguration)
 }
@@ -116,7 +116,7 @@ public final class PlaybackEngine: Sendable {
         /// The id the next enqueued item gets.
         var nextID: UInt64 = 1
         var infos: [ItemID: ItemInfo] = [:]
-        var failures: [ItemID: MPG123Error] = [:]
+        var failures: [ItemID: MediaError] = [:]
         /// Audible timeline: segment starts by device frame.
         var segments: [Segment] = []
         var pending: [(deviceFrame: Int, event: EngineEvent)] = []
@@ -538,7 +538,7 @@ public final class PlaybackEngine: Sendable {
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):
                 s.failures[ItemID(rawValue: id)] = error
-                let path = s.queue.first { $0.id.rawValue == id }?.path ?? error.path
+                let path = s.queue.first { $0.id.rawValue == id }?.path ?? error.item
                 s.immediate.append(.itemDecodeFailed(ItemID(rawValue: id), path: path, error: error))
             case .spliceFailed:
                 break
@@ -609,8 +609,8 @@ public final class PlaybackEngine: Sendable {
                 case .itemEnded:
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
                 case .itemFailed:
-                    let err = s.failures[id] ?? MPG123Error(code: -1, message: "decoding failed", path: "")
-                    let path = s.queue.first { $0.id == id }?.path ?? err.path
+                    let err = s.failures[id] ?? MediaError(.corrupt, "decoding failed")
+                    let path = s.queue.first { $0.id == id }?.path ?? err.item
                     s.pending.append((e.deviceFrame, .itemFailed(id, path: path, error: err)))
                 case .endOfInput:
                     s.pending.append((e.deviceFrame, .endOfInput))

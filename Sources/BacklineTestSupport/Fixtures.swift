@@ -19,7 +19,7 @@ public enum Fixtures {
 
     /// Makes `url` once: `produce` writes a temporary file beside it (same extension), which is
     /// then renamed into place, so tests running side by side never read half a file.
-    static func once(_ url: URL, _ produce: (URL) throws -> Void) throws -> URL {
+    public static func once(_ url: URL, _ produce: (URL) throws -> Void) throws -> URL {
         if FileManager.default.fileExists(atPath: url.path) { return url }
         let tmp = url.deletingLastPathComponent().appendingPathComponent(".tmp-\(UUID().uuidString)-\(url.lastPathComponent)")
         try produce(tmp)

@@ -1,5 +1,6 @@
 import BacklineWire
 import FoundationEssentials
+import Media
 import Platform
 
 #if canImport(Glibc)
@@ -18,8 +19,9 @@ public struct PathResolver: Sendable {
     /// The music directory, resolved.
     public let root: String?
 
-    /// Extensions of the files taken from directories (MPEG audio) and of playlists.
-    public static let audioExtensions: Set<String> = ["mp3", "mp2", "mp1", "mpa", "mpga"]
+    /// Extensions of the files taken from directories (every format the decoder registry
+    /// plays: a walk goes by name, the decoder is chosen by content when it plays) and of playlists.
+    public static let audioExtensions: Set<String> = DecoderRegistry.standard.suffixes
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     /// The largest playlist read (a 100,000-line M3U is ~10 MB).
     public static let maximumPlaylistSize = 16 << 20
@@ -47,7 +49,7 @@ public struct PathResolver: Sendable {
         public var files: [String] = []
         /// Entries of directories and playlists that could not be used, each with its reason.
         public var skipped: [Refusal] = []
-        /// Files found in directories that are not MPEG audio (by extension), left out as mpd leaves them.
+        /// Files found in directories that are not in a format the decoder registry plays (by extension), left out as mpd leaves them.
         public var ignored: [String] = []
     }
 
@@ -58,7 +60,7 @@ public struct PathResolver: Sendable {
         return (r.files, r.skipped)
     }
 
-    /// Like ``resolve(_:)``, and also names the files of directories left out as not MPEG audio.
+    /// Like ``resolve(_:)``, and also names the files of directories left out as not audio Backline plays.
     public func expand(_ request: String) throws(Refusal) -> Resolution {
         var r = Resolution()
         r.files = try expand(request, relativeTo: nil, chain: [], into: &r)

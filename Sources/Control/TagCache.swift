@@ -1,4 +1,5 @@
 import AudioEngine
+import Media
 import Dispatch
 import FoundationEssentials
 import Synchronization
@@ -7,8 +8,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// Tags and exact durations of queued files, read once per file (libmpg123: the ID3 tags and
-/// the Info header, or a scan) and kept while the daemon runs.
+/// Tags and exact durations of queued files, read once per file through the decoder registry's
+/// tag readers (headers and tags, no audio decoded) and kept while the daemon runs.
 public final class TagCache: Sendable {
     /// What a file says about itself; `error` when it cannot be opened.
     public struct Info: Sendable, Equatable {
@@ -18,8 +19,10 @@ public final class TagCache: Sendable {
         /// The decoded stream's sample rate and channels (MPD's `Format:` and `audio:`).
         public var rate: Int? = nil
         public var channels: Int? = nil
-        /// The average bitrate in kbit/s: the file's size over its duration.
+        /// The average bitrate in kbit/s (the file's size over its duration, or the stream's own).
         public var bitrate: Int? = nil
+        /// How the file stores samples (MPD's `Format:` sample field).
+        public var encoding: SampleEncoding? = nil
         /// When the file was last modified (MPD's `Last-Modified:`).
         public var modified: Date? = nil
     }
@@ -34,7 +37,13 @@ public final class TagCache: Sendable {
     /// Files must lie beneath this directory (checked on the opened descriptor; nil: anywhere).
     public let confinement: String?
 
-    public init(confinement: String? = nil) { self.confinement = confinement }
+    /// The formats read (the registry's tag readers).
+    public let registry: DecoderRegistry
+
+    public init(confinement: String? = nil, registry: DecoderRegistry = .standard) {
+        self.confinement = confinement
+        self.registry = registry
+    }
 
     /// The info for `path`, reading the file the first time.
     public func info(_ path: String) -> Info {
@@ -46,13 +55,11 @@ public final class TagCache: Sendable {
 
     private func read(_ path: String) -> Info {
         do {
-            let d = try MPG123Decoder(path: path, beneath: confinement)
-            var info = Info(metadata: d.metadata, duration: d.duration, error: nil, rate: d.format.rate, channels: d.format.channels)
+            let t = try registry.info(path: path, beneath: confinement)
+            var info = Info(metadata: t.metadata, duration: t.duration, error: nil, rate: t.format?.rate, channels: t.format?.channels,
+                            bitrate: t.bitrate, encoding: t.encoding)
             var st = stat()
-            if stat(path, &st) == 0 {
-                info.modified = PathResolver.modified(st)
-                if d.duration > 0 { info.bitrate = Int((Double(st.st_size) * 8 / d.duration / 1000).rounded()) }
-            }
+            if stat(path, &st) == 0 { info.modified = PathResolver.modified(st) }
             return info
         } catch {
             return Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")

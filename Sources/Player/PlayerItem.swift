@@ -5,7 +5,7 @@ import Synchronization
 
 /// Why an item could not be played: the engine's decoder error (the file, the reason, and
 /// libmpg123's code, `-1` when the failure did not come from libmpg123).
-public typealias PlayerItemError = MPG123Error
+public typealias PlayerItemError = MediaError
 
 /// One playable file, as `AVPlayerItem`: its loading status, exact duration and tags.
 ///

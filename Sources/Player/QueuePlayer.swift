@@ -674,7 +674,7 @@ public final class QueuePlayer: Sendable {
                 // the failure is heard (`itemFailedToPlayToEnd` comes then).
                 guard let item = s.engineItems[id] else { return }
                 var e = error
-                e.path = path
+                e.item = path
                 if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
 
             case .itemStarted(let info, let fromSeek):
@@ -731,7 +731,7 @@ public final class QueuePlayer: Sendable {
             case .itemFailed(let id, let path, let error):
                 guard let item = s.engineItems.removeValue(forKey: id) else { return }
                 var e = error
-                e.path = path
+                e.item = path
                 if item.markFailed(e) { post(&s, .itemStatusChanged(item, .failed)) }
                 // One rule for every failed item, as AVQueuePlayer: when its turn comes it becomes
                 // current (`currentItemChanged`), posts its failure, and is consumed; the next item

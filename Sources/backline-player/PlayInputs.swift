@@ -6,7 +6,7 @@ import Platform
 /// What `backline play` was given, turned into the files to queue, in order.
 ///
 /// - A file is queued as named (a broken one fails in its turn, with its name and reason).
-/// - A directory is searched recursively; its MPEG audio files (by extension, as mpd picks them)
+/// - A directory is searched recursively; its audio files (by extension, as mpd picks them: every format the decoder registry plays)
 ///   are queued in natural order (`2.mp3` before `10.mp3`); what was left out is summarised.
 /// - An M3U, M3U8 or PLS playlist is read; relative entries resolve against its directory; a
 ///   missing entry, or a playlist that includes itself, is reported and skipped.
@@ -45,7 +45,7 @@ struct PlayInputs {
             }
             do {
                 let r = try resolver.expand(path)
-                out.take(r, named: argument, emptyReason: isDirectory ? "no MPEG audio files in the directory" : "the playlist names no files")
+                out.take(r, named: argument, emptyReason: isDirectory ? "no audio files in the directory" : "the playlist names no files")
             } catch {
                 out.notes.append("\(argument): \(error.message)")
             }
@@ -60,7 +60,7 @@ struct PlayInputs {
             let shown = r.ignored.prefix(3).map { Path.lastComponent($0) }.joined(separator: ", ")
             let more = r.ignored.count > 3 ? ", …" : ""
             let n = r.ignored.count
-            notes.append("\(name): left out \(n) file\(n == 1 ? "" : "s") that \(n == 1 ? "is" : "are") not MPEG audio (\(shown)\(more))")
+            notes.append("\(name): left out \(n) file\(n == 1 ? "" : "s") that \(n == 1 ? "is" : "are") not in a format Backline plays (\(shown)\(more))")
         }
         if r.files.isEmpty { notes.append("\(name): \(emptyReason)") }
     }

@@ -1,5 +1,6 @@
 import AudioEngine
 import BacklineTestSupport
+import Media
 import Foundation
 import Testing
 
@@ -250,7 +251,7 @@ struct TagTests {
             let v1 = ID3.v1(title: "Small", artist: "", album: "", year: "", comment: [UInt8](repeating: 0, count: 30), genre: 255)
             let d = try decoder("oversized-\(total)", tag: ID3.tag(3, body), trailer: v1)
             #expect(d.metadata.title == (read ? "Big" : "Small"), "a \(total)-byte tag")
-            #expect(d.duration > 0.2)
+            #expect((d.duration ?? 0) > 0.2)
         }
     }
 }

@@ -237,7 +237,7 @@ struct QueueTests {
         #expect(log.wait(timeout: 15, isCurrentNil) != nil)
         #expect(ibad.status == .failed && itext.status == .failed)
         let error = try #require(ibad.error)
-        #expect(error.path == empty.path && !error.message.isEmpty)
+        #expect(error.item == empty.path && !error.message.isEmpty)
         let failed = log.all.compactMap { e -> PlayerItemError? in
             if case .itemFailedToPlayToEnd(let i, let e) = e, i === ibad { e } else { nil }
         }

@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import Media
 import FoundationEssentials
 import NIOCore
 import Platform
@@ -169,7 +170,9 @@ enum MPDCommandTable {
             return p.song(p.playback.describe(c, index: i, current: true, read: true), r.state)
         },
         MPDCommand("decoders", 0...0, inline: true) { _, _ in
-            "plugin: mpg123\n" + PathResolver.audioExtensions.sorted().map { "suffix: \($0)\n" }.joined() + "mime_type: audio/mpeg\n"
+            DecoderRegistry.standard.plugins.map { d in
+                "plugin: \(d.name)\n" + d.suffixes.map { "suffix: \($0)\n" }.joined() + d.mimeTypes.map { "mime_type: \($0)\n" }.joined()
+            }.joined()
         },
         MPDCommand("delete", 1...1, [.range]) { p, r throws(MPDError) in
             let entries = p.playback.queue.entries

@@ -268,7 +268,7 @@ struct MPDProtocol: Sendable {
         let info = given ?? playback.tags.cached(i.path) ?? playback.tags.peek(i.path)
         var out = "file: \(relative(i.path))\n"
         if let m = modified ?? info.modified { out += "Last-Modified: \(JSONCodec.iso8601(m))\n" }
-        if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):f:\(channels)\n" }
+        if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):\(info.encoding?.mpdName ?? "f"):\(channels)\n" }
         for t in info.metadata.tags where state.tags.contains(t.key.mpdName) {
             out += "\(t.key.mpdName): \(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)\n"
         }

@@ -143,7 +143,7 @@ extension TrackMetadata {
     }
 
     /// ``addTag(_:_:)`` for a value in bytes that may not be UTF-8 (an ID3 `UFID`'s binary data).
-    mutating func addTag(_ key: TagKey, bytes: [UInt8]) {
+    public mutating func addTag(_ key: TagKey, bytes: [UInt8]) {
         var v = bytes[...]
         if key == .track || key == .disc {
             v = v.drop { $0 == 0x30 }

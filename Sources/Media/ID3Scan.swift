@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import MediaCore
 
 /// Reads an MP3's ID3 tags as mpd 0.23 does: libid3tag's parsing (`tag.c`, `frame.c`,
 /// `compat.gperf`, `genre.c`) and mpd's loading and scan (`src/tag/Id3Load.cxx`, `Id3Scan.cxx`,
@@ -31,17 +29,23 @@ import Glibc
 ///   contents it would refuse (an unknown text encoding) is skipped here, where libid3tag
 ///   drops the tag.
 enum ID3Scan {
-    /// The tags of the file open as `fd`, read with positioned reads (the descriptor's offset
-    /// is left alone). Empty metadata when the file has no tag or cannot be read.
-    static func metadata(descriptor fd: Int32) -> TrackMetadata {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return TrackMetadata() }
-        let size = Int(st.st_size)
-        if let frames = readV2(fd, fileSize: size) ?? readV1(fd, fileSize: size) {
+    /// The tags of a seekable source (its position is left anywhere). Empty metadata when it
+    /// has no tag or cannot be read.
+    static func metadata(_ source: any ByteSource) -> TrackMetadata {
+        guard let size = source.length else { return TrackMetadata() }
+        if let frames = readV2(source, fileSize: size) ?? readV1(source, fileSize: size) {
             return scan(frames)
         }
         return TrackMetadata()
     }
+
+    /// The tags of an ID3v2 tag held whole in `bytes` (a WAV or AIFF `id3 ` chunk).
+    static func metadata(bytes: ArraySlice<UInt8>) -> TrackMetadata {
+        parseV2(Array(bytes)).map(scan) ?? TrackMetadata()
+    }
+
+    /// The size of the ID3v2 tag that `header` (a file's first 10 bytes) starts, or nil.
+    static func tagLength(_ header: [UInt8]) -> Int? { tagSize(header) }
 
     // MARK: Frames
 
@@ -70,34 +74,21 @@ enum ID3Scan {
 
     // MARK: Reading the file
 
-    private static func pread(_ fd: Int32, count: Int, at offset: Int) -> [UInt8]? {
-        guard count >= 0 else { return nil }
-        var buf = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = buf.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            done += n
-        }
-        return buf
-    }
-
     /// The largest ID3v2 tag read: the format allows 256 MiB, which a crafted file would make
     /// every tag read allocate; real tags with a large cover are a few MiB. A bigger one is
     /// treated as absent (the ID3v1 tag, if any, is read instead).
     static let maximumTagBytes = 32 << 20
 
     /// The ID3v2 tag at the start of the file (mpd's `tag_id3_find_from_beginning`).
-    private static func readV2(_ fd: Int32, fileSize: Int) -> [Frame]? {
-        guard fileSize >= 10, let header = pread(fd, count: 10, at: 0), let size = tagSize(header),
-              size <= fileSize, size <= maximumTagBytes, let rest = pread(fd, count: size - 10, at: 10) else { return nil }
+    private static func readV2(_ source: any ByteSource, fileSize: Int) -> [Frame]? {
+        guard fileSize >= 10, let header = source.read(count: 10, at: 0), let size = tagSize(header),
+              size <= fileSize, size <= maximumTagBytes, let rest = source.read(count: size - 10, at: 10) else { return nil }
         return parseV2(header + rest)
     }
 
     /// The ID3v1 tag in the last 128 bytes.
-    private static func readV1(_ fd: Int32, fileSize: Int) -> [Frame]? {
-        guard fileSize >= 128, let tag = pread(fd, count: 128, at: fileSize - 128) else { return nil }
+    private static func readV1(_ source: any ByteSource, fileSize: Int) -> [Frame]? {
+        guard fileSize >= 128, let tag = source.read(count: 128, at: fileSize - 128) else { return nil }
         return parseV1(tag)
     }
 

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Test audio in the open formats, made at test time by the reference encoders (`sox`, `flac`,
+/// `oggenc`, `opusenc`), and their reference decodes (`flac -d`, `oggdec`, `opusdec --float`, `sox`).
+public enum FormatFixtures {
+    /// A sweep WAV (16- or 24-bit) as the encoders' input, rich enough that a wrong sample shows.
+    public static func source(_ name: String, seconds: Double, rate: Int = 44100, channels: Int = 2, bits: Int = 16) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name)-src.wav")) { out in
+            var synth = ["sine", "300-2000"]
+            if channels > 1 { for c in 1..<channels { synth += ["sine", "\(400 + 150 * c)-\(900 + 200 * c)"] } }
+            let r = try runProcess("sox", ["-n", "-r", "\(rate)", "-c", "\(channels)", "-b", "\(bits)", out.path,
+                                           "synth", "\(seconds)"] + synth + ["gain", "-3"])
+            guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+        }
+    }
+
+    /// `source` encoded to FLAC (`flac`, compression 5).
+    public static func flac(_ name: String, from source: URL, args: [String] = []) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).flac")) { out in
+            let r = try runProcess("flac", ["--silent", "-f", "-o", out.path] + args + [source.path])
+            guard r.status == 0 else { throw HarnessError("flac failed: \(r.stderr)") }
+        }
+    }
+
+    /// `source` encoded to Ogg Vorbis (`oggenc -q 4`).
+    public static func vorbis(_ name: String, from source: URL, args: [String] = []) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).ogg")) { out in
+            let r = try runProcess("oggenc", ["--quiet", "-q", "4", "-o", out.path] + args + [source.path])
+            guard r.status == 0 else { throw HarnessError("oggenc failed: \(r.stderr)") }
+        }
+    }
+
+    /// `source` encoded to Opus (`opusenc`, 96 kbit/s; 44.1 kHz input is resampled to 48 kHz).
+    public static func opus(_ name: String, from source: URL, args: [String] = []) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).opus")) { out in
+            let r = try runProcess("opusenc", ["--quiet", "--bitrate", "96"] + args + [source.path, out.path])
+            guard r.status == 0 else { throw HarnessError("opusenc failed: \(r.stderr)") }
+        }
+    }
+
+    /// `source` converted by sox (the extension picks WAV or AIFF; `args` the sample encoding,
+    /// e.g. `["-e", "floating-point", "-b", "32"]`).
+    public static func sox(_ name: String, from source: URL, ext: String, args: [String]) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).\(ext)")) { out in
+            let r = try runProcess("sox", [source.path] + args + [out.path])
+            guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+        }
+    }
+}
+
+/// The open formats' reference decoders, to interleaved float32.
+public enum FormatReference {
+    /// `flac -d` to raw signed little-endian integers, scaled by 2^-(bits-1).
+    public static func flac(_ file: URL, bits: Int) throws -> [Float] {
+        let r = try runProcess("flac", ["-d", "-c", "--silent", "--force-raw-format", "--endian=little", "--sign=signed", file.path])
+        guard r.status == 0 else { throw HarnessError("flac -d failed: \(r.stderr)") }
+        return integers(r.stdout, bytes: (bits + 7) / 8, scale: 1 / Float(1 << (bits - 1)))
+    }
+
+    /// `opusdec --float --rate 48000` (the header gain applied, pre-skip and end trimmed).
+    public static func opus(_ file: URL) throws -> [Float] {
+        let out = try Fixtures.directory().appendingPathComponent("ref-\(UUID().uuidString).wav")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let r = try runProcess("opusdec", ["--quiet", "--float", "--rate", "48000", file.path, out.path])
+        guard r.status == 0 else { throw HarnessError("opusdec failed: \(r.stderr)") }
+        return try sox(out)
+    }
+
+    /// `oggdec` to 16-bit (libvorbisfile's own rounding), as integers.
+    public static func vorbisS16(_ file: URL) throws -> [Int16] {
+        let r = try runProcess("oggdec", ["--quiet", "-R", "-b", "16", "-e", "0", "-s", "1", "-o", "-", file.path])
+        guard r.status == 0 else { throw HarnessError("oggdec failed: \(r.stderr)") }
+        return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// `sox` to raw float32 (exact for integer sources of up to 24 bits and float32 sources).
+    public static func sox(_ file: URL) throws -> [Float] {
+        let r = try runProcess("sox", [file.path, "-t", "raw", "-e", "floating-point", "-b", "32", "-L", "-"])
+        guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+        return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    private static func integers(_ data: Data, bytes: Int, scale: Float) -> [Float] {
+        let n = data.count / bytes
+        var out = [Float](repeating: 0, count: n)
+        data.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
+            let p = raw.bindMemory(to: UInt8.self)
+            for i in 0..<n {
+                var v: Int32 = 0
+                for b in 0..<bytes { v |= Int32(p[i * bytes + b]) << (8 * b) }
+                v = (v << (32 - 8 * bytes)) >> (32 - 8 * bytes)
+                out[i] = Float(v) * scale
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,95 @@
+import MediaCore
+import Platform
+
+/// The formats Backline plays, chosen by content: the first bytes of a file (after any ID3v2
+/// tag in front) pick the decoder; the file name's suffix only breaks ties, and lets an MP3
+/// with junk in front still reach libmpg123 (which resyncs). One registry answers "which files
+/// would play" for folder walks, `add`, browsing and MPD's `decoders`.
+///
+/// Adding a format: its ``DecoderPlugin`` in one file, and one line in ``standard``.
+public struct DecoderRegistry: Sendable {
+    /// The plugins, in the order they are tried.
+    public let plugins: [DecoderPlugin]
+
+    /// A registry of `plugins`.
+    public init(_ plugins: [DecoderPlugin]) { self.plugins = plugins }
+
+    /// Every format Backline plays.
+    public static let standard = DecoderRegistry([
+        .mpg123,
+        .flac,
+        .vorbis,
+        .opus,
+        .wave,
+        .aiff,
+    ])
+
+    /// Every suffix a plugin claims (lower case, no dot).
+    public var suffixes: Set<String> { Set(plugins.flatMap(\.suffixes)) }
+
+    /// Whether a file named `path` would be taken by a folder walk or `add` (by its suffix: a
+    /// walk does not open every file; the decoder is still chosen by content when it plays).
+    public func claims(_ path: String) -> Bool {
+        let ext = Path.extension(path).lowercased()
+        return plugins.contains { $0.suffixes.contains(ext) }
+    }
+
+    /// The plugin for `source` (read from its start; the source is left at its start), by
+    /// content, the suffix of its name breaking ties.
+    /// - Throws: ``MediaError`` `.unsupportedFormat` with what the bytes look like.
+    public func plugin(for source: any ByteSource) throws(MediaError) -> DecoderPlugin {
+        try source.seek(to: 0)
+        var header = try source.read(count: Sniff.headerBytes)
+        // An ID3v2 tag in front (MP3, and some FLAC and WAV writers): what follows decides.
+        if let tag = ID3Scan.tagLength(header), source.isSeekable {
+            try source.seek(to: tag)
+            let after = try source.read(count: Sniff.headerBytes)
+            if !after.isEmpty { header = after }
+        }
+        try source.seek(to: 0)
+        let ext = Path.extension(source.name).lowercased()
+        let matching = plugins.filter { $0.matches(header) }
+        if let p = matching.first(where: { $0.suffixes.contains(ext) }) ?? matching.first { return p }
+        // Nothing recognised: an MPEG stream may start with junk (libmpg123 resyncs) if it is named so.
+        if let p = plugins.first(where: { $0.name == "mpg123" && $0.suffixes.contains(ext) }),
+           !Self.knownOther(header) {
+            return p
+        }
+        throw MediaError(.unsupportedFormat, Sniff.describe(header), item: source.name)
+    }
+
+    /// Bytes another format's magic claims (so an `.mp3` that is really AAC says so).
+    private static func knownOther(_ h: [UInt8]) -> Bool {
+        h.isEmpty || Sniff.describe(h) != "not an audio format this player knows"
+    }
+
+    /// Opens a decoder for `source`, chosen by content.
+    public func open(_ source: any ByteSource) throws(MediaError) -> any AudioDecoder {
+        let plugin = try plugin(for: source)
+        do {
+            return try plugin.open(source)
+        } catch {
+            throw error.about(source.name)
+        }
+    }
+
+    /// Opens the file at `path` (see ``FileSource``) and a decoder for it.
+    public func open(path: String, beneath root: String? = nil) throws(MediaError) -> any AudioDecoder {
+        try open(FileSource(path: path, beneath: root))
+    }
+
+    /// Tags, format and length of `source`, without decoding audio.
+    public func info(_ source: any ByteSource) throws(MediaError) -> TrackInfo {
+        let plugin = try plugin(for: source)
+        do {
+            return try plugin.info(source)
+        } catch {
+            throw error.about(source.name)
+        }
+    }
+
+    /// Tags, format and length of the file at `path`.
+    public func info(path: String, beneath root: String? = nil) throws(MediaError) -> TrackInfo {
+        try info(FileSource(path: path, beneath: root))
+    }
+}

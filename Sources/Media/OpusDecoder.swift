@@ -1,0 +1,125 @@
+import COpusFile
+import MediaCore
+
+extension DecoderPlugin {
+    /// Ogg Opus through libopusfile (reading the ``ByteSource``).
+    public static let opus = DecoderPlugin(
+        name: "opus", formatName: "Opus", suffixes: ["opus"], mimeTypes: ["audio/ogg", "audio/opus"],
+        matches: { Sniff.oggCodec($0) == "opus" },
+        open: { (source) throws(MediaError) in try OpusDecoder(source: source) },
+        info: { (source) throws(MediaError) in
+            let d = try OpusDecoder(source: source)
+            return TrackInfo(metadata: d.metadata, format: StreamFormat(rate: 48_000, channels: d.sourceChannels),
+                             encoding: d.encoding, lengthFrames: d.lengthFrames, bitrate: d.bitrate)
+        })
+}
+
+/// Ogg Opus through libopusfile: always 48 kHz; pre-skip and end trimming done by the library
+/// (gapless); the header's output gain applied once, by the library (opusfile's default,
+/// `OP_HEADER_GAIN`; nothing here applies it again); float output (`op_read_float`), and
+/// opusfile's own stereo down-mix (`op_read_float_stereo`) for more than two channels.
+/// Exact length (`op_pcm_total`) and sample-exact seeks (`op_pcm_seek`).
+public final class OpusDecoder: AudioDecoder {
+    public let source: any ByteSource
+    public let format: StreamFormat
+    public var encoding: SampleEncoding { .float(bits: 32) }
+    public let sourceChannels: Int
+    public let lengthFrames: Int?
+    public private(set) var metadata = TrackMetadata()
+    public let bitrate: Int?
+    public var minimumRoom: Int { format.bytesPerFrame }
+
+    private let file: OpaquePointer
+    private let box: SourceBox
+    private let stage: PCMStage
+    /// 120 ms at 48 kHz, stereo: opusfile's largest packet.
+    private var pcm = [Float](repeating: 0, count: 5760 * 8)
+    private var link: Int32 = -1
+
+    public init(source: any ByteSource) throws(MediaError) {
+        self.source = source
+        try source.seek(to: 0)
+        let box = SourceBox(source)
+        var callbacks = OpusFileCallbacks(read: opusRead, seek: source.isSeekable ? opusSeek : nil, tell: opusTell, close: nil)
+        var err: Int32 = 0
+        guard let f = op_open_callbacks(Unmanaged.passUnretained(box).toOpaque(), &callbacks, nil, 0, &err) else {
+            throw box.error ?? MediaError(.corrupt, Self.errorText(err), library: "libopusfile", code: err, item: source.name)
+        }
+        file = f
+        self.box = box
+        sourceChannels = Int(op_channel_count(f, -1))
+        stage = PCMStage(maxFrames: 5760, sourceChannels: min(sourceChannels, 2))
+        format = StreamFormat(rate: 48_000, channels: min(sourceChannels, 2))
+        let total = op_pcm_total(f, -1)
+        lengthFrames = total >= 0 ? Int(total) : nil
+        let br = op_bitrate(f, -1)
+        bitrate = br > 0 ? Int((Double(br) / 1000).rounded()) : nil
+        if let tags = op_tags(f, -1) {
+            VorbisComments.apply(count: tags.pointee.comments, comments: tags.pointee.user_comments,
+                                 lengths: tags.pointee.comment_lengths, into: &metadata)
+        }
+    }
+
+    deinit { op_free(file) }
+
+    static func errorText(_ r: Int32) -> String {
+        switch r {
+        case OP_EREAD: "read error"
+        case OP_EFAULT: "internal error"
+        case OP_EIMPL: "a feature opusfile does not implement"
+        case OP_EINVAL: "invalid argument"
+        case OP_ENOTFORMAT: "not Ogg Opus"
+        case OP_EBADHEADER: "bad Opus header"
+        case OP_EVERSION: "unknown Opus version"
+        case OP_EBADLINK: "bad link in a chained stream"
+        case OP_EBADPACKET: "bad packet"
+        case OP_EBADTIMESTAMP: "bad timestamp"
+        case OP_HOLE: "missing or corrupt data (a hole in the stream)"
+        case OP_ENOSEEK: "the stream cannot seek"
+        default: "error \(r)"
+        }
+    }
+
+    public func decode(into buffer: UnsafeMutableRawBufferPointer, spillingInto rest: UnsafeMutableRawBufferPointer)
+        throws(MediaError) -> (bytes: Int, status: DecodeStatus) {
+        if stage.pending == 0 {
+            var current: Int32 = 0
+            let channels = format.channels
+            let n = pcm.withUnsafeMutableBufferPointer { p in
+                sourceChannels > 2 ? op_read_float_stereo(file, p.baseAddress, Int32(p.count))
+                    : op_read_float(file, p.baseAddress, Int32(p.count), &current)
+            }
+            if n == 0 { return (0, .done) }
+            if n < 0 {
+                if let e = box.error { throw e }
+                throw MediaError(.corrupt, Self.errorText(n), library: "libopusfile", code: n, item: source.name)
+            }
+            if sourceChannels <= 2, link >= 0, current != link, Int(op_channel_count(file, current)) != sourceChannels {
+                throw MediaError(.unsupportedFormat, "a chained stream changes the channel count", item: source.name)
+            }
+            link = current
+            pcm.withUnsafeBufferPointer { p in stage.putInterleaved(p.baseAddress!, frames: Int(n), channels: channels) }
+        }
+        return (stage.drain(into: buffer, rest), .more)
+    }
+
+    public func seek(toFrame frame: Int) throws(MediaError) {
+        stage.clear()
+        let r = op_pcm_seek(file, ogg_int64_t(max(0, frame)))
+        guard r == 0 else {
+            throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libopusfile", code: r, item: source.name)
+        }
+    }
+}
+
+private func opusRead(_ stream: UnsafeMutableRawPointer?, _ ptr: UnsafeMutablePointer<UInt8>?, _ count: Int32) -> Int32 {
+    Int32(SourceBox.from(stream).read(ptr, Int(count)))
+}
+
+private func opusSeek(_ stream: UnsafeMutableRawPointer?, _ offset: opus_int64, _ whence: Int32) -> Int32 {
+    SourceBox.from(stream).seek(offset, whence) < 0 ? -1 : 0
+}
+
+private func opusTell(_ stream: UnsafeMutableRawPointer?) -> opus_int64 {
+    opus_int64(SourceBox.from(stream).source.position)
+}

@@ -1,0 +1,179 @@
+import MediaCore
+
+/// Vorbis comments (FLAC's `VORBIS_COMMENT` block, Ogg Vorbis's and Opus's comment headers)
+/// read as mpd 0.23 reads them (`src/lib/xiph/VorbisComments.cxx`, `XiphTags.cxx`): each
+/// `NAME=value` in file order; the name matched ignoring case against mpd's tag names, then
+/// its Xiph aliases (`TRACKNUMBER`, `DISCNUMBER`, `ALBUM ARTIST`, `DESCRIPTION`, …); two
+/// `ARTIST` comments are two artists. `METADATA_BLOCK_PICTURE` (base64 FLAC picture) is the
+/// artwork; `REPLAYGAIN_*` and `R128_*` the gains.
+enum VorbisComments {
+    /// Xiph names that are not mpd's own tag names (`XiphTags.cxx`).
+    private static let aliases: [String: TagKey] = [
+        "tracknumber": .track, "discnumber": .disc, "album artist": .albumArtist, "description": .comment,
+        "movementname": .movement, "movement": .movementNumber,
+    ]
+
+    /// Parses a comment header body: vendor length and string, count, then each comment.
+    /// `data` starts at the vendor length (after any packet type and magic).
+    static func parse(_ data: ArraySlice<UInt8>, into meta: inout TrackMetadata) {
+        var r = LittleEndianReader(data)
+        guard let vendorLength = r.u32(), r.skip(Int(vendorLength)), let count = r.u32() else { return }
+        var comments: [ArraySlice<UInt8>] = []
+        for _ in 0..<min(Int(count), 100_000) {
+            guard let n = r.u32(), let bytes = r.bytes(Int(n)) else { break }
+            comments.append(bytes)
+        }
+        apply(comments, into: &meta)
+    }
+
+    /// Reads comments given as C arrays (libvorbis's `vorbis_comment`, opusfile's `OpusTags`).
+    static func apply(count: Int32, comments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                      lengths: UnsafeMutablePointer<Int32>?, into meta: inout TrackMetadata) {
+        guard let comments, let lengths, count > 0 else { return }
+        let list = (0..<Int(count)).compactMap { i -> ArraySlice<UInt8>? in
+            guard let p = comments[i] else { return nil }
+            return Array(UnsafeRawBufferPointer(start: p, count: Int(lengths[i])))[...]
+        }
+        apply(list, into: &meta)
+    }
+
+    /// Reads each `NAME=value` comment, in order.
+    static func apply(_ comments: [ArraySlice<UInt8>], into meta: inout TrackMetadata) {
+        var track: String?, disc: String?, trackTotal: String?, discTotal: String?
+        for bytes in comments {
+            guard let eq = bytes.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let name = String(decoding: bytes[bytes.startIndex..<eq], as: UTF8.self)
+            let valueBytes = Array(bytes[(eq + 1)...])
+            let value = String(decoding: valueBytes, as: UTF8.self)
+            let lower = name.lowercased()
+            if lower != "metadata_block_picture" { meta.comments.append(TagPair(name: name, value: value)) }
+            switch lower {
+            case "metadata_block_picture":
+                if meta.artwork == nil || isFrontCover(value),
+                   let raw = Base64.decode(value), let art = FLACPicture.parse(raw[...]) { meta.artwork = art.artwork }
+                continue
+            case "replaygain_track_gain": meta.replayGain.trackGain = decibels(value)
+            case "replaygain_track_peak": meta.replayGain.trackPeak = Double(value.trimmingSpaces)
+            case "replaygain_album_gain": meta.replayGain.albumGain = decibels(value)
+            case "replaygain_album_peak": meta.replayGain.albumPeak = Double(value.trimmingSpaces)
+            case "r128_track_gain": meta.replayGain.r128TrackGain = Int(value.trimmingSpaces).map { Double($0) / 256 }
+            case "r128_album_gain": meta.replayGain.r128AlbumGain = Int(value.trimmingSpaces).map { Double($0) / 256 }
+            case "tracktotal", "totaltracks": trackTotal = trackTotal ?? value
+            case "disctotal", "totaldiscs": discTotal = discTotal ?? value
+            default: break
+            }
+            guard let key = TagKey(mpdName: name) ?? aliases[lower] else { continue }
+            if key == .track { track = track ?? value }
+            if key == .disc { disc = disc ?? value }
+            meta.addTag(key, bytes: valueBytes)
+        }
+        meta.deriveFields(track: track, disc: disc, trackTotal: trackTotal, discTotal: discTotal)
+    }
+
+    /// `"-6.50 dB"` as -6.5.
+    private static func decibels(_ s: String) -> Double? {
+        var t = s.trimmingSpaces
+        if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingSpaces }
+        return Double(t)
+    }
+
+    /// Whether a base64 picture block is a front cover (type 3), without decoding it all.
+    private static func isFrontCover(_ b64: String) -> Bool {
+        guard let head = Base64.decode(String(b64.prefix(8))), head.count >= 4 else { return false }
+        return head[3] == 3 && head[0] == 0 && head[1] == 0 && head[2] == 0
+    }
+}
+
+/// A FLAC `PICTURE` block (also base64 in Ogg's `METADATA_BLOCK_PICTURE`).
+enum FLACPicture {
+    /// The picture type (3: front cover) and the artwork.
+    static func parse(_ data: ArraySlice<UInt8>) -> (type: UInt32, artwork: TrackMetadata.Artwork)? {
+        var r = BigEndianReader(data)
+        guard let type = r.u32(), let mimeLength = r.u32(), let mime = r.bytes(Int(mimeLength)),
+              let descLength = r.u32(), r.skip(Int(descLength)), r.skip(16), let size = r.u32(),
+              let bytes = r.bytes(Int(size)), !bytes.isEmpty else { return nil }
+        let mimeType = String(decoding: mime, as: UTF8.self)
+        return (type, .init(data: Array(bytes), mimeType: mimeType.isEmpty ? "application/octet-stream" : mimeType))
+    }
+}
+
+/// Sequential little-endian reads from bytes; nil past the end.
+struct LittleEndianReader {
+    private var data: ArraySlice<UInt8>
+    init(_ data: ArraySlice<UInt8>) { self.data = data }
+    var remaining: Int { data.count }
+    mutating func u8() -> UInt8? { data.popFirst() }
+    mutating func u16() -> UInt16? {
+        guard data.count >= 2 else { return nil }
+        defer { data = data.dropFirst(2) }
+        let i = data.startIndex
+        return UInt16(data[i]) | UInt16(data[i + 1]) << 8
+    }
+    mutating func u32() -> UInt32? {
+        guard data.count >= 4 else { return nil }
+        defer { data = data.dropFirst(4) }
+        let i = data.startIndex
+        return UInt32(data[i]) | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2]) << 16 | UInt32(data[i + 3]) << 24
+    }
+    mutating func bytes(_ n: Int) -> ArraySlice<UInt8>? {
+        guard n >= 0, data.count >= n else { return nil }
+        defer { data = data.dropFirst(n) }
+        return data.prefix(n)
+    }
+    mutating func skip(_ n: Int) -> Bool { bytes(n) != nil }
+}
+
+/// Sequential big-endian reads from bytes; nil past the end.
+struct BigEndianReader {
+    private var data: ArraySlice<UInt8>
+    init(_ data: ArraySlice<UInt8>) { self.data = data }
+    var remaining: Int { data.count }
+    mutating func u8() -> UInt8? { data.popFirst() }
+    mutating func u16() -> UInt16? {
+        guard data.count >= 2 else { return nil }
+        defer { data = data.dropFirst(2) }
+        let i = data.startIndex
+        return UInt16(data[i]) << 8 | UInt16(data[i + 1])
+    }
+    mutating func u32() -> UInt32? {
+        guard data.count >= 4 else { return nil }
+        defer { data = data.dropFirst(4) }
+        let i = data.startIndex
+        return UInt32(data[i]) << 24 | UInt32(data[i + 1]) << 16 | UInt32(data[i + 2]) << 8 | UInt32(data[i + 3])
+    }
+    mutating func bytes(_ n: Int) -> ArraySlice<UInt8>? {
+        guard n >= 0, data.count >= n else { return nil }
+        defer { data = data.dropFirst(n) }
+        return data.prefix(n)
+    }
+    mutating func skip(_ n: Int) -> Bool { bytes(n) != nil }
+}
+
+/// Standard base64 (RFC 4648), ignoring whitespace; nil on other characters.
+enum Base64 {
+    static func decode(_ s: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count * 3 / 4)
+        var acc: UInt32 = 0, bits = 0
+        for c in s.utf8 {
+            let v: UInt32
+            switch c {
+            case 0x41...0x5A: v = UInt32(c - 0x41)
+            case 0x61...0x7A: v = UInt32(c - 0x61 + 26)
+            case 0x30...0x39: v = UInt32(c - 0x30 + 52)
+            case 0x2B: v = 62
+            case 0x2F: v = 63
+            case 0x3D: continue
+            case 0x20, 0x0A, 0x0D, 0x09: continue
+            default: return nil
+            }
+            acc = acc << 6 | v
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8((acc >> UInt32(bits)) & 0xFF))
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,113 @@
+/// What one ``AudioDecoder/decode(into:spillingInto:)`` produced.
+public enum DecodeStatus: Sendable, Equatable {
+    /// More audio follows.
+    case more
+    /// The end of the stream: no more audio.
+    case done
+}
+
+/// A decoder opened on a ``ByteSource``: the format, exact length, tags, and float32 PCM into a
+/// caller's buffer (the decoder thread's ring, with no copy where the library allows it).
+///
+/// Not thread-safe: a decoder belongs to the decoder thread. A decoder never changes
+/// ``format`` during a stream (a chained stream that changes it ends the item there).
+public protocol AudioDecoder: AnyObject {
+    /// The source it reads.
+    var source: any ByteSource { get }
+    /// The PCM it produces: float32 interleaved, 1 or 2 channels (more are down-mixed, see
+    /// ``Downmix``), at the file's rate.
+    var format: StreamFormat { get }
+    /// How the file stores samples (its bits), for status lines.
+    var encoding: SampleEncoding { get }
+    /// The file's own channel count (before any down-mix).
+    var sourceChannels: Int { get }
+    /// The exact length in frames (gapless: encoder delay and padding removed), when known.
+    var lengthFrames: Int? { get }
+    /// The file's tags and artwork.
+    var metadata: TrackMetadata { get }
+    /// The room one ``decode(into:spillingInto:)`` call needs, in bytes (`into` and
+    /// `spillingInto` together): at least one frame.
+    var minimumRoom: Int { get }
+    /// The stream's average bit rate in kbit/s, when known.
+    var bitrate: Int? { get }
+    /// Decodes the next whole frames into `buffer`, going on into `rest` (the start of a ring
+    /// whose free space wraps) when `buffer` is full. Returns the bytes written and whether
+    /// more follows; bytes written are valid even when the status is `.done`.
+    /// - Throws: ``MediaError`` when the stream is broken or ends early; what was written by
+    ///   earlier calls stays valid.
+    func decode(into buffer: UnsafeMutableRawBufferPointer, spillingInto rest: UnsafeMutableRawBufferPointer)
+        throws(MediaError) -> (bytes: Int, status: DecodeStatus)
+    /// Moves to `frame` (counted from the start of the audio after gapless trimming), exactly:
+    /// the next decoded frame is that one.
+    func seek(toFrame frame: Int) throws(MediaError)
+}
+
+extension AudioDecoder {
+    /// Duration in seconds, when the length is known.
+    public var duration: Double? { lengthFrames.map { Double($0) / Double(format.rate) } }
+}
+
+/// What a format's tag reader finds without decoding audio: the tags, and the format and length
+/// from the headers.
+public struct TrackInfo: Sendable, Equatable {
+    /// Tags and artwork.
+    public var metadata: TrackMetadata
+    /// The rate and channel count the file declares (its own channels, before any down-mix).
+    public var format: StreamFormat?
+    /// How it stores samples.
+    public var encoding: SampleEncoding?
+    /// The exact length in frames, when the headers give it.
+    public var lengthFrames: Int?
+    /// Average bit rate, kbit/s, when known.
+    public var bitrate: Int?
+
+    /// A description from its parts.
+    public init(metadata: TrackMetadata = TrackMetadata(), format: StreamFormat? = nil, encoding: SampleEncoding? = nil,
+                lengthFrames: Int? = nil, bitrate: Int? = nil) {
+        self.metadata = metadata
+        self.format = format
+        self.encoding = encoding
+        self.lengthFrames = lengthFrames
+        self.bitrate = bitrate
+    }
+
+    /// Duration in seconds, when both length and rate are known.
+    public var duration: Double? {
+        guard let lengthFrames, let rate = format?.rate, rate > 0 else { return nil }
+        return Double(lengthFrames) / Double(rate)
+    }
+}
+
+/// One format the decoder registry knows: how to recognise it by content, its names, how to
+/// decode it and how to read its tags. Adding a format is one such value (in its own file) and
+/// one line in the registry's list.
+public struct DecoderPlugin: Sendable {
+    /// The plugin's name, as MPD's `decoders` lists it (`mpg123`, `flac`, `vorbis`, `opus`, `wave`).
+    public var name: String
+    /// The format's name for people (`MPEG audio`, `FLAC`).
+    public var formatName: String
+    /// File name suffixes, lower case, without the dot.
+    public var suffixes: [String]
+    /// MIME types.
+    public var mimeTypes: [String]
+    /// Whether the first bytes of the file (after any ID3v2 tag) are this format's.
+    public var matches: @Sendable (_ header: [UInt8]) -> Bool
+    /// Opens a decoder on `source`, positioned at its start.
+    public var open: @Sendable (_ source: any ByteSource) throws(MediaError) -> any AudioDecoder
+    /// Reads tags, format and length from `source` (positioned at its start) without decoding audio.
+    public var info: @Sendable (_ source: any ByteSource) throws(MediaError) -> TrackInfo
+
+    /// A plugin from its parts.
+    public init(name: String, formatName: String, suffixes: [String], mimeTypes: [String],
+                matches: @escaping @Sendable (_ header: [UInt8]) -> Bool,
+                open: @escaping @Sendable (_ source: any ByteSource) throws(MediaError) -> any AudioDecoder,
+                info: @escaping @Sendable (_ source: any ByteSource) throws(MediaError) -> TrackInfo) {
+        self.name = name
+        self.formatName = formatName
+        self.suffixes = suffixes
+        self.mimeTypes = mimeTypes
+        self.matches = matches
+        self.open = open
+        self.info = info
+    }
+}

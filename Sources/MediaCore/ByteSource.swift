@@ -1,0 +1,64 @@
+/// Where a decoder's bytes come from: a regular file today, an HTTP stream next. Decoders read
+/// only through this, so every format plays from any source.
+///
+/// Not thread-safe: a source belongs to the one decoder (and thread) reading it.
+public protocol ByteSource: AnyObject {
+    /// The item's name for errors and logs: a path or a URL.
+    var name: String { get }
+    /// The length in bytes, when known.
+    var length: Int? { get }
+    /// Whether ``seek(to:)`` works (a file; an HTTP resource with ranges).
+    var isSeekable: Bool { get }
+    /// The offset of the next byte ``read(into:)`` returns.
+    var position: Int { get }
+    /// Reads up to `buffer.count` bytes; returns how many (0 only at the end).
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int
+    /// Moves to `offset` from the start.
+    func seek(to offset: Int) throws(MediaError)
+    /// A fresh reader of the same bytes, from the start (a file: the same open file, even when
+    /// deleted or replaced since; a stream: a new request).
+    func reopened() throws(MediaError) -> any ByteSource
+}
+
+extension ByteSource {
+    /// Reads until `buffer` is full or the source ends; returns the bytes read.
+    public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    /// Up to `count` bytes from the current position (fewer at the end).
+    public func read(count: Int) throws(MediaError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = try bytes.withUnsafeMutableBytes { raw in Result { () throws(MediaError) in try readFully(into: raw) } }.get()
+        bytes.removeLast(count - n)
+        return bytes
+    }
+
+    /// Exactly `count` bytes at `offset` (seeking there), or nil when the source is shorter or
+    /// cannot seek there.
+    public func read(count: Int, at offset: Int) -> [UInt8]? {
+        guard (try? seek(to: offset)) != nil, let bytes = try? read(count: count), bytes.count == count else { return nil }
+        return bytes
+    }
+
+    /// Skips `count` bytes forward (a seek when seekable, else reading them).
+    public func skip(_ count: Int) throws(MediaError) {
+        guard count > 0 else { return }
+        if isSeekable { return try seek(to: position + count) }
+        var left = count
+        var scratch = [UInt8](repeating: 0, count: min(count, 65_536))
+        while left > 0 {
+            let n = try scratch.withUnsafeMutableBytes { raw in
+                Result { () throws(MediaError) in try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[..<min(left, raw.count)])) }
+            }.get()
+            guard n > 0 else { throw MediaError(.truncated, "it ends inside a header", item: name) }
+            left -= n
+        }
+    }
+}

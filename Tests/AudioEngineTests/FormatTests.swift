@@ -1,0 +1,212 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import Media
+import Testing
+
+/// The open formats, through the decoder registry and the engine into ALSA's `file` plugin.
+@Suite("Every format plays bit-exact and gapless (ALSA file plugin)", Harness.audioTools)
+struct FormatTests {
+    /// A fixture and its reference decode, float32 interleaved.
+    struct Case: CustomStringConvertible {
+        var file: URL
+        var reference: () throws -> [Float]
+        /// The largest difference allowed (0: bit-exact).
+        var tolerance: Float = 0
+        var description: String { file.lastPathComponent }
+    }
+
+    static func cases() throws -> [Case] {
+        let s16 = try FormatFixtures.source("fmt-44k-stereo", seconds: 1.7)
+        let s24hi = try FormatFixtures.source("fmt-96k-24", seconds: 1.1, rate: 96_000, bits: 24)
+        let s24top = try FormatFixtures.source("fmt-192k-24-mono", seconds: 0.6, rate: 192_000, channels: 1, bits: 24)
+        let mono8k = try FormatFixtures.source("fmt-8k-mono", seconds: 1.3, rate: 8000, channels: 1)
+        let flac16 = try FormatFixtures.flac("fmt-flac16", from: s16)
+        let flac24 = try FormatFixtures.flac("fmt-flac24-96k", from: s24hi)
+        let flac192 = try FormatFixtures.flac("fmt-flac24-192k-mono", from: s24top)
+        let flac8k = try FormatFixtures.flac("fmt-flac-8k-mono", from: mono8k)
+        let opus = try FormatFixtures.opus("fmt-opus-from-44k", from: s16)
+        let vorbis = try FormatFixtures.vorbis("fmt-vorbis", from: s16)
+        let wavU8 = try FormatFixtures.sox("fmt-wav-u8", from: s16, ext: "wav", args: ["-e", "unsigned-integer", "-b", "8"])
+        let wav24 = try FormatFixtures.sox("fmt-wav-s24", from: s24hi, ext: "wav", args: [])
+        let wav32 = try FormatFixtures.sox("fmt-wav-s32", from: s16, ext: "wav", args: ["-e", "signed-integer", "-b", "32"])
+        let wavF = try FormatFixtures.sox("fmt-wav-f32", from: s16, ext: "wav", args: ["-e", "floating-point", "-b", "32"])
+        let aiff = try FormatFixtures.sox("fmt-aiff-s16", from: s16, ext: "aiff", args: [])
+        let aiff24 = try FormatFixtures.sox("fmt-aiff-s24", from: s24hi, ext: "aiff", args: [])
+        return [
+            Case(file: flac16) { try FormatReference.flac(flac16, bits: 16) },
+            Case(file: flac24) { try FormatReference.flac(flac24, bits: 24) },
+            Case(file: flac192) { try FormatReference.flac(flac192, bits: 24) },
+            Case(file: flac8k) { try FormatReference.flac(flac8k, bits: 16) },
+            // opusdec's float path rounds once more than op_read_float's: within 2^-24.
+            Case(file: opus, reference: { try FormatReference.opus(opus) }, tolerance: 6e-8),
+            // oggdec's 16-bit output: within 1 LSB (its rounding of the same float decode).
+            Case(file: vorbis, reference: { try FormatReference.vorbisS16(vorbis).map { Float($0) / 32768 } }, tolerance: 1.01 / 32768),
+            Case(file: wavU8) { try FormatReference.sox(wavU8) },
+            Case(file: wav24) { try FormatReference.sox(wav24) },
+            Case(file: wav32) { try FormatReference.sox(wav32) },
+            Case(file: wavF) { try FormatReference.sox(wavF) },
+            Case(file: aiff) { try FormatReference.sox(aiff) },
+            Case(file: aiff24) { try FormatReference.sox(aiff24) },
+        ]
+    }
+
+    private func maxDifference(_ a: [Float], _ b: [Float]) -> Float {
+        zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
+    }
+
+    @Test("float32 device: each format's capture equals its reference decoder's, sample for sample, with the exact sample count")
+    func bitExact() throws {
+        for c in try Self.cases() {
+            let (cap, events) = try playToFile([c.file])
+            let ref = try c.reference()
+            let got = try cap.f32()
+            #expect(got.count == ref.count, "\(c): \(got.count) vs \(ref.count) samples")
+            let diff = maxDifference(got, ref)
+            #expect(diff <= c.tolerance, "\(c): differs by up to \(diff)")
+            #expect(events.compactMap(\.startedPath) == [c.file.path], "\(c): \(events)")
+        }
+    }
+
+    @Test("gapless: a sweep cut at an odd sample into two files rejoins exactly, in FLAC, WAV and AIFF; Opus and Vorbis keep the exact length")
+    func gapless() throws {
+        let whole = try FormatFixtures.source("fmt-gapless-whole", seconds: 2.2)
+        let dir = try Fixtures.directory()
+        let a = try Fixtures.once(dir.appendingPathComponent("fmt-gap-a.wav")) { _ = try runProcess("sox", [whole.path, $0.path, "trim", "0s", "44117s"]) }
+        let b = try Fixtures.once(dir.appendingPathComponent("fmt-gap-b.wav")) { _ = try runProcess("sox", [whole.path, $0.path, "trim", "44117s"]) }
+        let wholeRef = try FormatReference.sox(whole)
+        let pairs: [(URL, URL)] = [
+            (try FormatFixtures.flac("fmt-gap-a", from: a), try FormatFixtures.flac("fmt-gap-b", from: b)),
+            (a, b),
+            (try FormatFixtures.sox("fmt-gap-a", from: a, ext: "aiff", args: []), try FormatFixtures.sox("fmt-gap-b", from: b, ext: "aiff", args: [])),
+        ]
+        for (x, y) in pairs {
+            let (cap, events) = try playToFile([x, y])
+            let got = try cap.f32()
+            #expect(got == wholeRef, "\(x.lastPathComponent) + \(y.lastPathComponent): \(got.count) vs \(wholeRef.count) samples, max difference \(maxDifference(got, wholeRef))")
+            let opened = events.filter { if case .deviceOpened = $0 { true } else { false } }
+            #expect(opened.count == 1, "one device stream: \(opened)")
+        }
+        // Lossy codecs: each half keeps its exact length (Opus at 48 kHz: the encoder's pre-skip
+        // and end trimming give back exactly the input's duration).
+        let va = try FormatFixtures.vorbis("fmt-gap-a", from: a), vb = try FormatFixtures.vorbis("fmt-gap-b", from: b)
+        let (vcap, _) = try playToFile([va, vb])
+        #expect(try vcap.f32().count == wholeRef.count)
+        let oa = try FormatFixtures.opus("fmt-gap-a", from: a), ob = try FormatFixtures.opus("fmt-gap-b", from: b)
+        let (ocap, _) = try playToFile([oa, ob])
+        #expect(try ocap.f32().count == (try FormatReference.opus(oa)).count + (try FormatReference.opus(ob)).count)
+    }
+
+    @Test("a FLAC → Vorbis → MP3 → WAV queue at one rate stays one device stream; an Opus item at 48 kHz after it reopens the device")
+    func mixedQueue() throws {
+        let s = try FormatFixtures.source("fmt-mixed", seconds: 0.8)
+        let files = [try FormatFixtures.flac("fmt-mixed", from: s), try FormatFixtures.vorbis("fmt-mixed", from: s),
+                     try Fixtures.mp3(from: s, name: "fmt-mixed"), s, try FormatFixtures.opus("fmt-mixed", from: s)]
+        let (_, events) = try playToFile(files)
+        #expect(events.compactMap(\.startedPath) == files.map(\.path))
+        let rates = events.compactMap { if case .deviceOpened(let c) = $0 { c.rate } else { nil } }
+        #expect(rates == [44100, 48000], "\(rates)")
+        #expect(!events.contains { $0.failedPath != nil })
+    }
+
+    @Test("seeks land on the exact sample in every format: decoding from frame 23456 gives the reference's tail")
+    func seekExact() throws {
+        for c in try Self.cases() {
+            let d = try DecoderRegistry.standard.open(path: c.file.path)
+            let ref = try c.reference()
+            let frame = 23456
+            try d.seek(toFrame: frame)
+            var got: [Float] = []
+            var buf = [Float](repeating: 0, count: 16384)
+            while true {
+                let (bytes, status) = try buf.withUnsafeMutableBytes { try d.decode(into: $0, spillingInto: .init(start: nil, count: 0)) }
+                got += buf.prefix(bytes / 4)
+                if status == .done { break }
+            }
+            let tail = Array(ref.dropFirst(frame * d.format.channels))
+            #expect(got.count == tail.count, "\(c): \(got.count) vs \(tail.count) samples after the seek")
+            // Opus decodes from a pre-roll after a seek (opusfile's 80 ms): the sample lands
+            // exactly (the count above), the decoder state converges over that pre-roll.
+            let settle = c.file.pathExtension == "opus" ? 3840 * d.format.channels : 0
+            let after = maxDifference(Array(got.dropFirst(settle)), Array(tail.dropFirst(settle)))
+            if settle == 0 {
+                #expect(after <= c.tolerance, "\(c): differs by up to \(after) after the seek")
+            } else {
+                // Lossy state after a pre-roll: close, and closest with no shift (the exact sample).
+                let ch = d.format.channels
+                let shifted = [-2, -1, 1, 2].map { k in
+                    maxDifference(Array(got.dropFirst(settle + k * ch)), Array(tail.dropFirst(settle)))
+                }
+                #expect(after < 0.02 && shifted.allSatisfy { $0 > after * 2 }, "\(c): \(after) unshifted, \(shifted) shifted by ±1, 2 frames")
+            }
+            #expect(d.lengthFrames.map { $0 * d.format.channels } == ref.count, "\(c): length \(String(describing: d.lengthFrames))")
+        }
+    }
+
+    @Test("by content, not by name: a .flac that is MP3 and an .mp3 that is FLAC both play; AAC in .m4a, random bytes, an empty file and a truncated FLAC fail with a clear reason and the queue goes on")
+    func badInput() throws {
+        let s = try FormatFixtures.source("fmt-bad", seconds: 0.6)
+        let dir = try Harness.makeTemporaryDirectory("fmt-bad")
+        let mp3 = try Fixtures.mp3(from: s, name: "fmt-bad")
+        let flac = try FormatFixtures.flac("fmt-bad", from: s)
+        let fakeFLAC = dir.appendingPathComponent("really-mp3.flac"), fakeMP3 = dir.appendingPathComponent("really-flac.mp3")
+        try FileManager.default.copyItem(at: mp3, to: fakeFLAC)
+        try FileManager.default.copyItem(at: flac, to: fakeMP3)
+        let m4a = dir.appendingPathComponent("t.m4a")
+        let r = try runProcess("ffmpeg", ["-loglevel", "error", "-y", "-i", s.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let random = dir.appendingPathComponent("noise.flac")
+        var rng = SystemRandomNumberGenerator()
+        try Data((0..<40_000).map { _ in UInt8.random(in: 0...255, using: &rng) }).write(to: random)
+        let empty = dir.appendingPathComponent("empty.ogg")
+        try Data().write(to: empty)
+        let whole = try Data(contentsOf: flac)
+        let truncated = dir.appendingPathComponent("cut.flac")
+        try whole.prefix(whole.count / 2).write(to: truncated)
+
+        let (_, events) = try playToFile([fakeFLAC, m4a, random, fakeMP3, empty, truncated, s])
+        let started = events.compactMap(\.startedPath)
+        #expect(started == [fakeFLAC.path, fakeMP3.path, truncated.path, s.path], "\(started)")
+        func reason(_ url: URL) -> String? {
+            for e in events { if case .itemFailed(_, let path, let error) = e, path == url.path { return error.reason } }
+            return nil
+        }
+        #expect(reason(m4a) == "unsupported format: MPEG-4 audio (AAC or ALAC)", "\(String(describing: reason(m4a)))")
+        #expect(reason(random) == "unsupported format: not an audio format this player knows", "\(String(describing: reason(random)))")
+        #expect(reason(empty) == "unsupported format: empty file", "\(String(describing: reason(empty)))")
+        #expect(reason(truncated)?.hasPrefix("truncated: it ends after ") == true, "\(String(describing: reason(truncated)))")
+        #expect(events.contains(.endOfInput))
+    }
+
+    @Test("tags without decoding: Vorbis comments (two ARTIST comments are two artists), the FLAC picture, ReplayGain; WAV's INFO chunk")
+    func tags() throws {
+        let s = try FormatFixtures.source("fmt-tags", seconds: 0.4)
+        let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 64))
+        let pic = try Fixtures.directory().appendingPathComponent("fmt-cover.png")
+        try png.write(to: pic)
+        let flac = try FormatFixtures.flac("fmt-tags", from: s, args: [
+            "-T", "TITLE=Étude", "-T", "ARTIST=Ann", "-T", "ARTIST=Bob", "-T", "ALBUM=Tests", "-T", "DATE=2026",
+            "-T", "TRACKNUMBER=3", "-T", "TRACKTOTAL=9", "-T", "GENRE=Ambient", "-T", "REPLAYGAIN_TRACK_GAIN=-6.50 dB",
+            "--picture", "3|image/png||16x16x24|\(pic.path)"])
+        let info = try DecoderRegistry.standard.info(path: flac.path)
+        let m = info.metadata
+        #expect(m.values(.artist) == ["Ann", "Bob"], "\(m.tags)")
+        #expect(m.title == "Étude" && m.album == "Tests" && m.year == "2026" && m.genre == "Ambient")
+        #expect(m.trackNumber == 3 && m.trackCount == 9)
+        #expect(m.replayGain.trackGain == -6.5)
+        #expect(m.artwork?.mimeType == "image/png" && m.artwork?.data == Array(png))
+        #expect(info.lengthFrames == 17640 && info.format == StreamFormat(rate: 44100, channels: 2) && info.encoding == .integer(bits: 16))
+
+        let opus = try FormatFixtures.opus("fmt-tags", from: s, args: ["--artist", "Ann", "--artist", "Bob", "--title", "Op"])
+        let o = try DecoderRegistry.standard.info(path: opus.path).metadata
+        #expect(o.values(.artist) == ["Ann", "Bob"] && o.title == "Op", "\(o.tags)")
+
+        let vorbis = try FormatFixtures.vorbis("fmt-tags", from: s, args: ["-a", "Ann", "-t", "Vor", "-G", "Jazz"])
+        let v = try DecoderRegistry.standard.info(path: vorbis.path).metadata
+        #expect(v.artist == "Ann" && v.title == "Vor" && v.genre == "Jazz", "\(v.tags)")
+
+        let wav = try FormatFixtures.sox("fmt-tags-info", from: s, ext: "wav", args: ["--comment", "A comment"])
+        let w = try DecoderRegistry.standard.info(path: wav.path)
+        #expect(w.lengthFrames == 17640 && w.encoding == .integer(bits: 16))
+    }
+}
