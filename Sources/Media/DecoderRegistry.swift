@@ -6,7 +6,7 @@ import Platform
 /// with junk in front still reach libmpg123 (which resyncs). One registry answers "which files
 /// would play" for folder walks, `add`, browsing and MPD's `decoders`.
 ///
-/// Adding a format: its ``DecoderPlugin`` in one file, and one line in ``standard``.
+/// Adding a format: its `DecoderPlugin` in one file, and one line in ``standard``.
 public struct DecoderRegistry: Sendable {
     /// The plugins, in the order they are tried.
     public let plugins: [DecoderPlugin]
@@ -36,7 +36,7 @@ public struct DecoderRegistry: Sendable {
 
     /// The plugin for `source` (read from its start; the source is left at its start), by
     /// content, the suffix of its name breaking ties.
-    /// - Throws: ``MediaError`` `.unsupportedFormat` with what the bytes look like.
+    /// - Throws: `MediaError` `.unsupportedFormat` with what the bytes look like.
     public func plugin(for source: any ByteSource) throws(MediaError) -> DecoderPlugin {
         try source.seek(to: 0)
         var header = try source.read(count: Sniff.headerBytes)

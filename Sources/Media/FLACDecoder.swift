@@ -2,7 +2,7 @@ import CFLAC
 import MediaCore
 
 extension DecoderPlugin {
-    /// Native FLAC through libFLAC's stream decoder (reading the ``ByteSource``).
+    /// Native FLAC through libFLAC's stream decoder (reading the `ByteSource`).
     public static let flac = DecoderPlugin(
         name: "flac", formatName: "FLAC", suffixes: ["flac"], mimeTypes: ["audio/flac", "audio/x-flac"],
         matches: { Sniff.has($0, "fLaC") },

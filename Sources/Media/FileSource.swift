@@ -5,7 +5,7 @@ import Platform
 import Glibc
 #endif
 
-/// A regular file as a ``ByteSource``, opened as the hardening rules say: without blocking (a
+/// A regular file as a `ByteSource`, opened as the hardening rules say: without blocking (a
 /// FIFO, socket or device named like a music file is refused with its kind, never waited on),
 /// checked to be a regular file, and, with a root, checked on the open descriptor to lie
 /// beneath it (a link swapped in after the path was checked cannot lead out).
@@ -22,7 +22,7 @@ public final class FileSource: ByteSource {
     /// - Parameters:
     ///   - path: The file.
     ///   - root: When given, the file must lie beneath this directory (links resolved).
-    /// - Throws: ``MediaError`` (`.io`) naming the file when it is missing, unreadable, not a
+    /// - Throws: `MediaError` (`.io`) naming the file when it is missing, unreadable, not a
     ///   regular file, or outside `root`.
     public init(path: String, beneath root: String? = nil) throws(MediaError) {
         name = path

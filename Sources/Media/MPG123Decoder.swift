@@ -23,10 +23,10 @@ extension DecoderPlugin {
 }
 
 /// A thin typed wrapper over one `mpg123_handle`, decoding one MPEG audio stream from a
-/// ``ByteSource`` (libmpg123's reader callbacks) to float32.
+/// `ByteSource` (libmpg123's reader callbacks) to float32.
 ///
 /// Tags (``metadata``) are read as mpd 0.23 reads them (libid3tag and its `Id3Scan.cxx`): see
-/// ``TrackMetadata/tags``. The artwork comes from libmpg123.
+/// `TrackMetadata/tags`. The artwork comes from libmpg123.
 ///
 /// Gapless decoding is on (LAME/Info encoder delay and padding removed), the length is exact
 /// (a scan of the frame headers when the file has no Info header), seeking is sample-accurate.
@@ -65,13 +65,13 @@ public final class MPG123Decoder: AudioDecoder {
     fileprivate var readError: MediaError?
 
     /// Opens the file at `path` (see ``FileSource``) and reads its format, exact length and tags.
-    /// - Throws: ``MediaError`` naming the file.
+    /// - Throws: `MediaError` naming the file.
     public convenience init(path: String, beneath root: String? = nil) throws(MediaError) {
         try self.init(source: FileSource(path: path, beneath: root))
     }
 
     /// Opens a decoder on `source` (from its start) and reads its format, exact length and tags.
-    /// - Throws: ``MediaError``: `.unsupportedFormat` when no MPEG frames are found.
+    /// - Throws: `MediaError`: `.unsupportedFormat` when no MPEG frames are found.
     public init(source: any ByteSource) throws(MediaError) {
         self.source = source
         let path = source.name
@@ -175,7 +175,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// start). A frame may yield no bytes (gapless trimming, a frame skipped after a seek).
     /// Returns the bytes written (whole frames) and whether more follows.
     ///
-    /// - Throws: ``MediaError`` when the stream is broken, and when `buffer` and `rest` together
+    /// - Throws: `MediaError` when the stream is broken, and when `buffer` and `rest` together
     ///   hold less than ``maxFrameBytes``.
     public func decode(into buffer: UnsafeMutableRawBufferPointer,
                        spillingInto rest: UnsafeMutableRawBufferPointer = .init(start: nil, count: 0))

@@ -2,7 +2,7 @@ import CVorbisFile
 import MediaCore
 
 extension DecoderPlugin {
-    /// Ogg Vorbis through libvorbisfile (reading the ``ByteSource``).
+    /// Ogg Vorbis through libvorbisfile (reading the `ByteSource`).
     public static let vorbis = DecoderPlugin(
         name: "vorbis", formatName: "Ogg Vorbis", suffixes: ["ogg", "oga"], mimeTypes: ["audio/ogg", "audio/vorbis", "application/ogg"],
         matches: { Sniff.oggCodec($0) == "vorbis" },

@@ -2,7 +2,7 @@ import COpusFile
 import MediaCore
 
 extension DecoderPlugin {
-    /// Ogg Opus through libopusfile (reading the ``ByteSource``).
+    /// Ogg Opus through libopusfile (reading the `ByteSource`).
     public static let opus = DecoderPlugin(
         name: "opus", formatName: "Opus", suffixes: ["opus"], mimeTypes: ["audio/ogg", "audio/opus"],
         matches: { Sniff.oggCodec($0) == "opus" },

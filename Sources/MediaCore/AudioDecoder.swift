@@ -14,8 +14,8 @@ public enum DecodeStatus: Sendable, Equatable {
 public protocol AudioDecoder: AnyObject {
     /// The source it reads.
     var source: any ByteSource { get }
-    /// The PCM it produces: float32 interleaved, 1 or 2 channels (more are down-mixed, see
-    /// ``Downmix``), at the file's rate.
+    /// The PCM it produces: float32 interleaved, 1 or 2 channels (more are down-mixed by the
+    /// Media module's `Downmix`), at the file's rate.
     var format: StreamFormat { get }
     /// How the file stores samples (its bits), for status lines.
     var encoding: SampleEncoding { get }
