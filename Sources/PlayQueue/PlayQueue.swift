@@ -276,7 +276,7 @@ public final class PlayQueue: Sendable {
     public var repeatMode: RepeatMode { state.withLock { $0.repeatMode } }
     /// Whether shuffle is on (``setShuffle(_:)`` changes it).
     public var shuffle: Bool { state.withLock { $0.shuffle } }
-    /// Whether playback stops at the end of the current entry (``setStopAfterCurrent(_:)``).
+    /// Whether playback stops at the end of the current entry (``setStopAfterCurrent(_:each:)``).
     public var stopAfterCurrent: Bool { state.withLock { $0.stopAfterCurrent } }
     /// Whether stop-after-current stays on after each entry (``setStopAfterCurrent(_:each:)``).
     public var stopAfterEach: Bool { state.withLock { $0.stopAfterEach } }
@@ -998,7 +998,7 @@ public final class PlayQueue: Sendable {
                 continue
             }
             if f.item.status == .failed {
-                let reason = f.item.error?.message ?? "failed"
+                let reason = f.item.error?.reason ?? "failed"
                 if let i = s.entries.firstIndex(where: { $0.id == f.id }) {
                     s.entries[i].failure = reason
                     post(.failed(s.entries[i], reason: reason))

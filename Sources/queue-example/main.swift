@@ -32,7 +32,7 @@ player.addObserver(queue: .main) { event in
     case .itemDidPlayToEnd(let item):
         print("finished: \(item.displayName)")
     case .itemFailedToPlayToEnd(let item, let error):
-        print("failed: \(item.path): \(error.message)")
+        print("failed: \(item.path): \(error.reason)")
     case .timeControlStatusChanged(let status, let reason):
         print("status: \(status)", reason.map { "(\($0))" } ?? "")
     default:

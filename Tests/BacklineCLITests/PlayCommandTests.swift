@@ -54,9 +54,10 @@ struct PlayCommandTests {
         }
         #expect(r.stderr.contains("no such file"))
         // A folder is searched for music: an empty one (even named like a file) is said so.
-        #expect(r.stderr.contains("backline: \(bad["directory"]!.path): no MPEG audio files in the directory\n"), "\(r.stderr)")
-        #expect(r.stderr.contains("\(bad["truncated"]!.path): file is truncated"))
-        #expect(r.stderr.contains("\(bad["empty"]!.path): no MPEG audio frames found"))
+        #expect(r.stderr.contains("backline: \(bad["directory"]!.path): no audio files in the directory\n"), "\(r.stderr)")
+        #expect(r.stderr.contains("\(bad["truncated"]!.path): truncated: it ends after "), "\(r.stderr)")
+        #expect(r.stderr.contains("\(bad["empty"]!.path): unsupported format: empty file\n"), "\(r.stderr)")
+        #expect(r.stderr.contains("\(bad["text"]!.path): unsupported format: no MPEG audio frames found (libmpg123)\n"), "\(r.stderr)")
         // Six good items played, each announced.
         #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.contains("cli-good.mp3") }.count == 6)
         // The device was never reopened (same format), so the capture holds every good copy in full.

@@ -133,7 +133,7 @@ struct CtlTests {
         #expect(eventually {
             w.stdout.contains("volume: 30%\n") && w.stdout.contains("queue: 1 item (version 1)\n")
                 && w.stdout.contains("volume: 30% (muted)\n") && w.stdout.contains("modes: repeat all · shuffle off · single off · consume off\n")
-                && w.stdout.contains("failed: broken/bad.mp3: no MPEG audio frames found (empty or not an MP3 file) [id 2]\n")
+                && w.stdout.contains("failed: broken/bad.mp3: unsupported format: no MPEG audio frames found (libmpg123) [id 2]\n")
                 && w.stdout.contains("current: a.mp3 (0:03.000) [id 1]\n") && w.stdout.contains("state: playing\n")
         }, "\(w.stdout)")
         let lines = w.stdout.split(separator: "\n")
@@ -177,7 +177,7 @@ struct CtlTests {
         #expect(try ctl("add", "broken/bad.mp3") == "added 1 item (id 1)\n")
         let failed = try run(["play"])
         #expect(failed.status == 1 && failed.stdoutText == "state: stopped\n", "\(failed.status) \(failed.stdoutText)")
-        #expect(failed.stderr == "backline ctl: nothing plays: broken/bad.mp3: no MPEG audio frames found (empty or not an MP3 file)\n", "\(failed.stderr)")
+        #expect(failed.stderr == "backline ctl: nothing plays: broken/bad.mp3: unsupported format: no MPEG audio frames found (libmpg123)\n", "\(failed.stderr)")
         // Relative paths from inside the music directory are relative to where one is; what
         // cannot be added is skipped and said; from elsewhere the error names the music directory.
         let album = d.music + "/album"

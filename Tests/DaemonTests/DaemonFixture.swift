@@ -11,6 +11,34 @@ let backline: String = {
         ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
 }()
 
+/// `backline` as another user (`nobody`) can run it. A clone in a directory only its owner can
+/// enter (a 0700 `mktemp -d`, `/root`) keeps the build out of that user's reach ("Permission
+/// denied"), so `backline` and the `backline-player` it runs are copied once into a fresh
+/// directory under `/tmp` that anyone may enter; where every directory above the build is
+/// enterable already, the build itself is used.
+let backlineForAnotherUser: String = {
+    func enterable(_ path: String) -> Bool {
+        var dir = (path as NSString).deletingLastPathComponent
+        while !dir.isEmpty && dir != "/" {
+            var st = stat()
+            guard stat(dir, &st) == 0, st.st_mode & 0o001 != 0 else { return false }
+            dir = (dir as NSString).deletingLastPathComponent
+        }
+        return true
+    }
+    guard !enterable(backline) else { return backline }
+    let source = (backline as NSString).deletingLastPathComponent
+    let dir = "/tmp/backline-bin-\(getpid())"
+    try? FileManager.default.removeItem(atPath: dir)
+    mkdir(dir, 0o755)
+    chmod(dir, 0o755)
+    for name in ["backline", "backline-player"] {
+        try? FileManager.default.copyItem(atPath: source + "/" + name, toPath: dir + "/" + name)
+        chmod(dir + "/" + name, 0o755)
+    }
+    return dir + "/backline"
+}()
+
 /// A real `backline daemon` process in its own directories (runtime, state, config, music),
 /// playing into `device`.
 final class DaemonFixture: @unchecked Sendable {
@@ -143,7 +171,7 @@ func daemonOfAnotherUser(socket relative: String) throws -> (process: SpawnedPro
     let dir = try Harness.makeTemporaryDirectory("backline-nobody").path
     chmod(dir, 0o777)
     let socket = dir + "/" + relative
-    let p = try SpawnedProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backline, "daemon",
+    let p = try SpawnedProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backlineForAnotherUser, "daemon",
                                            "--socket", socket, "--music-dir", dir, "--state-file", dir + "/state.json",
                                            "--device", "null", "--config", "/dev/null"],
                                environment: ["HOME": dir, "XDG_RUNTIME_DIR": dir + "/rt", "XDG_CONFIG_HOME": dir + "/cfg"])

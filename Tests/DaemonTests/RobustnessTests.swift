@@ -94,7 +94,7 @@ struct RobustnessTests {
         #expect(stat(d.socket, &st) == 0 && st.st_mode & 0o777 == 0o600)
         #expect(stat((d.socket as NSString).deletingLastPathComponent, &st) == 0 && st.st_mode & 0o777 == 0o700)
         // Another user: the file system says no (ctl reports it, exit 3).
-        let nobody = try runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backline, "ctl", "--socket", d.socket, "ping"])
+        let nobody = try runProcess("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", backlineForAnotherUser, "ctl", "--socket", d.socket, "ping"])
         #expect(nobody.status == 3 && nobody.stderr.contains("permission denied"), "\(nobody.stderr)")
         // A second daemon on the same socket.
         let second = try runProcess(backline, ["daemon", "--music-dir", d.music, "--device", "null", "--config", d.configFile],
