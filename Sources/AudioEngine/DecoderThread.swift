@@ -4,13 +4,23 @@ import Platform
 import RingBuffer
 import Synchronization
 
-/// One item for the decoder: an identity, a file, and where to start.
+/// One item for the decoder: an identity, a file (or a clip of it), and where to start.
 struct DecodeItem: Sendable {
     var id: UInt64
     var path: String
+    /// The part of the file to play (nil: all of it); frames and seconds below are within it.
+    var clip: PlaybackClip? = nil
     /// Where to start: a frame, or (when `startSeconds` is set) a time converted at the file's rate.
     var startFrame: Int
     var startSeconds: Double? = nil
+
+    init(id: UInt64, path: String, startFrame: Int, startSeconds: Double? = nil) {
+        (self.id, self.path, self.startFrame, self.startSeconds) = (id, path, startFrame, startSeconds)
+    }
+
+    init(id: UInt64, item: EngineItem, startFrame: Int = 0, startSeconds: Double? = nil) {
+        (self.id, path, clip, self.startFrame, self.startSeconds) = (id, item.path, item.clip, startFrame, startSeconds)
+    }
 }
 
 /// What the decoder learns about an item, reported to the control plane as soon as it opens.
@@ -64,6 +74,8 @@ final class DecoderThread: @unchecked Sendable {
     /// Chooses each item's decoder by content.
     private let registry: DecoderRegistry
     private var currentItem: DecodeItem?
+    /// Frames left before the current item's clip ends (nil: decode to the file's end).
+    private var remainingFrames: Int?
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
     private var backoffMillis = 5
@@ -232,11 +244,25 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
+        if let r = remainingFrames, r <= 0 {
+            // The clip's end: the rest of the file is not played.
+            guard pushMarker(.end, item: item, format: decoder.format) else { return false }
+            finishCurrent()
+            return true
+        }
         do throws(MediaError) {
             // One block (an MPEG frame synthesised straight into the ring, a FLAC frame, …);
             // where the ring's free space wraps inside it, the decoder writes both pieces.
             let (a, b) = producer.writableRegions(max: free)
-            let (bytes, status) = try decoder.decode(into: a, spillingInto: b)
+            var (bytes, status) = try decoder.decode(into: a, spillingInto: b)
+            if let r = remainingFrames {
+                // A clip ends inside this block: keep its frames up to the end, drop the rest.
+                if bytes >= r * bytesPerFrame {
+                    bytes = r * bytesPerFrame
+                    status = .done
+                }
+                remainingFrames = r - bytes / bytesPerFrame
+            }
             producer.commit(bytes)
             if status == .done {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
@@ -252,6 +278,7 @@ final class DecoderThread: @unchecked Sendable {
 
     private func finishCurrent() {
         if let item = currentItem { noteEnd(item.id) }
+        remainingFrames = nil
         current = nil
         currentItem = nil
         index += 1
@@ -269,13 +296,19 @@ final class DecoderThread: @unchecked Sendable {
             } else {
                 decoder = try registry.open(path: item.path, beneath: confinement)
             }
+            // A clip: the item's frames are the clip's (its frame 0 is the clip's start).
+            let rate = decoder.format.rate
+            let (clipFirst, clipEnd) = item.clip?.frames(rate: rate, length: decoder.lengthFrames) ?? (0, decoder.lengthFrames)
+            let clipLength = clipEnd.map { $0 - clipFirst }
             if let seconds = item.startSeconds {
-                item.startFrame = min(decoder.lengthFrames ?? Int.max, Int((seconds * Double(decoder.format.rate)).rounded()))
+                item.startFrame = min(clipLength ?? Int.max, Int((seconds * Double(rate)).rounded()))
                 item.startSeconds = nil
                 plan[index] = item
             }
-            if item.startFrame > 0 { try decoder.seek(toFrame: item.startFrame) }
-            report(.opened(id: item.id, format: decoder.format, lengthFrames: decoder.lengthFrames ?? 0,
+            let first = clipFirst + item.startFrame
+            if first > 0 { try decoder.seek(toFrame: first) }
+            remainingFrames = item.clip == nil ? nil : clipEnd.map { $0 - first }
+            report(.opened(id: item.id, format: decoder.format, lengthFrames: clipLength ?? 0,
                            metadata: decoder.metadata))
             // Align to 8 bytes (filler the output skips), then the start marker goes in
             // before any of the item's audio.

@@ -112,7 +112,7 @@ public final class PlaybackEngine: Sendable {
     public let configuration: EngineConfiguration
 
     struct State {
-        var queue: [(id: ItemID, path: String)] = []
+        var queue: [(id: ItemID, item: EngineItem)] = []
         /// The id the next enqueued item gets.
         var nextID: UInt64 = 1
         var infos: [ItemID: ItemInfo] = [:]
@@ -193,14 +193,19 @@ public final class PlaybackEngine: Sendable {
 
     /// Appends files to the queue; returns their ids. Playback continues gaplessly into them.
     @discardableResult
-    public func enqueue(_ paths: [String]) -> [ItemID] {
+    public func enqueue(_ paths: [String]) -> [ItemID] { enqueue(items: paths.map { EngineItem(path: $0) }) }
+
+    /// Appends items (files, or parts of them) to the queue; returns their ids. Playback
+    /// continues gaplessly into them.
+    @discardableResult
+    public func enqueue(items new: [EngineItem]) -> [ItemID] {
         let items = state.withLock { s -> [DecodeItem] in
             s.watchClosely = monotonicNanos() + 1_000_000_000
-            let items = paths.map { path in
+            let items = new.map { item in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
-                s.queue.append((id, path))
-                return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
+                s.queue.append((id, item))
+                return DecodeItem(id: id.rawValue, item: item)
             }
             sendEdit { .append(items, edit: $0) }
             return items
@@ -217,6 +222,13 @@ public final class PlaybackEngine: Sendable {
     /// - Returns: the new items' ids (`paths` order).
     @discardableResult
     public func replaceAll(with paths: [String], startingAt seconds: Double? = nil, paused: Bool) -> [ItemID] {
+        replaceAll(withItems: paths.map { EngineItem(path: $0) }, startingAt: seconds, paused: paused)
+    }
+
+    /// ``replaceAll(with:startingAt:paused:)`` for items (files, or parts of them); `seconds` is
+    /// within the first item's clip.
+    @discardableResult
+    public func replaceAll(withItems new: [EngineItem], startingAt seconds: Double? = nil, paused: Bool) -> [ItemID] {
         let items = state.withLock { s -> [DecodeItem] in
             s.queue = []
             s.segments = []
@@ -225,13 +237,13 @@ public final class PlaybackEngine: Sendable {
             s.paused = paused
             s.pausedByDropFrames = nil
             s.watchClosely = monotonicNanos() + 1_000_000_000
-            return paths.enumerated().map { n, path in
+            return new.enumerated().map { n, item in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
-                s.queue.append((id, path))
+                s.queue.append((id, item))
                 let start = n == 0 ? seconds.map { max(0, $0) } : nil
                 if start != nil { s.seekOrigin.insert(id) }
-                return DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: start)
+                return DecodeItem(id: id.rawValue, item: item, startSeconds: start)
             }
         }
         // Paused before the new generation's audio can reach the device; unpaused only after the
@@ -247,14 +259,18 @@ public final class PlaybackEngine: Sendable {
 
     /// Appends one file that starts `seconds` in (sample-accurate), e.g. to restore a saved position.
     @discardableResult
-    public func enqueue(_ path: String, startingAt seconds: Double) -> ItemID {
+    public func enqueue(_ path: String, startingAt seconds: Double) -> ItemID { enqueue(EngineItem(path: path), startingAt: seconds) }
+
+    /// Appends one item that starts `seconds` into its clip (sample-accurate).
+    @discardableResult
+    public func enqueue(_ engineItem: EngineItem, startingAt seconds: Double) -> ItemID {
         let item = state.withLock { s -> DecodeItem in
             let id = ItemID(rawValue: s.nextID)
             s.nextID += 1
-            s.queue.append((id, path))
+            s.queue.append((id, engineItem))
             s.seekOrigin.insert(id)
             s.watchClosely = monotonicNanos() + 1_000_000_000
-            let item = DecodeItem(id: id.rawValue, path: path, startFrame: 0, startSeconds: max(0, seconds))
+            let item = DecodeItem(id: id.rawValue, item: engineItem, startSeconds: max(0, seconds))
             sendEdit { .append([item], edit: $0) }
             return item
         }
@@ -326,14 +342,20 @@ public final class PlaybackEngine: Sendable {
     /// - Returns: the new items' ids (`paths` order), or nil if `anchor` is not queued.
     @discardableResult
     public func replaceItems(after anchor: ItemID, with paths: [String]) -> [ItemID]? {
+        replaceItems(after: anchor, withItems: paths.map { EngineItem(path: $0) })
+    }
+
+    /// ``replaceItems(after:with:)`` for items (files, or parts of them).
+    @discardableResult
+    public func replaceItems(after anchor: ItemID, withItems new: [EngineItem]) -> [ItemID]? {
         let planned = state.withLock { s -> [DecodeItem]? in
             guard let i = s.queue.firstIndex(where: { $0.id == anchor }) else { return nil }
-            let items = paths.map { path -> DecodeItem in
+            let items = new.map { item -> DecodeItem in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
-                return DecodeItem(id: id.rawValue, path: path, startFrame: 0)
+                return DecodeItem(id: id.rawValue, item: item)
             }
-            s.queue = Array(s.queue[...i]) + items.map { (ItemID(rawValue: $0.id), $0.path) }
+            s.queue = Array(s.queue[...i]) + zip(items, new).map { (ItemID(rawValue: $0.id), $1) }
             let generation = s.generation
             sendEdit { .splice(after: anchor.rawValue, items: items, generation: generation, edit: $0) }
             return items
@@ -363,7 +385,7 @@ public final class PlaybackEngine: Sendable {
             s.flushTarget = nil
             s.segments = []
         }
-        let items = state.withLock { s in s.queue.map { DecodeItem(id: $0.id.rawValue, path: $0.path, startFrame: 0) } }
+        let items = state.withLock { s in s.queue.map { DecodeItem(id: $0.id.rawValue, item: $0.item) } }
         flush(with: items)
     }
 
@@ -424,7 +446,7 @@ public final class PlaybackEngine: Sendable {
                 s.flushTarget = PlaybackPosition(item: item, frame: frame, rate: rate)
             }
             return s.queue.enumerated().map { n, q in
-                DecodeItem(id: q.id.rawValue, path: q.path, startFrame: n == 0 ? frame : 0)
+                DecodeItem(id: q.id.rawValue, item: q.item, startFrame: n == 0 ? frame : 0)
             }
         }
         flush(with: items)
@@ -531,14 +553,14 @@ public final class PlaybackEngine: Sendable {
         state.withLock { s in
             switch r {
             case .opened(let id, let format, let length, let metadata):
-                let path = s.queue.first { $0.id.rawValue == id }?.path ?? ""
+                let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? ""
                 let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
                                     durationFrames: length, metadata: metadata)
                 s.infos[info.id] = info
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):
                 s.failures[ItemID(rawValue: id)] = error
-                let path = s.queue.first { $0.id.rawValue == id }?.path ?? error.item
+                let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? error.item
                 s.immediate.append(.itemDecodeFailed(ItemID(rawValue: id), path: path, error: error))
             case .spliceFailed:
                 break
@@ -610,7 +632,7 @@ public final class PlaybackEngine: Sendable {
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
                 case .itemFailed:
                     let err = s.failures[id] ?? MediaError(.corrupt, "decoding failed")
-                    let path = s.queue.first { $0.id == id }?.path ?? err.item
+                    let path = s.queue.first { $0.id == id }?.item.path ?? err.item
                     s.pending.append((e.deviceFrame, .itemFailed(id, path: path, error: err)))
                 case .endOfInput:
                     s.pending.append((e.deviceFrame, .endOfInput))

@@ -170,6 +170,7 @@ extension CommandError {
         case .emptyQueue: self = .emptyQueue(e.message)
         case .notPlaying: self = .notPlaying(e.message)
         case .outputUnavailable: self = .outputUnavailable(e.message)
+        case .currentItem: self = .forbidden(e.message)
         }
     }
 }

@@ -183,8 +183,9 @@ public final class Playback: Sendable {
         let info = read ? tags.info(e.path) : tags.lookup(e.path) ?? TagCache.Info(metadata: TrackMetadata(), duration: nil, error: nil)
         let m = info.metadata
         return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? Path.lastComponent(e.path),
-                        artist: m.artist, album: m.album, track: m.trackNumber, duration: info.duration,
-                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority, tags: m.tags)
+                        artist: m.artist, album: m.album, track: m.trackNumber, duration: QueueItem.playedLength(info.duration, e.clip),
+                        isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority, tags: m.tags,
+                        clip: e.clip)
     }
 
     /// The current item, described.
@@ -210,7 +211,7 @@ public final class Playback: Sendable {
         let c = queue.current
         return StatusSnapshot(
             state: queue.playbackState, current: currentItem, elapsed: queue.elapsed,
-            duration: c.flatMap { tags.lookup($0.path) }?.duration, volume: volumeState, rate: Double(player.rate),
+            duration: c.flatMap { e in QueueItem.playedLength(tags.lookup(e.path)?.duration, e.clip) }, volume: volumeState, rate: Double(player.rate),
             index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
             repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,
             stopAfterEach: queue.stopAfterEach, consume: queue.consume,

@@ -25,13 +25,22 @@ public struct QueueItem: Sendable, Equatable {
     public var priority: Int
     /// Every tag the file carries (several values of a type stay several), in the file's order.
     public var tags: [Tag]
+    /// The part of the file played (``duration`` is its length); nil: all of it.
+    public var clip: PlaybackClip?
 
     public init(id: Int, index: Int? = nil, path: String, title: String, artist: String? = nil, album: String? = nil,
                 track: Int? = nil, duration: Double? = nil, isCurrent: Bool? = nil, error: String? = nil, priority: Int = 0,
-                tags: [Tag] = []) {
+                tags: [Tag] = [], clip: PlaybackClip? = nil) {
         (self.id, self.index, self.path, self.title, self.artist, self.album) = (id, index, path, title, artist, album)
         (self.track, self.duration, self.isCurrent, self.error, self.priority) = (track, duration, isCurrent, error, priority)
-        self.tags = tags
+        (self.tags, self.clip) = (tags, clip)
+    }
+
+    /// The length played of a file of `duration` seconds with `clip` (all of it without one).
+    public static func playedLength(_ duration: Double?, _ clip: PlaybackClip?) -> Double? {
+        guard let clip else { return duration }
+        guard let end = clip.end ?? duration else { return nil }
+        return max(0, min(end, duration ?? end) - clip.start)
     }
 }
 

@@ -165,6 +165,7 @@ public enum JSONCodec {
         if let e = i.error { f.append(("error", .string(e))) }
         if i.priority != 0 { f.append(("priority", .int(i.priority))) }
         if !i.tags.isEmpty { f.append(("tags", tags(i.tags))) }
+        if let c = i.clip { f.append(("clip", .object([("start", ms(c.start)), ("end", c.end.map(ms) ?? .null)]))) }
         return f
     }
 

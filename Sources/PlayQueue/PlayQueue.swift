@@ -16,6 +16,8 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
     public var failure: String?
     /// 0–255: in shuffle, entries of a higher priority play first (MPD's `prio`); 0 by default.
     public var priority: Int
+    /// The part of the file played (MPD's `rangeid`); nil: all of it.
+    public var clip: PlaybackClip?
 
     /// An entry for `path` with the id `id`.
     /// - Parameters:
@@ -23,14 +25,16 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
     ///   - path: The file.
     ///   - failure: Why it failed the last time it was played, if it did.
     ///   - priority: Its shuffle priority, 0–255.
-    public init(id: Int, path: String, failure: String? = nil, priority: Int = 0) {
+    ///   - clip: The part of the file played (nil: all of it).
+    public init(id: Int, path: String, failure: String? = nil, priority: Int = 0, clip: PlaybackClip? = nil) {
         self.id = id
         self.path = path
         self.failure = failure
         self.priority = priority
+        self.clip = clip
     }
 
-    private enum CodingKeys: String, CodingKey { case id, path, failure, priority }
+    private enum CodingKeys: String, CodingKey { case id, path, failure, priority, clip }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -38,6 +42,7 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
         path = try c.decode(String.self, forKey: .path)
         failure = try c.decodeIfPresent(String.self, forKey: .failure)
         priority = try c.decodeIfPresent(Int.self, forKey: .priority) ?? 0  // (saved before priorities)
+        clip = try c.decodeIfPresent(PlaybackClip.self, forKey: .clip)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -46,7 +51,11 @@ public struct PlayQueueEntry: Sendable, Equatable, Codable {
         try c.encode(path, forKey: .path)
         try c.encodeIfPresent(failure, forKey: .failure)
         if priority != 0 { try c.encode(priority, forKey: .priority) }
+        try c.encodeIfPresent(clip, forKey: .clip)
     }
+
+    /// The player item that plays this entry.
+    var playerItem: PlayerItem { PlayerItem(path: path, clip: clip) }
 }
 
 /// Consume mode (MPD's `consume`): entries are removed from the queue once played.
@@ -177,6 +186,8 @@ public struct PlayQueueError: Error, Sendable, Equatable, CustomStringConvertibl
         case notPlaying = "not-playing"
         /// The audio device failed and is still gone: the queue stays paused where it was heard.
         case outputUnavailable = "output-unavailable"
+        /// The operation cannot change the entry heard now.
+        case currentItem = "current-item"
     }
     /// What kind of failure.
     public let code: Code
@@ -495,6 +506,24 @@ public final class PlayQueue: Sendable {
             }
             prioritize(&s)
             changed(&s, from: s.entries.count)
+        }
+    }
+
+    /// Plays only part of entry `id` from now on (MPD's `rangeid`; nil: all of it). The entry
+    /// heard now cannot change (the engine is playing it): ``PlayQueueError/Code/currentItem``.
+    public func setClip(_ clip: PlaybackClip?, of id: Int) throws(PlayQueueError) {
+        try state.withLock { s throws(PlayQueueError) in
+            guard let i = s.entries.firstIndex(where: { $0.id == id }) else { throw noSuchItem(id) }
+            if s.current == id, currentState(s) != .stopped {
+                throw PlayQueueError(code: .currentItem, message: "cannot change the part played of the item playing now")
+            }
+            s.entries[i].clip = clip
+            // The player may hold it already (fed as next): drop it and what follows, to be fed again.
+            if let k = s.fed.indices.dropFirst().first(where: { s.fed[$0].id == id }) {
+                player.removeItems(after: s.fed[k - 1].item)
+                s.fed.removeSubrange(k...)
+            }
+            changed(&s, from: i, through: i)
         }
     }
 
@@ -830,7 +859,7 @@ public final class PlayQueue: Sendable {
     }
 
     private func item(for id: Int, _ s: State) -> PlayerItem? {
-        s.entries.first { $0.id == id }.map { PlayerItem(path: $0.path) }
+        s.entries.first { $0.id == id }.map(\.playerItem)
     }
 
     /// Makes `id` current, keeping playing/paused (stopped stays stopped, nil stops).
@@ -891,9 +920,9 @@ public final class PlayQueue: Sendable {
             s.fed.removeSubrange((keep + 1)...)
         }
         guard w < want.count else { return }
-        let paths = want.count - w > 8 ? Dictionary(s.entries.map { ($0.id, $0.path) }, uniquingKeysWith: { a, _ in a }) : nil
+        let byID = want.count - w > 8 ? Dictionary(s.entries.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }) : nil
         let items = want[w...].compactMap { id -> (id: Int, item: PlayerItem)? in
-            let item = paths.map { $0[id].map(PlayerItem.init(path:)) } ?? self.item(for: id, s)
+            let item = byID.map { $0[id].map(\.playerItem) } ?? self.item(for: id, s)
             return item.map { (id, $0) }
         }
         let n = player.insert(contentsOf: items.map(\.item), after: s.fed[keep].item)

@@ -25,6 +25,10 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
 
     /// The file's path.
     public let path: String
+    /// The part of the file to play (nil: all of it): the item's timeline is the clip's (its
+    /// time 0 is the clip's start, its ``duration`` the clip's length). AVPlayerItem's
+    /// `forwardPlaybackEndTime`, with a start; MPD's `rangeid`.
+    public let clip: PlaybackClip?
     /// The file's URL.
     public var url: URL { URL(fileURLWithPath: path) }
 
@@ -45,10 +49,14 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         self.init(path: url.path)
     }
 
-    /// An item for a file path.
-    public init(path: String) {
+    /// An item for a file path: all of it, or `clip`.
+    public init(path: String, clip: PlaybackClip? = nil) {
         self.path = path
+        self.clip = clip
     }
+
+    /// What the engine plays for this item.
+    var engineItem: EngineItem { EngineItem(path: path, clip: clip) }
 
     /// Loading status. Items are loaded by the player that queues them, shortly before they play.
     public var status: Status { state.withLock { $0.status } }
@@ -67,7 +75,7 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         state.withLock { s in s.durationFrames.map { ($0, s.rate) } }
     }
 
-    /// Tags from the file (ID3v1/ID3v2); empty until loaded.
+    /// Tags from the file; empty until loaded.
     public var metadata: TrackMetadata { state.withLock { $0.metadata } }
 
     /// Title, else the file name: what a player shows for this item.

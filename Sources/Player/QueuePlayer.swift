@@ -557,7 +557,7 @@ public final class QueuePlayer: Sendable {
         }
         // One flush to the new plan: the device stays open across the jump.
         let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
-        let ids = engine.replaceAll(with: [current.path] + upcoming.map(\.path), startingAt: time, paused: s.rate == 0)
+        let ids = engine.replaceAll(withItems: [current.engineItem] + upcoming.map(\.engineItem), startingAt: time, paused: s.rate == 0)
         s.currentEngineID = ids[0]
         for (item, eid) in zip([current] + upcoming, ids) { s.engineItems[eid] = item }
     }
@@ -567,7 +567,7 @@ public final class QueuePlayer: Sendable {
     private func resplice(_ s: inout State) {
         guard let cid = s.currentEngineID, !s.atEnd, s.items.first != nil else { return }
         let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
-        guard let ids = engine.replaceItems(after: cid, with: upcoming.map(\.path)) else {
+        guard let ids = engine.replaceItems(after: cid, withItems: upcoming.map(\.engineItem)) else {
             replan(&s, startingAt: currentTimeLocked(s))
             return
         }
@@ -581,7 +581,7 @@ public final class QueuePlayer: Sendable {
         guard s.action == .advance, !s.atEnd, s.currentEngineID != nil, s.items.count > added.count else { return resplice(&s) }
         let anchor = s.items[s.items.count - added.count - 1]
         guard let aid = s.engineItems.first(where: { $0.value === anchor })?.key,
-              let ids = engine.replaceItems(after: aid, with: added.map(\.path)) else { return resplice(&s) }
+              let ids = engine.replaceItems(after: aid, withItems: added.map(\.engineItem)) else { return resplice(&s) }
         for (item, eid) in zip(added, ids) { s.engineItems[eid] = item }
     }
 

@@ -178,6 +178,28 @@ struct FormatTests {
         #expect(events.contains(.endOfInput))
     }
 
+    @Test("clips (MPD's rangeid): the part of a file between two times plays sample-exact, two clips of one file rejoin gaplessly, in MP3 and FLAC")
+    func clips() throws {
+        let s = try FormatFixtures.source("fmt-clip", seconds: 2.0)
+        for file in [try Fixtures.mp3(from: s, name: "fmt-clip"), try FormatFixtures.flac("fmt-clip", from: s)] {
+            let ref = file.pathExtension == "mp3" ? try ReferenceDecoder.decodeF32(file) : try FormatReference.flac(file, bits: 16)
+            let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+            let engine = makeEngine(device: cap.device)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            // 0.25–0.75 s, then 0.75 s to the end: the second half of the file from 0.25 s, with no seam.
+            engine.enqueue(items: [EngineItem(path: file.path, clip: PlaybackClip(start: 0.25, end: 0.75)),
+                                   EngineItem(path: file.path, clip: PlaybackClip(start: 0.75))])
+            #expect(log.waitForEnd())
+            let got = try cap.f32()
+            let expected = Array(ref[(11025 * 2)...])
+            #expect(got.count == expected.count && got == expected,
+                    "\(file.lastPathComponent): \(got.count) vs \(expected.count) samples, max difference \(maxDifference(got, expected))")
+            let lengths = log.all.compactMap { if case .itemLoaded(let i) = $0 { i.durationFrames } else { nil } }
+            #expect(lengths == [22050, ref.count / 2 - 33075], "\(lengths)")
+        }
+    }
+
     @Test("tags without decoding: Vorbis comments (two ARTIST comments are two artists), the FLAC picture, ReplayGain; WAV's INFO chunk")
     func tags() throws {
         let s = try FormatFixtures.source("fmt-tags", seconds: 0.4)

@@ -537,4 +537,23 @@ struct MPDTests {
         #expect(raw.text.contains("state: pause") && raw.text.contains("song: 3\n"), "\(raw.text)")
         #expect(try d.stop() == 0)
     }
+
+    @Test("rangeid: the song plays only its range (status's duration and elapsed are the range's, it ends at the range's end and the next plays); the song playing now cannot be changed")
+    func rangeID() throws {
+        let (d, _) = try Self.daemon(port: Self.port() + 10)
+        let client = try TCPLineClient.mpd(port: Self.port() + 10)
+        #expect(try client.ask("add long.mp3\n") == "OK\n")
+        #expect(try client.ask("addid short/1.mp3\n") == "Id: 2\nOK\n")
+        #expect(try client.ask("rangeid 1 10:11.5\n") == "OK\n")
+        let song = try client.ask("playlistid 1\n")
+        #expect(song.contains("file: long.mp3\nRange: 10.000-11.500\n") && song.contains("duration: 1.500\n"), "\(song)")
+        _ = try client.ask("play 0\n")
+        #expect(try client.ask("rangeid 1 1:2\n") == "ACK [4@0] {rangeid} Cannot edit the current song\n")
+        let status = try client.ask("status\n")
+        let elapsed = status.split(separator: "\n").first { $0.hasPrefix("elapsed: ") }.flatMap { Double($0.dropFirst(9)) } ?? -1
+        #expect(status.contains("duration: 1.500\n") && (0..<1.5).contains(elapsed), "\(status)")
+        // The range's end: the next song plays (the 60 s file's remaining 48.5 s are not played).
+        #expect(eventually(timeout: 6) { (try? client.ask("currentsong\n"))?.contains("file: short/1.mp3") == true })
+        #expect(try d.stop() == 0)
+    }
 }

@@ -1,3 +1,4 @@
+import AudioEngine
 import PlayQueue
 
 // Queue: add, insert, remove, move, clear, list.
@@ -168,6 +169,37 @@ public struct PriorityCommand: ControlCommand {
     public var arguments: Arguments { Arguments(["priority": .integer(priority), "items": .integers(ids)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         do throws(PlayQueueError) { try x.playback.queue.setPriority(priority, of: ids) } catch { throw CommandError(error) }
+        return .none
+    }
+}
+
+/// Plays only part of an item (MPD's `rangeid`): from `start` to `end` seconds into its file;
+/// neither: all of it again. Not the item playing now.
+public struct ClipCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "clip", .queue, "Play only part of an item: from start to end seconds (neither: all of it). Not the item playing now.",
+        [("item", .integer, "item id"), ("start", .number, "seconds (default 0)"), ("end", .number, "seconds (default: the end)")])
+    public var id: Int
+    public var clip: PlaybackClip?
+    public init(id: Int, clip: PlaybackClip?) { (self.id, self.clip) = (id, clip) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let id = a.integer("item") else { throw .badArgument("clip: \"item\" is required") }
+        let start = a.number("start"), end = a.number("end")
+        if let start, !(start >= 0 && start.isFinite) { throw .badArgument("clip: start must be 0 or more seconds") }
+        if let end, !(end.isFinite && end > (start ?? 0)) { throw .badArgument("clip: end must be after start") }
+        self.id = id
+        clip = start == nil && end == nil ? nil : PlaybackClip(start: start ?? 0, end: end)
+    }
+    public var arguments: Arguments {
+        var a: [String: ArgumentValue] = ["item": .integer(id)]
+        if let clip {
+            a["start"] = .number(clip.start)
+            if let end = clip.end { a["end"] = .number(end) }
+        }
+        return Arguments(a)
+    }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        do throws(PlayQueueError) { try x.playback.queue.setClip(clip, of: id) } catch { throw CommandError(error) }
         return .none
     }
 }

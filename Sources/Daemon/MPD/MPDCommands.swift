@@ -310,6 +310,7 @@ enum MPDCommandTable {
         },
         MPDCommand("prio", 2...2, [.unsigned], unbounded: true, inline: true) { p, r throws(MPDError) in try p.priority(r) },
         MPDCommand("prioid", 2...2, [.unsigned], unbounded: true, inline: true) { p, r throws(MPDError) in try p.priority(r) },
+        MPDCommand("rangeid", 2...2, [.unsigned]) { p, r throws(MPDError) in try p.range(r) },
         MPDCommand("random", 1...1, [.boolean], inline: true) { p, r throws(MPDError) in
             _ = try p.run(ShuffleCommand(on: r.args[0] == "1"))
             return ""
@@ -534,6 +535,32 @@ extension MPDProtocol {
         }
         guard range.count > 1 else { return "" }
         _ = try run(ShuffleQueueCommand(range: range))
+        return ""
+    }
+
+    /// `rangeid ID START:END`: either side may be empty (`2:` to the end, `:4.5` from the
+    /// start, `:` all of it again); not the song playing now, as mpd.
+    func range(_ r: MPDRequest) throws(MPDError) -> String {
+        let id = Int(r.args[0]) ?? -1
+        let spec = r.args[1]
+        guard let colon = spec.firstIndex(of: ":") else { throw MPDError(.arg, "Bad range") }
+        func seconds(_ s: Substring) throws(MPDError) -> Double? {
+            guard !s.isEmpty else { return nil }
+            guard let v = Double(s), v.isFinite, v >= 0 else { throw MPDError(.arg, "Bad range") }
+            return v
+        }
+        let start = try seconds(spec[..<colon])
+        var end = try seconds(spec[spec.index(after: colon)...])
+        if let end, end <= (start ?? 0) { throw MPDError(.arg, "Bad range") }
+        // Against the file's length, as mpd: a start past it is refused, an end past it is the end.
+        if let path = playback.queue.entries.first(where: { $0.id == id })?.path, let duration = playback.tags.info(path).duration {
+            if let start, start >= duration { throw MPDError(.arg, "Invalid start offset") }
+            if let e = end, e >= duration { end = nil }
+        }
+        let q = playback.queue.status()
+        if let c = q.current, c.entry.id == id, q.state != .stopped { throw MPDError(.permission, "Cannot edit the current song") }
+        let clip = (start ?? 0) == 0 && end == nil ? nil : PlaybackClip(start: start ?? 0, end: end)
+        _ = try run(ClipCommand(id: id, clip: clip))
         return ""
     }
 

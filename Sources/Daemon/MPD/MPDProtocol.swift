@@ -205,7 +205,7 @@ struct MPDProtocol: Sendable {
         let mixRamp = core.mixRamp.withLock { $0 }
         let volume = volumePercent
         let info = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path) }
-        let total = info?.duration ?? 0
+        let total = QueueItem.playedLength(info?.duration, q.current?.entry.clip) ?? 0
         // Every field but `error` has a bounded length (≤ 20 digits a number): 512 bytes hold them.
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 512) { raw in
             var w = ASCIIWriter(raw)
@@ -267,6 +267,7 @@ struct MPDProtocol: Sendable {
         // (Queue songs were read by `describe`; a directory's come with their listing.)
         let info = given ?? playback.tags.cached(i.path) ?? playback.tags.peek(i.path)
         var out = "file: \(relative(i.path))\n"
+        if let c = i.clip { out += "Range: \(Self.seconds(c.start))-\(c.end.map(Self.seconds) ?? "")\n" }
         if let m = modified ?? info.modified { out += "Last-Modified: \(JSONCodec.iso8601(m))\n" }
         if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):\(info.encoding?.mpdName ?? "f"):\(channels)\n" }
         for t in info.metadata.tags where state.tags.contains(t.key.mpdName) {
