@@ -36,6 +36,7 @@ public enum CtlHelp {
                   summary: "Remove items by id. An unknown id is an error; the others are still removed (as mpd does), and the message says which."),
             Entry(name: "move", usage: "move ID POS", summary: "Move the item ID to position POS."),
             Entry(name: "priority", usage: "priority N ID…", summary: "Priority 0–255: with shuffle on, higher priorities play first."),
+            Entry(name: "clip", usage: "clip ID [START [END]]", summary: "Play only part of item ID, from START to END (no END: to its end; neither: all of it)."),
             Entry(name: "clear", usage: "clear", summary: "Empty the queue and stop."),
             Entry(name: "shuffle-queue", usage: "shuffle-queue [FROM TO]",
                   summary: "Put the queue (or positions FROM to TO) in a random order, once; the current item stays playing, first."),

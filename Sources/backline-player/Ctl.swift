@@ -162,6 +162,14 @@ struct Ctl: ParsableCommand {
             let p = try int(try required("a priority (0–255) and item ids"), "a priority from 0 to 255")
             guard !a.isEmpty else { throw CtlUsage(cmd, "give at least one item id after the priority") }
             return try make("priority", ["priority": .integer(p), "items": .integers(try a.map(id))])
+        case "clip":
+            // ID START END, ID START (to the end), ID (all of it again); times as seek takes them.
+            let item = try id(try required("an item id, then START and END (or neither)"))
+            guard a.count <= 2 else { throw CtlUsage(cmd, "give an item id, then START and END") }
+            var values: [String: ArgumentValue] = ["item": .integer(item)]
+            if a.count >= 1 { values["start"] = .number(try number(a[0], "START (SECONDS or M:SS)")) }
+            if a.count == 2 { values["end"] = .number(try number(a[1], "END (SECONDS or M:SS)")) }
+            return try make("clip", values)
         case "volume":
             try atMost(1)
             guard let v = a.first else { return VolumeCommand(change: nil) }
