@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// An error from alsa-lib: the negative errno-style code, its message, and the call that failed.
-public struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
+struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The (negative) return code.
     public var code: Int32
     /// `snd_strerror(code)`.

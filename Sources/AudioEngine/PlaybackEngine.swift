@@ -38,7 +38,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// The output ran dry (the decoder fell behind); playback continues when data arrives.
     case underrun(count: Int)
     /// The device could not be opened or failed.
-    case deviceError(ALSAError)
+    case deviceError(MediaError)
     /// Everything queued has been played; the device is released.
     case endOfInput
     /// The decoder opened an item (ahead of it being heard; again when a seek reopens it):
@@ -408,6 +408,14 @@ public final class PlaybackEngine: Sendable {
         }
     }
 
+    /// The error for a device failure with the errno-style `code` the output reported (ALSA's
+    /// own, or the code a lost sound server maps to).
+    static func deviceError(_ code: Int32, device: String) -> MediaError {
+        let server = PulseStream.sink(forDevice: device) != nil
+        return MediaError(.device, String(cString: snd_strerror(code)), library: server ? "PulseAudio" : "ALSA", code: code,
+                          item: "audio output (\(device))")
+    }
+
     /// Whether the configured device can be opened now (opened and closed at once, from the
     /// calling thread; the output thread is not involved). `soundServer` says whether it is a
     /// sound-server plugin (PulseAudio/PipeWire: ALSA's I/O plugin type), whose return after a
@@ -639,7 +647,7 @@ public final class PlaybackEngine: Sendable {
                 case .underrun:
                     immediate.append(.underrun(count: shared.underruns.load(ordering: .relaxed)))
                 case .deviceError:
-                    immediate.append(.deviceError(ALSAError(code: e.code, function: "audio output (\(configuration.output.device))")))
+                    immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device)))
                 case .deviceOpened:
                     let c = DeviceConfiguration(
                         rate: Int(e.rate), channels: Int(e.code >> 8), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// An error from libpulse: its error code, message, and the call that failed.
-public struct PulseError: Error, Sendable, Equatable, CustomStringConvertible {
+struct PulseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `PA_ERR_*` code.
     public var code: Int32
     /// `pa_strerror(code)`.

@@ -573,8 +573,8 @@ public final class PlayQueue: Sendable {
         throw Self.outputUnavailable(e)
     }
 
-    private static func outputUnavailable(_ e: ALSAError) -> PlayQueueError {
-        PlayQueueError(code: .outputUnavailable, message: "\(e.function) is unavailable (\(e.message)): paused where it stopped")
+    private static func outputUnavailable(_ e: MediaError) -> PlayQueueError {
+        PlayQueueError(code: .outputUnavailable, message: "\(e.item) is unavailable (\(e.message)): paused where it stopped")
     }
 
     /// Plays the entry `id` from its start (a failed entry is retried). With `keepingPause`, a

@@ -94,7 +94,7 @@ public enum PlayerEvent: Sendable {
     /// `timeControlStatus` changed (with the reason while waiting).
     case timeControlStatusChanged(TimeControlStatus, reason: WaitingReason?)
     /// The audio device failed; the player paused.
-    case outputFailed(ALSAError)
+    case outputFailed(MediaError)
 }
 
 /// An opaque token for a player's time observer or event handler; pass it back to the same

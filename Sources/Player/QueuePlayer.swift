@@ -57,7 +57,7 @@ public final class QueuePlayer: Sendable {
         var parked = false
         /// The device failed and the player has not played since: the next play probes it and
         /// re-plans from the heard position.
-        var outputLost: ALSAError?
+        var outputLost: MediaError?
     }
 
     let state = Mutex(State())
@@ -367,7 +367,7 @@ public final class QueuePlayer: Sendable {
     /// still gone, ``play()`` leaves the rate at 0 (posting `outputFailed` again) rather than
     /// pretending to play; once it is back, playing re-opens it and goes on from the heard
     /// position of the same item.
-    public var outputError: ALSAError? { state.withLock { $0.outputLost } }
+    public var outputError: MediaError? { state.withLock { $0.outputLost } }
 
     /// After a device failure, whether the device opens again now (a probe, off the player's
     /// lock: at most a second for a sound server that does not answer); true when nothing failed.

@@ -264,7 +264,7 @@ struct PlayOptions: Equatable {
                 if verbose { Terminal.error("backline: underrun (\(player.engine.underrunCount))", tty: tty) }
             case .outputFailed(let e):
                 status.withLock { $0.deviceFailed = true }
-                Terminal.error("backline: audio device \(device): \(e.message) (ALSA code \(e.code))", tty: tty)
+                Terminal.error("backline: audio device \(device): \(e.message) (\(e.library ?? "ALSA") code \(e.code))", tty: tty)
                 done()
             default:
                 break
