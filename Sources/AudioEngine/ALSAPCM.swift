@@ -27,51 +27,8 @@ struct ALSAError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(function): \(message) (ALSA code \(code))" }
 }
 
-/// Sample format written to the device.
-public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
-    /// 32-bit float, little-endian: the decoder's own format, copied bit-exact.
-    case float32
-    /// 16-bit signed, little-endian: converted with rounding and clipping.
-    case s16
-
+extension DeviceSampleFormat {
     var alsa: snd_pcm_format_t { self == .float32 ? SND_PCM_FORMAT_FLOAT_LE : SND_PCM_FORMAT_S16_LE }
-    /// Bytes per sample.
-    public var bytes: Int { self == .float32 ? 4 : 2 }
-    public var description: String { self == .float32 ? "float32" : "s16" }
-}
-
-/// What the device agreed to.
-public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible {
-    /// The device's sample rate, frames per second.
-    public var rate: Int
-    /// The number of channels (1 mono, 2 stereo).
-    public var channels: Int
-    /// The sample format written to the device.
-    public var sampleFormat: DeviceSampleFormat
-    /// Device buffer and period, in frames.
-    public var bufferFrames: Int
-    /// The device's period (how much it takes per wake-up of the output thread), in frames.
-    public var periodFrames: Int
-    /// Whether `snd_pcm_pause` works on this device.
-    public var canPause: Bool
-    /// Whether the output renders straight into the device's buffer (ALSA mmap access) rather
-    /// than handing it a copy (`snd_pcm_writei`, a PulseAudio stream write).
-    public var mmap: Bool = false
-
-    /// Milliseconds of `frames` at this rate.
-    public func milliseconds(_ frames: Int) -> Double { rate > 0 ? Double(frames) * 1000 / Double(rate) : 0 }
-
-    /// `float32, 44100 Hz, 2 channels, buffer 22050 frames (500 ms), period 11025 frames (250 ms), mmap`.
-    public var description: String {
-        func ms(_ f: Int) -> String {
-            let v = milliseconds(f)
-            let tenths = Int((v * 10).rounded())
-            return tenths % 10 == 0 ? String(tenths / 10) : "\(tenths / 10).\(tenths % 10)"
-        }
-        return "\(sampleFormat), \(rate) Hz, \(channels) channel\(channels == 1 ? "" : "s"), "
-            + "buffer \(bufferFrames) frames (\(ms(bufferFrames)) ms), period \(periodFrames) frames (\(ms(periodFrames)) ms)"
-            + (mmap ? ", mmap" : "")
-    }
 }
 
 /// A thin typed wrapper over one playback `snd_pcm_t`, owned by the output thread.
@@ -81,7 +38,7 @@ public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible 
 /// Blocking mode, interleaved access: mmap where the device offers it (the output renders into
 /// the device's own buffer), else RW (`snd_pcm_writei`). The output loop only ever writes what
 /// `avail` says fits, after `snd_pcm_wait`, so a write never blocks for long.
-struct ALSAPCM {
+struct ALSAPCM: @unchecked Sendable {
     let pcm: OpaquePointer
     let configuration: DeviceConfiguration
     /// Whether access is mmap (``beginWrite(frames:)``/``commitWrite(_:frames:)``), not RW.
@@ -89,6 +46,8 @@ struct ALSAPCM {
     /// Frames queued at which the device starts: with mmap access the output starts it itself
     /// (alsa-lib starts a device at this threshold only inside `snd_pcm_writei`).
     let startThreshold: Int
+    /// The device's poll descriptors plus the wake descriptor (allocated with the device, filled per wait).
+    let pollFDs: UnsafeMutablePointer<pollfd>
 
     /// Opens `device` and negotiates the format: `preferred` first, else the other of float32/S16.
     /// With `mmap`, mmap access where the device offers it.
@@ -106,10 +65,14 @@ struct ALSAPCM {
             snd_pcm_close(p)
             throw error
         }
+        pollFDs = .allocate(capacity: 16)
     }
 
     /// Closes the device (without draining).
-    func close() { snd_pcm_close(pcm) }
+    func close() {
+        snd_pcm_close(pcm)
+        pollFDs.deallocate()
+    }
 
     /// Where the next frames go in the device's own buffer (mmap access).
     struct WriteArea {
@@ -142,10 +105,10 @@ struct ALSAPCM {
                                frames: Int(count), offset: offset))
     }
 
-    /// Hands `frames` rendered frames of `area` to the device, and starts it once its start
+    /// Hands `frames` rendered frames at `offset` (``beginWrite(frames:)``'s area) to the device, and starts it once its start
     /// threshold is queued (as `snd_pcm_writei` does). Returns the frames taken or a negative error.
-    func commitWrite(_ area: WriteArea, frames: Int) -> Int {
-        let w = snd_pcm_mmap_commit(pcm, area.offset, snd_pcm_uframes_t(frames))
+    func commitWrite(offset: snd_pcm_uframes_t, frames: Int) -> Int {
+        let w = snd_pcm_mmap_commit(pcm, offset, snd_pcm_uframes_t(frames))
         if w < 0 { return Int(w) }
         if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED {
             let free = snd_pcm_avail_update(pcm)
@@ -206,4 +169,113 @@ struct ALSAPCM {
                                     canPause: canPause, mmap: mmap),
                 Int(start))
     }
+}
+
+/// ALSA as an ``AudioOutput``: every device name that is not another driver's.
+extension ALSAPCM: AudioOutput {
+    static func handles(_ device: String) -> Bool { true }
+
+    static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
+                     bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> ALSAPCM {
+        do {
+            return try ALSAPCM(device: device, rate: rate, channels: channels, preferred: preferred,
+                               bufferMicros: bufferMicros, periodMicros: periodMicros, mmap: mmap)
+        } catch {
+            throw MediaError(.device, "\(error.function): \(error.message)", library: "ALSA", code: error.code, item: device)
+        }
+    }
+
+    static func probe(device: String) -> (available: Bool, soundServer: Bool) {
+        var p: OpaquePointer?
+        let r = snd_pcm_open(&p, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+        guard r >= 0, let p else { return (false, false) }
+        let server = snd_pcm_type(p) == SND_PCM_TYPE_IOPLUG
+        snd_pcm_close(p)
+        return (true, server)
+    }
+
+    func state() -> OutputState {
+        switch snd_pcm_state(pcm) {
+        case SND_PCM_STATE_PREPARED: .prepared
+        case SND_PCM_STATE_RUNNING: .running
+        case SND_PCM_STATE_PAUSED: .paused
+        default: .other
+        }
+    }
+
+    var isLost: Bool { snd_pcm_state(pcm) == SND_PCM_STATE_DISCONNECTED }
+
+    func delay() -> Int? {
+        var d: snd_pcm_sframes_t = 0
+        return snd_pcm_delay(pcm, &d) < 0 ? 0 : max(0, Int(d))
+    }
+
+    func avail() -> Int { Int(snd_pcm_avail_update(pcm)) }
+
+    /// `snd_pcm_wait` that the wake descriptor can interrupt: polls the device's descriptors and `wake`.
+    func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 {
+        // Room for a period already (as `snd_pcm_wait` checks first): no poll, no syscall.
+        // Devices such as `null` never signal their descriptor, so polling them would wait
+        // out the timeout.
+        let ready = snd_pcm_avail_update(pcm)
+        if ready < 0 { return Int32(ready) }
+        if Int(ready) >= configuration.periodFrames { return 1 }
+        let count = snd_pcm_poll_descriptors_count(pcm)
+        guard count > 0, count < 16 else { return snd_pcm_wait(pcm, timeoutMillis) }
+        let n = snd_pcm_poll_descriptors(pcm, pollFDs, UInt32(count))
+        guard n > 0 else { return snd_pcm_wait(pcm, timeoutMillis) }
+        pollFDs[Int(n)] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+        let r = poll(pollFDs, nfds_t(n + 1), timeoutMillis)
+        if r < 0 { return errno == EINTR ? 0 : -errno }
+        if r == 0 { return 1 }
+        if pollFDs[Int(n)].revents & Int16(POLLIN) != 0 { return 0 }
+        var revents: UInt16 = 0
+        let rr = snd_pcm_poll_descriptors_revents(pcm, pollFDs, UInt32(n), &revents)
+        if rr < 0 { return rr }  // e.g. the sound server went away
+        if revents & UInt16(POLLERR | POLLNVAL) != 0 {
+            switch snd_pcm_state(pcm) {
+            case SND_PCM_STATE_XRUN: return -EPIPE
+            case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
+            case SND_PCM_STATE_DISCONNECTED: return -ENODEV
+            default: return -EIO
+            }
+        }
+        // Writable, or a wake-up without POLLOUT: either way ask the device (`avail_update`),
+        // which reports errors; never return 0 here, or a device that keeps its descriptor
+        // readable would spin the loop.
+        return 1
+    }
+
+    /// A paused PCM says nothing worth waking for: only `wake` is watched.
+    func waitWhilePaused(wake: Int32) -> Bool {
+        pollFDs[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+        _ = poll(pollFDs, 1, -1)
+        return false
+    }
+
+    func beginDirectWrite(frames: Int) -> DirectWrite {
+        guard mmap else { return .unsupported }
+        switch beginWrite(frames: frames) {
+        case .area(let a): return .area(pointer: a.pointer, frames: a.frames, offset: Int(a.offset))
+        case .error(let code): return .error(code)
+        }
+    }
+
+    func commitDirectWrite(offset: Int, frames: Int) -> Int {
+        commitWrite(offset: snd_pcm_uframes_t(offset), frames: frames)
+    }
+
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int { Int(snd_pcm_writei(pcm, buffer, snd_pcm_uframes_t(frames))) }
+
+    func discard() {
+        snd_pcm_drop(pcm)
+        snd_pcm_prepare(pcm)
+    }
+
+    func stop() { snd_pcm_drop(pcm) }
+    func prepare() -> Int32 { snd_pcm_prepare(pcm) }
+    func resume() -> Int32 { snd_pcm_resume(pcm) }
+    func pause(_ on: Bool) -> Bool { snd_pcm_pause(pcm, on ? 1 : 0) >= 0 }
+    func startIfWaiting() { if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { snd_pcm_start(pcm) } }
+    func drain() { snd_pcm_drain(pcm) }
 }

@@ -62,7 +62,10 @@ public struct OutputSettings: Sendable, Equatable {
 /// of ours, no allocation (except when the device is reopened for a new format, which is not
 /// the steady state), no logging, no Swift concurrency. Opening an ALSA device allocates inside
 /// alsa-lib; that happens only at item boundaries that change format.
-final class OutputThread: @unchecked Sendable {
+/// Generic over the driver (`ALSAPCM`, `PulseStream`, `PacedOutput`): specialised per driver,
+/// so the loop calls its device directly, with no existential or witness table on the
+/// real-time path; the engine holds it as an ``OutputThreadHandle`` (start and join only).
+final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Sendable {
     // @unchecked Sendable: after `start()` every mutable field is used only by the thread itself;
     // the rest is `let`.
     private let shared: EngineShared
@@ -75,9 +78,7 @@ final class OutputThread: @unchecked Sendable {
     private var renderer = Renderer()
     private let periodBuffer: UnsafeMutableRawPointer
     private let periodBufferFrames = 16_384
-    private var pcm: OutputDevice?
-    /// The device's poll descriptors plus the wake pipe (preallocated, filled per wait).
-    private let pollFDs = UnsafeMutablePointer<pollfd>.allocate(capacity: 16)
+    private var pcm: Device?
     private var framesWritten = 0
     /// `framesWritten` when the device was last (re)started empty (opened, prepared after a drop
     /// or an underrun): nothing before it is still in the device, so the published delay never
@@ -104,7 +105,7 @@ final class OutputThread: @unchecked Sendable {
     /// The last published heard frame (device timeline), when it was read, and whether the
     /// device was running then: the loss estimate's starting point.
     private var lastHeard = (frame: 0, stamp: 0, running: false)
-    private var thread: pthread_t?
+    private var thread: PlatformThread?
 
     init(shared: EngineShared, settings: OutputSettings, consumer: consuming RingConsumer,
          markers: consuming RingConsumer, events: consuming RingProducer) {
@@ -121,24 +122,15 @@ final class OutputThread: @unchecked Sendable {
 
     deinit {
         periodBuffer.deallocate()
-        pollFDs.deallocate()
     }
 
     func start() {
-        let ctx = Unmanaged.passRetained(self).toOpaque()
-        var t = pthread_t()
-        let r = pthread_create(&t, nil, { ctx in
-            let me = Unmanaged<OutputThread>.fromOpaque(ctx!).takeRetainedValue()
-            me.run()
-            return nil
-        }, ctx)
-        precondition(r == 0, "pthread_create failed: \(r)")
-        thread = t
+        thread = PlatformThread.start(name: "bl-output") { [self] in run() }
     }
 
     func join() {
         shared.wakeOutput()  // (from a wait with no timeout)
-        if let t = thread { pthread_join(t, nil) }
+        thread?.join()
         thread = nil
     }
 
@@ -156,7 +148,6 @@ final class OutputThread: @unchecked Sendable {
     // MARK: - The loop
 
     private func run() {
-        nameCurrentThread("bl-output")
         requestRealtime()
         while shared.running.load(ordering: .acquiring) {
             step()
@@ -196,85 +187,11 @@ final class OutputThread: @unchecked Sendable {
     /// Sleeps up to `ms`, returning early when the control plane calls `wakeOutput()`.
     private func sleepWakeable(_ ms: Int) { shared.outputWake.wait(millis: ms) }
 
-    /// The pause wait with a sound-server stream open: sleeps with no timeout on the wake pipe
-    /// and the stream's notification pipe (preallocated descriptors: no allocation, no lock of
-    /// ours). True when the stream spoke (a state change; a request or timing left over from
-    /// before the cork): the caller then asks whether it is still alive. A corked stream's
-    /// server sends nothing periodic, so a healthy pause still costs no wake-ups.
-    private func waitPaused(_ s: PulseStream) -> Bool {
-        pollFDs[0] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
-        pollFDs[1] = pollfd(fd: s.notifyFD, events: Int16(POLLIN), revents: 0)
-        guard poll(pollFDs, 2, -1) > 0 else { return false }  // EINTR: the caller re-checks
-        if pollFDs[0].revents & Int16(POLLIN) != 0 { shared.outputWake.drain() }
-        guard pollFDs[1].revents != 0 else { return false }
-        s.drainNotifications()
-        return true
-    }
-
-    /// `snd_pcm_wait` that the control plane can interrupt: polls the device's descriptors and
-    /// the wake pipe. Returns 1 when the device is writable or the wait timed out (the caller
-    /// asks the device, which reports a lost server or device), 0 when woken (the caller
-    /// re-checks pause and flush), or a negative ALSA error (-EPIPE, -ESTRPIPE, …).
-    private func waitWritable(_ device: OutputDevice, timeoutMillis: Int32) -> Int32 {
-        let pcm: ALSAPCM
-        switch device {
-        case .alsa(let p): pcm = p
-        case .pulse(let s):
-            // The server's requests arrive as bytes on the stream's notification pipe.
-            let ready = s.availFrames()
-            if ready < 0 { return Int32(ready) }
-            if ready >= s.configuration.periodFrames { return 1 }
-            pollFDs[0] = pollfd(fd: s.notifyFD, events: Int16(POLLIN), revents: 0)
-            pollFDs[1] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
-            let r = poll(pollFDs, 2, timeoutMillis)
-            if r < 0 { return errno == EINTR ? 0 : -errno }
-            if pollFDs[0].revents != 0 { s.drainNotifications() }
-            if pollFDs[1].revents & Int16(POLLIN) != 0 {
-                shared.outputWake.drain()
-                return 0
-            }
-            return 1
-        }
-        // Room for a period already (as `snd_pcm_wait` checks first): no poll, no syscall.
-        // Devices such as `null` never signal their descriptor, so polling them would wait
-        // out the timeout.
-        let ready = snd_pcm_avail_update(pcm.pcm)
-        if ready < 0 { return Int32(ready) }
-        if Int(ready) >= pcm.configuration.periodFrames { return 1 }
-        let count = snd_pcm_poll_descriptors_count(pcm.pcm)
-        guard count > 0, count < 16 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
-        let n = snd_pcm_poll_descriptors(pcm.pcm, pollFDs, UInt32(count))
-        guard n > 0 else { return snd_pcm_wait(pcm.pcm, timeoutMillis) }
-        pollFDs[Int(n)] = pollfd(fd: shared.outputWake.readFD, events: Int16(POLLIN), revents: 0)
-        let r = poll(pollFDs, nfds_t(n + 1), timeoutMillis)
-        if r < 0 { return errno == EINTR ? 0 : -errno }
-        if r == 0 { return 1 }
-        if pollFDs[Int(n)].revents & Int16(POLLIN) != 0 {
-            shared.outputWake.drain()
-            return 0
-        }
-        var revents: UInt16 = 0
-        let rr = snd_pcm_poll_descriptors_revents(pcm.pcm, pollFDs, UInt32(n), &revents)
-        if rr < 0 { return rr }  // e.g. the sound server went away
-        if revents & UInt16(POLLERR | POLLNVAL) != 0 {
-            switch snd_pcm_state(pcm.pcm) {
-            case SND_PCM_STATE_XRUN: return -EPIPE
-            case SND_PCM_STATE_SUSPENDED: return -ESTRPIPE
-            case SND_PCM_STATE_DISCONNECTED: return -ENODEV
-            default: return -EIO
-            }
-        }
-        // Writable, or a wake-up without POLLOUT: either way ask the device (`avail_update`),
-        // which reports errors; never return 0 here, or a device that keeps its descriptor
-        // readable would spin this loop.
-        return 1
-    }
-
     /// Frames written and not yet heard, and the device's state: its delay, never reaching back
     /// past `heardFloor`; all of them while it has not started (filling up to its start
     /// threshold) or cannot tell yet (a PulseAudio stream just started or flushed, no timing from
     /// the server yet), which reads as `.prepared`.
-    private func held(_ pcm: OutputDevice) -> (frames: Int, state: OutputDevice.State) {
+    private func held(_ pcm: Device) -> (frames: Int, state: OutputState) {
         let state = pcm.state()
         let written = framesWritten - heardFloor
         guard state != .prepared, let delay = pcm.delay() else { return (written, .prepared) }
@@ -311,7 +228,7 @@ final class OutputThread: @unchecked Sendable {
     /// heard right after it, and the position never runs ahead and back). Returns the frames
     /// dropped.
     @discardableResult
-    private func dropUnheard(_ pcm: OutputDevice) -> Int {
+    private func dropUnheard(_ pcm: Device) -> Int {
         let before = monotonicNanos()
         let h = held(pcm)
         pcm.discard()
@@ -475,9 +392,9 @@ final class OutputThread: @unchecked Sendable {
             closeDevice()
         }
         do {
-            pcm = try OutputDevice.open(settings.device, rate: rate, channels: channels,
-                                        preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
-                                        periodMicros: periodMillis * 1000, mmap: settings.mmap)
+            pcm = try Device.open(device: settings.device, rate: rate, channels: channels,
+                                  preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
+                                  periodMicros: periodMillis * 1000, mmap: settings.mmap)
             heardFloor = framesWritten
             emitOpened(pcm!.configuration)
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
@@ -505,7 +422,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Plays out what the device holds (interruptibly until the last period), then stops it.
-    private func drain(_ pcm: OutputDevice) {
+    private func drain(_ pcm: Device) {
         pcm.startIfWaiting()
         let period = pcm.configuration.periodFrames
         while shared.running.load(ordering: .relaxed), shared.generation.load(ordering: .acquiring) == generation {
@@ -521,7 +438,7 @@ final class OutputThread: @unchecked Sendable {
         publishAllHeard()
     }
 
-    private func checkEndOfInput(_ pcm: OutputDevice?) {
+    private func checkEndOfInput(_ pcm: Device?) {
         if editPending() {
             waitForEdit()  // items may be on their way (an append or splice)
             return
@@ -570,13 +487,16 @@ final class OutputThread: @unchecked Sendable {
     }
 
     // Not annotated: the performance checker rejects every C call ("not available in this
-    // module"), so the ALSA calls keep the loop from being compiler-checked; what it does
+    // module"), so the device calls keep the loop from being compiler-checked; what it does
     // itself is plain integer work, atomics, and the annotated Renderer.
-    private func write(_ pcm: OutputDevice, limitBytes: Int) {
+    private func write(_ pcm: Device, limitBytes: Int) {
         let cfg = pcm.configuration
-        let r = waitWritable(pcm, timeoutMillis: Int32(max(10, periodMillis)))
+        let r = pcm.waitForRoom(timeoutMillis: Int32(max(10, periodMillis)), wake: shared.outputWake.readFD)
         if r < 0 { recover(pcm, r); return }
-        if r == 0 { return }  // woken: re-check pause and flush first
+        if r == 0 {
+            shared.outputWake.drain()
+            return  // woken: re-check pause and flush first
+        }
         let avail = pcm.avail()
         if avail < 0 { recover(pcm, Int32(avail)); return }
         let bytesPerFrame = 4 * segmentChannels
@@ -590,23 +510,17 @@ final class OutputThread: @unchecked Sendable {
         }
         // Where to render: the device's own buffer (ALSA mmap access), else the period buffer
         // that `write` hands over.
-        var area: ALSAPCM.WriteArea?
-        if case .alsa(let alsa) = pcm, alsa.mmap {
-            switch alsa.beginWrite(frames: frames) {
-            case .area(let a): area = a
-            case .error(let code): recover(pcm, code); return
-            }
+        var area: (pointer: UnsafeMutableRawPointer, frames: Int, offset: Int)?
+        switch pcm.beginDirectWrite(frames: frames) {
+        case .unsupported: break
+        case .area(let p, let n, let o): area = (p, n, o)
+        case .error(let code): recover(pcm, code); return
         }
         let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
         let rendered = renderer.render(from: &consumer, into: area?.pointer ?? periodBuffer, frames: area?.frames ?? frames,
                                        channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
                                        rampFrames: cfg.rate / 50)
-        let w: Int
-        if let area, case .alsa(let alsa) = pcm {
-            w = alsa.commitWrite(area, frames: rendered)
-        } else {
-            w = pcm.write(periodBuffer, frames: rendered)
-        }
+        let w = area.map { pcm.commitDirectWrite(offset: $0.offset, frames: rendered) } ?? pcm.write(periodBuffer, frames: rendered)
         if w < 0 { recover(pcm, Int32(w)); return }
         consumer.commit(Int(w) * bytesPerFrame)
         framesWritten += Int(w)
@@ -614,7 +528,7 @@ final class OutputThread: @unchecked Sendable {
     }
 
     /// Recovers from a write/wait error by the PCM's state; unrecoverable errors close the device.
-    private func recover(_ pcm: OutputDevice, _ code: Int32) {
+    private func recover(_ pcm: Device, _ code: Int32) {
         switch code {
         case -EAGAIN, -EINTR:
             return
@@ -672,8 +586,10 @@ final class OutputThread: @unchecked Sendable {
             // No timeout: resume, flush or shutdown wakes it at once. A corked sound-server stream
             // is watched too: the server's death (its state change on the notification pipe) is
             // reported now, paused, as it is while playing; not by the next play.
-            if case .pulse(let stream)? = pcm {
-                if waitPaused(stream), !stream.isAlive { deviceFailed(-ENODEV) }
+            if let pcm {
+                let spoke = pcm.waitWhilePaused(wake: shared.outputWake.readFD)
+                shared.outputWake.drain()
+                if spoke, pcm.isLost { deviceFailed(-ENODEV) }
             } else {
                 sleepWakeable(-1)
             }
@@ -688,4 +604,10 @@ final class OutputThread: @unchecked Sendable {
         shared.wakeDecoder()  // it waits for this when it found the ring full during the pause
         publishPosition()  // advancing again: the position moves from here, not from the next write
     }
+}
+
+/// The engine's hold on its output thread, whatever the driver: start and join (not real-time).
+protocol OutputThreadHandle: Sendable {
+    func start()
+    func join()
 }

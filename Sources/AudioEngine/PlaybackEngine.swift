@@ -103,7 +103,9 @@ public struct EngineConfiguration: Sendable {
 public final class PlaybackEngine: Sendable {
     private let shared = EngineShared()
     private let decoder: DecoderThread
-    private let output: OutputThread
+    private let output: any OutputThreadHandle
+    /// The output driver for the configured device (see ``OutputDrivers``).
+    private let driver: any AudioOutput.Type
     private let monitor: MonitorThread
     typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool)
     private let state: Mutex<State>
@@ -165,8 +167,9 @@ public final class PlaybackEngine: Sendable {
         let reportBox = ReportBox()
         decoder = DecoderThread(shared: shared, producer: pcmRing.makeProducer(), markers: markerRing.makeProducer(),
                                 confinement: configuration.confinement, report: { reportBox.engine?.decoderReport($0) })
-        output = OutputThread(shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
-                              markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
+        driver = OutputDrivers.driver(for: configuration.output.device)
+        output = OutputDrivers.thread(driver, shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
+                                      markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
         monitor = MonitorThread(events: eventRing.makeConsumer(), shared: shared)
         reportBox.engine = self
         monitor.engine = self
@@ -420,15 +423,7 @@ public final class PlaybackEngine: Sendable {
     /// calling thread; the output thread is not involved). `soundServer` says whether it is a
     /// sound-server plugin (PulseAudio/PipeWire: ALSA's I/O plugin type), whose return after a
     /// loss means the media services restarted.
-    public func probeDevice() -> (available: Bool, soundServer: Bool) {
-        if PulseStream.sink(forDevice: configuration.output.device) != nil { return (PulseStream.probe(), true) }
-        var p: OpaquePointer?
-        let r = snd_pcm_open(&p, configuration.output.device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
-        guard r >= 0, let p else { return (false, false) }
-        let server = snd_pcm_type(p) == SND_PCM_TYPE_IOPLUG
-        snd_pcm_close(p)
-        return (true, server)
-    }
+    public func probeDevice() -> (available: Bool, soundServer: Bool) { driver.probe(device: configuration.output.device) }
 
     /// What the output device agreed to when it last opened (nil until it has opened).
     public var deviceConfiguration: DeviceConfiguration? { state.withLock { $0.device } }

@@ -401,3 +401,76 @@ final class PulseStream: @unchecked Sendable {
         return false
     }
 }
+
+/// A PulseAudio stream as an ``AudioOutput``: `pulse` (the server's default sink) and `pulse:SINK`.
+extension PulseStream: AudioOutput {
+    static func handles(_ device: String) -> Bool { sink(forDevice: device) != nil }
+
+    static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
+                     bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PulseStream {
+        do {
+            return try PulseStream(sink: sink(forDevice: device) ?? nil, rate: rate, channels: channels, preferred: preferred,
+                                   bufferMicros: bufferMicros, periodMicros: periodMicros)
+        } catch {
+            // Reported with an errno-style code, as ALSA would for the same failure.
+            let code: Int32 = switch UInt32(error.code) {
+            case PA_ERR_CONNECTIONREFUSED.rawValue, PA_ERR_CONNECTIONTERMINATED.rawValue: -ECONNREFUSED
+            case PA_ERR_NOENTITY.rawValue: -ENOENT
+            case PA_ERR_ACCESS.rawValue: -EACCES
+            default: -EIO
+            }
+            throw MediaError(.device, "\(error.function): \(error.message)", library: "PulseAudio", code: code, item: device)
+        }
+    }
+
+    static func probe(device: String) -> (available: Bool, soundServer: Bool) { (probe(), true) }
+
+    func state() -> OutputState { isCorked ? .paused : .running }
+    var isLost: Bool { !isAlive }
+    func delay() -> Int? { delayFrames() }
+    func avail() -> Int { availFrames() }
+
+    /// The server's requests arrive as bytes on the stream's notification pipe.
+    func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 {
+        let ready = availFrames()
+        if ready < 0 { return Int32(ready) }
+        if ready >= configuration.periodFrames { return 1 }
+        return withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds -> Int32 in
+            fds[0] = pollfd(fd: notifyFD, events: Int16(POLLIN), revents: 0)
+            fds[1] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+            let r = poll(fds.baseAddress, 2, timeoutMillis)
+            if r < 0 { return errno == EINTR ? 0 : -errno }
+            if fds[0].revents != 0 { drainNotifications() }
+            return fds[1].revents & Int16(POLLIN) != 0 ? 0 : 1
+        }
+    }
+
+    /// Sleeps with no timeout on `wake` and the stream's notification pipe. True when the stream
+    /// spoke (a state change; a request or timing left over from before the cork). A corked
+    /// stream's server sends nothing periodic, so a healthy pause costs no wake-ups.
+    func waitWhilePaused(wake: Int32) -> Bool {
+        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds -> Bool in
+            fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+            fds[1] = pollfd(fd: notifyFD, events: Int16(POLLIN), revents: 0)
+            guard poll(fds.baseAddress, 2, -1) > 0 else { return false }  // EINTR: the caller re-checks
+            guard fds[1].revents != 0 else { return false }
+            drainNotifications()
+            return true
+        }
+    }
+
+    func beginDirectWrite(frames: Int) -> DirectWrite { .unsupported }
+    func commitDirectWrite(offset: Int, frames: Int) -> Int { -Int(EINVAL) }
+
+    func discard() {
+        // A drop also ends ALSA's pause; a flushed stream stays corked until told.
+        flush()
+        if isCorked { _ = cork(false) }
+    }
+
+    func stop() { flush() }
+    func prepare() -> Int32 { 0 }
+    func resume() -> Int32 { 0 }
+    func pause(_ on: Bool) -> Bool { cork(on) }
+    func startIfWaiting() { trigger() }
+}

@@ -1,0 +1,23 @@
+import RingBuffer
+
+/// The output drivers, by device name: the first whose ``AudioOutput/handles(_:)`` takes the
+/// name plays it. Adding an output is its driver in one file and one line here.
+enum OutputDrivers {
+    static let all: [any AudioOutput.Type] = [
+        PacedOutput.self,  // `paced:NAME`: a device the test paces
+        PulseStream.self,  // `pulse`, `pulse:SINK`
+        ALSAPCM.self,      // every other name: an ALSA PCM
+    ]
+
+    /// The driver for `device`.
+    static func driver(for device: String) -> any AudioOutput.Type {
+        all.first { $0.handles(device) } ?? ALSAPCM.self
+    }
+
+    /// An output thread specialised for `driver`.
+    static func thread<D: AudioOutput>(_ driver: D.Type, shared: EngineShared, settings: OutputSettings,
+                                       consumer: consuming RingConsumer, markers: consuming RingConsumer,
+                                       events: consuming RingProducer) -> any OutputThreadHandle {
+        OutputThread<D>(shared: shared, settings: settings, consumer: consumer, markers: markers, events: events)
+    }
+}
