@@ -224,7 +224,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ControlTests",
-            dependencies: ["Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            dependencies: ["AudioEngine", "Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

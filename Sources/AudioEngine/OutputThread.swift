@@ -370,6 +370,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         case .start:
             segmentGeneration = m.generation
             segmentItem = m.item
+            endReported = false  // input after an end (an item appended late) ends again in its turn
             let needsOpen = pcm.map {
                 $0.configuration.rate != Int(m.rate) || $0.configuration.channels != Int(m.channels)
             } ?? true

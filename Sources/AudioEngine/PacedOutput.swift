@@ -96,6 +96,33 @@ public final class PacedClock: Sendable {
         return true
     }
 
+    /// Hears exactly `seconds` of audio (at the device's rate), as the output writes it: the
+    /// steps of a test that must land at a known point (the middle of the third item, say).
+    /// False when the output stops writing (the end of the queue, a pause) for `timeout`
+    /// seconds of real time before that much was heard.
+    @discardableResult
+    public func hear(seconds: Double, timeout: Double = 10) -> Bool {
+        var deadline = monotonicNanos() + Int(timeout * 1e9)
+        while rate == 0 {
+            if monotonicNanos() > deadline { return false }
+            var ts = timespec(tv_sec: 0, tv_nsec: 200_000)
+            nanosleep(&ts, nil)
+        }
+        var left = Int((seconds * Double(rate)).rounded())
+        while left > 0 {
+            let n = advance(frames: min(left, held))
+            if n > 0 {
+                left -= n
+                deadline = monotonicNanos() + Int(timeout * 1e9)
+                continue
+            }
+            if monotonicNanos() > deadline { return false }
+            var ts = timespec(tv_sec: 0, tv_nsec: 200_000)
+            nanosleep(&ts, nil)
+        }
+        return true
+    }
+
     /// Hears everything the output writes until `done` holds or `timeout` seconds of real
     /// time pass (a period at a time): the clock run freely, for the steps of a test where
     /// nothing is read until the end. True when `done` held.

@@ -673,7 +673,9 @@ public final class PlaybackEngine: Sendable {
                     s.queue.removeAll { $0.id == id }
                     due.append((frame, 0, e))
                 case .endOfInput:
-                    s.segments = []
+                    // Input that ended; an item appended after the output passed the end starts
+                    // at this frame or later (the device drained, then reopened), and stays.
+                    s.segments.removeAll { $0.deviceFrame < frame }
                     due.append((frame, 2, e))
                 default:
                     due.append((frame, 1, e))

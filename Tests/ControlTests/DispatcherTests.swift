@@ -1,3 +1,4 @@
+import AudioEngine
 import BacklineTestSupport
 import Control
 import Dispatch
@@ -9,27 +10,31 @@ import Synchronization
 import Testing
 
 /// The command layer in-process, in the spirit of swift-nio's `NIOEmbedded`: typed commands
-/// run through a ``CommandDispatcher`` over a real ``Playback`` (ALSA's `null` device), their
-/// typed replies, errors and events checked without a daemon, a socket or a sound server.
+/// run through a ``CommandDispatcher`` over a real ``Playback`` on a device the test paces
+/// (`paced:NAME`: nothing is heard until the test advances its clock, so state read after a
+/// command cannot have moved on), their typed replies, errors and events checked without a
+/// daemon, a socket or a sound server.
 @Suite("The command layer, in-process")
 struct DispatcherTests {
-    /// A playback on the null device with a music directory of three tones: 2 s, 60 s, 2 s (the
-    /// null device plays as fast as it decodes: the long one stays current while a test pauses it).
-    static func make() throws -> (CommandDispatcher, String) {
+    /// A playback on a paced device with a music directory of three tones: 2 s, 60 s, 2 s.
+    static func make() throws -> (CommandDispatcher, String, PacedClock) {
         let music = try Harness.makeTemporaryDirectory("backline-control").path
         try FileManager.default.createDirectory(atPath: music + "/album", withIntermediateDirectories: true)
         for (k, f) in [440.0, 660, 880].enumerated() {
             let tone = try Fixtures.tone("control-\(k)", seconds: k == 1 ? 60 : 2, frequency: f)
             try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/album/\(k).mp3")
         }
-        var configuration = PlaybackConfiguration(
-            device: "null", musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path)
-        // ALSA's null device takes audio far faster than real time: with one item fed ahead, a
-        // 2 s item could end before the queue fed the one after it (on a loaded machine the
-        // queue then stopped). Fed further ahead, as `backline play` does for such devices.
-        configuration.lookahead = 8
+        let clock = PacedClock.named("dispatch-\(UUID().uuidString)")
+        let configuration = PlaybackConfiguration(
+            device: clock.device, musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path)
         let playback = try Playback(configuration: configuration)
-        return (CommandDispatcher(playback: playback, version: "test", checkToken: { $0 == "secret" }), music)
+        return (CommandDispatcher(playback: playback, version: "test", checkToken: { $0 == "secret" }), music, clock)
+    }
+
+    /// Hears the first frames the output wrote: the item that plays is heard (its `current` event).
+    static func hearStart(_ clock: PacedClock) {
+        clock.waitUntilHolding(1)
+        clock.advance(frames: 1)
     }
 
     /// Collects the playback's events.
@@ -43,7 +48,7 @@ struct DispatcherTests {
 
     @Test("add, list, play, next, seek, modes and volume: typed replies, and typed events with their subsystems")
     func commands() throws {
-        let (d, _) = try Self.make()
+        let (d, _, clock) = try Self.make()
         let events = Events(d.playback)
         guard case .success(.added(let ids, let skipped)) = d.execute(AddCommand(paths: ["album"])) else {
             Issue.record("add failed")
@@ -58,6 +63,7 @@ struct DispatcherTests {
 
         #expect(d.execute(PauseCommand()) == .success(.state(.stopped)), "pause while stopped does nothing")
         #expect(d.execute(PlayCommand(item: ids[1])) == .success(.state(.playing)))
+        Self.hearStart(clock)
         #expect(events.wait { if case .current(let item) = $0 { item?.id == ids[1] } else { false } })
         #expect(d.execute(PauseCommand()) == .success(.state(.paused)))
         let length = try #require(listing.items[1].duration)
@@ -69,13 +75,13 @@ struct DispatcherTests {
         #expect(events.wait { $0 == .volume(VolumeState(volume: 0.4, muted: false)) })
         #expect(ControlEvent.volume(VolumeState(volume: 0.4, muted: false)).subsystems == .mixer)
         guard case .success(.status(let s)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
-        #expect(s.count == 3 && s.repeatMode == .all && s.device == "null" && s.volume.volume == 0.4)
+        #expect(s.count == 3 && s.repeatMode == .all && s.device == clock.device && s.volume.volume == 0.4)
         d.playback.shutdown()
     }
 
     @Test("errors are typed: a bad id, nothing to play, a path outside the music directory, a bad argument; the remote command center takes the same route")
     func errors() throws {
-        let (d, _) = try Self.make()
+        let (d, _, clock) = try Self.make()
         #expect(d.execute(PlayCommand(item: nil)) == .failure(.emptyQueue("the queue is empty")))
         #expect(d.execute(NextCommand()) == .failure(.notPlaying("nothing is current")))
         guard case .failure(.forbidden) = d.execute(AddCommand(paths: ["/etc/passwd"])) else { Issue.record("an escape was allowed"); return }
@@ -94,17 +100,17 @@ struct DispatcherTests {
             "no item with ids 999, 998 in the queue; removed 1 (id \(ids[0])), \(ids.count - 1) left")))
         #expect(d.playback.queue.entries.map(\.id) == Array(ids.dropFirst()))
         guard case .success(.added) = d.execute(AddCommand(paths: ["album/0.mp3"])) else { Issue.record("add failed"); return }
-        // The remote command center (headset buttons, other processes) runs the same commands
-        // (the null device plays far faster than real time: the start is seen as an event).
+        // The remote command center (headset buttons, other processes) runs the same commands.
         let events = Events(d.playback)
         let r = d.playback.remote.dispatch(.init(command: .play))
+        Self.hearStart(clock)
         #expect(r.status == .success && events.wait { $0 == .state(.playing) })
         d.playback.shutdown()
     }
 
     @Test("permissions: a connection that needs a token may only auth until it presents the right one; subscribe records the kinds")
     func connection() throws {
-        let (d, _) = try Self.make()
+        let (d, _, _) = try Self.make()
         final class Remote: ConnectionContext {
             let id: UInt64 = 7
             let needsToken = true
@@ -130,7 +136,7 @@ struct DispatcherTests {
 
     @Test("consume: an item heard to its end and one left with next leave the queue (oneshot: once, then off); priorities order shuffle; plchanges lists only positions that moved; a mute reports the output")
     func consumePriorityChanges() throws {
-        let (d, _) = try Self.make()
+        let (d, _, clock) = try Self.make()
         let p = d.playback
         let q = p.queue
         let events = Events(p)
@@ -152,16 +158,17 @@ struct DispatcherTests {
         #expect(q.changes(since: v4).map(\.entry.id) == [ids[1]] && q.entries[2].priority == 9)
         #expect(q.changes(since: q.version + 5).count == 3, "a version from before a restart lists everything")
 
-        // Consume oneshot: the first item, heard to its end (the null device is fast), leaves;
+        // Consume oneshot: the first item, heard to its end (the clock run through it), leaves;
         // then consume is off.
         #expect(d.execute(ConsumeCommand(mode: .oneshot)) == .success(.consume(.oneshot)))
         #expect(d.execute(PlayCommand(item: ids[0])) == .success(.state(.playing)))
-        #expect(eventually(timeout: 10) { q.entries.map(\.id) == [ids[2], ids[1]] }, "\(q.entries.map(\.id))")
+        // 2 s, then the other 2 s item, then into the 60 s one.
+        #expect(clock.hear(seconds: 4.1))
+        #expect(eventually(timeout: 10) { q.entries.map(\.id) == [ids[2], ids[1]] && q.current?.id == ids[1] },
+                "the 2 s item played through to the 60 s one: \(q.entries.map(\.id)), current \(String(describing: q.current?.id)) of \(ids)")
         #expect(events.wait { $0 == .modes(repeatMode: .off, shuffle: false, stopAfterCurrent: false, consume: .off) })
-        #expect(eventually(timeout: 10) { q.current?.id == ids[1] }, "the 2 s item played through to the 60 s one")
         #expect(q.entries.map(\.id) == [ids[2], ids[1]], "oneshot took one item only")
-        // Consume on: next leaves the current item. (The 60 s item, moved first: the null
-        // device could play the 2 s one out between the commands.)
+        // Consume on: next leaves the current item.
         #expect(d.execute(MoveCommand(id: ids[1], position: 0)) == .success(.index(0)))
         _ = d.execute(PlayCommand(item: ids[1]))
         #expect(d.execute(ConsumeCommand(mode: .on)) == .success(.consume(.on)))
@@ -185,7 +192,7 @@ struct DispatcherTests {
         _ = d.execute(PlayCommand(item: short[0]))  // leaves short[1]: consumed
         #expect(q.status().next?.entry.id == short[2], "the consumed item is not next: \(String(describing: q.status().next?.entry.id))")
         _ = d.execute(PlayCommand(item: nil))
-        #expect(eventually(timeout: 15) { q.entries.isEmpty }, "\(q.entries.map(\.id))")
+        #expect(clock.run { q.entries.isEmpty }, "\(q.entries.map(\.id))")
         _ = d.execute(RepeatCommand(mode: .off))
         _ = d.execute(ConsumeCommand(mode: .off))
 
