@@ -200,6 +200,8 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
 
     /// Whether the last published position was advancing.
     private var advancing = false
+    /// The heard frame last published.
+    private var lastPublishedHeard = 0
 
     /// Publishes the position; when it starts advancing (playback began or resumed), wakes the
     /// monitor, which sleeps while it stands still, so what is heard now is announced now.
@@ -211,10 +213,16 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         }
         let now = running && !shared.pauseRequested.load(ordering: .relaxed)
         let stamp = monotonicNanos()
-        lastHeard = (framesWritten - frames, stamp, running)
-        shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: stamp, advancing: now)
-        if now && !advancing { shared.wakeMonitor() }
-        advancing = now
+        let heard = framesWritten - frames
+        lastHeard = (heard, stamp, running)
+        // A device that plays in real time is extrapolated between readings; a paced one moves
+        // only when its clock does, and each move wakes the monitor (nothing else would).
+        let extrapolated = now && Device.playsInRealTime
+        shared.publish(framesWritten: framesWritten, delay: frames, floor: heardFloor, stampNanos: stamp, advancing: extrapolated)
+        if extrapolated && !advancing { shared.wakeMonitor() }
+        if !Device.playsInRealTime, heard != lastPublishedHeard { shared.wakeMonitor() }
+        lastPublishedHeard = heard
+        advancing = extrapolated
     }
 
     /// Publishes everything written as heard (drained, or the device released).

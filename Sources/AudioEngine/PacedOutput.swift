@@ -175,6 +175,7 @@ struct PacedOutput: AudioOutput {
     let configuration: DeviceConfiguration
 
     static func handles(_ device: String) -> Bool { device.hasPrefix("paced:") }
+    static var playsInRealTime: Bool { false }
 
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
                      bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PacedOutput {

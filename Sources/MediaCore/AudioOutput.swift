@@ -126,4 +126,13 @@ public protocol AudioOutput: Sendable {
     func drain()
     /// Closes the device (once).
     func close()
+    /// Whether the device plays in real time (a sound card, a sound server, ALSA's `null` at
+    /// its own pace): then the heard position is extrapolated between readings. False for a
+    /// device the test paces: its position moves only when its clock does.
+    static var playsInRealTime: Bool { get }
+}
+
+extension AudioOutput {
+    /// Real time, unless a driver says otherwise.
+    public static var playsInRealTime: Bool { true }
 }
