@@ -275,7 +275,12 @@ extension ALSAPCM: AudioOutput {
     func stop() { snd_pcm_drop(pcm) }
     func prepare() -> Int32 { snd_pcm_prepare(pcm) }
     func resume() -> Int32 { snd_pcm_resume(pcm) }
-    func pause(_ on: Bool) -> Bool { snd_pcm_pause(pcm, on ? 1 : 0) >= 0 }
+    /// A PCM not started yet (prepared) plays nothing until the output starts it: pausing or
+    /// resuming it is nothing to do.
+    func pause(_ on: Bool) -> Bool {
+        if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { return true }
+        return snd_pcm_pause(pcm, on ? 1 : 0) >= 0
+    }
     func startIfWaiting() { if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { snd_pcm_start(pcm) } }
     func drain() { snd_pcm_drain(pcm) }
 }

@@ -578,7 +578,9 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         // `heardFloor` (its delay is unknown, so everything written would count as unheard).
         if let pcm, pcm.isLost { deviceFailed(-ENODEV) }
         var hwPaused = false
-        if let pcm, pcm.state() == .running {
+        // Running, or started and not yet heard (a sound server filling up to its start would
+        // start on its own): held in place.
+        if let pcm, pcm.state() == .running || pcm.state() == .prepared {
             if pcm.configuration.canPause && settings.hardwarePause { hwPaused = pcm.pause(true) }
             if !hwPaused {
                 // No hardware pause: drop what the device holds and tell the control plane how

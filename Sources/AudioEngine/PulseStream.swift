@@ -64,6 +64,10 @@ final class PulseStream: @unchecked Sendable {
         var started = false
         /// A timing update asked for and not answered yet.
         var timingRequested = false
+        /// Uncorked, and the server has not said it plays again: libpulse's latency then reads
+        /// 0 (as if everything written were heard) though the server has not restarted the
+        /// stream, so nothing counts as heard until timing says it plays.
+        var uncorkedNotPlaying = false
         /// How long the timing may age while playing before `delayFrames` asks again (ns):
         /// 10 ms after a start, a flush or an uncork, doubling to 1.5 s (libpulse's own
         /// automatic schedule, which also ran while corked: 1.3 wake-ups a second, paused).
@@ -254,10 +258,20 @@ final class PulseStream: @unchecked Sendable {
         var usec: pa_usec_t = 0
         var negative: Int32 = 0
         let known = pa_stream_get_latency(stream, &usec, &negative) == 0
-        // No timing yet (a new stream), or the server not playing at its last report (filling
-        // up): ask every 10 ms, one request at a time, so the first frame is reported heard
-        // when it is. Playing: refresh the timing the interpolation starts from on libpulse's
-        // automatic schedule (10 ms after a start, doubling to 1.5 s). Corked: never.
+        requestTimingIfDue(known: known && !userdata.pointee.uncorkedNotPlaying)
+        guard known else { return nil }
+        // Uncorked and not playing again yet: what is queued is what the server has not read.
+        if userdata.pointee.uncorkedNotPlaying, let t = pa_stream_get_timing_info(stream) {
+            return max(0, Int(t.pointee.write_index - t.pointee.read_index)) / bytesPerFrame
+        }
+        return negative != 0 ? 0 : Int(usec) * configuration.rate / 1_000_000
+    }
+
+    /// Asks the server for timing when it is due (mainloop locked): with no timing yet (a new
+    /// stream), or the server not playing at its last report (filling up), every 10 ms, one
+    /// request at a time, so the first frame is reported heard when it is; playing, on
+    /// libpulse's automatic schedule (10 ms after a start, doubling to 1.5 s); corked, never.
+    private func requestTimingIfDue(known: Bool) {
         let playing = pa_stream_get_timing_info(stream).map { $0.pointee.playing != 0 } ?? false
         let now = monotonicNanos()
         let age = now - lastTimingRequest
@@ -272,8 +286,6 @@ final class PulseStream: @unchecked Sendable {
             userdata.pointee.timingRequested = true
             if let op = pa_stream_update_timing_info(stream, Self.timingArrived, userdata) { pa_operation_unref(op) }
         }
-        guard known else { return nil }
-        return negative != 0 ? 0 : Int(usec) * configuration.rate / 1_000_000
     }
 
     /// Whether the stream is corked (paused).
@@ -313,9 +325,12 @@ final class PulseStream: @unchecked Sendable {
 
     /// A requested timing update arrived: one byte on the notification pipe, so the output thread
     /// publishes the position with it at once.
-    private static let timingArrived: pa_stream_success_cb_t = { _, _, ud in
+    private static let timingArrived: pa_stream_success_cb_t = { stream, _, ud in
         guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
         cb.pointee.timingRequested = false
+        if cb.pointee.uncorkedNotPlaying, let s = stream, let t = pa_stream_get_timing_info(s), t.pointee.playing != 0 {
+            cb.pointee.uncorkedNotPlaying = false
+        }
         var one: UInt8 = 1
         _ = Glibc.write(cb.pointee.notifyFD, &one, 1)
     }
@@ -334,15 +349,33 @@ final class PulseStream: @unchecked Sendable {
         pa_operation_unref(op)
     }
 
-    /// Corks (pauses) or uncorks the stream; takes effect at the server's next render.
+    /// Corks (pauses) or uncorks the stream. A cork waits for the server to confirm and for
+    /// fresh timing (one round trip, under a millisecond locally), as ``flush()`` does: the
+    /// latency read while paused is where the server stopped, never the last timing from
+    /// before (a stream paused right after it started has none but its filling-up report,
+    /// which put the heard position at the start while the server had played on). An uncork
+    /// takes effect at the server's next render.
     @discardableResult
     func cork(_ on: Bool) -> Bool {
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        guard let op = pa_stream_cork(stream, on ? 1 : 0, nil, nil) else { return false }
+        guard alive() else { return false }
+        if on {
+            guard let op = pa_stream_cork(stream, 1, Self.signalDone, userdata) else { return false }
+            wait(op)
+            corked = true
+            wait(pa_stream_update_timing_info(stream, Self.signalDone, userdata))
+            return true
+        }
+        guard let op = pa_stream_cork(stream, 0, nil, nil) else { return false }
         pa_operation_unref(op)
-        corked = on
-        if !on { userdata.pointee.timingInterval = Self.firstTimingInterval }
+        corked = false
+        userdata.pointee.timingInterval = Self.firstTimingInterval
+        // Fresh timing at once (answered after the uncork: the server handles requests in order).
+        userdata.pointee.uncorkedNotPlaying = true
+        userdata.pointee.timingRequested = true
+        lastTimingRequest = monotonicNanos()
+        if let t = pa_stream_update_timing_info(stream, Self.timingArrived, userdata) { pa_operation_unref(t) }
         return true
     }
 
@@ -425,7 +458,18 @@ extension PulseStream: AudioOutput {
 
     static func probe(device: String) -> (available: Bool, soundServer: Bool) { (probe(), true) }
 
-    func state() -> OutputState { isCorked ? .paused : .running }
+    /// Corked: paused; uncorked and not started again by the server: prepared, nothing heard
+    /// yet (see `Callbacks.uncorkedNotPlaying`); else running.
+    func state() -> OutputState {
+        if isCorked { return .paused }
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard !userdata.pointee.uncorkedNotPlaying else {
+            requestTimingIfDue(known: false)  // until the server says it plays again
+            return .prepared
+        }
+        return .running
+    }
     var isLost: Bool { !isAlive }
     func delay() -> Int? { delayFrames() }
     func avail() -> Int { availFrames() }

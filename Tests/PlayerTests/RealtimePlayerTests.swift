@@ -22,6 +22,52 @@ struct RealtimePlayerTests {
     /// Output period of the players below: 200 ms buffer / 4.
     static let period = 0.05
 
+    @Test("paused as soon as it plays, then resumed (the library path, native PulseAudio): the position stands still while paused and goes on from there; observers follow the clock")
+    func pauseEarlyThenPlay() throws {
+        try PulseNullSink.exclusive { sink in
+            let file = try PlayerFixtures.tone("rt-early-pause", seconds: 3, frequency: 440)
+            let player = makePlayer([PlayerItem(path: file.path)], device: sink.alsaDevice)
+            let log = PlayerLog(player)
+            let queue = DispatchQueue(label: "test.early-pause")
+            let periodic = TimeSamples(start: log.start), boundary = TimeSamples(start: log.start)
+            let p = player.addPeriodicTimeObserver(forInterval: 0.1, queue: queue) { periodic.add($0) }
+            let b = player.addBoundaryTimeObserver(forTimes: [0.45], queue: queue) { [player] in boundary.add(player.currentTime()) }
+            player.play()
+            #expect(log.wait(timeout: 5) { if case .timeControlStatusChanged(.playing, _) = $0 { true } else { false } } != nil)
+            player.pause()
+            let paused = player.currentTime()
+            Thread.sleep(forTimeInterval: 0.5)
+            let still = player.currentTime()
+            #expect(abs(still - paused) < 0.005, "paused at \(paused), then \(still)")
+            let resumed = Date().timeIntervalSince(log.start)
+            player.play()
+            // Every 20 ms for 0.5 s: the position follows the clock from the resume on.
+            for _ in 0..<25 {
+                Thread.sleep(forTimeInterval: 0.02)
+                let t = player.currentTime(), since = Date().timeIntervalSince(log.start) - resumed
+                #expect(abs(t - (still + since)) < Self.period + 0.03, "\(t) at \(since) s after resuming at \(still)")
+            }
+            let after = player.currentTime()
+            #expect(abs(after - (still + 0.5)) < 0.06, "0.5 s after resuming at \(still): \(after)")
+            Thread.sleep(forTimeInterval: 0.4)
+            queue.sync {}
+            player.removeTimeObserver(p)
+            player.removeTimeObserver(b)
+            // After the resume, each periodic fire's time is where the clock says (within a
+            // period and the delivery's latency), from the resume on.
+            for s in periodic.all where s.wall > resumed + 0.05 {
+                let expected = still + (s.wall - resumed)
+                #expect(abs(s.time - expected) < Self.period + 0.06, "fired at \(s.time) at \(s.wall - resumed) s after the resume (expected \(expected))")
+            }
+            let fired = boundary.all
+            #expect(fired.count == 1, "the 0.45 s boundary: \(fired)")
+            if let f = fired.first {
+                #expect(abs(f.wall - (resumed + 0.45 - still)) < Self.period + 0.06, "the boundary fired \(f.wall - resumed) s after the resume")
+            }
+            player.removeAllItems()
+        }
+    }
+
     @Test("periodic observer fires at multiples of its interval, on time; boundaries fire once; nothing after removal")
     func timeObservers() throws {
         try PulseNullSink.exclusive { sink in
