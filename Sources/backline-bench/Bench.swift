@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, cpu, daemon, idle, memory, first-sound, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -54,6 +54,7 @@ struct Bench: ParsableCommand {
         if want("instructions") {
             results += try InstructionsBench.run(player: dir + "/backline-player")
         }
+        if want("formats") { results += try FormatsBench.run(player: dir + "/backline-player") }
         try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
         // The null sink's monitor, for the rows that record what is heard.
         let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"

@@ -1,0 +1,75 @@
+import Foundation
+
+/// Each open format decoded to ALSA's `null` device by `backline-player play`, beside its
+/// reference command-line decoder writing to /dev/null, on the same 60 s file: instructions
+/// (callgrind, stripped binary, as ``InstructionsBench``), wall time (median of 3) and the
+/// player's peak RSS.
+public enum FormatsBench {
+    struct Format {
+        var name: String
+        var file: String
+        var reference: [String]
+        var referenceName: String
+    }
+
+    /// The 60 s test files (made once, in the bench directory) and their references.
+    static func formats() throws -> [Format] {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("backline-bench").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        func make(_ name: String, _ steps: [[String]]) throws -> String {
+            let out = "\(dir)/\(name)"
+            if FileManager.default.fileExists(atPath: out) { return out }
+            for step in steps {
+                let r = try measureChild(step[0], Array(step.dropFirst()))
+                guard r.status == 0 else { throw BenchError("\(step.joined(separator: " ")) failed") }
+            }
+            return out
+        }
+        let synth = ["synth", "60", "pinknoise", "sine", "220-880", "gain", "-12"]
+        let wav = try make("fmt-60s-44k16.wav", [["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", "\(dir)/fmt-60s-44k16.wav"] + synth])
+        let hires = try make("fmt-60s-96k24.wav", [["sox", "-n", "-r", "96000", "-c", "2", "-b", "24", "\(dir)/fmt-60s-96k24.wav"] + synth])
+        let flac = try make("fmt-60s-44k16.flac", [["flac", "--silent", "-f", "-o", "\(dir)/fmt-60s-44k16.flac", wav]])
+        let flac24 = try make("fmt-60s-96k24.flac", [["flac", "--silent", "-f", "-o", "\(dir)/fmt-60s-96k24.flac", hires]])
+        let vorbis = try make("fmt-60s.ogg", [["oggenc", "--quiet", "-q", "5", "-o", "\(dir)/fmt-60s.ogg", wav]])
+        let opus = try make("fmt-60s.opus", [["opusenc", "--quiet", "--bitrate", "128", wav, "\(dir)/fmt-60s.opus"]])
+        return [
+            Format(name: "FLAC 16/44.1", file: flac, reference: ["/usr/bin/flac", "-d", "-c", "-s", flac], referenceName: "flac -d -c"),
+            Format(name: "FLAC 24/96", file: flac24, reference: ["/usr/bin/flac", "-d", "-c", "-s", flac24], referenceName: "flac -d -c"),
+            Format(name: "Ogg Vorbis q5", file: vorbis, reference: ["/usr/bin/oggdec", "-Q", "-o", "-", vorbis], referenceName: "oggdec"),
+            Format(name: "Opus 128k", file: opus, reference: ["/usr/bin/opusdec", "--quiet", "--float", opus, "-"], referenceName: "opusdec --float"),
+            Format(name: "WAV 16/44.1", file: wav, reference: ["/usr/bin/sox", "-q", wav, "-t", "raw", "-"], referenceName: "sox to raw"),
+        ]
+    }
+
+    public static func run(player source: String) throws -> [BenchResult] {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind") else {
+            throw BenchError("valgrind is not installed (scripts/bootstrap --bench installs it)")
+        }
+        let dir = NSTemporaryDirectory() + "backline-formats-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let player = "\(dir)/backline-player"
+        try FileManager.default.copyItem(atPath: source, toPath: player)
+        let s = try InstructionsBench.capture("/usr/bin/strip", [player])
+        guard s.status == 0 else { throw BenchError("strip failed: \(s.stderr)") }
+        var rows: [BenchResult] = []
+        for f in try formats() {
+            let ours = [player, "play", "--device", "null", "--no-keys", "--no-mpris", f.file]
+            let a = try InstructionsBench.profile(ours, in: dir, tag: "ours")
+            let b = try InstructionsBench.profile(f.reference, in: dir, tag: "ref")
+            rows.append(BenchResult(name: "instructions, \(f.name), 60 s → ALSA null (callgrind, stripped)", value: Double(a.total) / 1e6,
+                                    unit: "M instr", reference: Double(b.total) / 1e6, referenceName: f.referenceName))
+            var mine: [ChildUsage] = [], theirs: [ChildUsage] = []
+            for _ in 0..<3 {
+                mine.append(try measureChild(ours[0], Array(ours.dropFirst())))
+                theirs.append(try measureChild(f.reference[0], Array(f.reference.dropFirst())))
+            }
+            func median(_ u: [ChildUsage], _ k: (ChildUsage) -> Double) -> Double { u.map(k).sorted()[u.count / 2] }
+            rows.append(BenchResult(name: "wall, \(f.name), 60 s → ALSA null (median of 3)", value: median(mine) { $0.wallSeconds },
+                                    unit: "s", reference: median(theirs) { $0.wallSeconds }, referenceName: f.referenceName))
+            rows.append(BenchResult(name: "peak RSS, \(f.name), play --device null", value: median(mine) { Double($0.maxRSSKiB) / 1024 },
+                                    unit: "MiB", reference: median(theirs) { Double($0.maxRSSKiB) / 1024 }, referenceName: f.referenceName))
+        }
+        return rows
+    }
+}
