@@ -1,3 +1,4 @@
+import CALSA  // (where the importer puts `pollfd` and `timespec`: ALSA's headers include theirs)
 import Platform
 import Synchronization
 
