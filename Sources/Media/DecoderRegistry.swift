@@ -73,9 +73,9 @@ public struct DecoderRegistry: Sendable {
         }
     }
 
-    /// Opens the file at `path` (see ``FileSource``) and a decoder for it.
-    public func open(path: String, beneath root: String? = nil) throws(MediaError) -> any AudioDecoder {
-        try open(FileSource(path: path, beneath: root))
+    /// Opens `location` (a path or a `file:` URI, see ``InputSources``) and a decoder for it.
+    public func open(path location: String, beneath root: String? = nil) throws(MediaError) -> any AudioDecoder {
+        try open(InputSources.open(location, beneath: root))
     }
 
     /// Tags, format and length of `source`, without decoding audio.
@@ -88,8 +88,8 @@ public struct DecoderRegistry: Sendable {
         }
     }
 
-    /// Tags, format and length of the file at `path`.
-    public func info(path: String, beneath root: String? = nil) throws(MediaError) -> TrackInfo {
-        try info(FileSource(path: path, beneath: root))
+    /// Tags, format and length of `location` (a path or a `file:` URI).
+    public func info(path location: String, beneath root: String? = nil) throws(MediaError) -> TrackInfo {
+        try info(InputSources.open(location, beneath: root))
     }
 }

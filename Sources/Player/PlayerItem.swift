@@ -23,14 +23,14 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         case failed = 2
     }
 
-    /// The file's path.
+    /// The file's path (for a `file:` URL, its path; for another URL, the URL as written).
     public let path: String
     /// The part of the file to play (nil: all of it): the item's timeline is the clip's (its
     /// time 0 is the clip's start, its ``duration`` the clip's length). AVPlayerItem's
     /// `forwardPlaybackEndTime`, with a start; MPD's `rangeid`.
     public let clip: PlaybackClip?
-    /// The file's URL.
-    public var url: URL { URL(fileURLWithPath: path) }
+    /// The item's URL, as given (``init(url:clip:)``), or the file URL of its path.
+    public let url: URL
 
     struct State {
         var status = Status.unknown
@@ -44,14 +44,18 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
 
     let state = Mutex(State())
 
-    /// An item for a file URL.
-    public convenience init(url: URL) {
-        self.init(path: url.path)
+    /// An item for a URL: a `file:` URL plays its file; other schemes fail with their name
+    /// until an input for them exists. The URL is kept as given.
+    public init(url: URL, clip: PlaybackClip? = nil) {
+        self.url = url
+        path = url.isFileURL ? url.path : url.absoluteString
+        self.clip = clip
     }
 
     /// An item for a file path: all of it, or `clip`.
     public init(path: String, clip: PlaybackClip? = nil) {
         self.path = path
+        url = URL(fileURLWithPath: path)
         self.clip = clip
     }
 

@@ -200,6 +200,23 @@ struct FormatTests {
         }
     }
 
+    @Test("items by location: a file: URI (percent-escaped) plays as its path does; another scheme fails with its name")
+    func locations() throws {
+        let s = try FormatFixtures.source("fmt-uri", seconds: 0.3)
+        let dir = try Harness.makeTemporaryDirectory("fmt uri")
+        let spaced = dir.appendingPathComponent("a b.flac")
+        try FileManager.default.copyItem(at: try FormatFixtures.flac("fmt-uri", from: s), to: spaced)
+        let uri = "file://" + spaced.path.replacingOccurrences(of: " ", with: "%20")
+        let engine = makeEngine(device: ALSAFileCapture(in: dir).device)
+        defer { engine.shutdown() }
+        let log = EventLog(engine)
+        engine.enqueue([uri, "http://example.invalid/x.mp3"])
+        #expect(log.waitForEnd())
+        #expect(log.all.compactMap(\.startedPath) == [uri])
+        let reason = log.all.compactMap { e -> String? in if case .itemFailed(_, _, let err) = e { err.reason } else { nil } }
+        #expect(reason == ["unsupported format: no input for http: URLs (files only, for now)"], "\(reason)")
+    }
+
     @Test("tags without decoding: Vorbis comments (two ARTIST comments are two artists), the FLAC picture, ReplayGain; WAV's INFO chunk")
     func tags() throws {
         let s = try FormatFixtures.source("fmt-tags", seconds: 0.4)
