@@ -16,6 +16,8 @@ public final class FileSource: ByteSource {
     public let descriptor: Int32
     public let length: Int?
     public var isSeekable: Bool { true }
+    /// The open descriptor (reads here are positioned, so a library may move its offset).
+    public var fileDescriptor: Int32? { descriptor }
     public private(set) var position = 0
 
     /// Opens `path`.

@@ -18,9 +18,17 @@ public protocol ByteSource: AnyObject {
     /// A fresh reader of the same bytes, from the start (a file: the same open file, even when
     /// deleted or replaced since; a stream: a new request).
     func reopened() throws(MediaError) -> any ByteSource
+    /// A regular file's open descriptor, for a library that reads a file itself more cheaply
+    /// than through callbacks (libmpg123's per-frame reads); nil for every other source, which
+    /// such a library then reads through ``read(into:)`` as usual. The library may move the
+    /// descriptor's offset: a source that offers it reads with positioned reads.
+    var fileDescriptor: Int32? { get }
 }
 
 extension ByteSource {
+    /// No descriptor: read through ``read(into:)``.
+    public var fileDescriptor: Int32? { nil }
+
     /// Reads until `buffer` is full or the source ends; returns the bytes read.
     public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         var done = 0
