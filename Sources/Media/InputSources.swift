@@ -5,7 +5,9 @@ import MediaCore
 /// scheme fails with its name.
 public enum InputSources {
     /// Opens `location`: an absolute or relative path, or `file:///…` (percent-escapes decoded).
-    /// - Parameter root: When given, a file must lie beneath this directory.
+    /// - Parameters:
+    ///   - location: The path or URI.
+    ///   - root: When given, a file must lie beneath this directory.
     public static func open(_ location: String, beneath root: String? = nil) throws(MediaError) -> any ByteSource {
         if let scheme = scheme(of: location) {
             guard scheme == "file" else {
