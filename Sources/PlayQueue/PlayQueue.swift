@@ -1035,6 +1035,12 @@ public final class PlayQueue: Sendable {
                 s.failuresInARow += 1
                 lastDropped = (f.id, true)
             } else if k == 0 {
+                // Heard to its end before its start was handled here (a device far faster than
+                // real time): it was current all the same, and is announced so, in order.
+                if s.current != f.id {
+                    s.current = f.id
+                    post(.current(s.entries.first { $0.id == f.id }))
+                }
                 played(&s, f.id)
                 lastDropped = (f.id, false)
             } else {
