@@ -155,8 +155,10 @@ public final class Playback: Sendable {
     private func queueEvent(_ e: PlayQueueEvent) {
         switch e {
         case .state(let s):
-            post(.state(s))
+            // An end-of-item sleep timer has fired when the queue stops: cleared before the
+            // state is told, so a client that reads the status on "stopped" sees it gone.
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
+            post(.state(s))
         case .current(let entry):
             nowPlayingBinding.refresh()  // the index is the play queue's, which may settle after the player's event
             post(.current(entry.map { describe($0, index: queue.currentIndex, current: true) }))
