@@ -1,4 +1,5 @@
 import MediaCore
+import Platform
 
 extension DecoderPlugin {
     /// AIFF and AIFF-C (uncompressed: `NONE`, `twos`, `sowt`, `fl32`, `fl64`); tags from an
@@ -41,7 +42,7 @@ enum AIFFFormat {
             case "NAME", "AUTH", "ANNO":
                 if size <= 65_536, let b = source.read(count: size, at: body) {
                     let key: TagKey = id == "NAME" ? .title : id == "AUTH" ? .artist : .comment
-                    names.append((key, String(decoding: b.prefix { $0 != 0 }, as: UTF8.self).trimmingSpaces))
+                    names.append((key, String(decoding: b.prefix { $0 != 0 }, as: UTF8.self).trimmingBlanks()))
                 }
             default: break
             }
@@ -53,7 +54,7 @@ enum AIFFFormat {
         }
         guard let comm else { throw MediaError(.corrupt, "no COMM chunk", item: name) }
         guard let (dataOffset, dataLength) = data else { throw MediaError(.corrupt, "no SSND chunk", item: name) }
-        var r = BigEndianReader(comm)
+        var r = ByteReader(comm, bigEndian: true)
         guard let channels = r.u16(), r.skip(4), let bits = r.u16(), let rateBytes = r.bytes(10) else {
             throw MediaError(.corrupt, "COMM chunk too short", item: name)
         }
@@ -82,12 +83,6 @@ enum AIFFFormat {
         var mantissa: UInt64 = 0
         for i in 2..<10 { mantissa = mantissa << 8 | UInt64(b[i]) }
         guard mantissa != 0, exponent >= 0, exponent < 64 else { return 0 }
-        return Int((Double(mantissa) * pow2(exponent - 63)).rounded())
-    }
-
-    private static func pow2(_ e: Int) -> Double {
-        var v = 1.0
-        if e >= 0 { for _ in 0..<e { v *= 2 } } else { for _ in 0..<(-e) { v /= 2 } }
-        return v
+        return Int((Double(mantissa) * Double(sign: .plus, exponent: exponent - 63, significand: 1)).rounded())
     }
 }

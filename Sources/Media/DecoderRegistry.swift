@@ -41,7 +41,7 @@ public struct DecoderRegistry: Sendable {
         try source.seek(to: 0)
         var header = try source.read(count: Sniff.headerBytes)
         // An ID3v2 tag in front (MP3, and some FLAC and WAV writers): what follows decides.
-        if let tag = ID3Scan.tagLength(header), source.isSeekable {
+        if let tag = ID3Scan.tagSize(header), source.isSeekable {
             try source.seek(to: tag)
             let after = try source.read(count: Sniff.headerBytes)
             if !after.isEmpty { header = after }
@@ -50,17 +50,12 @@ public struct DecoderRegistry: Sendable {
         let ext = Path.extension(source.name).lowercased()
         let matching = plugins.filter { $0.matches(header) }
         if let p = matching.first(where: { $0.suffixes.contains(ext) }) ?? matching.first { return p }
-        // Nothing recognised: an MPEG stream may start with junk (libmpg123 resyncs) if it is named so.
-        if let p = plugins.first(where: { $0.name == "mpg123" && $0.suffixes.contains(ext) }),
-           !Self.knownOther(header) {
+        // Nothing recognised: an MPEG stream may start with junk (libmpg123 resyncs) if it is
+        // named so, unless another format's magic claims the bytes (an `.mp3` that is AAC says so).
+        if Sniff.recognised(header) == nil, let p = plugins.first(where: { $0.name == "mpg123" && $0.suffixes.contains(ext) }) {
             return p
         }
         throw MediaError(.unsupportedFormat, Sniff.describe(header), item: source.name)
-    }
-
-    /// Bytes another format's magic claims (so an `.mp3` that is really AAC says so).
-    private static func knownOther(_ h: [UInt8]) -> Bool {
-        h.isEmpty || Sniff.describe(h) != "not an audio format this player knows"
     }
 
     /// Opens a decoder for `source`, chosen by content.

@@ -150,7 +150,7 @@ public final class FLACDecoder: AudioDecoder {
     /// tag in front), read from `source`'s start.
     static func info(_ source: any ByteSource) throws(MediaError) -> TrackInfo {
         var offset = 0
-        if let header = source.read(count: 10, at: 0), let tag = ID3Scan.tagLength(header) { offset = tag }
+        if let header = source.read(count: 10, at: 0), let tag = ID3Scan.tagSize(header) { offset = tag }
         guard let magic = source.read(count: 4, at: offset), Sniff.has(magic, "fLaC") else {
             throw MediaError(.unsupportedFormat, "not FLAC", item: source.name)
         }

@@ -44,9 +44,6 @@ enum ID3Scan {
         parseV2(Array(bytes)).map(scan) ?? TrackMetadata()
     }
 
-    /// The size of the ID3v2 tag that `header` (a file's first 10 bytes) starts, or nil.
-    static func tagLength(_ header: [UInt8]) -> Int? { tagSize(header) }
-
     // MARK: Frames
 
     /// One frame's contents, decoded as libid3tag's fields.
@@ -92,8 +89,9 @@ enum ID3Scan {
         return parseV1(tag)
     }
 
-    /// libid3tag's `id3_tag_query` for an ID3v2 header: the whole tag's size (header, body, footer).
-    private static func tagSize(_ h: [UInt8]) -> Int? {
+    /// libid3tag's `id3_tag_query` for an ID3v2 header (a file's first 10 bytes): the whole
+    /// tag's size (header, body, footer), or nil when it starts no tag.
+    static func tagSize(_ h: [UInt8]) -> Int? {
         guard h.count >= 10, h[0] == 0x49, h[1] == 0x44, h[2] == 0x33, h[3] < 0xFF, h[4] < 0xFF,
               h[6] < 0x80, h[7] < 0x80, h[8] < 0x80, h[9] < 0x80 else { return nil }
         return 10 + syncsafe(h[6..<10]) + (h[5] & 0x10 != 0 ? 10 : 0)

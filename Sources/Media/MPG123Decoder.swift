@@ -13,13 +13,9 @@ extension DecoderPlugin {
         mimeTypes: ["audio/mpeg", "audio/x-mpeg", "audio/mp3"],
         matches: { Sniff.isMPEGAudio($0) },
         open: { (source) throws(MediaError) in try MPG123Decoder(source: source) },
-        info: { (source) throws(MediaError) in
-            // libmpg123 reads the length (the Info header, or a scan of the frame headers):
-            // no audio is decoded.
-            let d = try MPG123Decoder(source: source)
-            return TrackInfo(metadata: d.metadata, format: d.format, encoding: d.encoding, lengthFrames: d.lengthFrames,
-                             bitrate: d.bitrate)
-        })
+        // libmpg123 reads the length (the Info header, or a scan of the frame headers): no
+        // audio is decoded.
+        info: { (source) throws(MediaError) in TrackInfo(try MPG123Decoder(source: source)) })
 }
 
 /// A thin typed wrapper over one `mpg123_handle`, decoding one MPEG audio stream from a
@@ -61,8 +57,8 @@ public final class MPG123Decoder: AudioDecoder {
     /// into the caller's memory), and a frame too big for the caller's first buffer is decoded
     /// here. nil until the first ``decode(into:spillingInto:)`` (libmpg123 keeps its own).
     private var scratch: UnsafeMutableRawPointer?
-    /// An error a reader callback met (libmpg123 only sees -1).
-    fileprivate var readError: MediaError?
+    /// The source for libmpg123's reader callbacks, and the error one met (libmpg123 only sees -1).
+    private let box: SourceBox
 
     /// Opens the file at `path` (see ``FileSource``) and reads its format, exact length and tags.
     /// - Throws: `MediaError` naming the file.
@@ -74,6 +70,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// - Throws: `MediaError`: `.unsupportedFormat` when no MPEG frames are found.
     public init(source: any ByteSource) throws(MediaError) {
         self.source = source
+        box = SourceBox(source)
         let path = source.name
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -96,7 +93,7 @@ public final class MPG123Decoder: AudioDecoder {
             var rate = 0, channels: Int32 = 0, enc: Int32 = 0
             let r = mpg123_getformat(h, &rate, &channels, &enc)
             if r == MPG123_DONE.rawValue || r == MPG123_NEED_MORE.rawValue {
-                if let readError { throw readError }
+                if let e = box.error { throw e }
                 throw MediaError(.unsupportedFormat, "no MPEG audio frames found", library: "libmpg123", item: path)
             }
             try check(r)
@@ -144,7 +141,7 @@ public final class MPG123Decoder: AudioDecoder {
             lseek(fd, 0, SEEK_SET)
             try check(mpg123_open_fd(handle, fd))
         } else {
-            try check(mpg123_open_handle(handle, Unmanaged.passUnretained(self).toOpaque()))
+            try check(mpg123_open_handle(handle, Unmanaged.passUnretained(box).toOpaque()))
         }
     }
 
@@ -161,7 +158,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// The error for a libmpg123 result: a reader callback's own error first (libmpg123 only
     /// saw -1), else libmpg123's message as corrupt data.
     private func currentError(_ code: Int32) -> MediaError {
-        if let readError { return readError }
+        if let e = box.error { return e }
         let c = code == MPG123_ERR.rawValue ? mpg123_errcode(handle) : code
         let msg = c == MPG123_ERR.rawValue ? String(cString: mpg123_strerror(handle))
             : String(cString: mpg123_plain_strerror(c))
@@ -262,38 +259,12 @@ public final class MPG123Decoder: AudioDecoder {
     }
 }
 
-// libmpg123's reader callbacks: the handle is the decoder (unretained; it owns the handle).
+// libmpg123's reader callbacks: the handle is the decoder's `SourceBox`.
 
-private func mpg123Read(_ handle: UnsafeMutableRawPointer?, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    guard let handle, let buffer else { return -1 }
-    let d = Unmanaged<MPG123Decoder>.fromOpaque(handle).takeUnretainedValue()
-    do {
-        return try d.source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count))
-    } catch {
-        d.readError = error
-        return -1
-    }
+private func mpg123Read(_ box: UnsafeMutableRawPointer?, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    SourceBox.from(box).read(buffer, count)
 }
 
-private func mpg123Seek(_ handle: UnsafeMutableRawPointer?, _ offset: off_t, _ whence: Int32) -> off_t {
-    guard let handle else { return -1 }
-    let d = Unmanaged<MPG123Decoder>.fromOpaque(handle).takeUnretainedValue()
-    let s = d.source
-    guard s.isSeekable else { return -1 }
-    let target: Int
-    switch whence {
-    case SEEK_SET: target = Int(offset)
-    case SEEK_CUR: target = s.position + Int(offset)
-    case SEEK_END:
-        guard let length = s.length else { return -1 }
-        target = length + Int(offset)
-    default: return -1
-    }
-    do {
-        try s.seek(to: target)
-        return off_t(target)
-    } catch {
-        d.readError = error
-        return -1
-    }
+private func mpg123Seek(_ box: UnsafeMutableRawPointer?, _ offset: off_t, _ whence: Int32) -> off_t {
+    off_t(SourceBox.from(box).seek(Int64(offset), whence))
 }

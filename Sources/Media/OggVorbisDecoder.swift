@@ -7,13 +7,9 @@ extension DecoderPlugin {
         name: "vorbis", formatName: "Ogg Vorbis", suffixes: ["ogg", "oga"], mimeTypes: ["audio/ogg", "audio/vorbis", "application/ogg"],
         matches: { Sniff.oggCodec($0) == "vorbis" },
         open: { (source) throws(MediaError) in try OggVorbisDecoder(source: source) },
-        info: { (source) throws(MediaError) in
-            // vorbisfile reads the headers and, on a seekable source, the last page (the
-            // exact length) without decoding audio.
-            let d = try OggVorbisDecoder(source: source)
-            return TrackInfo(metadata: d.metadata, format: StreamFormat(rate: d.format.rate, channels: d.sourceChannels),
-                             encoding: d.encoding, lengthFrames: d.lengthFrames, bitrate: d.bitrate)
-        })
+        // vorbisfile reads the headers and, on a seekable source, the last page (the exact
+        // length) without decoding audio.
+        info: { (source) throws(MediaError) in TrackInfo(try OggVorbisDecoder(source: source)) })
 }
 
 /// Ogg Vorbis through libvorbisfile: the library's own float output (`ov_read_float`), exact
@@ -38,7 +34,6 @@ public final class OggVorbisDecoder: AudioDecoder {
     private let file: UnsafeMutablePointer<OggVorbis_File>
     private let stage: PCMStage
     private var link: Int32 = 0
-    fileprivate var readError: MediaError?
 
     public init(source: any ByteSource) throws(MediaError) {
         self.source = source
@@ -126,45 +121,6 @@ public final class OggVorbisDecoder: AudioDecoder {
         let r = ov_pcm_seek(file, ogg_int64_t(max(0, frame)))
         guard r == 0 else {
             throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libvorbisfile", code: r, item: source.name)
-        }
-    }
-}
-
-/// A source and the error a C library's read callback met (the library only sees -1 or 0).
-final class SourceBox {
-    let source: any ByteSource
-    var error: MediaError?
-    init(_ source: any ByteSource) { self.source = source }
-
-    static func from(_ p: UnsafeMutableRawPointer?) -> SourceBox { Unmanaged<SourceBox>.fromOpaque(p!).takeUnretainedValue() }
-
-    /// Reads into `buffer`; -1 (with ``error`` set) on failure.
-    func read(_ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        guard let buffer, count > 0 else { return 0 }
-        do { return try source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: count)) } catch {
-            self.error = error
-            return -1
-        }
-    }
-
-    /// `lseek` semantics; -1 when the source cannot.
-    func seek(_ offset: Int64, _ whence: Int32) -> Int64 {
-        guard source.isSeekable else { return -1 }
-        let target: Int
-        switch whence {
-        case 0: target = Int(offset)
-        case 1: target = source.position + Int(offset)
-        case 2:
-            guard let n = source.length else { return -1 }
-            target = n + Int(offset)
-        default: return -1
-        }
-        do {
-            try source.seek(to: target)
-            return Int64(target)
-        } catch {
-            self.error = error
-            return -1
         }
     }
 }

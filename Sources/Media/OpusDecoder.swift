@@ -7,11 +7,7 @@ extension DecoderPlugin {
         name: "opus", formatName: "Opus", suffixes: ["opus"], mimeTypes: ["audio/ogg", "audio/opus"],
         matches: { Sniff.oggCodec($0) == "opus" },
         open: { (source) throws(MediaError) in try OpusDecoder(source: source) },
-        info: { (source) throws(MediaError) in
-            let d = try OpusDecoder(source: source)
-            return TrackInfo(metadata: d.metadata, format: StreamFormat(rate: 48_000, channels: d.sourceChannels),
-                             encoding: d.encoding, lengthFrames: d.lengthFrames, bitrate: d.bitrate)
-        })
+        info: { (source) throws(MediaError) in TrackInfo(try OpusDecoder(source: source)) })
 }
 
 /// Ogg Opus through libopusfile: always 48 kHz; pre-skip and end trimming done by the library

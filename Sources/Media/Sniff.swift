@@ -1,4 +1,5 @@
 import MediaCore
+import Platform
 
 /// Recognising formats by their first bytes (after any ID3v2 tag in front).
 public enum Sniff {
@@ -38,11 +39,15 @@ public enum Sniff {
 
     /// What the bytes look like, for the error when no decoder takes them
     /// (`MPEG-4 audio (AAC or ALAC)`, `Matroska or WebM`, …).
-    public static func describe(_ h: [UInt8]) -> String {
+    public static func describe(_ h: [UInt8]) -> String { recognised(h) ?? "not an audio format this player knows" }
+
+    /// What the bytes are when some format's magic (or emptiness) says so; nil for bytes
+    /// nothing claims.
+    public static func recognised(_ h: [UInt8]) -> String? {
         if h.isEmpty { return "empty file" }
         if has(h, "ftyp", at: 4) {
             if has(h, "M4A ", at: 8) || has(h, "M4B ", at: 8) || has(h, "M4P ", at: 8) { return "MPEG-4 audio (AAC or ALAC)" }
-            return "MPEG-4 (\(String(decoding: h[8..<min(12, h.count)], as: UTF8.self).trimmingCharacters(in: " ")))"
+            return "MPEG-4 (\(String(decoding: h[8..<min(12, h.count)], as: UTF8.self).trimming(" ")))"
         }
         if h.count >= 2, h[0] == 0xFF, h[1] & 0xF6 == 0xF0 { return "AAC (ADTS)" }
         if has(h, "ADIF") { return "AAC (ADIF)" }
@@ -60,17 +65,6 @@ public enum Sniff {
         if has(h, "fLaC") { return "FLAC" }
         if has(h, "#EXTM3U") || has(h, "[playlist]") { return "a playlist, not audio" }
         if has(h, "<?xml") || has(h, "<!DOCTYPE") || has(h, "<html") { return "a text document, not audio" }
-        return "not an audio format this player knows"
-    }
-}
-
-extension String {
-    /// The string without `set`'s characters at either end.
-    func trimmingCharacters(in set: String) -> String {
-        let drop = Set(set)
-        var s = Substring(self)
-        while let f = s.first, drop.contains(f) { s.removeFirst() }
-        while let l = s.last, drop.contains(l) { s.removeLast() }
-        return String(s)
+        return nil
     }
 }

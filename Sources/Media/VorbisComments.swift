@@ -1,4 +1,5 @@
 import MediaCore
+import Platform
 
 /// Vorbis comments (FLAC's `VORBIS_COMMENT` block, Ogg Vorbis's and Opus's comment headers)
 /// read as mpd 0.23 reads them (`src/lib/xiph/VorbisComments.cxx`, `XiphTags.cxx`): each
@@ -16,7 +17,7 @@ enum VorbisComments {
     /// Parses a comment header body: vendor length and string, count, then each comment.
     /// `data` starts at the vendor length (after any packet type and magic).
     static func parse(_ data: ArraySlice<UInt8>, into meta: inout TrackMetadata) {
-        var r = LittleEndianReader(data)
+        var r = ByteReader(data, bigEndian: false)
         guard let vendorLength = r.u32(), r.skip(Int(vendorLength)), let count = r.u32() else { return }
         var comments: [ArraySlice<UInt8>] = []
         for _ in 0..<min(Int(count), 100_000) {
@@ -53,11 +54,11 @@ enum VorbisComments {
                    let raw = Base64.decode(value), let art = FLACPicture.parse(raw[...]) { meta.artwork = art.artwork }
                 continue
             case "replaygain_track_gain": meta.replayGain.trackGain = decibels(value)
-            case "replaygain_track_peak": meta.replayGain.trackPeak = Double(value.trimmingSpaces)
+            case "replaygain_track_peak": meta.replayGain.trackPeak = Double(value.trimmingBlanks())
             case "replaygain_album_gain": meta.replayGain.albumGain = decibels(value)
-            case "replaygain_album_peak": meta.replayGain.albumPeak = Double(value.trimmingSpaces)
-            case "r128_track_gain": meta.replayGain.r128TrackGain = Int(value.trimmingSpaces).map { Double($0) / 256 }
-            case "r128_album_gain": meta.replayGain.r128AlbumGain = Int(value.trimmingSpaces).map { Double($0) / 256 }
+            case "replaygain_album_peak": meta.replayGain.albumPeak = Double(value.trimmingBlanks())
+            case "r128_track_gain": meta.replayGain.r128TrackGain = Int(value.trimmingBlanks()).map { Double($0) / 256 }
+            case "r128_album_gain": meta.replayGain.r128AlbumGain = Int(value.trimmingBlanks()).map { Double($0) / 256 }
             case "tracktotal", "totaltracks": trackTotal = trackTotal ?? value
             case "disctotal", "totaldiscs": discTotal = discTotal ?? value
             default: break
@@ -72,8 +73,8 @@ enum VorbisComments {
 
     /// `"-6.50 dB"` as -6.5.
     private static func decibels(_ s: String) -> Double? {
-        var t = s.trimmingSpaces
-        if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingSpaces }
+        var t = s.trimmingBlanks()
+        if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingBlanks() }
         return Double(t)
     }
 
@@ -88,65 +89,13 @@ enum VorbisComments {
 enum FLACPicture {
     /// The picture type (3: front cover) and the artwork.
     static func parse(_ data: ArraySlice<UInt8>) -> (type: UInt32, artwork: TrackMetadata.Artwork)? {
-        var r = BigEndianReader(data)
+        var r = ByteReader(data, bigEndian: true)
         guard let type = r.u32(), let mimeLength = r.u32(), let mime = r.bytes(Int(mimeLength)),
               let descLength = r.u32(), r.skip(Int(descLength)), r.skip(16), let size = r.u32(),
               let bytes = r.bytes(Int(size)), !bytes.isEmpty else { return nil }
         let mimeType = String(decoding: mime, as: UTF8.self)
         return (type, .init(data: Array(bytes), mimeType: mimeType.isEmpty ? "application/octet-stream" : mimeType))
     }
-}
-
-/// Sequential little-endian reads from bytes; nil past the end.
-struct LittleEndianReader {
-    private var data: ArraySlice<UInt8>
-    init(_ data: ArraySlice<UInt8>) { self.data = data }
-    var remaining: Int { data.count }
-    mutating func u8() -> UInt8? { data.popFirst() }
-    mutating func u16() -> UInt16? {
-        guard data.count >= 2 else { return nil }
-        defer { data = data.dropFirst(2) }
-        let i = data.startIndex
-        return UInt16(data[i]) | UInt16(data[i + 1]) << 8
-    }
-    mutating func u32() -> UInt32? {
-        guard data.count >= 4 else { return nil }
-        defer { data = data.dropFirst(4) }
-        let i = data.startIndex
-        return UInt32(data[i]) | UInt32(data[i + 1]) << 8 | UInt32(data[i + 2]) << 16 | UInt32(data[i + 3]) << 24
-    }
-    mutating func bytes(_ n: Int) -> ArraySlice<UInt8>? {
-        guard n >= 0, data.count >= n else { return nil }
-        defer { data = data.dropFirst(n) }
-        return data.prefix(n)
-    }
-    mutating func skip(_ n: Int) -> Bool { bytes(n) != nil }
-}
-
-/// Sequential big-endian reads from bytes; nil past the end.
-struct BigEndianReader {
-    private var data: ArraySlice<UInt8>
-    init(_ data: ArraySlice<UInt8>) { self.data = data }
-    var remaining: Int { data.count }
-    mutating func u8() -> UInt8? { data.popFirst() }
-    mutating func u16() -> UInt16? {
-        guard data.count >= 2 else { return nil }
-        defer { data = data.dropFirst(2) }
-        let i = data.startIndex
-        return UInt16(data[i]) << 8 | UInt16(data[i + 1])
-    }
-    mutating func u32() -> UInt32? {
-        guard data.count >= 4 else { return nil }
-        defer { data = data.dropFirst(4) }
-        let i = data.startIndex
-        return UInt32(data[i]) << 24 | UInt32(data[i + 1]) << 16 | UInt32(data[i + 2]) << 8 | UInt32(data[i + 3])
-    }
-    mutating func bytes(_ n: Int) -> ArraySlice<UInt8>? {
-        guard n >= 0, data.count >= n else { return nil }
-        defer { data = data.dropFirst(n) }
-        return data.prefix(n)
-    }
-    mutating func skip(_ n: Int) -> Bool { bytes(n) != nil }
 }
 
 /// Standard base64 (RFC 4648), ignoring whitespace; nil on other characters.

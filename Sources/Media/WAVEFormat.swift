@@ -1,4 +1,5 @@
 import MediaCore
+import Platform
 
 extension DecoderPlugin {
     /// RIFF WAVE: PCM 8/16/24/32-bit, IEEE float, `WAVE_FORMAT_EXTENSIBLE`; tags from a `LIST`
@@ -46,7 +47,7 @@ enum WAVEFormat {
         }
         guard let fmt else { throw MediaError(.corrupt, "no fmt chunk", item: name) }
         guard let (dataOffset, dataLength) = data else { throw MediaError(.corrupt, "no data chunk", item: name) }
-        var r = LittleEndianReader(fmt)
+        var r = ByteReader(fmt, bigEndian: false)
         guard var tag = r.u16(), let channels = r.u16(), let rate = r.u32(), r.skip(4), r.skip(2), let bits = r.u16() else {
             throw MediaError(.corrupt, "fmt chunk too short", item: name)
         }
@@ -96,14 +97,14 @@ enum WAVEFormat {
 /// `IGNR` genre, `ICMT` comment, `ITRK`/`IPRT` track), as mpd's RIFF tag reader maps them.
 enum RIFFInfo {
     static func parse(_ data: ArraySlice<UInt8>, into meta: inout TrackMetadata) {
-        var r = LittleEndianReader(data)
+        var r = ByteReader(data, bigEndian: false)
         var track: String?
         let keys: [String: TagKey] = ["INAM": .title, "IART": .artist, "IPRD": .album, "ICRD": .date, "IGNR": .genre,
                                       "ICMT": .comment, "ITRK": .track, "IPRT": .track, "ICMP": .composer]
         while let id = r.bytes(4), let size = r.u32(), let body = r.bytes(Int(size)) {
             if size & 1 == 1 { _ = r.skip(1) }
             let name = String(decoding: id, as: UTF8.self)
-            let value = String(decoding: body.prefix { $0 != 0 }, as: UTF8.self).trimmingSpaces
+            let value = String(decoding: body.prefix { $0 != 0 }, as: UTF8.self).trimmingBlanks()
             meta.comments.append(TagPair(name: name, value: value))
             guard let key = keys[name], !value.isEmpty else { continue }
             if key == .track { track = track ?? value }

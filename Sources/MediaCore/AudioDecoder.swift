@@ -71,6 +71,14 @@ public struct TrackInfo: Sendable, Equatable {
         self.bitrate = bitrate
     }
 
+    /// What an opened decoder knows: its tags, the file's own rate and channels (before any
+    /// down-mix), its encoding, length and bit rate (a tag reader that must open a decoder
+    /// for the length: libmpg123's, libvorbisfile's, libopusfile's).
+    public init(_ d: any AudioDecoder) {
+        self.init(metadata: d.metadata, format: StreamFormat(rate: d.format.rate, channels: d.sourceChannels),
+                  encoding: d.encoding, lengthFrames: d.lengthFrames, bitrate: d.bitrate)
+    }
+
     /// Duration in seconds, when both length and rate are known.
     public var duration: Double? {
         guard let lengthFrames, let rate = format?.rate, rate > 0 else { return nil }

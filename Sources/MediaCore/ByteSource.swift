@@ -54,19 +54,4 @@ extension ByteSource {
         guard (try? seek(to: offset)) != nil, let bytes = try? read(count: count), bytes.count == count else { return nil }
         return bytes
     }
-
-    /// Skips `count` bytes forward (a seek when seekable, else reading them).
-    public func skip(_ count: Int) throws(MediaError) {
-        guard count > 0 else { return }
-        if isSeekable { return try seek(to: position + count) }
-        var left = count
-        var scratch = [UInt8](repeating: 0, count: min(count, 65_536))
-        while left > 0 {
-            let n = try scratch.withUnsafeMutableBytes { raw in
-                Result { () throws(MediaError) in try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[..<min(left, raw.count)])) }
-            }.get()
-            guard n > 0 else { throw MediaError(.truncated, "it ends inside a header", item: name) }
-            left -= n
-        }
-    }
 }

@@ -100,8 +100,8 @@ public struct TrackMetadata: Sendable, Equatable {
 
 
 extension String {
-    /// Without spaces and tabs at either end.
-    public var trimmingSpaces: String {
+    /// Without spaces and tabs at either end (Platform's `trimmingBlanks`; this module has no dependencies).
+    var trimmingSpaces: String {
         var sub = Substring(self)
         while let f = sub.first, f == " " || f == "\t" { sub.removeFirst() }
         while let l = sub.last, l == " " || l == "\t" { sub.removeLast() }
