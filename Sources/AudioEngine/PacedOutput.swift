@@ -21,24 +21,31 @@ public final class PacedClock: Sendable {
     private let heldFrames = Atomic<Int>(0)
     private let heard = Atomic<Int>(0)
     private let paused = Atomic<Bool>(false)
-    private let lost = Atomic<Bool>(false)
-    private let opens = Atomic<Int>(0)
     private let rateValue = Atomic<Int>(0)
     private let bufferValue = Atomic<Int>(0)
-    /// Written (one byte) when frames are heard or the device is lost; the output polls it.
+    /// Written (one byte) when frames are heard; the output polls it.
     let notifyRead: Int32
     private let notifyWrite: Int32
 
-    private static let clocks = Mutex<[String: PacedClock]>([:])
+    /// The clocks in use, by name: held by their tests and devices, not here (a clock nobody
+    /// holds is freed, its pipe closed).
+    private static let clocks = Mutex<[String: Weak]>([:])
+    private struct Weak { weak var clock: PacedClock? }
 
-    /// The clock for `paced:NAME` (made on first use). Use a fresh name per engine.
+    /// The clock for `paced:NAME` (made on first use, while someone holds it). Use a fresh name per engine.
     public static func named(_ name: String) -> PacedClock {
         clocks.withLock { all in
-            if let c = all[name] { return c }
+            if let c = all[name]?.clock { return c }
+            all = all.filter { $0.value.clock != nil }
             let c = PacedClock(name: name)
-            all[name] = c
+            all[name] = Weak(clock: c)
             return c
         }
+    }
+
+    deinit {
+        close(notifyRead)
+        close(notifyWrite)
     }
 
     private init(name: String) {
@@ -57,8 +64,6 @@ public final class PacedClock: Sendable {
     public var rate: Int { rateValue.load(ordering: .acquiring) }
     /// The device's buffer, frames.
     public var bufferFrames: Int { bufferValue.load(ordering: .acquiring) }
-    /// How many times the device was opened (a format change reopens it).
-    public var openCount: Int { opens.load(ordering: .acquiring) }
 
     /// Hears up to `frames` of what the device holds (nothing while it is paused); returns
     /// the frames heard.
@@ -139,12 +144,6 @@ public final class PacedClock: Sendable {
         return true
     }
 
-    /// The device is gone (as a card unplugged): the output reports it lost.
-    public func unplug() {
-        lost.store(true, ordering: .releasing)
-        notify()
-    }
-
     private func notify() {
         var b: UInt8 = 1
         _ = write(notifyWrite, &b, 1)
@@ -160,14 +159,12 @@ public final class PacedClock: Sendable {
         paused.store(false, ordering: .releasing)
         rateValue.store(rate, ordering: .releasing)
         bufferValue.store(bufferFrames, ordering: .releasing)
-        opens.add(1, ordering: .releasing)
     }
 
     fileprivate func wrote(_ frames: Int) { heldFrames.add(frames, ordering: .releasing) }
     fileprivate func dropAll() { heldFrames.store(0, ordering: .releasing) }
     fileprivate func setPaused(_ on: Bool) { paused.store(on, ordering: .releasing) }
     fileprivate var isPaused: Bool { paused.load(ordering: .acquiring) }
-    fileprivate var isLost: Bool { lost.load(ordering: .acquiring) }
 }
 
 /// The `paced:NAME` driver: a device that plays only when its ``PacedClock`` is advanced.
@@ -181,7 +178,6 @@ struct PacedOutput: AudioOutput {
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
                      bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PacedOutput {
         let clock = PacedClock.named(String(device.dropFirst(6)))
-        guard !clock.isLost else { throw MediaError(.device, "the paced device is unplugged", code: -ENODEV, item: device) }
         let buffer = max(64, bufferMicros * rate / 1_000_000), period = max(16, periodMicros * rate / 1_000_000)
         clock.opened(rate: rate, bufferFrames: buffer)
         return PacedOutput(clock: clock, configuration: DeviceConfiguration(
@@ -190,18 +186,16 @@ struct PacedOutput: AudioOutput {
     }
 
     static func probe(device: String) -> (available: Bool, soundServer: Bool) {
-        (!PacedClock.named(String(device.dropFirst(6))).isLost, false)
+        (true, false)
     }
 
     func state() -> OutputState { clock.isPaused ? .paused : .running }
-    var isLost: Bool { clock.isLost }
+    var isLost: Bool { false }
     func delay() -> Int? { clock.held }
-    func avail() -> Int { clock.isLost ? -Int(ENODEV) : max(0, configuration.bufferFrames - clock.held) }
+    func avail() -> Int { max(0, configuration.bufferFrames - clock.held) }
 
     func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 {
-        let room = avail()
-        if room < 0 { return Int32(room) }
-        if room >= configuration.periodFrames { return 1 }
+        if avail() >= configuration.periodFrames { return 1 }
         return withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds -> Int32 in
             fds[0] = pollfd(fd: clock.notifyRead, events: Int16(POLLIN), revents: 0)
             fds[1] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
@@ -212,21 +206,19 @@ struct PacedOutput: AudioOutput {
         }
     }
 
+    /// Paused, the clock hears nothing: only `wake` is watched (a paced device is never lost).
     func waitWhilePaused(wake: Int32) -> Bool {
-        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds -> Bool in
+        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
             fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
-            fds[1] = pollfd(fd: clock.notifyRead, events: Int16(POLLIN), revents: 0)
-            guard poll(fds.baseAddress, 2, -1) > 0, fds[1].revents != 0 else { return false }
-            clock.drainNotifications()
-            return true
+            _ = poll(fds.baseAddress, 1, -1)
         }
+        return false
     }
 
     func beginDirectWrite(frames: Int) -> DirectWrite { .unsupported }
     func commitDirectWrite(offset: Int, frames: Int) -> Int { -Int(EINVAL) }
 
     func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int {
-        if clock.isLost { return -Int(ENODEV) }
         let n = min(frames, max(0, configuration.bufferFrames - clock.held))
         clock.wrote(n)
         return n
@@ -248,12 +240,12 @@ struct PacedOutput: AudioOutput {
 
     func startIfWaiting() {}
 
-    /// Returns once the clock has heard everything held (or the device is gone, or after 30 s
+    /// Returns once the clock has heard everything held (or after 30 s
     /// of real time with no one advancing it, so a test that stopped pacing cannot hang the
     /// engine's shutdown).
     func drain() {
         let deadline = monotonicNanos() + 30_000_000_000
-        while clock.held > 0, !clock.isLost, monotonicNanos() < deadline {
+        while clock.held > 0, monotonicNanos() < deadline {
             withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
                 fds[0] = pollfd(fd: clock.notifyRead, events: Int16(POLLIN), revents: 0)
                 _ = poll(fds.baseAddress, 1, 100)

@@ -996,7 +996,7 @@ public final class PlayQueue: Sendable {
                 settle(&s)
             case .itemDidPlayToEnd(let item):
                 s.failuresInARow = 0
-                if s.fed.count == 1, s.fed[0].item === item { ranOut(&s, after: s.fed[0].id, failed: false, heard: false) }
+                if s.fed.count == 1, s.fed[0].item === item { ranOut(&s, after: s.fed[0].id, failed: false) }
             case .timeJumped(let item, let time):
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
             case .itemStatusChanged(_, .failed):
@@ -1064,18 +1064,17 @@ public final class PlayQueue: Sendable {
             return
         }
         guard let dropped = lastDropped else { return }
-        ranOut(&s, after: dropped.id, failed: dropped.failed, heard: !dropped.failed)
+        ranOut(&s, after: dropped.id, failed: dropped.failed)
     }
 
     /// The player holds nothing after `id` (heard to its end, or failed): the queue goes on
     /// with what comes next, or ends. An entry that is due but was not fed in time (the player
     /// reached the end of what it held first: a device far faster than real time, a machine
     /// too busy to feed it) plays now, after a short gap, rather than stopping the queue.
-    /// `heard`: `id` is already in the history.
-    private func ranOut(_ s: inout State, after id: Int, failed: Bool, heard: Bool) {
+    private func ranOut(_ s: inout State, after id: Int, failed: Bool) {
         if failed || !s.stopAfterCurrent, let n = automaticNext(after: id, s) {
             let playing = player.rate != 0 || s.lastState == .playing
-            if !failed && !heard { played(&s, id) }
+            if !failed { played(&s, id) }  // (at most once: `played` is idempotent)
             s.current = n
             rebuild(&s)
             if playing { player.play() }

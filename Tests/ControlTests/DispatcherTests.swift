@@ -32,9 +32,9 @@ struct DispatcherTests {
     }
 
     /// Hears the first frames the output wrote: the item that plays is heard (its `current` event).
-    static func hearStart(_ clock: PacedClock) {
-        clock.waitUntilHolding(1)
-        clock.advance(frames: 1)
+    static func hearStart(_ clock: PacedClock, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(clock.waitUntilHolding(1), "the output wrote nothing", sourceLocation: sourceLocation)
+        #expect(clock.advance(frames: 1) == 1, sourceLocation: sourceLocation)
     }
 
     /// Collects the playback's events.
