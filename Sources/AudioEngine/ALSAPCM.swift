@@ -138,6 +138,8 @@ struct ALSAPCM: @unchecked Sendable {
             format = preferred == .float32 ? .s16 : .float32
             try check(snd_pcm_hw_params_set_format(pcm, hw, format.alsa), "snd_pcm_hw_params_set_format")
         }
+        var maxChannels: UInt32 = 2
+        snd_pcm_hw_params_get_channels_max(hw, &maxChannels)
         try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(channels)), "snd_pcm_hw_params_set_channels")
         try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 1), "set_rate_resample")
         var exactRate = UInt32(rate)
@@ -166,7 +168,7 @@ struct ALSAPCM: @unchecked Sendable {
         try check(snd_pcm_prepare(pcm), "snd_pcm_prepare")
         return (DeviceConfiguration(rate: Int(exactRate), channels: channels, sampleFormat: format,
                                     bufferFrames: Int(bufferFrames), periodFrames: Int(periodFrames),
-                                    canPause: canPause, mmap: mmap),
+                                    canPause: canPause, mmap: mmap, maxChannels: Int(min(maxChannels, 8))),
                 Int(start))
     }
 }
@@ -174,6 +176,7 @@ struct ALSAPCM: @unchecked Sendable {
 /// ALSA as an ``AudioOutput``: every device name that is not another driver's.
 extension ALSAPCM: AudioOutput {
     static func handles(_ device: String) -> Bool { true }
+    static var channelOrder: ChannelOrder { .alsa }
 
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
                      bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> ALSAPCM {
@@ -183,6 +186,20 @@ extension ALSAPCM: AudioOutput {
         } catch {
             throw MediaError(.device, "\(error.function): \(error.message)", library: "ALSA", code: error.code, item: device)
         }
+    }
+
+    /// The hardware's channel maximum (`snd_pcm_hw_params_get_channels_max`), the device opened
+    /// and closed unconfigured (a `file:` device writes nothing before its parameters are set).
+    static func channelLimit(device: String) -> Int? {
+        var p: OpaquePointer?
+        guard snd_pcm_open(&p, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) >= 0, let p else { return nil }
+        defer { snd_pcm_close(p) }
+        var hw: OpaquePointer?
+        guard snd_pcm_hw_params_malloc(&hw) >= 0 else { return nil }
+        defer { snd_pcm_hw_params_free(hw) }
+        var maximum: UInt32 = 0
+        guard snd_pcm_hw_params_any(p, hw) >= 0, snd_pcm_hw_params_get_channels_max(hw, &maximum) >= 0 else { return nil }
+        return Int(min(maximum, 8))
     }
 
     static func probe(device: String) -> (available: Bool, soundServer: Bool) {

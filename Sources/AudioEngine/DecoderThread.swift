@@ -25,7 +25,7 @@ struct DecodeItem: Sendable {
 
 /// What the decoder learns about an item, reported to the control plane as soon as it opens.
 enum DecoderReport: Sendable {
-    case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata)
+    case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata, audio: AudioDescription)
     case failed(id: UInt64, error: MediaError)
     /// A `.splice` came too late (an item after its anchor was already opened) for `generation`.
     case spliceFailed(generation: UInt32)
@@ -73,6 +73,8 @@ final class DecoderThread: @unchecked Sendable {
     private var reusable: (path: String, decoder: any AudioDecoder)?
     /// Chooses each item's decoder by content.
     private let registry: DecoderRegistry
+    /// What the output takes (asked when a file has more than two channels).
+    private let options: DecoderOptions
     private var currentItem: DecodeItem?
     /// Frames left before the current item's clip ends (nil: decode to the file's end).
     private var remainingFrames: Int?
@@ -83,8 +85,10 @@ final class DecoderThread: @unchecked Sendable {
     private var lastDrainSample: (UInt64, Int)?
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
-         confinement: String?, registry: DecoderRegistry = .standard, report: @escaping @Sendable (DecoderReport) -> Void) {
+         confinement: String?, registry: DecoderRegistry = .standard, options: DecoderOptions = .stereo,
+         report: @escaping @Sendable (DecoderReport) -> Void) {
         self.confinement = confinement
+        self.options = options
         self.registry = registry
         self.shared = shared
         self.producer = producer
@@ -290,12 +294,12 @@ final class DecoderThread: @unchecked Sendable {
             var item = item
             let previous = reusable
             reusable = nil
-            let decoder: any AudioDecoder
-            if let previous, previous.path == item.path {
-                decoder = try registry.open(previous.decoder.source.reopened())
+            let source = if let previous, previous.path == item.path {
+                try previous.decoder.source.reopened()
             } else {
-                decoder = try registry.open(path: item.path, beneath: confinement)
+                try InputSources.open(item.path, beneath: confinement)
             }
+            let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
             // A clip: the item's frames are the clip's (its frame 0 is the clip's start).
             let rate = decoder.format.rate
             let (clipFirst, clipEnd) = item.clip?.frames(rate: rate, length: decoder.lengthFrames) ?? (0, decoder.lengthFrames)
@@ -308,8 +312,11 @@ final class DecoderThread: @unchecked Sendable {
             let first = clipFirst + item.startFrame
             if first > 0 { try decoder.seek(toFrame: first) }
             remainingFrames = item.clip == nil ? nil : clipEnd.map { $0 - first }
+            let audio = AudioDescription(formatName: plugin.formatName, encoding: decoder.encoding, rate: rate,
+                                         sourceChannels: decoder.sourceChannels, channels: decoder.format.channels,
+                                         bitrate: decoder.bitrate)
             report(.opened(id: item.id, format: decoder.format, lengthFrames: clipLength ?? 0,
-                           metadata: decoder.metadata))
+                           metadata: decoder.metadata, audio: audio))
             // Align to 8 bytes (filler the output skips), then the start marker goes in
             // before any of the item's audio.
             let misalignment = producer.position % 8

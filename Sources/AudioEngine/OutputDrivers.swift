@@ -1,3 +1,5 @@
+import MediaCore
+import Synchronization
 import RingBuffer
 
 /// The output drivers, by device name: the first whose ``AudioOutput/handles(_:)`` takes the
@@ -12,6 +14,19 @@ enum OutputDrivers {
     /// The driver for `device`.
     static func driver(for device: String) -> any AudioOutput.Type {
         all.first { $0.handles(device) } ?? ALSAPCM.self
+    }
+
+    /// What the decoder thread asks of `driver`'s device: its channel order, and the most
+    /// channels it takes (from its last open, else probed once; capped by the settings).
+    static func decoderOptions<D: AudioOutput>(_ driver: D.Type, shared: EngineShared, settings: OutputSettings) -> DecoderOptions {
+        let (device, cap) = (settings.device, min(8, max(2, settings.maxChannels)))
+        return DecoderOptions {
+            let known = shared.deviceChannels.withLock { known in
+                if known == 0, let probed = D.channelLimit(device: device) { known = probed }
+                return known
+            }
+            return OutputChannels(maximum: min(cap, max(2, known)), order: D.channelOrder)
+        }
     }
 
     /// An output thread specialised for `driver`.

@@ -37,6 +37,10 @@ public struct OutputSettings: Sendable, Equatable {
     /// here (none on the test machine), and those plugins gain nothing from it. When false, or on
     /// a device without it, the output renders into its own period buffer and writes that.
     public var mmap: Bool = false
+    /// The most channels to send the device (2…8; mpv's `--audio-channels`, mpd's output
+    /// `format`): a file with more than this, or more than the device takes, is down-mixed to
+    /// stereo. Default 8: whatever the device takes.
+    public var maxChannels: Int = 8
 
     /// Settings for `device`, with mpg123's and mpd's 500 ms buffer unless given.
     /// - Parameters:
@@ -61,7 +65,9 @@ public struct OutputSettings: Sendable, Equatable {
 /// The loop touches only its own stack state, preallocated buffers, atomics and ALSA: no locks
 /// of ours, no allocation (except when the device is reopened for a new format, which is not
 /// the steady state), no logging, no Swift concurrency. Opening an ALSA device allocates inside
-/// alsa-lib; that happens only at item boundaries that change format.
+/// alsa-lib; that happens only at item boundaries that change format, under the one lock this
+/// thread takes (`EngineShared.deviceChannels`, shared with the decoder thread's probe of what
+/// the device takes), never while rendering.
 /// Generic over the driver (`ALSAPCM`, `PulseStream`, `PacedOutput`): specialised per driver,
 /// so the loop calls its device directly, with no existential or witness table on the
 /// real-time path; the engine holds it as an ``OutputThreadHandle`` (start and join only).
@@ -401,9 +407,13 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             closeDevice()
         }
         do {
-            pcm = try Device.open(device: settings.device, rate: rate, channels: channels,
-                                  preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
-                                  periodMicros: periodMillis * 1000, mmap: settings.mmap)
+            pcm = try shared.deviceChannels.withLock { (known: inout Int) throws(MediaError) -> Device in
+                let d = try Device.open(device: settings.device, rate: rate, channels: channels,
+                                        preferred: settings.preferredFormat, bufferMicros: settings.bufferMillis * 1000,
+                                        periodMicros: periodMillis * 1000, mmap: settings.mmap)
+                known = d.configuration.maxChannels
+                return d
+            }
             heardFloor = framesWritten
             emitOpened(pcm!.configuration)
             renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))

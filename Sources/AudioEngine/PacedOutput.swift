@@ -173,6 +173,7 @@ struct PacedOutput: AudioOutput {
     let configuration: DeviceConfiguration
 
     static func handles(_ device: String) -> Bool { device.hasPrefix("paced:") }
+    static var channelOrder: ChannelOrder { .wave }
     static var playsInRealTime: Bool { false }
 
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
@@ -182,8 +183,11 @@ struct PacedOutput: AudioOutput {
         clock.opened(rate: rate, bufferFrames: buffer)
         return PacedOutput(clock: clock, configuration: DeviceConfiguration(
             rate: rate, channels: channels, sampleFormat: preferred, bufferFrames: buffer, periodFrames: min(period, buffer / 2),
-            canPause: true))
+            canPause: true, maxChannels: 8))
     }
+
+    /// A paced device takes up to 8 channels.
+    static func channelLimit(device: String) -> Int? { 8 }
 
     static func probe(device: String) -> (available: Bool, soundServer: Bool) {
         (true, false)

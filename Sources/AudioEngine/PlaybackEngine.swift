@@ -23,6 +23,8 @@ public struct ItemInfo: Sendable, Equatable {
     public var durationFrames: Int
     /// The file's tags.
     public var metadata: TrackMetadata
+    /// What the file holds and how it plays (its format, and whether it is down-mixed).
+    public var audio: AudioDescription?
     /// Duration in seconds.
     public var duration: Double { Double(durationFrames) / Double(format.rate) }
 }
@@ -165,9 +167,11 @@ public final class PlaybackEngine: Sendable {
         state = Mutex(State())
         let shared = self.shared
         let reportBox = ReportBox()
-        decoder = DecoderThread(shared: shared, producer: pcmRing.makeProducer(), markers: markerRing.makeProducer(),
-                                confinement: configuration.confinement, report: { reportBox.engine?.decoderReport($0) })
         driver = OutputDrivers.driver(for: configuration.output.device)
+        decoder = DecoderThread(shared: shared, producer: pcmRing.makeProducer(), markers: markerRing.makeProducer(),
+                                confinement: configuration.confinement,
+                                options: OutputDrivers.decoderOptions(driver, shared: shared, settings: configuration.output),
+                                report: { reportBox.engine?.decoderReport($0) })
         output = OutputDrivers.thread(driver, shared: shared, settings: configuration.output, consumer: pcmRing.makeConsumer(),
                                       markers: markerRing.makeConsumer(), events: eventRing.makeProducer())
         monitor = MonitorThread(events: eventRing.makeConsumer(), shared: shared)
@@ -555,10 +559,10 @@ public final class PlaybackEngine: Sendable {
     fileprivate func decoderReport(_ r: DecoderReport) {
         state.withLock { s in
             switch r {
-            case .opened(let id, let format, let length, let metadata):
+            case .opened(let id, let format, let length, let metadata, let audio):
                 let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? ""
                 let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
-                                    durationFrames: length, metadata: metadata)
+                                    durationFrames: length, metadata: metadata, audio: audio)
                 s.infos[info.id] = info
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):

@@ -73,6 +73,8 @@ final class PulseStream: @unchecked Sendable {
         /// 10 ms after a start, a flush or an uncork, doubling to 1.5 s (libpulse's own
         /// automatic schedule, which also ran while corked: 1.3 wake-ups a second, paused).
         var timingInterval = PulseStream.firstTimingInterval
+        /// The sink's own channel count, once its info arrived (0: not yet; -1: no answer).
+        var sinkChannels = 0
     }
     static let firstTimingInterval = 10_000_000
     static let lastTimingInterval = 1_500_000_000
@@ -135,7 +137,7 @@ final class PulseStream: @unchecked Sendable {
                                       rate: UInt32(rate), channels: UInt8(channels))
             if pa_sample_spec_valid(&spec) == 0 {
                 failure = PulseError(code: Int32(PA_ERR_INVALID.rawValue), function: "pa_sample_spec(\(rate) Hz, \(channels) ch)")
-            } else if let st = pa_stream_new(c, "Backline", &spec, nil) {
+            } else if let st = Self.newStream(c, &spec) {
                 s = st
                 pa_stream_set_state_callback(st, Self.stateChanged, userdata)
                 pa_stream_set_underflow_callback(st, { _, ud in
@@ -184,6 +186,16 @@ final class PulseStream: @unchecked Sendable {
                     if !ready { failure = PulseError(code: pa_context_errno(c), function: "pa_stream_connect_playback(\(where_))") }
                 }
                 if failure == nil, let got = pa_stream_get_buffer_attr(st) { attr = got.pointee }
+                if failure == nil, let op = pa_context_get_sink_info_by_index(c, pa_stream_get_device_index(st), { _, info, eol, ud in
+                    guard let cb = ud?.assumingMemoryBound(to: Callbacks.self) else { return }
+                    if let info { cb.pointee.sinkChannels = Int(info.pointee.channel_map.channels) }
+                    else if eol != 0, cb.pointee.sinkChannels == 0 { cb.pointee.sinkChannels = -1 }
+                    pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
+                }, userdata) {
+                    let cb = userdata
+                    _ = Self.wait(m) { cb.pointee.sinkChannels != 0 ? true : nil }
+                    pa_operation_unref(op)
+                }
             } else {
                 failure = PulseError(code: pa_context_errno(c), function: "pa_stream_new(\(where_))")
             }
@@ -205,7 +217,8 @@ final class PulseStream: @unchecked Sendable {
         bytesPerFrame = channels * format.bytes
         configuration = DeviceConfiguration(rate: rate, channels: channels, sampleFormat: format,
                                             bufferFrames: Int(attr.tlength) / bytesPerFrame,
-                                            periodFrames: max(1, Int(attr.minreq) / bytesPerFrame), canPause: true)
+                                            periodFrames: max(1, Int(attr.minreq) / bytesPerFrame), canPause: true,
+                                            maxChannels: max(2, userdata.pointee.sinkChannels))
     }
 
     private static func release(_ m: OpaquePointer, _ ud: UnsafeMutablePointer<Callbacks>, _ fds: [Int32]) {
@@ -317,6 +330,15 @@ final class PulseStream: @unchecked Sendable {
     }
 
     /// Waits (mainloop locked) until `state` says ready (true) or failed (false).
+    /// A stream for `spec`: more than two channels in WAVE's order (`PA_CHANNEL_MAP_WAVEEX`,
+    /// the order decoders write for ``channelOrder``), fewer with the server's default map.
+    private static func newStream(_ c: OpaquePointer, _ spec: inout pa_sample_spec) -> OpaquePointer? {
+        guard spec.channels > 2 else { return pa_stream_new(c, "Backline", &spec, nil) }
+        var map = pa_channel_map()
+        guard pa_channel_map_init_extend(&map, UInt32(spec.channels), PA_CHANNEL_MAP_WAVEEX) != nil else { return nil }
+        return pa_stream_new(c, "Backline", &spec, &map)
+    }
+
     private static func wait(_ mainloop: OpaquePointer, until state: () -> Bool?) -> Bool {
         while true {
             if let done = state() { return done }
@@ -439,6 +461,8 @@ final class PulseStream: @unchecked Sendable {
 /// A PulseAudio stream as an ``AudioOutput``: `pulse` (the server's default sink) and `pulse:SINK`.
 extension PulseStream: AudioOutput {
     static func handles(_ device: String) -> Bool { sink(forDevice: device) != nil }
+    /// The stream's channel map is `WAVEEX` (set at open), so the server places each channel.
+    static var channelOrder: ChannelOrder { .wave }
 
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
                      bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PulseStream {
@@ -458,6 +482,14 @@ extension PulseStream: AudioOutput {
     }
 
     static func probe(device: String) -> (available: Bool, soundServer: Bool) { (probe(), true) }
+
+    /// The sink's own channels, from a stream opened (and closed) on it without writing.
+    static func channelLimit(device: String) -> Int? {
+        guard let s = try? open(device: device, rate: 48_000, channels: 2, preferred: .float32,
+                                bufferMicros: 100_000, periodMicros: 50_000, mmap: false) else { return nil }
+        defer { s.close() }
+        return s.configuration.maxChannels
+    }
 
     /// Corked: paused; uncorked and not started again by the server: prepared, nothing heard
     /// yet (see `Callbacks.uncorkedNotPlaying`); else running.

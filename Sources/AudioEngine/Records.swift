@@ -150,6 +150,10 @@ final class EngineShared: Sendable {
     /// output reads (audio, a marker, the end of input, a cut), clears it and wakes the output;
     /// see ``notifyIdleOutput()``. Nothing polls while nothing plays.
     let outputIdle = Atomic<Bool>(false)
+    /// Output ↔ decoder: the most channels the device takes (0: not known yet), set by the
+    /// output thread at each open and by the decoder thread's probe before the first; held
+    /// while opening, so a probe never opens the device beside the output's own open.
+    let deviceChannels = Mutex<Int>(0)
 
     deinit {
         for p in [outputWake, monitorWake, decoderWake] { p.close() }

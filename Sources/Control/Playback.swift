@@ -17,6 +17,8 @@ public struct PlaybackConfiguration: Sendable {
     public var bufferMilliseconds: Int
     /// The device sample format tried first (the other one if the device refuses it).
     public var preferredFormat: DeviceSampleFormat = .float32
+    /// The most channels sent to the device (see `OutputSettings.maxChannels`).
+    public var maxChannels = 8
     /// How many items after the current one the player holds (see ``PlayQueue/lookahead``).
     public var lookahead = 1
     public var category: SessionCategory
@@ -102,9 +104,10 @@ public final class Playback: Sendable {
         // descriptor: a link swapped in after `add` cannot lead out of it).
         let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
         tags = TagCache(confinement: confinement)
-        player = QueuePlayer(configuration: EngineConfiguration(
-            output: OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
-                                   preferredFormat: configuration.preferredFormat), confinement: confinement),
+        var output = OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
+                                    preferredFormat: configuration.preferredFormat)
+        output.maxChannels = configuration.maxChannels
+        player = QueuePlayer(configuration: EngineConfiguration(output: output, confinement: confinement),
             session: session, application: application)
         // The daemon and the command-line player stand for the whole app: they resume after an
         // interruption that ends with shouldResume, as an app's handler would.
@@ -218,6 +221,8 @@ public final class Playback: Sendable {
             repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,
             stopAfterEach: queue.stopAfterEach, consume: queue.consume,
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
+            output: player.engine.deviceConfiguration,
+            audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
     }

@@ -102,6 +102,10 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var session: SessionSnapshot
     public var app: ApplicationState
     public var device: String
+    /// What the device agreed to, while it is open.
+    public var output: DeviceConfiguration?
+    /// The item heard now: its format, and whether it is down-mixed for the device.
+    public var audio: AudioDescription?
     public var underruns: Int
     public var sleep: SleepSnapshot?
     /// The music directory (symlinks resolved) that relative paths are relative to: a client

@@ -107,7 +107,8 @@ public enum CtlRun {
         } else if let format = ctl.format {
             print(CtlText.formatted(format, reply))
         } else {
-            print(CtlText.human(name, reply, sent: sent), terminator: "")
+            print(CtlText.human(name, reply, sent: sent, verbose: name == "status" && ctl.arguments == ["--verbose"]),
+                  terminator: "")
         }
         if nothingPlays { throw CtlExit(1) }
     }
@@ -219,6 +220,8 @@ public enum CtlCommands {
             try atMost(1)
             guard let s = a.first else { return .command(name: "play", members: []) }
             return .command(name: "play", members: [("item", .int(try itemID(s, cmd)))])
+        case "status" where a == ["--verbose"]:
+            return .command(name: command, members: [])
         case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
              "version", "channels":
             try atMost(0)

@@ -206,7 +206,7 @@ public enum CtlText {
     }
 
     /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
-    public static func human(_ name: String, _ r: JSON, sent: JSON? = nil) -> String {
+    public static func human(_ name: String, _ r: JSON, sent: JSON? = nil, verbose: Bool = false) -> String {
         switch name {
         case "status":
             let state = r["state"]?.string ?? "?"
@@ -236,7 +236,12 @@ public enum CtlText {
             if !notes.isEmpty { out += "  " + notes.joined(separator: " · ") + "\n" }
             out += "  daemon \(whereItIs(r["app"]?.string)) · device \(short(r["device"] ?? .null)) · underruns \(short(r["underruns"] ?? .null))"
             out += " · sleep \(sleepText(r["sleep"]))"
-            return out + "\n"
+            out += "\n"
+            if verbose {
+                out += "  audio \(r["audio"]?["description"]?.string ?? "(nothing heard)")\n"
+                out += "  output \(r["output"]?.string ?? "(device closed)")\n"
+            }
+            return out
         case "list":
             guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
             let width = String(items.count).count

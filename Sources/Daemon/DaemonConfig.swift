@@ -22,6 +22,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var device = "default"
     /// Device buffer in milliseconds.
     public var bufferMilliseconds = 200
+    /// The most channels sent to the device, 2…8 (`channels`): files with more are down-mixed.
+    public var maxChannels = 8
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false
     /// Shell commands run on suspension and on resumption (state in the environment).
@@ -144,6 +146,7 @@ public struct DaemonConfig: Sendable, Equatable {
         case "playlist-dir": playlistDirectory = path
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
+        case "channels": maxChannels = Int(try number(2, 8))
         case "restore":
             guard value == "paused" || value == "playing" else {
                 throw BadValue(message: "restore: expected paused or playing, got '\(value)'")

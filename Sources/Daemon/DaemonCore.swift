@@ -104,13 +104,15 @@ public final class DaemonCore: Sendable {
         self.logger = logger
         trimmer = MemoryTrimmer(queue: work)
         do {
-            playback = try Playback(configuration: PlaybackConfiguration(
+            var configuration = PlaybackConfiguration(
                 device: config.device, bufferMilliseconds: config.bufferMilliseconds,
                 category: SessionCategory(rawValue: config.category) ?? .playback, backgroundGrace: config.backgroundGrace,
                 musicDirectory: config.musicDirectory, allowAbsolutePaths: config.allowAbsolutePaths,
                 registryDirectory: registryDirectory,
                 playlistDirectory: config.playlistDirectory
-                    ?? (Path.deletingLastComponent(config.stateFile) + "/playlists")))
+                    ?? (Path.deletingLastComponent(config.stateFile) + "/playlists"))
+            configuration.maxChannels = config.maxChannels
+            playback = try Playback(configuration: configuration)
         } catch {
             throw ProtocolError("bad-config", error.message)
         }

@@ -201,6 +201,13 @@ public enum JSONCodec {
             ("session", .object(fields(s.session))),
             ("app", .string(s.app.name)),
             ("device", .string(s.device)),
+            ("output", s.output.map { .string($0.description) } ?? .null),
+            ("audio", s.audio.map { a in
+                .object([("format", .string(a.formatName)), ("encoding", .string(a.encoding.description)),
+                         ("rate", .int(a.rate)), ("channels", .int(a.sourceChannels)), ("playedChannels", .int(a.channels)),
+                         ("downmix", a.isDownmixed ? .string("ITU-R BS.775") : .null), ("bitrate", a.bitrate.map(JSON.int) ?? .null),
+                         ("description", .string(a.description))])
+            } ?? .null),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
             ("musicDirectory", .string(s.musicDirectory)),

@@ -7,7 +7,9 @@ extension DecoderPlugin {
     public static let aiff = DecoderPlugin(
         name: "aiff", formatName: "AIFF", suffixes: ["aiff", "aif", "aifc"], mimeTypes: ["audio/aiff", "audio/x-aiff"],
         matches: { Sniff.has($0, "FORM") && (Sniff.has($0, "AIFF", at: 8) || Sniff.has($0, "AIFC", at: 8)) },
-        open: { (source) throws(MediaError) in try PCMFileDecoder(source: source, layout: AIFFFormat.layout(source)) },
+        open: { (source, options) throws(MediaError) in
+            try PCMFileDecoder(source: source, layout: AIFFFormat.layout(source), options: options)
+        },
         info: { (source) throws(MediaError) in try AIFFFormat.layout(source).info })
 }
 

@@ -58,19 +58,26 @@ public struct DecoderRegistry: Sendable {
         throw MediaError(.unsupportedFormat, Sniff.describe(header), item: source.name)
     }
 
-    /// Opens a decoder for `source`, chosen by content.
-    public func open(_ source: any ByteSource) throws(MediaError) -> any AudioDecoder {
+    /// Opens a decoder for `source`, chosen by content, for an output as `options` say.
+    public func open(_ source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) -> any AudioDecoder {
+        try openWithPlugin(source, options: options).decoder
+    }
+
+    /// Opens a decoder for `source`, chosen by content, and says which plugin it is.
+    public func openWithPlugin(_ source: any ByteSource, options: DecoderOptions = .stereo)
+        throws(MediaError) -> (plugin: DecoderPlugin, decoder: any AudioDecoder) {
         let plugin = try plugin(for: source)
         do {
-            return try plugin.open(source)
+            return (plugin, try plugin.open(source, options))
         } catch {
             throw error.about(source.name)
         }
     }
 
     /// Opens `location` (a path or a `file:` URI, see ``InputSources``) and a decoder for it.
-    public func open(path location: String, beneath root: String? = nil) throws(MediaError) -> any AudioDecoder {
-        try open(InputSources.open(location, beneath: root))
+    public func open(path location: String, beneath root: String? = nil, options: DecoderOptions = .stereo)
+        throws(MediaError) -> any AudioDecoder {
+        try open(InputSources.open(location, beneath: root), options: options)
     }
 
     /// Tags, format and length of `source`, without decoding audio.

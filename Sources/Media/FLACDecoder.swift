@@ -6,12 +6,12 @@ extension DecoderPlugin {
     public static let flac = DecoderPlugin(
         name: "flac", formatName: "FLAC", suffixes: ["flac"], mimeTypes: ["audio/flac", "audio/x-flac"],
         matches: { Sniff.has($0, "fLaC") },
-        open: { (source) throws(MediaError) in try FLACDecoder(source: source) },
+        open: { (source, options) throws(MediaError) in try FLACDecoder(source: source, options: options) },
         info: { (source) throws(MediaError) in try FLACDecoder.info(source) })
 }
 
-/// FLAC: 4 to 32 bits, any rate libFLAC takes, 1 to 8 channels (more than two are down-mixed,
-/// see ``Downmix``), exact length from `STREAMINFO`, sample-exact seeks (libFLAC uses the seek
+/// FLAC: 4 to 32 bits, any rate libFLAC takes, 1 to 8 channels (more than two as the output
+/// takes them, else down-mixed, see ``Downmix``), exact length from `STREAMINFO`, sample-exact seeks (libFLAC uses the seek
 /// table, or searches). Tags (`VORBIS_COMMENT`) and the picture (`PICTURE`) are read from the
 /// metadata blocks in Swift, as the registry's tag reader does without libFLAC.
 ///
@@ -39,7 +39,7 @@ public final class FLACDecoder: AudioDecoder {
     private var ended = false
 
     /// Opens the stream: reads `STREAMINFO` and the tags, then starts libFLAC on the source.
-    public init(source: any ByteSource) throws(MediaError) {
+    public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
         let info = try Self.info(source)
         guard let f = info.format, case .integer(let bits)? = info.encoding else {
@@ -49,7 +49,7 @@ public final class FLACDecoder: AudioDecoder {
             throw MediaError(.unsupportedFormat, "FLAC with \(f.channels) channels at \(f.rate) Hz, \(bits) bits", item: source.name)
         }
         sourceChannels = f.channels
-        stage = PCMStage(maxFrames: 4096, sourceChannels: f.channels)
+        stage = PCMStage(maxFrames: 4096, sourceChannels: f.channels, output: options.outputChannels())
         format = StreamFormat(rate: f.rate, channels: stage.channels)
         encoding = .integer(bits: bits)
         self.bits = bits

@@ -12,7 +12,7 @@ extension DecoderPlugin {
         name: "mpg123", formatName: "MPEG audio", suffixes: ["mp3", "mp2", "mp1", "mpa", "mpga"],
         mimeTypes: ["audio/mpeg", "audio/x-mpeg", "audio/mp3"],
         matches: { Sniff.isMPEGAudio($0) },
-        open: { (source) throws(MediaError) in try MPG123Decoder(source: source) },
+        open: { (source, _) throws(MediaError) in try MPG123Decoder(source: source) },
         // libmpg123 reads the length (the Info header, or a scan of the frame headers): no
         // audio is decoded.
         info: { (source) throws(MediaError) in TrackInfo(try MPG123Decoder(source: source)) })

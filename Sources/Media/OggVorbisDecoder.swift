@@ -6,7 +6,7 @@ extension DecoderPlugin {
     public static let vorbis = DecoderPlugin(
         name: "vorbis", formatName: "Ogg Vorbis", suffixes: ["ogg", "oga"], mimeTypes: ["audio/ogg", "audio/vorbis", "application/ogg"],
         matches: { Sniff.oggCodec($0) == "vorbis" },
-        open: { (source) throws(MediaError) in try OggVorbisDecoder(source: source) },
+        open: { (source, options) throws(MediaError) in try OggVorbisDecoder(source: source, options: options) },
         // vorbisfile reads the headers and, on a seekable source, the last page (the exact
         // length) without decoding audio.
         info: { (source) throws(MediaError) in TrackInfo(try OggVorbisDecoder(source: source)) })
@@ -20,7 +20,8 @@ extension DecoderPlugin {
 ///
 /// Chained streams: a new logical stream with other tags plays on (its tags are the item's
 /// from the first); one that changes the rate or channel count ends the item there
-/// (reported, not played at the wrong rate). More than two channels are down-mixed.
+/// (reported, not played at the wrong rate). More than two channels play in the output's order
+/// when it takes them, else down-mixed (``Downmix``).
 public final class OggVorbisDecoder: AudioDecoder {
     public let source: any ByteSource
     public let format: StreamFormat
@@ -35,7 +36,7 @@ public final class OggVorbisDecoder: AudioDecoder {
     private let stage: PCMStage
     private var link: Int32 = 0
 
-    public init(source: any ByteSource) throws(MediaError) {
+    public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
         file = .allocate(capacity: 1)
         try source.seek(to: 0)
@@ -55,7 +56,8 @@ public final class OggVorbisDecoder: AudioDecoder {
             throw MediaError(.corrupt, "no stream info", library: "libvorbisfile", item: source.name)
         }
         sourceChannels = Int(vi.pointee.channels)
-        stage = PCMStage(maxFrames: 4096, sourceChannels: sourceChannels, layout: Downmix.vorbisOrder(sourceChannels))
+        stage = PCMStage(maxFrames: 4096, sourceChannels: sourceChannels, layout: Downmix.vorbisOrder(sourceChannels),
+                         output: options.outputChannels())
         format = StreamFormat(rate: vi.pointee.rate, channels: stage.channels)
         let total = ov_pcm_total(file, -1)
         lengthFrames = total >= 0 ? Int(total) : nil

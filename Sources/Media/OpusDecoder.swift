@@ -6,14 +6,15 @@ extension DecoderPlugin {
     public static let opus = DecoderPlugin(
         name: "opus", formatName: "Opus", suffixes: ["opus"], mimeTypes: ["audio/ogg", "audio/opus"],
         matches: { Sniff.oggCodec($0) == "opus" },
-        open: { (source) throws(MediaError) in try OpusDecoder(source: source) },
+        open: { (source, options) throws(MediaError) in try OpusDecoder(source: source, options: options) },
         info: { (source) throws(MediaError) in TrackInfo(try OpusDecoder(source: source)) })
 }
 
 /// Ogg Opus through libopusfile: always 48 kHz; pre-skip and end trimming done by the library
 /// (gapless); the header's output gain applied once, by the library (opusfile's default,
-/// `OP_HEADER_GAIN`; nothing here applies it again); float output (`op_read_float`), and
-/// opusfile's own stereo down-mix (`op_read_float_stereo`) for more than two channels.
+/// `OP_HEADER_GAIN`; nothing here applies it again); float output (`op_read_float`); more than
+/// two channels (mapping family 1, Vorbis order) reordered for the output or down-mixed as
+/// every format is (``Downmix``, not opusfile's own `op_read_float_stereo` matrix).
 /// Exact length (`op_pcm_total`) and sample-exact seeks (`op_pcm_seek`).
 public final class OpusDecoder: AudioDecoder {
     public let source: any ByteSource
@@ -32,7 +33,7 @@ public final class OpusDecoder: AudioDecoder {
     private var pcm = [Float](repeating: 0, count: 5760 * 8)
     private var link: Int32 = -1
 
-    public init(source: any ByteSource) throws(MediaError) {
+    public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
         try source.seek(to: 0)
         let box = SourceBox(source)
@@ -44,8 +45,13 @@ public final class OpusDecoder: AudioDecoder {
         file = f
         self.box = box
         sourceChannels = Int(op_channel_count(f, -1))
-        stage = PCMStage(maxFrames: 5760, sourceChannels: min(sourceChannels, 2))
-        format = StreamFormat(rate: 48_000, channels: min(sourceChannels, 2))
+        guard (1...8).contains(sourceChannels) else {
+            op_free(f)
+            throw MediaError(.unsupportedFormat, "Opus with \(sourceChannels) channels", item: source.name)
+        }
+        stage = PCMStage(maxFrames: 5760, sourceChannels: sourceChannels, layout: Downmix.vorbisOrder(sourceChannels),
+                         output: options.outputChannels())
+        format = StreamFormat(rate: 48_000, channels: stage.channels)
         let total = op_pcm_total(f, -1)
         lengthFrames = total >= 0 ? Int(total) : nil
         let br = op_bitrate(f, -1)
@@ -80,21 +86,17 @@ public final class OpusDecoder: AudioDecoder {
         throws(MediaError) -> (bytes: Int, status: DecodeStatus) {
         if stage.pending == 0 {
             var current: Int32 = 0
-            let channels = format.channels
-            let n = pcm.withUnsafeMutableBufferPointer { p in
-                sourceChannels > 2 ? op_read_float_stereo(file, p.baseAddress, Int32(p.count))
-                    : op_read_float(file, p.baseAddress, Int32(p.count), &current)
-            }
+            let n = pcm.withUnsafeMutableBufferPointer { p in op_read_float(file, p.baseAddress, Int32(p.count), &current) }
             if n == 0 { return (0, .done) }
             if n < 0 {
                 if let e = box.error { throw e }
                 throw MediaError(.corrupt, Self.errorText(n), library: "libopusfile", code: n, item: source.name)
             }
-            if sourceChannels <= 2, link >= 0, current != link, Int(op_channel_count(file, current)) != sourceChannels {
+            if link >= 0, current != link, Int(op_channel_count(file, current)) != sourceChannels {
                 throw MediaError(.unsupportedFormat, "a chained stream changes the channel count", item: source.name)
             }
             link = current
-            pcm.withUnsafeBufferPointer { p in stage.putInterleaved(p.baseAddress!, frames: Int(n), channels: channels) }
+            pcm.withUnsafeBufferPointer { p in stage.putInterleaved(p.baseAddress!, frames: Int(n), channels: sourceChannels) }
         }
         return (stage.drain(into: buffer, rest), .more)
     }

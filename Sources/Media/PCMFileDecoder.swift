@@ -69,14 +69,15 @@ final class PCMFileDecoder: AudioDecoder {
     private var frame = 0
     private static let blockFrames = 4096
 
-    init(source: any ByteSource, layout: PCMLayout) throws(MediaError) {
+    init(source: any ByteSource, layout: PCMLayout, options: DecoderOptions = .stereo) throws(MediaError) {
         guard layout.channels >= 1, layout.channels <= 8, layout.rate > 0, layout.bytesPerFrame > 0 else {
             throw MediaError(.unsupportedFormat, "PCM with \(layout.channels) channels at \(layout.rate) Hz", item: source.name)
         }
         self.source = source
         self.layout = layout
         sourceChannels = layout.channels
-        stage = PCMStage(maxFrames: Self.blockFrames, sourceChannels: layout.channels, layout: layout.layout)
+        stage = PCMStage(maxFrames: Self.blockFrames, sourceChannels: layout.channels, layout: layout.layout,
+                         output: options.outputChannels())
         format = StreamFormat(rate: layout.rate, channels: stage.channels)
         raw = [UInt8](repeating: 0, count: Self.blockFrames * layout.bytesPerFrame)
         try source.seek(to: layout.dataOffset)

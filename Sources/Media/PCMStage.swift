@@ -3,26 +3,39 @@ import MediaCore
 /// Where a decoder that produces its own blocks (libFLAC's frames, vorbisfile's and opusfile's
 /// float buffers, WAV's converted bytes) keeps a block until the ring has room: interleaved
 /// float32 at the ring's channel count, handed out in whole frames over the ring's two free
-/// regions. More than two source channels are down-mixed to stereo on the way in (``Downmix``).
+/// regions. More than two source channels play as they are, in the output's channel order, when
+/// the output takes that many; otherwise they are down-mixed to stereo on the way in (``Downmix``).
 ///
 /// Allocated once per decoder (the largest block); nothing is allocated per block.
 final class PCMStage {
     /// Float32 samples, interleaved at ``channels``.
     private var samples: UnsafeMutablePointer<Float>
     private var capacityFrames: Int
-    /// The ring's channel count (1 or 2).
+    /// The ring's channel count: the source's, or 2 when it is down-mixed.
     let channels: Int
     /// Frames staged, and how many of them were handed out.
     private(set) var frames = 0
     private var taken = 0
     /// The down-mix weights (source channel → left, right) when the source has more than 2 channels.
     let downmix: Downmix?
+    /// For each ring channel, the source channel it takes, when the output's order differs
+    /// from the source's (more than two channels played as they are).
+    let order: [Int]?
 
     /// A stage for blocks of up to `maxFrames` frames from a source with `sourceChannels` in
-    /// `layout` order.
-    init(maxFrames: Int, sourceChannels: Int, layout: [Downmix.Position]? = nil) {
-        downmix = sourceChannels > 2 ? Downmix(layout ?? Downmix.waveOrder(sourceChannels)) : nil
-        channels = sourceChannels > 2 ? 2 : sourceChannels
+    /// `layout` order (WAVE's when nil), for an output taking `output` (asked only when the
+    /// source has more than two channels).
+    init(maxFrames: Int, sourceChannels: Int, layout: [Downmix.Position]? = nil, output: @autoclosure () -> OutputChannels = .stereo) {
+        let layout = layout ?? Downmix.waveOrder(sourceChannels)
+        let takes = sourceChannels > 2 ? output() : .stereo
+        if sourceChannels <= 2 {
+            (downmix, order, channels) = (nil, nil, sourceChannels)
+        } else if sourceChannels <= takes.maximum {
+            let o = Downmix.mapping(from: layout, to: Downmix.order(takes.order, sourceChannels))
+            (downmix, order, channels) = (nil, o == Array(0..<sourceChannels) ? nil : o, sourceChannels)
+        } else {
+            (downmix, order, channels) = (Downmix(layout), nil, 2)
+        }
         capacityFrames = max(1, maxFrames)
         samples = .allocate(capacity: capacityFrames * channels)
     }
@@ -56,6 +69,11 @@ final class PCMStage {
                 samples[2 * i] = l
                 samples[2 * i + 1] = r
             }
+        } else if source > 2 {
+            let order = order ?? Array(0..<source)
+            for i in 0..<count {
+                for (k, c) in order.enumerated() { samples[source * i + k] = sample(c, i) * scale }
+            }
         } else if source == 2 {
             for i in 0..<count {
                 samples[2 * i] = sample(0, i) * scale
@@ -68,7 +86,7 @@ final class PCMStage {
 
     /// Stages a block of interleaved float samples (`count` frames of `source` channels).
     func putInterleaved(_ data: UnsafePointer<Float>, frames count: Int, channels source: Int) {
-        if downmix == nil {
+        if downmix == nil, order == nil {
             reserve(count)
             taken = 0
             frames = count
@@ -144,6 +162,43 @@ public struct Downmix: Sendable, Equatable {
         case 7: [.frontLeft, .frontRight, .frontCenter, .lfe, .backCenter, .sideLeft, .sideRight]
         default: [.frontLeft, .frontRight, .frontCenter, .lfe, .backLeft, .backRight, .sideLeft, .sideRight]
         }
+    }
+
+    /// The order of `n` channels on an output numbering them in `order`.
+    public static func order(_ order: ChannelOrder, _ n: Int) -> [Position] {
+        switch (order, n) {
+        case (.alsa, 5): [.frontLeft, .frontRight, .backLeft, .backRight, .frontCenter]
+        case (.alsa, 6): [.frontLeft, .frontRight, .backLeft, .backRight, .frontCenter, .lfe]
+        case (.alsa, 8): [.frontLeft, .frontRight, .backLeft, .backRight, .frontCenter, .lfe, .sideLeft, .sideRight]
+        default: waveOrder(n)
+        }
+    }
+
+    /// For each position of `target`, the index in `source` holding it (a back channel stands
+    /// for a side one the source lacks, and the reverse); the source's own order when the two
+    /// hold different speakers.
+    static func mapping(from source: [Position], to target: [Position]) -> [Int] {
+        func alias(_ p: Position) -> Position? {
+            switch p {
+            case .backLeft: .sideLeft
+            case .backRight: .sideRight
+            case .sideLeft: .backLeft
+            case .sideRight: .backRight
+            default: nil
+            }
+        }
+        let identity = Array(source.indices)
+        guard source.count == target.count else { return identity }
+        var used = Set<Int>(), out: [Int] = []
+        for p in target {
+            guard let i = source.indices.first(where: { source[$0] == p && !used.contains($0) })
+                    ?? alias(p).flatMap({ a in source.indices.first { source[$0] == a && !used.contains($0) } }) else {
+                return identity
+            }
+            used.insert(i)
+            out.append(i)
+        }
+        return out
     }
 
     /// The Vorbis (and Opus family 1) channel order for `n` channels.

@@ -7,7 +7,9 @@ extension DecoderPlugin {
     public static let wave = DecoderPlugin(
         name: "wave", formatName: "WAV", suffixes: ["wav", "wave"], mimeTypes: ["audio/wav", "audio/x-wav", "audio/wave"],
         matches: { Sniff.has($0, "RIFF") && Sniff.has($0, "WAVE", at: 8) },
-        open: { (source) throws(MediaError) in try PCMFileDecoder(source: source, layout: WAVEFormat.layout(source)) },
+        open: { (source, options) throws(MediaError) in
+            try PCMFileDecoder(source: source, layout: WAVEFormat.layout(source), options: options)
+        },
         info: { (source) throws(MediaError) in try WAVEFormat.layout(source).info })
 }
 

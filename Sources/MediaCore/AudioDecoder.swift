@@ -14,8 +14,9 @@ public enum DecodeStatus: Sendable, Equatable {
 public protocol AudioDecoder: AnyObject {
     /// The source it reads.
     var source: any ByteSource { get }
-    /// The PCM it produces: float32 interleaved, 1 or 2 channels (more are down-mixed by the
-    /// Media module's `Downmix`), at the file's rate.
+    /// The PCM it produces: float32 interleaved at the file's rate; the file's channels in the
+    /// output's order (``DecoderOptions``) when the output takes them all, else down-mixed to
+    /// stereo (the Media module's `Downmix`).
     var format: StreamFormat { get }
     /// How the file stores samples (its bits), for status lines.
     var encoding: SampleEncoding { get }
@@ -100,15 +101,15 @@ public struct DecoderPlugin: Sendable {
     public var mimeTypes: [String]
     /// Whether the first bytes of the file (after any ID3v2 tag) are this format's.
     public var matches: @Sendable (_ header: [UInt8]) -> Bool
-    /// Opens a decoder on `source`, positioned at its start.
-    public var open: @Sendable (_ source: any ByteSource) throws(MediaError) -> any AudioDecoder
+    /// Opens a decoder on `source`, positioned at its start, for an output as `options` say.
+    public var open: @Sendable (_ source: any ByteSource, _ options: DecoderOptions) throws(MediaError) -> any AudioDecoder
     /// Reads tags, format and length from `source` (positioned at its start) without decoding audio.
     public var info: @Sendable (_ source: any ByteSource) throws(MediaError) -> TrackInfo
 
     /// A plugin from its parts.
     public init(name: String, formatName: String, suffixes: [String], mimeTypes: [String],
                 matches: @escaping @Sendable (_ header: [UInt8]) -> Bool,
-                open: @escaping @Sendable (_ source: any ByteSource) throws(MediaError) -> any AudioDecoder,
+                open: @escaping @Sendable (_ source: any ByteSource, _ options: DecoderOptions) throws(MediaError) -> any AudioDecoder,
                 info: @escaping @Sendable (_ source: any ByteSource) throws(MediaError) -> TrackInfo) {
         self.name = name
         self.formatName = formatName

@@ -14,8 +14,11 @@ public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
 public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// The device's sample rate, frames per second.
     public var rate: Int
-    /// The number of channels (1 mono, 2 stereo).
+    /// The number of channels (1 mono, 2 stereo, up to 8).
     public var channels: Int
+    /// The most channels the device takes (ALSA's hardware limit, a PulseAudio sink's own
+    /// channels), at most 8: a file with more is down-mixed.
+    public var maxChannels: Int
     /// The sample format written to the device.
     public var sampleFormat: DeviceSampleFormat
     /// Device buffer and period, in frames.
@@ -30,8 +33,9 @@ public struct DeviceConfiguration: Sendable, Equatable, CustomStringConvertible 
 
     /// The configuration from its parts.
     public init(rate: Int, channels: Int, sampleFormat: DeviceSampleFormat, bufferFrames: Int, periodFrames: Int,
-                canPause: Bool, mmap: Bool = false) {
+                canPause: Bool, mmap: Bool = false, maxChannels: Int? = nil) {
         (self.rate, self.channels, self.sampleFormat) = (rate, channels, sampleFormat)
+        self.maxChannels = min(8, max(channels, maxChannels ?? channels))
         (self.bufferFrames, self.periodFrames, self.canPause, self.mmap) = (bufferFrames, periodFrames, canPause, mmap)
     }
 
@@ -84,6 +88,12 @@ public protocol AudioOutput: Sendable {
     /// Opens `device` for `rate` and `channels`, `preferred` format first.
     static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
                      bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> Self
+    /// How the device numbers more than two channels (the decoder writes them in this order).
+    static var channelOrder: ChannelOrder { get }
+    /// The most channels `device` takes, found without playing (nil: it cannot be told now).
+    /// Asked by the decoder thread before the device was ever opened, when a file has more
+    /// than two channels; once it was, its ``DeviceConfiguration/maxChannels`` answers.
+    static func channelLimit(device: String) -> Int?
     /// Whether `device` can be opened now, and whether it is a sound server (whose return after
     /// a loss means the media services restarted).
     static func probe(device: String) -> (available: Bool, soundServer: Bool)

@@ -3,7 +3,7 @@
 public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
     /// Frames per second.
     public var rate: Int
-    /// Channels per frame (1 mono, 2 stereo, up to 8; the engine plays 1 or 2: more are down-mixed, the Media module's `Downmix`).
+    /// Channels per frame (1 mono, 2 stereo, up to 8).
     public var channels: Int
     /// Bytes per frame (4 × channels).
     public var bytesPerFrame: Int { 4 * channels }

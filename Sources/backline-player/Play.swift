@@ -62,6 +62,9 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Repeat: all (the queue) or one (the item); off by default.")
     var `repeat`: String?
 
+    @Option(name: .long, help: "The most channels to send the device, 2–8 (default 8: what the device takes); files with more are down-mixed to stereo (ITU-R BS.775).")
+    var channels = PlayOptions.defaults.channels
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -78,7 +81,7 @@ struct Play: ParsableCommand {
             help: "Seconds in the background with nothing playing before the process stops itself.")
     var backgroundGrace = PlayOptions.defaults.backgroundGrace
 
-    @Flag(name: .long, help: "Print the device's settings (format, rate, channels, buffer and period), real-time scheduling and underruns to stderr.")
+    @Flag(name: .long, help: "Print the device's settings (format, rate, channels, buffer and period), each item's format (and whether it is down-mixed), real-time scheduling and underruns to stderr.")
     var verbose = PlayOptions.defaults.verbose
 
     @Flag(name: .long, help: "Post a desktop notification when an item starts (replacing the previous one).")
@@ -87,12 +90,12 @@ struct Play: ParsableCommand {
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = PlayOptions.defaults.noMPRIS
 
-    @Argument(help: "MP3 files, folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
+    @Argument(help: "Audio files (MP3, FLAC, Ogg Vorbis, Opus, WAV, AIFF), folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
     var files: [String]
 
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
-        PlayOptions(device: device, bufferMs: bufferMs, format: format, shuffle: shuffle, repeat: self.repeat,
+        PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -112,6 +115,7 @@ struct PlayOptions: Equatable {
     var device = "default"
     var bufferMs = 500
     var format = "float32"
+    var channels = 8
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -130,6 +134,7 @@ struct PlayOptions: Equatable {
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
         guard ["float32", "s16"].contains(format) else { throw ValidationError("--format must be float32 or s16") }
+        guard (2...8).contains(channels) else { throw ValidationError("--channels must be 2…8") }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -167,6 +172,7 @@ struct PlayOptions: Equatable {
             device: device, bufferMilliseconds: bufferMs, category: SessionCategory(rawValue: category) ?? .playback,
             backgroundGrace: backgroundGrace, musicDirectory: FileManager.default.currentDirectoryPath, allowAbsolutePaths: true)
         configuration.preferredFormat = format == "s16" ? .s16 : .float32
+        configuration.maxChannels = channels
         // The whole queue is fed ahead (as a plain list player does), so a device that takes
         // audio faster than real time (ALSA's null or file plugins) still hears every item.
         configuration.lookahead = .max
@@ -238,6 +244,7 @@ struct PlayOptions: Equatable {
                   ui.current.withLock({ c in defer { c = info }; return c?.id != info.id }) else { return }
             status.withLock { $0.heard += 1 }
             Terminal.line("▶ \(Self.name(info))  [\(formatTime(info.duration))]", tty: tty)
+            if verbose, let audio = info.audio { Terminal.error("backline: \(Path.lastComponent(info.path)): \(audio)", tty: tty) }
             if let notifications {
                 let m = info.metadata
                 let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
@@ -482,9 +489,13 @@ extension PlayOptions {
                 case "start": start = v
                 default: category = v
                 }
-            case "buffer-ms", "volume":
+            case "buffer-ms", "volume", "channels":
                 guard let v = value(inline).flatMap({ Int($0) }) else { return nil }
-                if name == "volume" { volume = v } else { bufferMs = v }
+                switch name {
+                case "volume": volume = v
+                case "channels": channels = v
+                default: bufferMs = v
+                }
             case "background-grace":
                 guard let v = value(inline).flatMap({ Double($0) }) else { return nil }
                 backgroundGrace = v

@@ -124,8 +124,8 @@ final class PlayKeys: Sendable {
         ]
         for (k, v) in tags { if let v, !v.isEmpty { lines.append("  \(k): \(v)") } }
         if let art = m.artwork { lines.append("  cover: \(art.mimeType), \(art.data.count) bytes") }
-        let channels = info.format.channels == 1 ? "mono" : "stereo"
-        lines.append("  audio: MPEG, \(info.format.rate) Hz, \(channels), \(formatTime(info.duration)) (\(info.durationFrames) frames)")
+        let audio = info.audio.map(String.init(describing:)) ?? "\(info.format)"
+        lines.append("  audio: \(audio), \(formatTime(info.duration)) (\(info.durationFrames) frames)")
         let engine = playback.player.engine
         if let c = engine.deviceConfiguration {
             let rt = engine.isRealtime.map { $0 ? "real-time" : "normal priority" } ?? "priority unknown"

@@ -35,19 +35,20 @@ final class EventLog: Sendable {
 
 /// An engine playing into `device`, real time off (tests run many at once).
 func makeEngine(device: String, format: DeviceSampleFormat = .float32, bufferMillis: Int = 200,
-                mmap: Bool = false) -> PlaybackEngine {
+                mmap: Bool = false, maxChannels: Int = 8) -> PlaybackEngine {
     var output = OutputSettings(device: device, bufferMillis: bufferMillis, preferredFormat: format, realtime: false)
     output.mmap = mmap
+    output.maxChannels = maxChannels
     return PlaybackEngine(configuration: EngineConfiguration(output: output))
 }
 
 /// Plays `files` into a fresh ALSA file capture and returns the captured float32 samples and the events.
-func playToFile(_ files: [URL], format: DeviceSampleFormat = .float32, mmap: Bool = false) throws
+func playToFile(_ files: [URL], format: DeviceSampleFormat = .float32, mmap: Bool = false, maxChannels: Int = 8) throws
     -> (capture: ALSAFileCapture, events: [EngineEvent])
 {
     let dir = try Harness.makeTemporaryDirectory()
     let cap = ALSAFileCapture(in: dir)
-    let engine = makeEngine(device: cap.device, format: format, mmap: mmap)
+    let engine = makeEngine(device: cap.device, format: format, mmap: mmap, maxChannels: maxChannels)
     defer { engine.shutdown() }
     let log = EventLog(engine)
     engine.enqueue(files.map(\.path))

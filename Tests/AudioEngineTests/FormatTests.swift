@@ -79,6 +79,49 @@ struct FormatTests {
         }
     }
 
+    @Test("multichannel: a 5.1 FLAC, WAV and Opus reach a device that takes 6 channels as they are (ALSA's order), bit-exact; capped at 2 they are down-mixed (ITU-R BS.775) and the item says so")
+    func multichannel() throws {
+        let src = try FormatFixtures.source("fmt-51", seconds: 0.9, rate: 48_000, channels: 6)
+        let flac = try FormatFixtures.flac("fmt-flac-51", from: src)
+        let wav = try FormatFixtures.sox("fmt-wav-51-f32", from: src, ext: "wav", args: ["-e", "floating-point", "-b", "32"])
+        let opus = try FormatFixtures.opus("fmt-opus-51", from: src)
+        // Opus (mapping family 1) is stored in Vorbis's order; opusdec writes WAVE's.
+        let cases: [(URL, () throws -> [Float], Float)] = [
+            (flac, { try FormatReference.flac(flac, bits: 16) }, 0), (wav, { try FormatReference.sox(wav) }, 0),
+            (opus, { try FormatReference.opus(opus) }, 6e-8),
+        ]
+        for (file, reference, tolerance) in cases {
+            let ref = try reference()  // FL FR FC LFE BL BR (WAVE's order)
+            let frames = ref.count / 6
+            // ALSA's 5.1 order: FL FR RL RR FC LFE.
+            var alsa = [Float](repeating: 0, count: ref.count)
+            for i in 0..<frames { for (k, c) in [0, 1, 4, 5, 2, 3].enumerated() { alsa[6 * i + k] = ref[6 * i + c] } }
+            let (cap, events) = try playToFile([file])
+            let got = try cap.f32()
+            #expect(got.count == alsa.count && maxDifference(got, alsa) <= tolerance,
+                    "\(file.lastPathComponent): 6 channels as they are, \(got.count) vs \(alsa.count) samples, up to \(maxDifference(got, alsa)) apart")
+            let audio = events.compactMap { if case .itemStarted(let i, _) = $0 { i.audio } else { nil } }.first
+            #expect(audio?.sourceChannels == 6 && audio?.channels == 6 && audio?.isDownmixed == false, "\(String(describing: audio))")
+
+            // BS.775 with each side normalised: L = (FL + h·FC + h·BL) / (1 + 2h), likewise R; LFE left out.
+            let h: Float = 0.70710677, n: Float = 1 + h + h
+            var mix = [Float](repeating: 0, count: frames * 2)
+            for i in 0..<frames {
+                let f = ref[(6 * i)..<(6 * i + 6)].map { $0 }
+                mix[2 * i] = f[0] / n + f[2] * (h / n) + f[4] * (h / n)
+                mix[2 * i + 1] = f[1] / n + f[2] * (h / n) + f[5] * (h / n)
+            }
+            let (down, downEvents) = try playToFile([file], maxChannels: 2)
+            let stereo = try down.f32()
+            #expect(stereo.count == mix.count, "\(file.lastPathComponent): \(stereo.count) vs \(mix.count) samples")
+            #expect(maxDifference(stereo, mix) <= 1e-6 + 3 * tolerance, "\(file.lastPathComponent): down-mix differs by \(maxDifference(stereo, mix))")
+            let downAudio = downEvents.compactMap { if case .itemStarted(let i, _) = $0 { i.audio } else { nil } }.first
+            #expect(downAudio?.isDownmixed == true && downAudio?.channels == 2, "\(String(describing: downAudio))")
+            #expect(downAudio.map(String.init(describing:))?.contains("5.1, down-mixed to stereo (ITU-R BS.775)") == true,
+                    "\(String(describing: downAudio))")
+        }
+    }
+
     @Test("gapless: a sweep cut at an odd sample into two files rejoins exactly, in FLAC, WAV and AIFF; Opus and Vorbis keep the exact length")
     func gapless() throws {
         let whole = try FormatFixtures.source("fmt-gapless-whole", seconds: 2.2)

@@ -130,6 +130,27 @@ struct PlayInputTests {
         #expect(badStart.stderr.contains("--start must be seconds, M:SS or H:MM:SS (got '1:75')"), "\(badStart.stderr)")
     }
 
+    @Test("--verbose names each item's format: a 5.1 FLAC plays as 6 channels on ALSA's null device, down-mixed (and said so) on a stereo PulseAudio sink and under --channels 2")
+    func verboseMultichannel() throws {
+        let src = try FormatFixtures.source("cli-51", seconds: 0.4, rate: 48_000, channels: 6)
+        let flac = try FormatFixtures.flac("cli-flac-51", from: src)
+        let name = flac.lastPathComponent
+        let alsa = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--device", "null", flac.path], environment: try isolated())
+        #expect(alsa.status == 0, "\(alsa.stderr)")
+        #expect(alsa.stderr.contains("backline: device null: float32, 48000 Hz, 6 channels"), "\(alsa.stderr)")
+        #expect(alsa.stderr.contains("backline: \(name): FLAC, 16-bit, 48000 Hz, 5.1, ") && !alsa.stderr.contains("down-mixed"), "\(alsa.stderr)")
+        let capped = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--channels", "2", "--device", "null", flac.path],
+                                    environment: try isolated())
+        #expect(capped.stderr.contains("backline: device null: float32, 48000 Hz, 2 channels"), "\(capped.stderr)")
+        #expect(capped.stderr.contains("backline: \(name): FLAC, 16-bit, 48000 Hz, 5.1, down-mixed to stereo (ITU-R BS.775)"), "\(capped.stderr)")
+        let sink = try PulseNullSink.shared()
+        let pulse = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--device", sink.alsaDevice, flac.path],
+                                   environment: try isolated(sink.environment))
+        #expect(pulse.status == 0, "\(pulse.stderr)")
+        #expect(pulse.stderr.contains("backline: device pulse: float32, 48000 Hz, 2 channels"), "\(pulse.stderr)")
+        #expect(pulse.stderr.contains("backline: \(name): FLAC, 16-bit, 48000 Hz, 5.1, down-mixed to stereo (ITU-R BS.775)"), "\(pulse.stderr)")
+    }
+
     @Test("--verbose prints the device's settings and scheduling; a bad device is named without ALSA's raw lines")
     func verboseAndDevice() throws {
         let tone = try Fixtures.tone("verbose-tone", seconds: 0.5, frequency: 550)

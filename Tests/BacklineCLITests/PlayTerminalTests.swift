@@ -82,6 +82,11 @@ struct PlayTerminalTests {
             usleep(1_000_000)
             try term.keys("r", "s")
             wait("repeat all, shuffle") { statusLine($0).hasSuffix("vol 90%  repeat all  shuffle") }
+            try term.keys("i")
+            wait("i: the item's tags, format and device") { s in
+                s.contains("  file: \(noise.path)") && s.contains("  audio: MPEG audio, float, 44100 Hz, stereo")
+                    && s.contains("  device: pulse: float32, 44100 Hz, 2 channels")
+            }
             try term.keys("r", "s", "n")
             wait("next item") { statusLine($0).hasPrefix("▶ keys-tone.mp3  2/2  0:0") && statusLine($0).hasSuffix("vol 90%  repeat one") }
             usleep(1_500_000)

@@ -41,6 +41,9 @@ struct CtlTests {
         #expect(status.contains(" / 0:04.000\n  volume 100% (muted) · repeat off · shuffle off · single off\n"), "\(status)")
         #expect(status.contains("single off\n  keeps playing in the background · pauses for other players\n"
                                 + "  daemon in the foreground · device \(d.device) · underruns 0 · sleep off\n"), "\(status)")
+        let verbose = try ctl("status", "--verbose")
+        #expect(verbose.contains("  audio MPEG audio, float, 44100 Hz, stereo") && verbose.contains("\n  output float32, 44100 Hz, 2 channels, buffer "),
+                "\(verbose)")
         let list = try ctl("queue")
         #expect(list.contains(">3. [id 2] b.mp3 (0:04.000)"), "\(list)")
         #expect(try ctl("pause").contains("state: paused"))
