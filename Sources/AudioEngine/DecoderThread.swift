@@ -27,6 +27,8 @@ struct DecodeItem: Sendable {
 enum DecoderReport: Sendable {
     case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata, audio: AudioDescription)
     case failed(id: UInt64, error: MediaError)
+    /// The item's tags change where the marker numbered `number` sits (a chained stream's next link).
+    case metadata(id: UInt64, number: Int64, metadata: TrackMetadata)
     /// A `.splice` came too late (an item after its anchor was already opened) for `generation`.
     case spliceFailed(generation: UInt32)
 }
@@ -81,6 +83,8 @@ final class DecoderThread: @unchecked Sendable {
     /// Whether a decode burst is in progress, and how long to sleep when the ring is full.
     private var refilling = true
     private var backoffMillis = 5
+    /// Numbers the tag changes reported (``DecoderReport/metadata(id:number:metadata:)``).
+    private var metadataNumber: Int64 = 0
     /// (time, bytes consumed) at the previous full ring, to measure the drain rate over a cycle.
     private var lastDrainSample: (UInt64, Int)?
 
@@ -268,6 +272,15 @@ final class DecoderThread: @unchecked Sendable {
                 remainingFrames = r - bytes / bytesPerFrame
             }
             producer.commit(bytes)
+            if let update = decoder.takeMetadataUpdate() {
+                // Marked at the ring position of the first frame the new tags belong to.
+                metadataNumber += 1
+                report(.metadata(id: item.id, number: metadataNumber, metadata: update))
+                while !pushMarker(.metadata, item: item, format: decoder.format, itemFrame: metadataNumber) {
+                    if shared.generation.load(ordering: .acquiring) != generation { return false }
+                    sleep(millis: 5)
+                }
+            }
             if status == .done {
                 guard pushMarker(.end, item: item, format: decoder.format) else { return false }
                 finishCurrent()
@@ -365,9 +378,9 @@ final class DecoderThread: @unchecked Sendable {
         return fillerPending == 0
     }
 
-    private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat) -> Bool {
+    private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat, itemFrame: Int64? = nil) -> Bool {
         let m = Marker(kind: kind, generation: generation, position: producer.position, item: item.id,
-                       rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: Int64(item.startFrame))
+                       rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: itemFrame ?? Int64(item.startFrame))
         return markers.push(m)
     }
 }

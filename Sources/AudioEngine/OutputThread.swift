@@ -396,6 +396,8 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             emit(.itemEnded, item: m.item)
         case .failed:
             emit(.itemFailed, item: m.item)
+        case .metadata:
+            emit(.metadataChanged, item: m.item, itemFrame: m.itemFrame)
         case .pad:
             segmentGeneration = .max  // discard the filler up to the next marker
         }

@@ -53,6 +53,9 @@ public enum EngineEvent: Sendable, Equatable {
     case itemDecodeFailed(ItemID, path: String, error: MediaError)
     /// The output device opened, with these settings. Delivered as soon as it happens.
     case deviceOpened(DeviceConfiguration)
+    /// The item's tags changed within it (a chained Ogg stream's next link), heard now: the
+    /// info carries the new tags (``info(for:)`` answers them from now on).
+    case metadataChanged(ItemInfo)
 }
 
 /// The audible position.
@@ -120,6 +123,9 @@ public final class PlaybackEngine: Sendable {
         /// The id the next enqueued item gets.
         var nextID: UInt64 = 1
         var infos: [ItemID: ItemInfo] = [:]
+        /// Tag changes the decoder marked in the ring, by number, until the output reaches them
+        /// (the oldest dropped past 64: those of flushed audio never arrive).
+        var timedMetadata: [Int64: (ItemID, TrackMetadata)] = [:]
         var failures: [ItemID: MediaError] = [:]
         /// Audible timeline: segment starts by device frame.
         var segments: [Segment] = []
@@ -569,11 +575,15 @@ public final class PlaybackEngine: Sendable {
                 s.failures[ItemID(rawValue: id)] = error
                 let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? error.item
                 s.immediate.append(.itemDecodeFailed(ItemID(rawValue: id), path: path, error: error))
+            case .metadata(let id, let number, let metadata):
+                s.timedMetadata[number] = (ItemID(rawValue: id), metadata)
+                if s.timedMetadata.count > 64, let oldest = s.timedMetadata.keys.min() { s.timedMetadata[oldest] = nil }
             case .spliceFailed:
                 break
             }
         }
         switch r {
+        case .metadata: break
         case .opened, .failed: monitor.poke()
         case .spliceFailed(let generation):
             // The decoder had already opened an item after the splice point: re-plan from what
@@ -658,6 +668,11 @@ public final class PlaybackEngine: Sendable {
                     s.pausedByDropFrames = Int(e.itemFrame)
                 case .cutMissed:
                     replan = true
+                case .metadataChanged:
+                    if let (item, metadata) = s.timedMetadata.removeValue(forKey: e.itemFrame), item == id, var info = s.infos[id] {
+                        info.metadata = metadata
+                        s.pending.append((e.deviceFrame, .metadataChanged(info)))
+                    }
                 }
             }
             // Everything now audible, in timeline order; at one device frame an item's end
@@ -676,6 +691,9 @@ public final class PlaybackEngine: Sendable {
                 case .itemEnded(let id), .itemFailed(let id, _, _):
                     s.queue.removeAll { $0.id == id }
                     due.append((frame, 0, e))
+                case .metadataChanged(let info):
+                    s.infos[info.id]?.metadata = info.metadata
+                    due.append((frame, 1, e))
                 case .endOfInput:
                     // Input that ended; an item appended after the output passed the end starts
                     // at this frame or later (the device drained, then reopened), and stays.

@@ -19,6 +19,8 @@ struct Marker: BitwiseCopyable {
         /// Filler up to the next marker, never played: keeps every item's frames aligned to 8
         /// bytes, so no frame straddles the ring's wrap (a mono item can end half-way).
         case pad = 4
+        /// `item`'s tags change here (their number, from the decoder's report, in `itemFrame`).
+        case metadata = 5
     }
     var kind: Kind
     var generation: UInt32
@@ -45,6 +47,8 @@ struct OutputEvent: BitwiseCopyable {
         case pausedByDrop = 8
         /// A cut (see `EngineShared.cutSeq`) came after the output had passed its start.
         case cutMissed = 9
+        /// `item`'s tags change at `deviceFrame` (their number in `itemFrame`).
+        case metadataChanged = 10
     }
     var kind: Kind
     var generation: UInt32

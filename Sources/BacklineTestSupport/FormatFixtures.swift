@@ -38,6 +38,21 @@ public enum FormatFixtures {
         }
     }
 
+    /// A chained Ogg stream: each source encoded (`oggenc`, or `opusenc` when `opus`) with its
+    /// title (and artist `Backline`), the files joined: one logical stream after another.
+    public static func chainedOgg(_ name: String, parts: [(source: URL, title: String)], opus: Bool = false) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).\(opus ? "opus" : "ogg")")) { out in
+            var joined = Data()
+            for (k, p) in parts.enumerated() {
+                let link = try opus
+                    ? Self.opus("\(name)-link\(k)", from: p.source, args: ["--title", p.title, "--artist", "Backline"])
+                    : vorbis("\(name)-link\(k)", from: p.source, args: ["-t", p.title, "-a", "Backline"])
+                joined += try Data(contentsOf: link)
+            }
+            try joined.write(to: out)
+        }
+    }
+
     /// `source` converted by sox (the extension picks WAV or AIFF; `args` the sample encoding,
     /// e.g. `["-e", "floating-point", "-b", "32"]`).
     public static func sox(_ name: String, from source: URL, ext: String, args: [String]) throws -> URL {

@@ -84,6 +84,14 @@ public final class Playback: Sendable {
     }
 
     private let timers = Mutex(Timers())
+    /// The current entry's tags as the stream changed them (a chained stream's next link).
+    private let streamTags = Mutex<(id: Int, metadata: TrackMetadata)?>(nil)
+
+    /// The tags entry `id` carries now when its stream changed them while it plays (nil: the
+    /// file's own, as the tag cache reads them).
+    public func streamMetadata(for id: Int) -> TrackMetadata? {
+        streamTags.withLock { $0?.id == id ? $0?.metadata : nil }
+    }
     /// The alarms (Alarms.swift).
     let alarmBook = Mutex(AlarmBook())
     let alarmAction = Mutex<(@Sendable (Alarm) -> Void)?>(nil)
@@ -163,6 +171,7 @@ public final class Playback: Sendable {
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
             post(.state(s))
         case .current(let entry):
+            streamTags.withLock { if $0?.id != entry?.id { $0 = nil } }  // the stream's tags end with it
             nowPlayingBinding.refresh()  // the index is the play queue's, which may settle after the player's event
             post(.current(entry.map { describe($0, index: queue.currentIndex, current: true) }))
         case .queue(let version, let count):
@@ -177,6 +186,10 @@ public final class Playback: Sendable {
             post(.failed(item: entry.id, path: entry.path, reason: reason))
         case .seeked(let id, let time):
             post(.seeked(item: id, time: time))
+        case .metadata(let id, let metadata):
+            streamTags.withLock { $0 = (id, metadata) }
+            // Told as the current item again, with its new tags (MPD's `player` idle, JSON's `current`).
+            if let e = queue.current, e.id == id { post(.current(describe(e, index: queue.currentIndex, current: true))) }
         }
     }
 
@@ -186,7 +199,12 @@ public final class Playback: Sendable {
     /// network thread only); without, tags not read yet are left out (and fetched in the background).
     public func describe(_ e: PlayQueueEntry, index: Int?, current: Bool, read: Bool = false) -> QueueItem {
         let info = read ? tags.info(e.path) : tags.lookup(e.path) ?? TagCache.Info(metadata: TrackMetadata(), duration: nil, error: nil)
-        let m = info.metadata
+        var m = info.metadata
+        if let live = streamMetadata(for: e.id) {
+            let artwork = m.artwork
+            m = live
+            if m.artwork == nil { m.artwork = artwork }
+        }
         return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? Path.lastComponent(e.path),
                         artist: m.artist, album: m.album, track: m.trackNumber, duration: QueueItem.playedLength(info.duration, e.clip),
                         isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority, tags: m.tags,

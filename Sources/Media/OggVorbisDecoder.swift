@@ -18,8 +18,8 @@ extension DecoderPlugin {
 /// streams, seeking by bisection and the granule arithmetic, which is where hand-written Ogg
 /// code goes wrong; an HTTP source that cannot seek is read by vorbisfile as a stream.
 ///
-/// Chained streams: a new logical stream with other tags plays on (its tags are the item's
-/// from the first); one that changes the rate or channel count ends the item there
+/// Chained streams: a new logical stream plays on, its tags taking effect at its first sample
+/// (``takeMetadataUpdate()``); one that changes the rate or channel count ends the item there
 /// (reported, not played at the wrong rate). More than two channels play in the output's order
 /// when it takes them, else down-mixed (``Downmix``).
 public final class OggVorbisDecoder: AudioDecoder {
@@ -35,6 +35,8 @@ public final class OggVorbisDecoder: AudioDecoder {
     private let file: UnsafeMutablePointer<OggVorbis_File>
     private let stage: PCMStage
     private var link: Int32 = 0
+    /// A new link's tags, until the decoder thread takes them.
+    private var metadataUpdate: TrackMetadata?
 
     public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
@@ -54,6 +56,16 @@ public final class OggVorbisDecoder: AudioDecoder {
             ov_clear(file)
             file.deallocate()
             throw MediaError(.corrupt, "no stream info", library: "libvorbisfile", item: source.name)
+        }
+        // libvorbisfile (1.3.7) leaves a chained file it has scanned for its links positioned
+        // at the last link: back to the first sample.
+        if source.isSeekable, ov_streams(file) > 1 {
+            let r = ov_pcm_seek(file, 0)
+            if r != 0 {
+                ov_clear(file)
+                file.deallocate()
+                throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libvorbisfile", code: r, item: source.name)
+            }
         }
         sourceChannels = Int(vi.pointee.channels)
         stage = PCMStage(maxFrames: 4096, sourceChannels: sourceChannels, layout: Downmix.vorbisOrder(sourceChannels),
@@ -105,7 +117,8 @@ public final class OggVorbisDecoder: AudioDecoder {
                 if let e = box.error { throw e }
                 throw MediaError(.corrupt, Self.errorText(Int32(n)), library: "libvorbisfile", code: Int32(n), item: source.name)
             }
-            if current != link {
+            let newLink = current != link
+            if newLink {
                 link = current
                 if let vi = ov_info(file, current), Int(vi.pointee.channels) != sourceChannels || vi.pointee.rate != format.rate {
                     throw MediaError(.unsupportedFormat, "a chained stream changes the format to \(vi.pointee.rate) Hz, \(vi.pointee.channels) channels",
@@ -114,8 +127,21 @@ public final class OggVorbisDecoder: AudioDecoder {
             }
             guard let planes else { return (0, .more) }
             stage.putPlanar(Int(n), channels: sourceChannels, scale: 1) { c, i in planes[c]![i] }
+            if newLink, let vc = ov_comment(file, current) {
+                // The link's first block waits in the stage until the change is marked.
+                var m = TrackMetadata()
+                VorbisComments.apply(count: vc.pointee.comments, comments: vc.pointee.user_comments, lengths: vc.pointee.comment_lengths,
+                                     into: &m)
+                metadataUpdate = m
+                return (0, .more)
+            }
         }
         return (stage.drain(into: buffer, rest), .more)
+    }
+
+    public func takeMetadataUpdate() -> TrackMetadata? {
+        defer { metadataUpdate = nil }
+        return metadataUpdate
     }
 
     public func seek(toFrame frame: Int) throws(MediaError) {

@@ -31,7 +31,9 @@ public final class OpusDecoder: AudioDecoder {
     private let stage: PCMStage
     /// 120 ms at 48 kHz, stereo: opusfile's largest packet.
     private var pcm = [Float](repeating: 0, count: 5760 * 8)
-    private var link: Int32 = -1
+    private var link: Int32 = 0
+    /// A new link's tags, until the decoder thread takes them.
+    private var metadataUpdate: TrackMetadata?
 
     public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
@@ -92,13 +94,27 @@ public final class OpusDecoder: AudioDecoder {
                 if let e = box.error { throw e }
                 throw MediaError(.corrupt, Self.errorText(n), library: "libopusfile", code: n, item: source.name)
             }
-            if link >= 0, current != link, Int(op_channel_count(file, current)) != sourceChannels {
+            if current != link, Int(op_channel_count(file, current)) != sourceChannels {
                 throw MediaError(.unsupportedFormat, "a chained stream changes the channel count", item: source.name)
             }
+            let newLink = current != link
             link = current
             pcm.withUnsafeBufferPointer { p in stage.putInterleaved(p.baseAddress!, frames: Int(n), channels: sourceChannels) }
+            if newLink, let tags = op_tags(file, current) {
+                // The link's first block waits in the stage until the change is marked.
+                var m = TrackMetadata()
+                VorbisComments.apply(count: tags.pointee.comments, comments: tags.pointee.user_comments,
+                                     lengths: tags.pointee.comment_lengths, into: &m)
+                metadataUpdate = m
+                return (0, .more)
+            }
         }
         return (stage.drain(into: buffer, rest), .more)
+    }
+
+    public func takeMetadataUpdate() -> TrackMetadata? {
+        defer { metadataUpdate = nil }
+        return metadataUpdate
     }
 
     public func seek(toFrame frame: Int) throws(MediaError) {

@@ -41,9 +41,17 @@ public protocol AudioDecoder: AnyObject {
     /// Moves to `frame` (counted from the start of the audio after gapless trimming), exactly:
     /// the next decoded frame is that one.
     func seek(toFrame frame: Int) throws(MediaError)
+    /// Tags that take effect at the next frame ``decode(into:spillingInto:)`` writes (a chained
+    /// Ogg stream's next link; a radio stream's next title), taken once: the decoder thread
+    /// asks after every decode call and marks the ring there, so they change when that frame
+    /// is heard. A decoder that has such a change writes nothing in the call that finds it.
+    func takeMetadataUpdate() -> TrackMetadata?
 }
 
 extension AudioDecoder {
+    /// No tags change within the stream.
+    public func takeMetadataUpdate() -> TrackMetadata? { nil }
+
     /// Duration in seconds, when the length is known.
     public var duration: Double? { lengthFrames.map { Double($0) / Double(format.rate) } }
 }

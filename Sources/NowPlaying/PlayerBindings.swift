@@ -71,6 +71,8 @@ public final class NowPlayingBinding: Sendable {
             write()
         case .itemStatusChanged(let item, .readyToPlay) where item === player.currentItem:
             write()
+        case .timedMetadata(let item, _) where item === player.currentItem:
+            write()  // the stream's new title, as it is heard
         default:
             break
         }

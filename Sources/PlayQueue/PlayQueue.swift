@@ -103,6 +103,8 @@ public enum PlayQueueEvent: Sendable, Equatable {
     case failed(PlayQueueEntry, reason: String)
     /// The current item jumped (seek) to `time`.
     case seeked(id: Int, time: Double)
+    /// The current entry's tags changed within it, heard now (a chained stream's next link).
+    case metadata(id: Int, TrackMetadata)
 }
 
 /// A snapshot of the play queue for saving and restoring.
@@ -999,6 +1001,8 @@ public final class PlayQueue: Sendable {
                 if s.fed.count == 1, s.fed[0].item === item { ranOut(&s, after: s.fed[0].id, failed: false) }
             case .timeJumped(let item, let time):
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
+            case .timedMetadata(let item, let metadata):
+                if let f = s.fed.first, f.item === item { post(.metadata(id: f.id, metadata)) }
             case .itemStatusChanged(_, .failed):
                 refeed(&s)  // the decoder went on past it: what follows is fed now
             case .rateChanged, .timeControlStatusChanged:

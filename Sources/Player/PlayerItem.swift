@@ -105,6 +105,11 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The tags the stream carries from the frame heard now on.
+    func updateMetadata(_ metadata: TrackMetadata) {
+        state.withLock { $0.metadata = metadata }
+    }
+
     /// Marks the item failed (terminal); returns whether its status changed.
     func markFailed(_ error: PlayerItemError) -> Bool {
         state.withLock { s in

@@ -95,6 +95,9 @@ public enum PlayerEvent: Sendable {
     case timeControlStatusChanged(TimeControlStatus, reason: WaitingReason?)
     /// The audio device failed; the player paused.
     case outputFailed(MediaError)
+    /// The item's tags changed within it, heard now (AVPlayerItem's `timedMetadata`: a
+    /// chained Ogg stream's next link); ``PlayerItem/metadata`` holds them from now on.
+    case timedMetadata(PlayerItem, TrackMetadata)
 }
 
 /// An opaque token for a player's time observer or event handler; pass it back to the same

@@ -772,6 +772,11 @@ public final class QueuePlayer: Sendable {
 
             case .deviceOpened:
                 break
+
+            case .metadataChanged(let info):
+                guard let item = s.engineItems[info.id] else { return }
+                item.updateMetadata(info.metadata)
+                post(&s, .timedMetadata(item, info.metadata))
             }
         }
     }

@@ -239,6 +239,15 @@ struct PlayOptions: Equatable {
                 let rt = player.engine.isRealtime.map { $0 ? "real-time (SCHED_FIFO)" : "normal priority (no SCHED_FIFO)" } ?? "priority unknown"
                 Terminal.error("backline: device \(device): \(c); output thread at \(rt)", tty: tty)
             }
+            // A chained stream's next link: its title, as it is heard.
+            if case .metadataChanged(let info) = event, ui.current.withLock({ c in
+                guard c?.id == info.id else { return false }
+                c = info
+                return true
+            }) {
+                Terminal.line("♪ \(Self.name(info))", tty: tty)
+                return
+            }
             // An item's start (also from `--start`, a seek into a new item), not a seek within it.
             guard case .itemStarted(let info, _) = event,
                   ui.current.withLock({ c in defer { c = info }; return c?.id != info.id }) else { return }

@@ -122,6 +122,34 @@ struct FormatTests {
         }
     }
 
+    @Test("chained Ogg (Vorbis and Opus): the links play as one item, gapless; the next link's tags take effect at its first sample")
+    func chained() throws {
+        let a = try FormatFixtures.source("fmt-chain-a", seconds: 0.7, rate: 48_000)
+        let b = try FormatFixtures.source("fmt-chain-b", seconds: 0.5, rate: 48_000)
+        for opus in [false, true] {
+            let chained = try FormatFixtures.chainedOgg(opus ? "fmt-chain-opus" : "fmt-chain-vorbis",
+                                                        parts: [(a, "First"), (b, "Second")], opus: opus)
+            let first = try Self.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link0." + chained.pathExtension))
+            let second = try Self.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link1." + chained.pathExtension))
+            let d = try DecoderRegistry.standard.open(path: chained.path)
+            #expect(d.metadata.title == "First")
+            var got: [Float] = [], updates: [(sample: Int, title: String?)] = []
+            var buf = [Float](repeating: 0, count: 16384)
+            while true {
+                let (bytes, status) = try buf.withUnsafeMutableBytes { try d.decode(into: $0, spillingInto: .init(start: nil, count: 0)) }
+                got += buf.prefix(bytes / 4)
+                if let m = d.takeMetadataUpdate() { updates.append((got.count, m.title)) }
+                if status == .done { break }
+            }
+            let joined = first + second
+            #expect(got.count == joined.count && maxDifference(got, joined) == 0,
+                    "\(chained.lastPathComponent): \(got.count) vs \(first.count) + \(second.count) samples, up to \(maxDifference(got, joined)) apart")
+            #expect(updates.count == 1 && updates.first?.sample == first.count && updates.first?.title == "Second",
+                    "\(chained.lastPathComponent): \(updates) (link 1 starts at sample \(first.count))")
+            #expect(d.lengthFrames == (first.count + second.count) / 2)
+        }
+    }
+
     @Test("gapless: a sweep cut at an odd sample into two files rejoins exactly, in FLAC, WAV and AIFF; Opus and Vorbis keep the exact length")
     func gapless() throws {
         let whole = try FormatFixtures.source("fmt-gapless-whole", seconds: 2.2)

@@ -188,6 +188,31 @@ struct QueueTests {
         player.removeAllItems()
     }
 
+    @Test("a chained Ogg stream's next title is heard on time: timedMetadata and the item's tags change when its first sample plays, not when it is decoded (paced device)")
+    func timedMetadata() throws {
+        let a = try FormatFixtures.source("q-chain-a", seconds: 0.7, rate: 48_000)
+        let b = try FormatFixtures.source("q-chain-b", seconds: 0.5, rate: 48_000)
+        let chained = try FormatFixtures.chainedOgg("q-chain", parts: [(a, "First"), (b, "Second")])
+        let clock = PacedClock.named("chain-\(UUID().uuidString)")
+        let item = PlayerItem(path: chained.path)
+        let player = makePlayer([item], device: clock.device)
+        defer { player.engine.shutdown() }
+        let log = PlayerLog(player)
+        func changes() -> [String?] {
+            log.all.compactMap { if case .timedMetadata(let i, let m) = $0, i === item { m.title } else { nil } }
+        }
+        player.play()
+        #expect(clock.waitUntilHolding(1))
+        // The whole file is decoded long before: the next link's tags wait for its first sample.
+        #expect(clock.hear(seconds: 0.65))
+        usleep(100_000)
+        #expect(changes().isEmpty && item.metadata.title == "First", "\(changes()) \(String(describing: item.metadata.title))")
+        #expect(clock.hear(seconds: 0.1))  // 0.75 s: the second link (from 0.7 s) is heard
+        #expect(log.wait(timeout: 10) { if case .timedMetadata = $0 { true } else { false } } != nil, "\(log.all)")
+        #expect(changes() == ["Second"] && item.metadata.title == "Second", "\(changes())")
+        #expect(player.currentItem === item, "one item: the links play as one")
+    }
+
     @Test("advance: items play gaplessly to the end, each leaves the queue when heard to its end")
     func advance() throws {
         let (a, b, _) = try Self.files()

@@ -270,7 +270,8 @@ struct MPDProtocol: Sendable {
         if let c = i.clip { out += "Range: \(Self.seconds(c.start))-\(c.end.map(Self.seconds) ?? "")\n" }
         if let m = modified ?? info.modified { out += "Last-Modified: \(JSONCodec.iso8601(m))\n" }
         if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):\(info.encoding?.mpdName ?? "f"):\(channels)\n" }
-        for t in info.metadata.tags where state.tags.contains(t.key.mpdName) {
+        // A stream's tags as heard now (a chained stream's next link), else the file's.
+        for t in (playback.streamMetadata(for: i.id) ?? info.metadata).tags where state.tags.contains(t.key.mpdName) {
             out += "\(t.key.mpdName): \(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)\n"
         }
         if let d = i.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
