@@ -54,7 +54,7 @@ public enum EngineEvent: Sendable, Equatable {
     /// The output device opened, with these settings. Delivered as soon as it happens.
     case deviceOpened(DeviceConfiguration)
     /// The item's tags changed within it (a chained Ogg stream's next link), heard now: the
-    /// info carries the new tags (``info(for:)`` answers them from now on).
+    /// info carries the new tags (``PlaybackEngine/info(for:)`` answers them from now on).
     case metadataChanged(ItemInfo)
 }
 
