@@ -73,4 +73,48 @@ public enum FormatsBench {
         }
         return rows
     }
+
+    /// CPU seconds of a process (user + system, all threads so far), from `/proc/PID/stat`.
+    static func cpuSeconds(_ pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+        guard fields.count > 12, let u = Double(fields[11]), let s = Double(fields[12]) else { return nil }
+        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// 60 s of the 24/96 FLAC played in real time through the PulseAudio sink: the CPU of
+    /// `backline play --device pulse`, of mpv (`--ao=pulse`) and of mpd (its pulse output; the
+    /// whole daemon's CPU from `play` to the end), the same file, one after another.
+    public static func pulseCPU(executable: String) throws -> [BenchResult] {
+        guard let flac24 = try formats().first(where: { $0.name == "FLAC 24/96" })?.file else { throw BenchError("no FLAC 24/96 file") }
+        let ours = try measureChild(executable, ["play", "--device", "pulse", "--no-keys", "--no-mpris", flac24])
+        guard ours.status == 0 else { throw BenchError("backline play failed (\(ours.status))") }
+        var rows = [BenchResult]()
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") {
+            let mpv = try measureChild("/usr/bin/mpv", ["--no-config", "--really-quiet", "--no-video", "--ao=pulse", flac24])
+            rows.append(BenchResult(name: "CPU, FLAC 24/96, 60 s real time via PulseAudio", value: ours.cpuSeconds, unit: "s CPU",
+                                    reference: mpv.status == 0 ? mpv.cpuSeconds : nil, referenceName: "mpv --ao=pulse"))
+        }
+        let dir = NSTemporaryDirectory() + "backline-cpu-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.copyItem(atPath: flac24, toPath: dir + "/music/hires.flac")
+        var mpdCPU: Double?
+        if let (mpd, connect) = try DaemonBench.startMPD(in: dir) {
+            defer { mpd.stop() }
+            let m = try connect()
+            _ = try m.exchange("add \"hires.flac\"")
+            let pid = mpd.process.processIdentifier
+            let before = cpuSeconds(pid)
+            _ = try m.exchange("play")
+            _ = DaemonBench.waitUntil(90) { ((try? m.exchange("status")) ?? "").contains("state: stop") }
+            if let before, let after = cpuSeconds(pid) { mpdCPU = after - before }
+        }
+        rows.append(BenchResult(name: "CPU, FLAC 24/96, 60 s real time via PulseAudio", value: ours.cpuSeconds, unit: "s CPU",
+                                reference: mpdCPU, referenceName: "mpd (pulse output)"))
+        rows.append(BenchResult(name: "peak RSS, FLAC 24/96 via PulseAudio, same run", value: Double(ours.maxRSSKiB) / 1024, unit: "MiB"))
+        return rows
+    }
 }

@@ -55,7 +55,7 @@ struct Bench: ParsableCommand {
             results += try InstructionsBench.run(player: dir + "/backline-player")
         }
         if want("formats") { results += try FormatsBench.run(player: dir + "/backline-player") }
-        try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) }
+        try onDevice("cpu") { try PipelineBench.realtime(device: $0, executable: me) + FormatsBench.pulseCPU(executable: me) }
         // The null sink's monitor, for the rows that record what is heard.
         let monitor = ProcessInfo.processInfo.environment["BACKLINE_BENCH_MONITOR"] ?? "backline_bench.monitor"
         try onDevice("daemon") { try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor) }
