@@ -249,6 +249,9 @@ final class DecoderThread: @unchecked Sendable {
                 backoffMillis = 2  // no drain rate measured yet: look again soon
                 lastDrainSample = (t, consumed)
             }
+            // The output wakes this thread when the quarter is free (the timed sleep stays the
+            // bound: a wake-up missed costs no more than the estimate did).
+            shared.roomWanted.store(consumed + (producer.capacity / 4 - free), ordering: .releasing)
             return false
         }
         refilling = true

@@ -480,21 +480,23 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             emit(.endOfInput)
             return
         }
-        // Waiting for the decoder: with a device open an underrun is near, so look again soon;
-        // with none (idle, or before the first item) sleep until the decoder publishes something.
+        // Waiting for the decoder: with a device open an underrun is near (or the device takes
+        // audio faster than real time: ALSA's `null`, `file`), so wait at most a millisecond,
+        // woken as soon as the decoder publishes; with none (idle, or before the first item)
+        // sleep until it does.
         publishPosition()
-        if pcm == nil { idleWait() } else { sleepMillis(1) }
+        idleWait(timeoutMillis: pcm == nil ? -1 : 1)
     }
 
     /// The end position read by the last `checkEndOfInput`.
     private var lastSeenEnd = Int.min
 
-    /// No device and nothing to read: sleeps with no timeout until the decoder publishes
-    /// something (it wakes this thread through `EngineShared.notifyIdleOutput`) or the control
-    /// plane wakes it (flush, pause, shutdown). The flag is stored, then fenced, then
+    /// Nothing to read: sleeps (up to `timeoutMillis`, forever when negative) until the decoder
+    /// publishes something (it wakes this thread through `EngineShared.notifyIdleOutput`) or the
+    /// control plane wakes it (flush, pause, shutdown). The flag is stored, then fenced, then
     /// everything the decoder publishes is checked once more: a publication that raced with
     /// the flag is seen here, or the decoder sees the flag and wakes this thread.
-    private func idleWait() {
+    private func idleWait(timeoutMillis: Int = -1) {
         shared.outputIdle.store(true, ordering: .relaxed)
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         if consumer.availableToRead() == 0, markers.peekMarker() == nil,
@@ -502,7 +504,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
            shared.cutSeq.load(ordering: .acquiring) == seenCut,
            shared.generation.load(ordering: .acquiring) == generation,
            shared.running.load(ordering: .acquiring) {
-            sleepWakeable(-1)
+            sleepWakeable(timeoutMillis)
         }
         shared.outputIdle.store(false, ordering: .relaxed)
     }
@@ -545,6 +547,11 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         if w < 0 { recover(pcm, Int32(w)); return }
         consumer.commit(Int(w) * bytesPerFrame)
         framesWritten += Int(w)
+        // The decoder asleep on a full ring asked to be woken at this read position.
+        let wanted = shared.roomWanted.load(ordering: .relaxed)
+        if wanted >= 0, consumer.position >= wanted, shared.roomWanted.exchange(-1, ordering: .acquiringAndReleasing) >= 0 {
+            shared.wakeDecoder()
+        }
         publishPosition()
     }
 

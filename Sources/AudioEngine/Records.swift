@@ -158,6 +158,11 @@ final class EngineShared: Sendable {
     /// output thread at each open and by the decoder thread's probe before the first; held
     /// while opening, so a probe never opens the device beside the output's own open.
     let deviceChannels = Mutex<Int>(0)
+    /// Decoder → output: the PCM ring's read position at which the decoder, asleep on a full
+    /// ring, wants waking (a quarter of the ring free again); -1 when it does not wait. The
+    /// output wakes it once there: on a device faster than real time (ALSA's `null`, `file`)
+    /// the refill starts at once instead of after the decoder's estimate of the drain time.
+    let roomWanted = Atomic<Int>(-1)
 
     deinit {
         for p in [outputWake, monitorWake, decoderWake] { p.close() }
