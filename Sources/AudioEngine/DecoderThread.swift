@@ -125,8 +125,10 @@ final class DecoderThread: @unchecked Sendable {
             }
             let progressed = decodeStep()
             // Whatever this pass published (audio, a marker, the end of input, a cut), an
-            // output asleep with nothing to read hears of it now.
+            // output asleep with nothing to read hears of it now; one waiting with a device
+            // open, once a period is ready.
             shared.notifyIdleOutput()
+            shared.notifyWaitingOutput(at: producer.position)
             if !progressed {
                 // Idle (nothing planned), or stuck for room while the output holds a pause
                 // (nothing drains until it resumes, and then it wakes this thread): nothing

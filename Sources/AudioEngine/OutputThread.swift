@@ -481,22 +481,29 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             return
         }
         // Waiting for the decoder: with a device open an underrun is near (or the device takes
-        // audio faster than real time: ALSA's `null`, `file`), so wait at most a millisecond,
-        // woken as soon as the decoder publishes; with none (idle, or before the first item)
-        // sleep until it does.
+        // audio faster than real time: ALSA's `null`, `file`), so look again within a
+        // millisecond, or as soon as the decoder has a period ready; with none (idle, or before
+        // the first item) sleep until the decoder publishes something.
         publishPosition()
-        idleWait(timeoutMillis: pcm == nil ? -1 : 1)
+        if let pcm {
+            shared.dataWanted.store(consumer.position + pcm.configuration.periodFrames * 4 * segmentChannels, ordering: .relaxed)
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if consumer.availableToRead() == 0 { sleepWakeable(1) }
+            shared.dataWanted.store(-1, ordering: .relaxed)
+        } else {
+            idleWait()
+        }
     }
 
     /// The end position read by the last `checkEndOfInput`.
     private var lastSeenEnd = Int.min
 
-    /// Nothing to read: sleeps (up to `timeoutMillis`, forever when negative) until the decoder
-    /// publishes something (it wakes this thread through `EngineShared.notifyIdleOutput`) or the
-    /// control plane wakes it (flush, pause, shutdown). The flag is stored, then fenced, then
+    /// No device and nothing to read: sleeps with no timeout until the decoder publishes
+    /// something (it wakes this thread through `EngineShared.notifyIdleOutput`) or the control
+    /// plane wakes it (flush, pause, shutdown). The flag is stored, then fenced, then
     /// everything the decoder publishes is checked once more: a publication that raced with
     /// the flag is seen here, or the decoder sees the flag and wakes this thread.
-    private func idleWait(timeoutMillis: Int = -1) {
+    private func idleWait() {
         shared.outputIdle.store(true, ordering: .relaxed)
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         if consumer.availableToRead() == 0, markers.peekMarker() == nil,
@@ -504,7 +511,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
            shared.cutSeq.load(ordering: .acquiring) == seenCut,
            shared.generation.load(ordering: .acquiring) == generation,
            shared.running.load(ordering: .acquiring) {
-            sleepWakeable(timeoutMillis)
+            sleepWakeable(-1)
         }
         shared.outputIdle.store(false, ordering: .relaxed)
     }

@@ -163,6 +163,20 @@ final class EngineShared: Sendable {
     /// output wakes it once there: on a device faster than real time (ALSA's `null`, `file`)
     /// the refill starts at once instead of after the decoder's estimate of the drain time.
     let roomWanted = Atomic<Int>(-1)
+    /// Output → decoder: the PCM ring's write position at which the output, with a device open
+    /// and nothing to read, wants waking (a period's audio ready); -1 when it does not wait. It
+    /// looks again within a millisecond regardless: on a card that ran dry this changes nothing,
+    /// on a device faster than real time it takes the audio a period at a time.
+    let dataWanted = Atomic<Int>(-1)
+
+    /// Decoder thread, after writing audio: wakes the output if it waits for this much.
+    @inline(__always)
+    func notifyWaitingOutput(at position: Int) {
+        let wanted = dataWanted.load(ordering: .relaxed)
+        if wanted >= 0, position >= wanted, dataWanted.exchange(-1, ordering: .acquiringAndReleasing) >= 0 {
+            outputWake.wake()
+        }
+    }
 
     deinit {
         for p in [outputWake, monitorWake, decoderWake] { p.close() }

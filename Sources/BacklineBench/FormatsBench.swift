@@ -3,7 +3,7 @@ import Foundation
 /// Each open format decoded to ALSA's `null` device by `backline-player play`, beside its
 /// reference command-line decoder writing to /dev/null, on the same 60 s file: instructions
 /// (callgrind, stripped binary, as ``InstructionsBench``), wall time (median of 3; start-up
-/// included, about 40 ms of the player's at 60 s) and the player's peak RSS.
+/// included: about 10 ms of the player's) and the player's peak RSS.
 public enum FormatsBench {
     struct Format {
         var name: String

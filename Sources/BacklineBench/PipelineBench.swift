@@ -22,23 +22,34 @@ public func measureChild(_ path: String, _ arguments: [String]) throws -> ChildU
     let t0 = now()
     let rc = posix_spawnp(&pid, path, &actions, nil, argv, environ)
     guard rc == 0 else { throw BenchError("cannot run \(path): \(String(cString: strerror(rc)))") }
-    // Peak RSS from /proc (VmHWM of the child's own image), sampled until it exits: wait4's
-    // ru_maxrss would include this process's, which a spawned child inherits until exec.
-    var status: Int32 = 0
-    var usage = rusage()
+    // The exit is waited for on another thread (its time exact, not rounded up to the sampling
+    // below); peak RSS from /proc (VmHWM of the child's own image), sampled every 20 ms until it
+    // exits: wait4's ru_maxrss would include this process's, which a spawned child inherits
+    // until exec.
+    final class Exit: @unchecked Sendable {
+        var status: Int32 = 0
+        var usage = rusage()
+        var time = 0.0
+    }
+    let exit = Exit()
+    let exited = DispatchSemaphore(value: 0)
+    let child = pid
+    let waiter = Thread {
+        while wait4(child, &exit.status, 0, &exit.usage) == -1 && errno == EINTR {}
+        exit.time = now()
+        exited.signal()
+    }
+    waiter.start()
     var peakKiB = 0
-    while true {
-        let r = wait4(pid, &status, WNOHANG, &usage)
-        if r == pid { break }
-        if r == -1 && errno != EINTR { break }
+    repeat {
         if let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
            let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
            let kib = Int(line.split(separator: " ").dropFirst().first ?? "") {
             peakKiB = max(peakKiB, kib)
         }
-        usleep(20_000)
-    }
-    let wall = now() - t0
+    } while exited.wait(timeout: .now() + 0.02) == .timedOut
+    let (status, usage) = (exit.status, exit.usage)
+    let wall = exit.time - t0
     let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
         + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     return ChildUsage(wallSeconds: wall, cpuSeconds: cpu, maxRSSKiB: peakKiB, status: status)

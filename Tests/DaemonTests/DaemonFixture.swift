@@ -11,6 +11,9 @@ let backline: String = {
         ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
 }()
 
+/// Where ``backlineForAnotherUser`` copies the executables when it must.
+let anotherUsersCopy = "/tmp/backline-bin-\(getpid())"
+
 /// `backline` as another user (`nobody`) can run it. A clone in a directory only its owner can
 /// enter (a 0700 `mktemp -d`, `/root`) keeps the build out of that user's reach ("Permission
 /// denied"), so `backline` and the `backline-player` it runs are copied once into a fresh
@@ -28,8 +31,10 @@ let backlineForAnotherUser: String = {
     }
     guard !enterable(backline) else { return backline }
     let source = (backline as NSString).deletingLastPathComponent
-    let dir = "/tmp/backline-bin-\(getpid())"
+    let dir = anotherUsersCopy
     try? FileManager.default.removeItem(atPath: dir)
+    // Removed when the test process exits (the copies are 60-odd MB).
+    atexit { try? FileManager.default.removeItem(atPath: anotherUsersCopy) }
     mkdir(dir, 0o755)
     chmod(dir, 0o755)
     for name in ["backline", "backline-player"] {
