@@ -68,6 +68,8 @@ let package = Package(
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         .systemLibrary(name: "CVorbisFile", pkgConfig: "vorbisfile", providers: [.apt(["libvorbis-dev"])]),
         .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
+        // FFmpeg's headers only: its libraries are opened with dlopen when an item needs them.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
         // libpulse: its pkg-config file adds `-D_REENTRANT -pthread`, flags SwiftPM refuses (with
         // a warning on every build), so the module map links it by name; the headers are in the
         // default include path (`/usr/include/pulse`).
@@ -106,7 +108,7 @@ let package = Package(
         // libopusfile; WAV and AIFF read directly).
         .target(
             name: "Media",
-            dependencies: ["MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile"],
+            dependencies: ["MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile", "CFFmpeg"],
             swiftSettings: strictSettings
         ),
 

@@ -330,7 +330,7 @@ final class DecoderThread: @unchecked Sendable {
             let first = clipFirst + item.startFrame
             if first > 0 { try decoder.seek(toFrame: first) }
             remainingFrames = item.clip == nil ? nil : clipEnd.map { $0 - first }
-            let audio = AudioDescription(formatName: plugin.formatName, encoding: decoder.encoding, rate: rate,
+            let audio = AudioDescription(formatName: decoder.formatName ?? plugin.formatName, encoding: decoder.encoding, rate: rate,
                                          sourceChannels: decoder.sourceChannels, channels: decoder.format.channels,
                                          bitrate: decoder.bitrate)
             report(.opened(id: item.id, format: decoder.format, lengthFrames: clipLength ?? 0,

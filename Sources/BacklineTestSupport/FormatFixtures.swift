@@ -53,6 +53,28 @@ public enum FormatFixtures {
         }
     }
 
+    /// `source` encoded by `ffmpeg` (`args`: the codec and its options, e.g. `["-c:a", "aac", "-b:a",
+    /// "256k"]`) into `name.ext`, with a title, an artist, an album, track 3/12, and, when `cover`,
+    /// a PNG front cover as an attached picture.
+    public static func ffmpeg(_ name: String, from source: URL, ext: String, args: [String], cover: Bool = false) throws -> URL {
+        try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).\(ext)")) { out in
+            var input = ["-i", source.path]
+            var maps: [String] = []
+            if cover {
+                let png = try Fixtures.directory().appendingPathComponent("\(name)-cover.png")
+                let c = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=red:s=16x16",
+                                                  "-frames:v", "1", png.path])
+                guard c.status == 0 else { throw HarnessError("ffmpeg cover failed: \(c.stderr)") }
+                input += ["-i", png.path]
+                maps = ["-map", "0:a", "-map", "1:v", "-c:v", "png", "-disposition:v", "attached_pic"]
+            }
+            let tags = ["-metadata", "title=\(name)", "-metadata", "artist=Backline", "-metadata", "album=Formats",
+                        "-metadata", "track=3/12"]
+            let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y"] + input + maps + args + tags + [out.path])
+            guard r.status == 0 else { throw HarnessError("ffmpeg failed: \(r.stderr)") }
+        }
+    }
+
     /// `source` converted by sox (the extension picks WAV or AIFF; `args` the sample encoding,
     /// e.g. `["-e", "floating-point", "-b", "32"]`).
     public static func sox(_ name: String, from source: URL, ext: String, args: [String]) throws -> URL {
@@ -86,6 +108,13 @@ public enum FormatReference {
         let r = try runProcess("oggdec", ["--quiet", "-R", "-b", "16", "-e", "0", "-s", "1", "-o", "-", file.path])
         guard r.status == 0 else { throw HarnessError("oggdec failed: \(r.stderr)") }
         return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// `ffmpeg`'s own decode to float32 (`-f f32le`), interleaved.
+    public static func ffmpeg(_ file: URL) throws -> [Float] {
+        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-i", file.path, "-map", "0:a", "-f", "f32le", "-"])
+        guard r.status == 0 else { throw HarnessError("ffmpeg -f f32le failed: \(r.stderr)") }
+        return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }
 
     /// `sox` to raw float32 (exact for integer sources of up to 24 bits and float32 sources).

@@ -22,6 +22,7 @@ public struct DecoderRegistry: Sendable {
         .opus,
         .wave,
         .aiff,
+        .ffmpeg,  // last: what no dedicated decoder takes
     ])
 
     /// Every suffix a plugin claims (lower case, no dot).

@@ -37,6 +37,11 @@ public enum Sniff {
         return nil
     }
 
+    /// Whether the bytes start with ASF's header object GUID (WMA, WMV).
+    public static func isASF(_ h: [UInt8]) -> Bool {
+        h.starts(with: [0x30, 0x26, 0xB2, 0x75, 0x8E, 0x66, 0xCF, 0x11])
+    }
+
     /// What the bytes look like, for the error when no decoder takes them
     /// (`MPEG-4 audio (AAC or ALAC)`, `Matroska or WebM`, …).
     public static func describe(_ h: [UInt8]) -> String { recognised(h) ?? "not an audio format this player knows" }
@@ -53,6 +58,7 @@ public enum Sniff {
         if has(h, "ADIF") { return "AAC (ADIF)" }
         if has(h, "OggS") { return "Ogg \(oggCodec(h).map { "(\($0))" } ?? "(unknown codec)")" }
         if h.count >= 4, h[0] == 0x1A, h[1] == 0x45, h[2] == 0xDF, h[3] == 0xA3 { return "Matroska or WebM" }
+        if isASF(h) { return "ASF (WMA)" }
         if has(h, "wvpk") { return "WavPack" }
         if has(h, "MAC ") { return "Monkey's Audio" }
         if has(h, "MPCK") || has(h, "MP+") { return "Musepack" }

@@ -10,7 +10,7 @@ import Platform
 enum VorbisComments {
     /// Xiph names that are not mpd's own tag names (`XiphTags.cxx`).
     private static let aliases: [String: TagKey] = [
-        "tracknumber": .track, "discnumber": .disc, "album artist": .albumArtist, "description": .comment,
+        "tracknumber": .track, "discnumber": .disc, "album artist": .albumArtist, "album_artist": .albumArtist, "description": .comment,
         "movementname": .movement, "movement": .movementNumber,
     ]
 

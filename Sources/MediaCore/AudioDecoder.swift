@@ -22,6 +22,9 @@ public protocol AudioDecoder: AnyObject {
     var encoding: SampleEncoding { get }
     /// The file's own channel count (before any down-mix).
     var sourceChannels: Int { get }
+    /// The format's name when it is more than the plugin's (a catch-all decoder names the
+    /// codec it found: `AAC`, `Apple Lossless`); nil: the plugin's.
+    var formatName: String? { get }
     /// The exact length in frames (gapless: encoder delay and padding removed), when known.
     var lengthFrames: Int? { get }
     /// The file's tags and artwork.
@@ -51,6 +54,8 @@ public protocol AudioDecoder: AnyObject {
 extension AudioDecoder {
     /// No tags change within the stream.
     public func takeMetadataUpdate() -> TrackMetadata? { nil }
+    /// The plugin's name says it.
+    public var formatName: String? { nil }
 
     /// Duration in seconds, when the length is known.
     public var duration: Double? { lengthFrames.map { Double($0) / Double(format.rate) } }

@@ -219,7 +219,7 @@ struct FormatTests {
         }
     }
 
-    @Test("by content, not by name: a .flac that is MP3 and an .mp3 that is FLAC both play; AAC in .m4a, random bytes, an empty file and a truncated FLAC fail with a clear reason and the queue goes on")
+    @Test("by content, not by name: a .flac that is MP3 and an .mp3 that is FLAC both play; AAC in .m4a plays (through FFmpeg); Sun audio, random bytes, an empty file and a truncated FLAC fail with a clear reason and the queue goes on")
     func badInput() throws {
         let s = try FormatFixtures.source("fmt-bad", seconds: 0.6)
         let dir = try Harness.makeTemporaryDirectory("fmt-bad")
@@ -231,6 +231,8 @@ struct FormatTests {
         let m4a = dir.appendingPathComponent("t.m4a")
         let r = try runProcess("ffmpeg", ["-loglevel", "error", "-y", "-i", s.path, "-c:a", "aac", "-b:a", "96k", m4a.path])
         #expect(r.status == 0, "\(r.stderr)")
+        let au = dir.appendingPathComponent("t.au")
+        #expect(try runProcess("sox", [s.path, au.path]).status == 0)
         let random = dir.appendingPathComponent("noise.flac")
         var rng = SystemRandomNumberGenerator()
         try Data((0..<40_000).map { _ in UInt8.random(in: 0...255, using: &rng) }).write(to: random)
@@ -240,14 +242,14 @@ struct FormatTests {
         let truncated = dir.appendingPathComponent("cut.flac")
         try whole.prefix(whole.count / 2).write(to: truncated)
 
-        let (_, events) = try playToFile([fakeFLAC, m4a, random, fakeMP3, empty, truncated, s])
+        let (_, events) = try playToFile([fakeFLAC, m4a, au, random, fakeMP3, empty, truncated, s])
         let started = events.compactMap(\.startedPath)
-        #expect(started == [fakeFLAC.path, fakeMP3.path, truncated.path, s.path], "\(started)")
+        #expect(started == [fakeFLAC.path, m4a.path, fakeMP3.path, truncated.path, s.path], "\(started)")
         func reason(_ url: URL) -> String? {
             for e in events { if case .itemFailed(_, let path, let error) = e, path == url.path { return error.reason } }
             return nil
         }
-        #expect(reason(m4a) == "unsupported format: MPEG-4 audio (AAC or ALAC)", "\(String(describing: reason(m4a)))")
+        #expect(reason(au) == "unsupported format: Sun/NeXT audio", "\(String(describing: reason(au)))")
         #expect(reason(random) == "unsupported format: not an audio format this player knows", "\(String(describing: reason(random)))")
         #expect(reason(empty) == "unsupported format: empty file", "\(String(describing: reason(empty)))")
         #expect(reason(truncated)?.hasPrefix("truncated: it ends after ") == true, "\(String(describing: reason(truncated)))")

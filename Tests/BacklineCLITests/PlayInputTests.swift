@@ -151,6 +151,30 @@ struct PlayInputTests {
         #expect(pulse.stderr.contains("backline: \(name): FLAC, 16-bit, 48000 Hz, 5.1, down-mixed to stereo (ITU-R BS.775)"), "\(pulse.stderr)")
     }
 
+    @Test("FFmpeg's libraries are opened by an item that needs them, not by an MP3 or a FLAC; an .m4a plays through them and --verbose names its codec")
+    func ffmpegOnDemand() throws {
+        let src = try FormatFixtures.source("cli-ff", seconds: 0.3)
+        let mp3 = try Fixtures.mp3(from: src, name: "cli-ff")
+        let flac = try FormatFixtures.flac("cli-ff", from: src)
+        let m4a = try FormatFixtures.ffmpeg("cli-ff", from: src, ext: "m4a", args: ["-c:a", "alac"])
+        func loaded(_ file: URL) throws -> (libraries: [String], result: ProcessResult) {
+            var env = try isolated()
+            env["LD_DEBUG"] = "files"
+            let r = try runProcess(backline, ["play", "--no-mpris", "--verbose", "--device", "null", file.path], environment: env)
+            let libs = r.stderr.split(separator: "\n").filter { $0.contains("file=") && $0.contains("[0];  needed by") || $0.contains("dynamically loaded by") }
+            return (libs.map(String.init), r)
+        }
+        for file in [mp3, flac] {
+            let (libs, r) = try loaded(file)
+            #expect(r.status == 0, "\(r.stderr.suffix(500))")
+            #expect(!libs.contains { $0.contains("libavcodec") || $0.contains("libavformat") }, "\(file.lastPathComponent): \(libs.filter { $0.contains("libav") })")
+        }
+        let (libs, r) = try loaded(m4a)
+        #expect(r.status == 0, "\(r.stderr.suffix(500))")
+        #expect(libs.contains { $0.contains("libavformat") }, "m4a: FFmpeg opened")
+        #expect(r.stderr.contains("backline: cli-ff.m4a: Apple Lossless (MPEG-4), 16-bit, 44100 Hz, stereo"), "\(r.stderr.suffix(800))")
+    }
+
     @Test("--verbose prints the device's settings and scheduling; a bad device is named without ALSA's raw lines")
     func verboseAndDevice() throws {
         let tone = try Fixtures.tone("verbose-tone", seconds: 0.5, frequency: 550)
