@@ -34,7 +34,7 @@ enum FFmpeg {
     }
 }
 
-/// A decoder through FFmpeg, reading the ``ByteSource`` through an `AVIOContext` (never by
+/// A decoder through FFmpeg, reading the `ByteSource` through an `AVIOContext` (never by
 /// path: an HTTP source reaches it too). Gapless in MP4: libavformat and libavcodec drop the
 /// encoder's delay (the edit list's start, or `iTunSMPB`'s priming); the decoder stops at the
 /// exact length (`iTunSMPB`'s sample count, else the edit list's duration — to the sample when
