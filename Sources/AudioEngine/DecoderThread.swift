@@ -348,7 +348,9 @@ final class DecoderThread: @unchecked Sendable {
                     sleep(millis: 5)
                 }
             }
-            while !pushMarker(.start, item: item, format: decoder.format) {
+            let rg = shared.replayGainSettings.withLock { $0 }
+            let scales = (rg.scale(for: decoder.metadata.replayGain, mode: .track), rg.scale(for: decoder.metadata.replayGain, mode: .album))
+            while !pushMarker(.start, item: item, format: decoder.format, scales: scales) {
                 if shared.generation.load(ordering: .acquiring) != generation { return false }
                 sleep(millis: 5)
             }
@@ -383,9 +385,11 @@ final class DecoderThread: @unchecked Sendable {
         return fillerPending == 0
     }
 
-    private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat, itemFrame: Int64? = nil) -> Bool {
+    private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat, itemFrame: Int64? = nil,
+                            scales: (track: Float, album: Float) = (1, 1)) -> Bool {
         let m = Marker(kind: kind, generation: generation, position: producer.position, item: item.id,
-                       rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: itemFrame ?? Int64(item.startFrame))
+                       rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: itemFrame ?? Int64(item.startFrame),
+                       trackScale: scales.track, albumScale: scales.album)
         return markers.push(m)
     }
 }

@@ -95,6 +95,8 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     private var segmentGeneration: UInt32 = .max
     private var segmentChannels = 2
     private var segmentRate = 0
+    /// The playing item's ReplayGain scale (1: off, or none), times the volume for the renderer.
+    private var segmentGain: Float = 1
     private var segmentItem: UInt64 = 0
     private var endReported = false
     /// The last cut seen, and the one pending (bytes [from, to) to skip).
@@ -391,7 +393,14 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             segmentChannels = Int(m.channels)
             segmentRate = Int(m.rate)
             if needsOpen { reopen(rate: Int(m.rate), channels: Int(m.channels)) }
-            emit(.segmentStarted, item: m.item, itemFrame: m.itemFrame)
+            // The item's ReplayGain, from its first frame: a step at the join, as mpd's, not a ramp.
+            let mode = shared.replayGainMode.load(ordering: .relaxed)
+            let gain = mode == 1 ? m.trackScale : mode == 2 ? m.albumScale : 1
+            if gain != segmentGain {
+                segmentGain = gain
+                renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)) * gain)
+            }
+            emit(.segmentStarted, item: m.item, itemFrame: m.itemFrame, code: Int32(bitPattern: segmentGain.bitPattern))
         case .end:
             emit(.itemEnded, item: m.item)
         case .failed:
@@ -418,7 +427,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             }
             heardFloor = framesWritten
             emitOpened(pcm!.configuration)
-            renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)))
+            renderer.snap(to: Float(bitPattern: shared.gainBits.load(ordering: .relaxed)) * segmentGain)
         } catch {
             deviceFailed(error.code)
         }
@@ -546,7 +555,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         case .area(let p, let n, let o): area = (p, n, o)
         case .error(let code): recover(pcm, code); return
         }
-        let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed))
+        let target = Float(bitPattern: shared.gainBits.load(ordering: .relaxed)) * segmentGain
         let rendered = renderer.render(from: &consumer, into: area?.pointer ?? periodBuffer, frames: area?.frames ?? frames,
                                        channels: segmentChannels, toS16: cfg.sampleFormat == .s16, target: target,
                                        rampFrames: cfg.rate / 50)

@@ -25,6 +25,8 @@ public struct ItemInfo: Sendable, Equatable {
     public var metadata: TrackMetadata
     /// What the file holds and how it plays (its format, and whether it is down-mixed).
     public var audio: AudioDescription?
+    /// The ReplayGain scale it plays with (1: off, or unity), known once it is heard.
+    public var replayGainScale: Float = 1
     /// Duration in seconds.
     public var duration: Double { Double(durationFrames) / Double(format.rate) }
 }
@@ -438,6 +440,22 @@ public final class PlaybackEngine: Sendable {
     /// What the output device agreed to when it last opened (nil until it has opened).
     public var deviceConfiguration: DeviceConfiguration? { state.withLock { $0.device } }
 
+    /// ReplayGain: the mode and preamps items start with (`auto` plays as `album`: resolve it
+    /// first, as `QueuePlayer` does with the shuffle it knows). A change applies from the next
+    /// item opened; the mode from the next item heard.
+    public var replayGain: ReplayGainSettings {
+        get { shared.replayGainSettings.withLock { $0 } }
+        set {
+            shared.replayGainSettings.withLock { $0 = newValue }
+            let mode: UInt8 = switch newValue.mode {
+            case .off: 0
+            case .track: 1
+            case .album, .auto: 2
+            }
+            shared.replayGainMode.store(mode, ordering: .relaxed)
+        }
+    }
+
     /// Underruns since the engine started.
     public var underrunCount: Int { shared.underruns.load(ordering: .relaxed) }
 
@@ -645,6 +663,7 @@ public final class PlaybackEngine: Sendable {
                     let seek = s.seekOrigin.remove(id) != nil
                     let quiet = s.quietRestart.remove(id) != nil
                     s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), quiet, seek))
+                    s.infos[id]?.replayGainScale = Float(bitPattern: UInt32(bitPattern: e.code))
                 case .itemEnded:
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
                 case .itemFailed:

@@ -29,6 +29,10 @@ struct Marker: BitwiseCopyable {
     var rate: Int32
     var channels: Int32
     var itemFrame: Int64
+    /// `.start`: the item's ReplayGain scales for track and album mode (1 when off), worked out
+    /// by the decoder thread from the file's values and the settings when it opened the item.
+    var trackScale: Float = 1
+    var albumScale: Float = 1
     static let stride = 64
 }
 
@@ -158,6 +162,11 @@ final class EngineShared: Sendable {
     /// output thread at each open and by the decoder thread's probe before the first; held
     /// while opening, so a probe never opens the device beside the output's own open.
     let deviceChannels = Mutex<Int>(0)
+    /// Control → output: the ReplayGain mode items start with (0 off, 1 track, 2 album; `auto`
+    /// resolved by whoever knows the shuffle), read at each item's first frame.
+    let replayGainMode = Atomic<UInt8>(0)
+    /// Control → decoder: the preamps and limiting, read as each item is opened.
+    let replayGainSettings = Mutex(ReplayGainSettings.off)
     /// Decoder → output: the PCM ring's read position at which the decoder, asleep on a full
     /// ring, wants waking (a quarter of the ring free again); -1 when it does not wait. The
     /// output wakes it once there: on a device faster than real time (ALSA's `null`, `file`)
