@@ -84,6 +84,28 @@ public final class Playback: Sendable {
     }
 
     private let timers = Mutex(Timers())
+    /// ReplayGain as set (`auto` kept: resolved against the shuffle whenever either changes).
+    private let replayGainSettings = Mutex(ReplayGainSettings.off)
+
+    /// ReplayGain: mode, preamps, limiting. Applies from the next item; `auto` is `album`
+    /// unless the queue is shuffled, then `track` (mpd's rule), following the shuffle.
+    public var replayGain: ReplayGainSettings {
+        get { replayGainSettings.withLock { $0 } }
+        set {
+            replayGainSettings.withLock { $0 = newValue }
+            applyReplayGain()
+            // An option changed (MPD's `options` idle; the daemon saves it).
+            post(.modes(repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume))
+        }
+    }
+
+    /// Hands the engine the settings with `auto` resolved by the queue's shuffle.
+    private func applyReplayGain() {
+        var s = replayGainSettings.withLock { $0 }
+        s.mode = s.mode.resolved(shuffle: queue.shuffle)
+        player.replayGain = s
+    }
+
     /// The current entry's tags as the stream changed them (a chained stream's next link).
     private let streamTags = Mutex<(id: Int, metadata: TrackMetadata)?>(nil)
 
@@ -181,6 +203,7 @@ public final class Playback: Sendable {
             // The remote command center shows the modes, as an app sets MPChangeRepeatModeCommand's.
             remote.changeRepeatModeCommand.currentRepeatType = r == .one ? .one : r == .all ? .all : .off
             remote.changeShuffleModeCommand.currentShuffleType = sh ? .items : .off
+            applyReplayGain()  // `auto` follows the shuffle
             post(.modes(repeatMode: r, shuffle: sh, stopAfterCurrent: sac, consume: consume))
         case .failed(let entry, let reason):
             post(.failed(item: entry.id, path: entry.path, reason: reason))
@@ -241,6 +264,8 @@ public final class Playback: Sendable {
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
             output: player.engine.deviceConfiguration,
             audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
+            replayGain: replayGain,
+            replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
     }

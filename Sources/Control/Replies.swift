@@ -106,6 +106,9 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var output: DeviceConfiguration?
     /// The item heard now: its format, and whether it is down-mixed for the device.
     public var audio: AudioDescription?
+    /// ReplayGain as set, and the scale the item heard now plays with.
+    public var replayGain: ReplayGainSettings
+    public var replayGainScale: Float?
     public var underruns: Int
     public var sleep: SleepSnapshot?
     /// The music directory (symlinks resolved) that relative paths are relative to: a client
@@ -148,6 +151,7 @@ public enum Reply: Sendable, Equatable {
     case shuffle(Bool)
     case stopAfterCurrent(Bool, each: Bool)
     case consume(ConsumeMode)
+    case replayGain(ReplayGainSettings)
     case rate(Double)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.

@@ -24,6 +24,8 @@ public enum CtlHelp {
             Entry(name: "shuffle", usage: "shuffle [on|off]", summary: "Shuffle on or off (no argument: switch it)."),
             Entry(name: "single", usage: "single [on|off|each]", summary: "Stop after the current item, once, or after each (no argument: switch it)."),
             Entry(name: "consume", usage: "consume [off|on|oneshot]", summary: "Remove items from the queue once played (oneshot: the next one only)."),
+            Entry(name: "replay-gain", usage: "replay-gain [off|track|album|auto]",
+                  summary: "ReplayGain: even loudness from the files' values (auto: album unless shuffled); from the next item."),
             Entry(name: "rate", usage: "rate 1|0", summary: "1 plays, 0 pauses."),
         ]),
         ("The queue (POS: a position, 1 is the first; ID: an item's id, [id N] in list)", [

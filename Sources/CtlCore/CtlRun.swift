@@ -226,6 +226,11 @@ public enum CtlCommands {
              "version", "channels":
             try atMost(0)
             return .command(name: command, members: [])
+        case "replay-gain":
+            try atMost(1)
+            guard let m = a.first else { return .command(name: command, members: []) }
+            guard ["off", "track", "album", "auto"].contains(m) else { throw CtlUsage(cmd, "expected off, track, album or auto") }
+            return .command(name: command, members: [("mode", .string(m))])
         case "single" where a.first == "each":
             try atMost(1)
             return .command(name: command, members: [("on", .bool(true)), ("each", .bool(true))])

@@ -239,6 +239,8 @@ public enum CtlText {
             out += "\n"
             if verbose {
                 out += "  audio \(r["audio"]?["description"]?.string ?? "(nothing heard)")\n"
+                let db = r["replayGainDecibels"]?.number
+                out += "  replay gain \(replayGainText(r["replayGain"]))\(db.map { "; this item \(tenths($0)) dB" } ?? "")\n"
                 out += "  output \(r["output"]?.string ?? "(device closed)")\n"
             }
             return out
@@ -324,6 +326,7 @@ public enum CtlText {
         case "seek", "skip": return "position: \(short(r["position"] ?? .null))\n"
         case "repeat": return "repeat: \(r["repeat"]?.string ?? "?")\n"
         case "consume": return "consume: \(r["consume"]?.string ?? "?")\n"
+        case "replay-gain": return "replay gain: \(replayGainText(r["replayGain"]))\n"
         case "shuffle": return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
         case "single": return "single: \(single(r))\n"
         case "rate": return "rate: \(short(r["rate"] ?? .null))\n"
@@ -363,6 +366,24 @@ public enum CtlText {
         var out = "in \(clock(s["remaining"]?.number, milliseconds: false))"
         if let f = s["fade"]?.number, f > 0 { out += ", fading out over \(Int(f)) s" }
         return out
+    }
+
+    /// `off`, or `track, preamp +2.0 dB, missing −3.0 dB, limited`.
+    static func replayGainText(_ j: JSON?) -> String {
+        guard let j, let mode = j["mode"]?.string else { return "?" }
+        guard mode != "off" else { return "off" }
+        var out = mode
+        if let p = j["preamp"]?.number, p != 0 { out += ", preamp \(tenths(p)) dB" }
+        if let m = j["missingPreamp"]?.number, m != 0 { out += ", missing \(tenths(m)) dB" }
+        out += j["limit"]?.bool == false ? ", not limited" : ", limited"
+        return out
+    }
+
+    /// `x` with one decimal and its sign: `+2.0`, `-6.0`, `0.0`.
+    static func tenths(_ x: Double) -> String {
+        let t = Int((x * 10).rounded())
+        let sign = t > 0 ? "+" : t < 0 ? "-" : ""
+        return "\(sign)\(t.magnitude / 10).\(t.magnitude % 10)"
     }
 
     /// `n` as printf's `%0Nd` writes it: zero-padded to `width` characters, the sign included.

@@ -1,3 +1,4 @@
+import MediaCore
 import FoundationEssentials
 import Platform
 
@@ -24,6 +25,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var bufferMilliseconds = 200
     /// The most channels sent to the device, 2…8 (`channels`): files with more are down-mixed.
     public var maxChannels = 8
+    /// ReplayGain (`replay-gain`, `replay-gain-preamp`, `replay-gain-missing-preamp`,
+    /// `replay-gain-limit`); the state file's, once saved, wins.
+    public var replayGain = ReplayGainSettings.off
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false
     /// Shell commands run on suspension and on resumption (state in the environment).
@@ -147,6 +151,14 @@ public struct DaemonConfig: Sendable, Equatable {
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
         case "channels": maxChannels = Int(try number(2, 8))
+        case "replay-gain":
+            guard let mode = ReplayGainMode(rawValue: value) else {
+                throw BadValue(message: "replay-gain: expected off, track, album or auto, got '\(value)'")
+            }
+            replayGain.mode = mode
+        case "replay-gain-preamp": replayGain.preamp = try number(-60, 60)
+        case "replay-gain-missing-preamp": replayGain.missingPreamp = try number(-60, 60)
+        case "replay-gain-limit": replayGain.limit = try flag()
         case "restore":
             guard value == "paused" || value == "playing" else {
                 throw BadValue(message: "restore: expected paused or playing, got '\(value)'")

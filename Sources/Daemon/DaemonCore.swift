@@ -113,6 +113,7 @@ public final class DaemonCore: Sendable {
                     ?? (Path.deletingLastComponent(config.stateFile) + "/playlists"))
             configuration.maxChannels = config.maxChannels
             playback = try Playback(configuration: configuration)
+            playback.replayGain = config.replayGain
         } catch {
             throw ProtocolError("bad-config", error.message)
         }
@@ -150,6 +151,7 @@ public final class DaemonCore: Sendable {
         case .state(let saved):
             player.volume = saved.volume
             player.isMuted = saved.muted
+            if let rg = saved.replayGain { playback.replayGain = rg }
             queue.restore(saved.queue, play: config.restorePlaying)
             playback.restoreAlarms(saved.alarms ?? [])
             playback.tags.prefetch(saved.queue.entries.map(\.path))
@@ -172,7 +174,7 @@ public final class DaemonCore: Sendable {
     public func saveNow(_ why: String) -> Bool {
         let alarms = playback.alarms
         let state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
-                               alarms: alarms.isEmpty ? nil : alarms)
+                               alarms: alarms.isEmpty ? nil : alarms, replayGain: playback.replayGain)
         do {
             try store.save(state)
             let failed = timers.withLock { t -> String? in

@@ -117,6 +117,7 @@ public enum JSONCodec {
         case .shuffle(let on): [("shuffle", .bool(on))]
         case .stopAfterCurrent(let on, let each): [("stopAfterCurrent", .bool(on)), ("stopAfterEach", .bool(each))]
         case .consume(let m): [("consume", .string(m.rawValue))]
+        case .replayGain(let s): [("replayGain", replayGain(s))]
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
         case .added(let ids, let skipped):
@@ -208,10 +209,18 @@ public enum JSONCodec {
                          ("downmix", a.isDownmixed ? .string("ITU-R BS.775") : .null), ("bitrate", a.bitrate.map(JSON.int) ?? .null),
                          ("description", .string(a.description))])
             } ?? .null),
+            ("replayGain", replayGain(s.replayGain)),
+            ("replayGainScale", s.replayGainScale.map { .number(Double($0)) } ?? .null),
+            ("replayGainDecibels", s.replayGainScale.flatMap { $0 > 0 ? .number(20 * log10(Double($0))) : nil } ?? .null),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
             ("musicDirectory", .string(s.musicDirectory)),
         ]
+    }
+
+    static func replayGain(_ s: ReplayGainSettings) -> JSON {
+        .object([("mode", .string(s.mode.rawValue)), ("preamp", .number(s.preamp)), ("missingPreamp", .number(s.missingPreamp)),
+                 ("limit", .bool(s.limit))])
     }
 
     static func fields(_ a: Alarm) -> [(String, JSON)] {

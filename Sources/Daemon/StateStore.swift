@@ -1,3 +1,4 @@
+import MediaCore
 import Control
 import FoundationEssentials
 import Platform
@@ -19,6 +20,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     public var muted: Bool
     /// Alarms set (absent in files from before alarms).
     public var alarms: [Alarm]?
+    /// ReplayGain (absent in files from before it: the configuration's stands).
+    public var replayGain: ReplayGainSettings?
 
     public static let formatName = "backline-state"
 
@@ -34,6 +37,11 @@ public struct SavedState: Codable, Sendable, Equatable {
     /// ``Limits/alarms`` of them with unique ids.
     public var problem: String? {
         guard volume.isFinite, (0...1).contains(volume) else { return "volume: \(volume.isFinite ? "\(volume)" : "out of range") (not within 0…1)" }
+        if let rg = replayGain {
+            for (name, v) in [("preamp", rg.preamp), ("missingPreamp", rg.missingPreamp)] where !(v.isFinite && (-60...60).contains(v)) {
+                return "replayGain.\(name): not within -60…60 dB"
+            }
+        }
         let q = queue
         guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
             return "queue.position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
@@ -68,14 +76,15 @@ public struct SavedState: Codable, Sendable, Equatable {
         return nil
     }
 
-    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool, alarms: [Alarm]? = nil) {
+    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool, alarms: [Alarm]? = nil, replayGain: ReplayGainSettings? = nil) {
         self.queue = queue
         self.volume = volume
         self.muted = muted
         self.alarms = alarms
+        self.replayGain = replayGain
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -88,6 +97,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         volume = (0...1).contains(v) ? Float(v) : (v.isNaN ? .nan : v < 0 ? -.infinity : .infinity)
         muted = try c.decode(Bool.self, forKey: .muted)
         alarms = try c.decodeIfPresent([Alarm].self, forKey: .alarms)
+        replayGain = try c.decodeIfPresent(ReplayGainSettings.self, forKey: .replayGain)
     }
 }
 

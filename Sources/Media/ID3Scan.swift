@@ -436,6 +436,7 @@ enum ID3Scan {
             guard case .userText(let name, let value) = f.content else { continue }
             meta.comments.append(TagPair(name: name, value: value))
             if let key = userTextKeys[name] { meta.addTag(key, value) }
+            meta.replayGain.take(name, value)  // TXXX:REPLAYGAIN_TRACK_GAIN and the rest
         }
         for f in frames where f.id == "UFID" {
             guard case .uniqueID(let owner, let data) = f.content, owner == "http://musicbrainz.org" else { continue }

@@ -53,12 +53,9 @@ enum VorbisComments {
                 if meta.artwork == nil || isFrontCover(value),
                    let raw = Base64.decode(value), let art = FLACPicture.parse(raw[...]) { meta.artwork = art.artwork }
                 continue
-            case "replaygain_track_gain": meta.replayGain.trackGain = decibels(value)
-            case "replaygain_track_peak": meta.replayGain.trackPeak = Double(value.trimmingBlanks())
-            case "replaygain_album_gain": meta.replayGain.albumGain = decibels(value)
-            case "replaygain_album_peak": meta.replayGain.albumPeak = Double(value.trimmingBlanks())
-            case "r128_track_gain": meta.replayGain.r128TrackGain = Int(value.trimmingBlanks()).map { Double($0) / 256 }
-            case "r128_album_gain": meta.replayGain.r128AlbumGain = Int(value.trimmingBlanks()).map { Double($0) / 256 }
+            case "replaygain_track_gain", "replaygain_track_peak", "replaygain_album_gain", "replaygain_album_peak",
+                 "r128_track_gain", "r128_album_gain":
+                meta.replayGain.take(lower, value)
             case "tracktotal", "totaltracks": trackTotal = trackTotal ?? value
             case "disctotal", "totaldiscs": discTotal = discTotal ?? value
             default: break
@@ -69,13 +66,6 @@ enum VorbisComments {
             meta.addTag(key, bytes: valueBytes)
         }
         meta.deriveFields(track: track, disc: disc, trackTotal: trackTotal, discTotal: discTotal)
-    }
-
-    /// `"-6.50 dB"` as -6.5.
-    private static func decibels(_ s: String) -> Double? {
-        var t = s.trimmingBlanks()
-        if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingBlanks() }
-        return Double(t)
     }
 
     /// Whether a base64 picture block is a front cover (type 3), without decoding it all.

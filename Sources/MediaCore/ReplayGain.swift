@@ -64,6 +64,28 @@ public struct ReplayGainSettings: Sendable, Equatable, Codable {
 }
 
 extension TrackMetadata.ReplayGain {
+    /// Takes a tag named `name` (any case) when it is a ReplayGain or R128 value: `REPLAYGAIN_TRACK_GAIN`
+    /// (`-6.50 dB`), `…_PEAK`, `…_ALBUM_…`, `R128_TRACK_GAIN` (Q7.8). Returns whether it was one.
+    @discardableResult
+    public mutating func take(_ name: String, _ value: String) -> Bool {
+        let v = value.trimmingSpaces
+        func decibels() -> Double? {
+            var t = v
+            if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingSpaces }
+            return Double(t.hasPrefix("+") ? String(t.dropFirst()) : t)
+        }
+        switch name.lowercased() {
+        case "replaygain_track_gain": trackGain = decibels()
+        case "replaygain_track_peak": trackPeak = Double(v)
+        case "replaygain_album_gain": albumGain = decibels()
+        case "replaygain_album_peak": albumPeak = Double(v)
+        case "r128_track_gain": r128TrackGain = Int(v).map { Double($0) / 256 }
+        case "r128_album_gain": r128AlbumGain = Int(v).map { Double($0) / 256 }
+        default: return false
+        }
+        return true
+    }
+
     /// The track's gain (dB) and peak: ReplayGain's tag, else Opus's R128 gain + 5 dB (R128's
     /// −23 LUFS reference to ReplayGain's −18; the header's output gain is already in the
     /// decoded samples). Nil with neither (no +5 dB for a file with no R128 tag).

@@ -786,6 +786,13 @@ extension QueuePlayer: AudioSessionParticipant {
     /// Whether the player is playing (running I/O, for deactivation checks).
     package var isRunningIO: Bool { state.withLock { $0.rate != 0 } }
 
+    /// ReplayGain for the items it plays (mode, preamps, limiting; `auto` plays as `album`:
+    /// a queue that knows its shuffle resolves it first). From the next item on.
+    public var replayGain: ReplayGainSettings {
+        get { engine.replayGain }
+        set { engine.replayGain = newValue }
+    }
+
     /// Whether the audio session was interrupted and the interruption has not ended yet.
     public var isInterrupted: Bool { state.withLock { $0.interrupted } }
 

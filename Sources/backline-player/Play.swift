@@ -65,6 +65,12 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "The most channels to send the device, 2–8 (default 8: what the device takes); files with more are down-mixed to stereo (ITU-R BS.775).")
     var channels = PlayOptions.defaults.channels
 
+    @Option(name: .customLong("replay-gain"), help: "ReplayGain: off, track, album or auto (album unless --shuffle): even loudness from the files' values.")
+    var replayGain = PlayOptions.defaults.replayGain
+
+    @Option(name: .long, help: "ReplayGain preamp in dB, added to files with values (-60…60).")
+    var preamp = PlayOptions.defaults.preamp
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -95,7 +101,8 @@ struct Play: ParsableCommand {
 
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
-        PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, shuffle: shuffle, repeat: self.repeat,
+        PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
+                    shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -116,6 +123,8 @@ struct PlayOptions: Equatable {
     var bufferMs = 500
     var format = "float32"
     var channels = 8
+    var replayGain = "off"
+    var preamp = 0.0
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -135,6 +144,8 @@ struct PlayOptions: Equatable {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
         guard ["float32", "s16"].contains(format) else { throw ValidationError("--format must be float32 or s16") }
         guard (2...8).contains(channels) else { throw ValidationError("--channels must be 2…8") }
+        guard ReplayGainMode(rawValue: replayGain) != nil else { throw ValidationError("--replay-gain must be off, track, album or auto") }
+        guard preamp.isFinite, (-60...60).contains(preamp) else { throw ValidationError("--preamp must be -60…60 dB") }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -182,6 +193,7 @@ struct PlayOptions: Equatable {
         } catch {
             throw ValidationError(error.message)
         }
+        playback.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replayGain) ?? .off, preamp: preamp)
         let dispatcher = CommandDispatcher(playback: playback, version: Backline.version)
         let player = playback.player, queue = playback.queue, app = playback.application
         @discardableResult
@@ -253,7 +265,10 @@ struct PlayOptions: Equatable {
                   ui.current.withLock({ c in defer { c = info }; return c?.id != info.id }) else { return }
             status.withLock { $0.heard += 1 }
             Terminal.line("▶ \(Self.name(info))  [\(formatTime(info.duration))]", tty: tty)
-            if verbose, let audio = info.audio { Terminal.error("backline: \(Path.lastComponent(info.path)): \(audio)", tty: tty) }
+            if verbose, let audio = info.audio {
+                let gain = info.replayGainScale == 1 ? "" : ", ReplayGain \(Self.decibels(info.replayGainScale))"
+                Terminal.error("backline: \(Path.lastComponent(info.path)): \(audio)\(gain)", tty: tty)
+            }
             if let notifications {
                 let m = info.metadata
                 let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
@@ -445,6 +460,12 @@ struct PlayOptions: Equatable {
     }
 
     /// `Title — Artist`, the title alone, or the file name.
+    /// A scale in dB with one decimal: `-6.0 dB`.
+    static func decibels(_ scale: Float) -> String {
+        let t = Int((200 * log10(Double(scale))).rounded())
+        return "\(t < 0 ? "-" : "+")\(t.magnitude / 10).\(t.magnitude % 10) dB"
+    }
+
     static func name(_ info: ItemInfo) -> String {
         let m = info.metadata
         return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? Path.lastComponent(info.path)
@@ -489,9 +510,10 @@ extension PlayOptions {
                 case "notify": notify = true
                 default: noMPRIS = true
                 }
-            case "device", "format", "repeat", "start", "category":
+            case "device", "format", "repeat", "start", "category", "replay-gain":
                 guard let v = value(inline) else { return nil }
                 switch name {
+                case "replay-gain": replayGain = v
                 case "device": device = v
                 case "format": format = v
                 case "repeat": self.repeat = v
@@ -505,9 +527,9 @@ extension PlayOptions {
                 case "channels": channels = v
                 default: bufferMs = v
                 }
-            case "background-grace":
+            case "background-grace", "preamp":
                 guard let v = value(inline).flatMap({ Double($0) }) else { return nil }
-                backgroundGrace = v
+                if name == "preamp" { preamp = v } else { backgroundGrace = v }
             default:
                 return nil  // --help, --version, an unknown option
             }

@@ -126,6 +126,10 @@ final class PlayKeys: Sendable {
         if let art = m.artwork { lines.append("  cover: \(art.mimeType), \(art.data.count) bytes") }
         let audio = info.audio.map(String.init(describing:)) ?? "\(info.format)"
         lines.append("  audio: \(audio), \(formatTime(info.duration)) (\(info.durationFrames) frames)")
+        let rg = playback.replayGain
+        if rg.mode != .off {
+            lines.append("  replay gain: \(rg.mode.rawValue), this item \(PlayOptions.decibels(info.replayGainScale))")
+        }
         let engine = playback.player.engine
         if let c = engine.deviceConfiguration {
             let rt = engine.isRealtime.map { $0 ? "real-time" : "normal priority" } ?? "priority unknown"

@@ -29,7 +29,7 @@ struct ReplayGainTests {
         return Float(s)
     }
 
-    @Test("FLAC and Vorbis comments, Opus R128 (+5 dB, the header gain once): the capture is the decode times mpd's scale; off is bit-exact")
+    @Test("FLAC's Vorbis comments, Opus R128 (+5 dB, the header gain once), MP3's TXXX, M4A's iTunes atoms: the capture is the decode times mpd's scale; off is bit-exact")
     func applied() throws {
         let src = try FormatFixtures.source("rg-src", seconds: 0.5)
         let tags = ["-T", "REPLAYGAIN_TRACK_GAIN=-6.00 dB", "-T", "REPLAYGAIN_TRACK_PEAK=0.5",
@@ -58,6 +58,17 @@ struct ReplayGainTests {
             let d = zip(got, want).reduce(Float(0)) { max($0, abs($1.0 - $1.1)) }
             #expect(got.count == want.count && d <= 2e-7, "\(settings) \(file.lastPathComponent): scale \(scale), \(got.count) vs \(want.count), up to \(d) apart")
             #expect(scales == [scale], "\(settings): heard with \(scales)")
+        }
+        // MP3 (ID3v2 TXXX:REPLAYGAIN_*) and M4A (----:com.apple.iTunes:replaygain_*): the values are read from each.
+        let mp3 = try Fixtures.mp3(from: src, name: "rg-mp3", lameArgs: ["-b", "192", "--tv", "TXXX=REPLAYGAIN_TRACK_GAIN=-4.00 dB",
+                                                                          "--tv", "TXXX=REPLAYGAIN_TRACK_PEAK=0.8"])
+        let m4a = try FormatFixtures.ffmpeg("rg-m4a", from: src, ext: "m4a", args: ["-c:a", "alac", "-movflags", "use_metadata_tags",
+                                                                                    "-metadata", "replaygain_album_gain=-2.50 dB"])
+        for (file, scale) in [(mp3, expected(gain: -4, peak: 0.8)), (m4a, expected(gain: -2.5, peak: nil))] {
+            let plainDecode = try play([file], .off).samples
+            let (got, scales) = try play([file], ReplayGainSettings(mode: .album))
+            let d = zip(got, plainDecode.map { $0 * scale }).reduce(Float(0)) { max($0, abs($1.0 - $1.1)) }
+            #expect(scales == [scale] && got.count == plainDecode.count && d <= 2e-7, "\(file.lastPathComponent): \(scales), up to \(d)")
         }
         // No values and no missing preamp: untouched, bit for bit.
         #expect(try play([plain], ReplayGainSettings(mode: .track)).samples == ref)

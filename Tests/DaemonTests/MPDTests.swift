@@ -557,3 +557,36 @@ struct MPDTests {
         #expect(try d.stop() == 0)
     }
 }
+
+extension MPDTests {
+    @Test("ReplayGain through every door: mpc replaygain track, python-mpd2's replay_gain_status, JSON replay-gain and status, ctl; saved across a restart; a bad mode is refused")
+    func replayGain() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let port = Self.port() + 1
+        let (d, sock) = try Self.daemon(port: port)
+        #expect(try d.request("status")["replayGain"]?["mode"] == "off")
+        let set = try Self.mpc(sock, ["replaygain", "track"])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try Self.mpc(sock, ["replaygain"]).stdoutText == "replay_gain_mode: track\n")
+        let lines = try Self.python(d, "rg.py", """
+            import sys, mpd
+            c = mpd.MPDClient(); c.connect(sys.argv[1])
+            print(c.replay_gain_status())
+            c.replay_gain_mode("album")
+            print(c.replay_gain_status())
+            try:
+                c.replay_gain_mode("loud")
+            except mpd.CommandError as e:
+                print("refused:", e)
+            """, [sock])
+        #expect(lines == ["track", "album", "refused: [2@0] {replay_gain_mode} Unrecognized replay gain mode"], "\(lines)")
+        let json = try d.request("replay-gain", [("mode", "auto"), ("preamp", 2.5)])
+        #expect(json["replayGain"]?["mode"] == "auto" && json["replayGain"]?["preamp"] == 2.5, "\(json.text)")
+        let ctl = try d.ctl(["replay-gain"])
+        #expect(ctl.stdoutText == "replay gain: auto, preamp +2.5 dB, limited\n", "\(ctl.stdoutText) \(ctl.stderr)")
+        #expect(try d.stop() == 0)
+        try d.start(["--mpd-listen", sock])
+        #expect(try d.request("status")["replayGain"]?["mode"] == "auto", "saved and restored")
+        #expect(try Self.mpc(sock, ["replaygain"]).stdoutText == "replay_gain_mode: auto\n")
+    }
+}

@@ -1,3 +1,4 @@
+import MediaCore
 import PlayQueue
 
 // Options: repeat, shuffle, single.
@@ -56,6 +57,50 @@ public struct SingleCommand: ControlCommand {
         let value = on ?? !q.stopAfterCurrent
         q.setStopAfterCurrent(value, each: each)
         return .stopAfterCurrent(value, each: value && each)
+    }
+}
+
+/// ReplayGain: the mode, and optionally the preamps and limiting. Reads them without arguments.
+public struct ReplayGainCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "replay-gain", .options, "ReplayGain: off, track, album or auto (album unless shuffled), with preamps (dB) and peak limiting; from the next item.",
+        [("mode", .string, "off, track, album or auto"), ("preamp", .number, "dB added to tagged files"),
+         ("missingPreamp", .number, "dB for files without values"), ("limit", .boolean, "keep peaks below full scale")])
+    public var mode: ReplayGainMode?
+    public var preamp: Double?
+    public var missingPreamp: Double?
+    public var limit: Bool?
+    public init(mode: ReplayGainMode?, preamp: Double? = nil, missingPreamp: Double? = nil, limit: Bool? = nil) {
+        (self.mode, self.preamp, self.missingPreamp, self.limit) = (mode, preamp, missingPreamp, limit)
+    }
+    public init(_ a: Arguments) throws(CommandError) {
+        if let m = a.string("mode") {
+            guard let mode = ReplayGainMode(rawValue: m) else { throw .badArgument("replay-gain: mode is off, track, album or auto") }
+            self.mode = mode
+        }
+        for (name, value) in [("preamp", a.number("preamp")), ("missingPreamp", a.number("missingPreamp"))] {
+            if let v = value, !(-60...60).contains(v) { throw .badArgument("replay-gain: \(name) is -60…60 dB") }
+        }
+        preamp = a.number("preamp")
+        missingPreamp = a.number("missingPreamp")
+        limit = a.bool("limit")
+    }
+    public var arguments: Arguments {
+        var m: [String: ArgumentValue] = [:]
+        if let mode { m["mode"] = .string(mode.rawValue) }
+        if let preamp { m["preamp"] = .number(preamp) }
+        if let missingPreamp { m["missingPreamp"] = .number(missingPreamp) }
+        if let limit { m["limit"] = .boolean(limit) }
+        return Arguments(m)
+    }
+    public func run(_ x: CommandContext) -> Reply {
+        var s = x.playback.replayGain
+        if let mode { s.mode = mode }
+        if let preamp { s.preamp = preamp }
+        if let missingPreamp { s.missingPreamp = missingPreamp }
+        if let limit { s.limit = limit }
+        if s != x.playback.replayGain { x.playback.replayGain = s }
+        return .replayGain(s)
     }
 }
 

@@ -341,11 +341,12 @@ enum MPDCommandTable {
             }
             return ""
         },
-        MPDCommand("replay_gain_mode", 1...1, inline: true) { _, r throws(MPDError) in
-            guard ["off", "track", "album", "auto"].contains(r.args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
-            return ""  // accepted; replay gain is not applied (reported off)
+        MPDCommand("replay_gain_mode", 1...1, inline: true) { p, r throws(MPDError) in
+            guard let mode = ReplayGainMode(rawValue: r.args[0]) else { throw MPDError(.arg, "Unrecognized replay gain mode") }
+            _ = try p.run(ReplayGainCommand(mode: mode))
+            return ""
         },
-        MPDCommand("replay_gain_status", 0...0, inline: true) { _, _ in "replay_gain_mode: off\n" },
+        MPDCommand("replay_gain_status", 0...0, inline: true) { p, _ in "replay_gain_mode: \(p.playback.replayGain.mode.rawValue)\n" },
         MPDCommand("rescan", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
         MPDCommand("rm", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(PlaylistRemoveCommand(name: r.args[0])); return "" },
         MPDCommand("save", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(SavePlaylistCommand(name: r.args[0])); return "" },
