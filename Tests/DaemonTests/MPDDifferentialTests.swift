@@ -173,10 +173,9 @@ enum MPDDifferences {
         "commands": "No database yet (count, find, findadd, list, search, searchadd, searchaddpl, update, rescan, mount, unmount: the library issue's), one partition (partition, newpartition, delpartition, listpartitions, moveoutput), no `kill` (an MPD client cannot stop the daemon; SIGTERM or `ctl` can), no `getfingerprint` (no Chromaprint)",
         "tagtypes": "Only the tags an MP3's tags can carry are offered: Name, ComposerSort, Work, Movement, MovementNumber, Ensemble and Location come with the next formats' Vorbis comments",
         "consume oneshot": "`consume oneshot` is accepted (mpd 0.24's, and the JSON protocol's); mpd 0.23 takes 0 or 1",
-        "replay_gain_status": "Reported off: ReplayGain is not applied yet (the Apple formats and ReplayGain issue), so a mode that is not applied is not reported",
         "outputs": "The one output is the daemon's device (its name, `alsa` or `pulse`), not mpd's configured outputs",
         "urlhandlers": "Local files only until HTTP streams arrive (the streams issue)",
-        "decoders": "libmpg123 (MP1/2/3, `.mpa` too) is the one decoder until the decoder issue",
+        "decoders": "Backline's own plugins (its registry: mpg123, flac, vorbis, opus, wave, aiff, ffmpeg), with their suffixes and MIME types, not mpd's build's list",
         "stats": "No database yet (the library issue's): artists, albums and songs are 0 and there is no db_update",
         "crossfade 3": "Refused (ACK 52 with the reason) until crossfade exists: items are played back to back, gapless, never overlapped; mpd accepts it. `crossfade 0` is accepted",
     ]
