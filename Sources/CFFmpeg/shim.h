@@ -44,11 +44,11 @@ typedef struct {
 /// Opens libavutil, libavcodec and libavformat (the major versions these headers describe) and
 /// fills `api`; returns NULL, or what failed (a library that is not installed, a missing symbol).
 static inline const char *bl_ffmpeg_load(bl_ffmpeg_api *api) {
-    void *util = dlopen("libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *util = dlopen("libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
     if (!util) return dlerror();
-    void *codec = dlopen("libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *codec = dlopen("libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
     if (!codec) return dlerror();
-    void *format = dlopen("libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    void *format = dlopen("libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR), RTLD_LAZY | RTLD_LOCAL);
     if (!format) return dlerror();
 #define BL_SYM(lib, name) if (!(api->name = (__typeof__(api->name))dlsym(lib, #name))) return "missing " #name;
     BL_SYM(format, avformat_alloc_context)

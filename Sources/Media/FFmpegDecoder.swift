@@ -345,27 +345,44 @@ public final class FFmpegDecoder: AudioDecoder {
         }
         guard count > 0, let data = frame.pointee.extended_data else { return }
         let channels = sourceChannels
-        let fmt = AVSampleFormat(frame.pointee.format)
-        func planar<T>(_: T.Type, _ scale: Float, _ value: @escaping (T) -> Float) {
-            stage.putPlanar(count, channels: channels, scale: scale) { c, i in
-                value(UnsafeRawPointer(data[c]!).assumingMemoryBound(to: T.self)[first + i])
-            }
+        // One closure per sample format, written out (no generic helper): each specialised, as
+        // FLAC's, so the per-sample read is a load, not a call.
+        func plane<T>(_ c: Int, _: T.Type) -> UnsafePointer<T> {
+            UnsafeRawPointer(data[c]!).assumingMemoryBound(to: T.self) + first
         }
-        func packed<T>(_: T.Type, _ scale: Float, _ value: @escaping (T) -> Float) {
-            let p = UnsafeRawPointer(data[0]!).assumingMemoryBound(to: T.self)
-            stage.putPlanar(count, channels: channels, scale: scale) { c, i in value(p[(first + i) * channels + c]) }
+        func packed<T>(_: T.Type) -> UnsafePointer<T> {
+            UnsafeRawPointer(data[0]!).assumingMemoryBound(to: T.self) + first * channels
         }
-        switch fmt {
-        case AV_SAMPLE_FMT_FLTP: planar(Float.self, 1) { $0 }
-        case AV_SAMPLE_FMT_FLT: packed(Float.self, 1) { $0 }
-        case AV_SAMPLE_FMT_DBLP: planar(Double.self, 1) { Float($0) }
-        case AV_SAMPLE_FMT_DBL: packed(Double.self, 1) { Float($0) }
-        case AV_SAMPLE_FMT_S16P: planar(Int16.self, 1 / 32768) { Float($0) }
-        case AV_SAMPLE_FMT_S16: packed(Int16.self, 1 / 32768) { Float($0) }
-        case AV_SAMPLE_FMT_S32P: planar(Int32.self, 1 / 2_147_483_648) { Float($0) }
-        case AV_SAMPLE_FMT_S32: packed(Int32.self, 1 / 2_147_483_648) { Float($0) }
-        case AV_SAMPLE_FMT_U8P: planar(UInt8.self, 1 / 128) { Float(Int($0) - 128) }
-        case AV_SAMPLE_FMT_U8: packed(UInt8.self, 1 / 128) { Float(Int($0) - 128) }
+        switch AVSampleFormat(frame.pointee.format) {
+        case AV_SAMPLE_FMT_FLTP:
+            let p = (0..<channels).map { plane($0, Float.self) }
+            stage.putPlanar(count, channels: channels, scale: 1) { c, i in p[c][i] }
+        case AV_SAMPLE_FMT_FLT:
+            stage.putInterleaved(packed(Float.self), frames: count, channels: channels)
+        case AV_SAMPLE_FMT_S16P:
+            let p = (0..<channels).map { plane($0, Int16.self) }
+            stage.putPlanar(count, channels: channels, scale: 1 / 32768) { c, i in Float(p[c][i]) }
+        case AV_SAMPLE_FMT_S16:
+            let p = packed(Int16.self)
+            stage.putPlanar(count, channels: channels, scale: 1 / 32768) { c, i in Float(p[i * channels + c]) }
+        case AV_SAMPLE_FMT_S32P:
+            let p = (0..<channels).map { plane($0, Int32.self) }
+            stage.putPlanar(count, channels: channels, scale: 1 / 2_147_483_648) { c, i in Float(p[c][i]) }
+        case AV_SAMPLE_FMT_S32:
+            let p = packed(Int32.self)
+            stage.putPlanar(count, channels: channels, scale: 1 / 2_147_483_648) { c, i in Float(p[i * channels + c]) }
+        case AV_SAMPLE_FMT_DBLP:
+            let p = (0..<channels).map { plane($0, Double.self) }
+            stage.putPlanar(count, channels: channels, scale: 1) { c, i in Float(p[c][i]) }
+        case AV_SAMPLE_FMT_DBL:
+            let p = packed(Double.self)
+            stage.putPlanar(count, channels: channels, scale: 1) { c, i in Float(p[i * channels + c]) }
+        case AV_SAMPLE_FMT_U8P:
+            let p = (0..<channels).map { plane($0, UInt8.self) }
+            stage.putPlanar(count, channels: channels, scale: 1 / 128) { c, i in Float(Int(p[c][i]) - 128) }
+        case AV_SAMPLE_FMT_U8:
+            let p = packed(UInt8.self)
+            stage.putPlanar(count, channels: channels, scale: 1 / 128) { c, i in Float(Int(p[i * channels + c]) - 128) }
         default: break  // (FFmpeg's audio decoders produce only the formats above)
         }
     }
