@@ -335,15 +335,17 @@ final class DecoderThread: @unchecked Sendable {
                                          bitrate: decoder.bitrate)
             report(.opened(id: item.id, format: decoder.format, lengthFrames: clipLength ?? 0,
                            metadata: decoder.metadata, audio: audio))
-            // Align to 8 bytes (filler the output skips), then the start marker goes in
-            // before any of the item's audio.
-            let misalignment = producer.position % 8
+            // Align to a whole frame and 8 bytes (filler the output skips), then the start marker
+            // goes in before any of the item's audio: with the ring's size a multiple of every
+            // such alignment (``DecoderThread/ringMultiple``), no frame straddles its wrap.
+            let align = Self.alignment(bytesPerFrame: decoder.format.bytesPerFrame)
+            let misalignment = producer.position % align
             if misalignment != 0 {
                 while !pushMarker(.pad, item: item, format: decoder.format) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
                     sleep(millis: 5)
                 }
-                while !writeFiller(8 - misalignment) {
+                while !writeFiller(align - misalignment) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
                     sleep(millis: 5)
                 }
@@ -375,6 +377,17 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     private var fillerPending = 0
+
+    /// The alignment of an item's first frame in the ring: a multiple of 8 bytes and of its frame.
+    static func alignment(bytesPerFrame: Int) -> Int {
+        var (a, b) = (8, bytesPerFrame)
+        while b != 0 { (a, b) = (b, a % b) }
+        return 8 / a * bytesPerFrame
+    }
+
+    /// What the PCM ring's size is a multiple of: every ``alignment(bytesPerFrame:)`` of 1 to 8
+    /// float32 channels (8, 24, 16, 40, 24, 56, 32 bytes) and 64.
+    static let ringMultiple = 6720
 
     /// Writes `count` filler bytes after a pad marker; returns false (to be retried) while the ring is full.
     private func writeFiller(_ count: Int) -> Bool {

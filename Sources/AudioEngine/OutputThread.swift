@@ -182,6 +182,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     /// `itemFrame`), and format, pause support, mmap access and channels in `code`.
     private func emitOpened(_ c: DeviceConfiguration) {
         let code = Int32(c.sampleFormat == .float32 ? 1 : 2) | (c.canPause ? 4 : 0) | (c.mmap ? 8 : 0) | Int32(c.channels << 8)
+            | Int32(c.maxChannels << 16)
         _ = events.push(OutputEvent(kind: .deviceOpened, generation: generation, item: UInt64(c.periodFrames),
                                     deviceFrame: framesWritten, itemFrame: Int64(c.bufferFrames), rate: Int32(c.rate), code: code))
         shared.wakeMonitor()

@@ -165,10 +165,12 @@ public final class PlaybackEngine: Sendable {
         logger = configuration.logger
         // Failures reach the caller as typed errors (code and message); ALSA's own stderr lines are dropped.
         backline_alsa_silence_errors()
-        let bytes = Int(configuration.decodeAheadSeconds * 48_000 * 8)
-        // Exactly the decode-ahead asked for (48 kHz stereo float32), not the next power of two
-        // (2 s: 750 KiB, where a power of two would lock 1 MiB).
-        let pcmRing = SPSCRing(exactCapacity: max(bytes, 1 << 16))
+        let bytes = max(Int(configuration.decodeAheadSeconds * 48_000 * 8), 1 << 16)
+        // The decode-ahead asked for (48 kHz stereo float32), rounded up to a multiple of every
+        // frame size's alignment (so no frame of 1 to 8 channels straddles the wrap), not to the
+        // next power of two (2 s: 755 KiB, where a power of two would lock 1 MiB).
+        let multiple = DecoderThread.ringMultiple
+        let pcmRing = SPSCRing(exactCapacity: (bytes + multiple - 1) / multiple * multiple)
         pcmRing.lockMemory()
         let markerRing = SPSCRing(minimumCapacity: Marker.stride * 1024)
         let eventRing = SPSCRing(minimumCapacity: OutputEvent.stride * 1024)
@@ -678,9 +680,9 @@ public final class PlaybackEngine: Sendable {
                     immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device)))
                 case .deviceOpened:
                     let c = DeviceConfiguration(
-                        rate: Int(e.rate), channels: Int(e.code >> 8), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,
+                        rate: Int(e.rate), channels: Int((e.code >> 8) & 0xFF), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,
                         bufferFrames: Int(e.itemFrame), periodFrames: Int(e.item), canPause: e.code & 4 != 0,
-                        mmap: e.code & 8 != 0)
+                        mmap: e.code & 8 != 0, maxChannels: Int(e.code >> 16))
                     s.device = c
                     immediate.append(.deviceOpened(c))
                 case .pausedByDrop:

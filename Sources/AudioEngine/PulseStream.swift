@@ -1,5 +1,6 @@
 import CALSA  // (where the importer puts `pollfd`: ALSA's headers include poll.h)
 import CPulse
+import Media
 import Platform
 
 #if canImport(Glibc)
@@ -193,7 +194,10 @@ final class PulseStream: @unchecked Sendable {
                     pa_threaded_mainloop_signal(cb.pointee.mainloop, 0)
                 }, userdata) {
                     let cb = userdata
-                    _ = Self.wait(m) { cb.pointee.sinkChannels != 0 ? true : nil }
+                    // Until the answer, or the operation ends without one (the server went away).
+                    _ = Self.wait(m) {
+                        cb.pointee.sinkChannels != 0 ? true : pa_operation_get_state(op) != PA_OPERATION_RUNNING ? false : nil
+                    }
                     pa_operation_unref(op)
                 }
             } else {
@@ -334,8 +338,28 @@ final class PulseStream: @unchecked Sendable {
     /// the order decoders write for ``channelOrder``), fewer with the server's default map.
     private static func newStream(_ c: OpaquePointer, _ spec: inout pa_sample_spec) -> OpaquePointer? {
         guard spec.channels > 2 else { return pa_stream_new(c, "Backline", &spec, nil) }
+        // The positions written out: PA_CHANNEL_MAP_WAVEEX's own maps for 4, 5, 7 and 8 channels
+        // are not WAVE's default layouts (its quad is FL FR FC LFE, its 7.1 has FLC/FRC).
         var map = pa_channel_map()
-        guard pa_channel_map_init_extend(&map, UInt32(spec.channels), PA_CHANNEL_MAP_WAVEEX) != nil else { return nil }
+        map.channels = spec.channels
+        let positions = Downmix.waveOrder(Int(spec.channels)).map { p -> pa_channel_position_t in
+            switch p {
+            case .frontLeft: PA_CHANNEL_POSITION_FRONT_LEFT
+            case .frontRight: PA_CHANNEL_POSITION_FRONT_RIGHT
+            case .frontCenter: PA_CHANNEL_POSITION_FRONT_CENTER
+            case .lfe: PA_CHANNEL_POSITION_LFE
+            case .backLeft: PA_CHANNEL_POSITION_REAR_LEFT
+            case .backRight: PA_CHANNEL_POSITION_REAR_RIGHT
+            case .backCenter: PA_CHANNEL_POSITION_REAR_CENTER
+            case .sideLeft: PA_CHANNEL_POSITION_SIDE_LEFT
+            case .sideRight: PA_CHANNEL_POSITION_SIDE_RIGHT
+            }
+        }
+        withUnsafeMutableBytes(of: &map.map) { raw in
+            let slots = raw.bindMemory(to: pa_channel_position_t.self)
+            for (i, p) in positions.enumerated() where i < slots.count { slots[i] = p }
+        }
+        guard pa_channel_map_valid(&map) != 0 else { return nil }
         return pa_stream_new(c, "Backline", &spec, &map)
     }
 

@@ -16,8 +16,9 @@ struct Marker: BitwiseCopyable {
         case end = 2
         /// `item` failed; the audio before the failure (if any) precedes this marker.
         case failed = 3
-        /// Filler up to the next marker, never played: keeps every item's frames aligned to 8
-        /// bytes, so no frame straddles the ring's wrap (a mono item can end half-way).
+        /// Filler up to the next marker, never played: keeps every item's first frame aligned to
+        /// 8 bytes and to its frame size (the ring's size is a multiple of both), so no frame
+        /// straddles the ring's wrap (a mono item can end half-way, a 5.1 item anywhere).
         case pad = 4
         /// `item`'s tags change here (their number, from the decoder's report, in `itemFrame`).
         case metadata = 5

@@ -26,7 +26,8 @@ public struct DaemonConfig: Sendable, Equatable {
     /// The most channels sent to the device, 2…8 (`channels`): files with more are down-mixed.
     public var maxChannels = 8
     /// ReplayGain (`replay-gain`, `replay-gain-preamp`, `replay-gain-missing-preamp`,
-    /// `replay-gain-limit`); the state file's, once saved, wins.
+    /// `replay-gain-limit`); once changed at run time (MPD, JSON, `ctl`), the state file's wins
+    /// until it is set back to these.
     public var replayGain = ReplayGainSettings.off
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false

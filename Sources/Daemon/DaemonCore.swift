@@ -174,7 +174,9 @@ public final class DaemonCore: Sendable {
     public func saveNow(_ why: String) -> Bool {
         let alarms = playback.alarms
         let state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
-                               alarms: alarms.isEmpty ? nil : alarms, replayGain: playback.replayGain)
+                               alarms: alarms.isEmpty ? nil : alarms,
+                               // Saved once changed at run time: until then the config file's stand (edits to it apply).
+                               replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain)
         do {
             try store.save(state)
             let failed = timers.withLock { t -> String? in

@@ -152,7 +152,8 @@ public final class FFmpegDecoder: AudioDecoder {
             FFmpegDecoder.release(api, &formatContext, &io, &codecContext, &packet, &frame)
             throw MediaError(.unsupportedFormat, "\(codecName) with \(channels) channels at \(rate) Hz", item: source.name)
         }
-        stage = PCMStage(maxFrames: 8192, sourceChannels: channels, output: options.outputChannels())
+        stage = PCMStage(maxFrames: 8192, sourceChannels: channels, layout: Self.layout(cc.pointee.ch_layout),
+                         output: options.outputChannels())
         format = StreamFormat(rate: rate, channels: stage.channels)
         let raw = Int(cc.pointee.bits_per_raw_sample)
         let isFloat = [AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_FLTP, AV_SAMPLE_FMT_DBL, AV_SAMPLE_FMT_DBLP].contains(cc.pointee.sample_fmt)
@@ -187,6 +188,20 @@ public final class FFmpegDecoder: AudioDecoder {
             }
         }
         remaining = exactLength ? lengthFrames : nil
+    }
+
+    /// The speakers of FFmpeg's native channel order (the mask's bits, lowest first); nil for
+    /// other orders or speakers the down-mix does not know (WAVE's default order is then assumed).
+    static func layout(_ l: AVChannelLayout) -> [Downmix.Position]? {
+        guard l.order == AV_CHANNEL_ORDER_NATIVE, l.nb_channels > 2 else { return nil }
+        let known: [(UInt64, Downmix.Position)] = [
+            (0x1, .frontLeft), (0x2, .frontRight), (0x4, .frontCenter), (0x8, .lfe), (0x10, .backLeft), (0x20, .backRight),
+            (0x100, .backCenter), (0x200, .sideLeft), (0x400, .sideRight),
+        ]
+        let mask = l.u.mask
+        guard mask & ~known.reduce(0, { $0 | $1.0 }) == 0 else { return nil }
+        let positions = known.filter { mask & $0.0 != 0 }.map(\.1)
+        return positions.count == Int(l.nb_channels) ? positions : nil
     }
 
     /// The audio stream and its decoder, opened.

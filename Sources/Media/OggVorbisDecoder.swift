@@ -37,6 +37,8 @@ public final class OggVorbisDecoder: AudioDecoder {
     private var link: Int32 = 0
     /// A new link's tags, until the decoder thread takes them.
     private var metadataUpdate: TrackMetadata?
+    /// Whether the file has more than one link (a seek may land in another's tags).
+    private let chained: Bool
 
     public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
@@ -52,11 +54,6 @@ public final class OggVorbisDecoder: AudioDecoder {
             throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libvorbisfile", code: r, item: source.name)
         }
         self.box = box
-        guard let vi = ov_info(file, -1) else {
-            ov_clear(file)
-            file.deallocate()
-            throw MediaError(.corrupt, "no stream info", library: "libvorbisfile", item: source.name)
-        }
         // libvorbisfile (1.3.7) leaves a chained file it has scanned for its links positioned
         // at the last link: back to the first sample.
         if source.isSeekable, ov_streams(file) > 1 {
@@ -66,6 +63,13 @@ public final class OggVorbisDecoder: AudioDecoder {
                 file.deallocate()
                 throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libvorbisfile", code: r, item: source.name)
             }
+        }
+        chained = ov_streams(file) > 1
+        // The first link's format (after the seek above, the current link is the first).
+        guard let vi = ov_info(file, -1) else {
+            ov_clear(file)
+            file.deallocate()
+            throw MediaError(.corrupt, "no stream info", library: "libvorbisfile", item: source.name)
         }
         sourceChannels = Int(vi.pointee.channels)
         stage = PCMStage(maxFrames: 4096, sourceChannels: sourceChannels, layout: Downmix.vorbisOrder(sourceChannels),
@@ -146,6 +150,8 @@ public final class OggVorbisDecoder: AudioDecoder {
 
     public func seek(toFrame frame: Int) throws(MediaError) {
         stage.clear()
+        // A chained file: the link landed in announces its tags (the first one's too).
+        if chained { link = -1 }
         let r = ov_pcm_seek(file, ogg_int64_t(max(0, frame)))
         guard r == 0 else {
             throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libvorbisfile", code: r, item: source.name)

@@ -119,6 +119,8 @@ public final class OpusDecoder: AudioDecoder {
 
     public func seek(toFrame frame: Int) throws(MediaError) {
         stage.clear()
+        // A chained file: the link landed in announces its tags (the first one's too).
+        if op_link_count(file) > 1 { link = -1 }
         let r = op_pcm_seek(file, ogg_int64_t(max(0, frame)))
         guard r == 0 else {
             throw box.error ?? MediaError(.corrupt, Self.errorText(r), library: "libopusfile", code: r, item: source.name)

@@ -50,8 +50,10 @@ public struct ReplayGainSettings: Sendable, Equatable, Codable {
     /// 10^(dB/20), as e^(dB/20 · ln 10) (this module imports nothing, not even libm).
     public static func linear(_ db: Double) -> Double { exp(db / 20 * 2.302585092994046) }
 
-    /// e^x by range reduction and a Taylor series (plenty for gains of ±60 dB).
+    /// e^x by range reduction and a Taylor series (plenty for gains of ±200 dB; clamped beyond).
     static func exp(_ x: Double) -> Double {
+        guard x.isFinite else { return x > 0 ? .infinity : 0 }
+        let x = min(max(x, -700), 700)
         let k = (x / 0.6931471805599453).rounded()
         let r = x - k * 0.6931471805599453
         var term = 1.0, sum = 1.0
@@ -69,16 +71,20 @@ extension TrackMetadata.ReplayGain {
     @discardableResult
     public mutating func take(_ name: String, _ value: String) -> Bool {
         let v = value.trimmingSpaces
+        // A gain within ±100 dB (mpd counts −100 and below as none), a peak finite and ≥ 0:
+        // anything else (`nan`, `inf`, `1e30`) is no value.
         func decibels() -> Double? {
             var t = v
             if t.lowercased().hasSuffix("db") { t = String(t.dropLast(2)).trimmingSpaces }
-            return Double(t.hasPrefix("+") ? String(t.dropFirst()) : t)
+            guard let g = Double(t.hasPrefix("+") ? String(t.dropFirst()) : t), g.isFinite, g > -100, g <= 100 else { return nil }
+            return g
         }
+        func peak() -> Double? { Double(v).flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } }
         switch name.lowercased() {
         case "replaygain_track_gain": trackGain = decibels()
-        case "replaygain_track_peak": trackPeak = Double(v)
+        case "replaygain_track_peak": trackPeak = peak()
         case "replaygain_album_gain": albumGain = decibels()
-        case "replaygain_album_peak": albumPeak = Double(v)
+        case "replaygain_album_peak": albumPeak = peak()
         case "r128_track_gain": r128TrackGain = Int(v).map { Double($0) / 256 }
         case "r128_album_gain": r128AlbumGain = Int(v).map { Double($0) / 256 }
         default: return false

@@ -462,6 +462,7 @@ struct PlayOptions: Equatable {
     /// `Title — Artist`, the title alone, or the file name.
     /// A scale in dB with one decimal: `-6.0 dB`.
     static func decibels(_ scale: Float) -> String {
+        guard scale > 0, scale.isFinite else { return "-inf dB" }
         let t = Int((200 * log10(Double(scale))).rounded())
         return "\(t < 0 ? "-" : "+")\(t.magnitude / 10).\(t.magnitude % 10) dB"
     }

@@ -37,6 +37,8 @@ struct ReplayGainTests {
         let flac = try FormatFixtures.flac("rg-flac", from: src, args: tags)
         let plain = try FormatFixtures.flac("rg-plain", from: src)
         let opus = try FormatFixtures.opus("rg-opus", from: src, args: ["--comment", "R128_TRACK_GAIN=-2560"])
+        let albumOnly = try FormatFixtures.flac("rg-album-only", from: src, args: ["-T", "REPLAYGAIN_ALBUM_GAIN=-3.00 dB"])
+        let loud = try FormatFixtures.flac("rg-loud", from: src, args: ["-T", "REPLAYGAIN_TRACK_GAIN=+30.00 dB"])
         let ref = try FormatReference.flac(flac, bits: 16)
         let opusRef = try FormatReference.opus(opus)
 
@@ -49,6 +51,9 @@ struct ReplayGainTests {
             (ReplayGainSettings(mode: .album, limit: false), flac, ref, expected(gain: 3, peak: 0.9, limit: false)),
             (ReplayGainSettings(mode: .track, preamp: 4), flac, ref, expected(gain: -6, peak: 0.5, preamp: 4)),
             (ReplayGainSettings(mode: .track, missingPreamp: -3), plain, ref, expected(gain: nil, peak: nil, missing: -3)),
+            // Track mode falls back to the album's value; +30 dB with no peak stops at 15.
+            (ReplayGainSettings(mode: .track), albumOnly, ref, expected(gain: -3, peak: nil)),
+            (ReplayGainSettings(mode: .track), loud, ref, 15),
             // Opus: R128_TRACK_GAIN −2560/256 = −10 dB, + 5 dB to ReplayGain's reference; album mode falls back to it.
             (ReplayGainSettings(mode: .album), opus, opusRef, expected(gain: -5, peak: nil)),
         ]

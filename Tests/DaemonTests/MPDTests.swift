@@ -562,7 +562,7 @@ extension MPDTests {
     @Test("ReplayGain through every door: mpc replaygain track, python-mpd2's replay_gain_status, JSON replay-gain and status, ctl; saved across a restart; a bad mode is refused")
     func replayGain() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let port = Self.port() + 1
+        let port = Self.port() + 8
         let (d, sock) = try Self.daemon(port: port)
         #expect(try d.request("status")["replayGain"]?["mode"] == "off")
         let set = try Self.mpc(sock, ["replaygain", "track"])
