@@ -271,7 +271,9 @@ struct MPRISTests {
         let monitor = try SpawnedProcess("/usr/bin/dbus-monitor", ["--session", "type='method_call',interface='org.freedesktop.Notifications'"],
                                          environment: bus.environment)
         defer { monitor.signal(SIGTERM) }
-        Thread.sleep(forTimeInterval: 0.5)
+        // Listening once it has its name (a fixed half second missed the first call on a loaded machine).
+        #expect(eventually(timeout: 20) { monitor.stdout.contains("NameAcquired") }, "dbus-monitor started: \(monitor.stdout.suffix(300))")
+        Thread.sleep(forTimeInterval: 0.2)
         func calls() -> [String] {
             // Each Notify call: the summary is its 4th string argument.
             monitor.stdout.components(separatedBy: "member=Notify").dropFirst().map { call in
@@ -328,7 +330,8 @@ struct MPRISTests {
 
         let monitor = try SpawnedProcess("/usr/bin/dbus-monitor", ["--session", "type='signal',member='TrackListReplaced'"], environment: bus.environment)
         defer { monitor.signal(SIGTERM) }
-        Thread.sleep(forTimeInterval: 0.5)
+        #expect(eventually(timeout: 20) { monitor.stdout.contains("NameAcquired") }, "dbus-monitor started")
+        Thread.sleep(forTimeInterval: 0.2)
         _ = try busctl(["call"] + object + ["GoTo", "o", track(3)])
         #expect(eventually { (try? d.request("status")["current"]?["id"]?.int) == 3 })
         _ = try busctl(["call"] + object + ["RemoveTrack", "o", track(2)])
