@@ -38,6 +38,7 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         var durationFrames: Int?
         var rate = 0
         var metadata = TrackMetadata()
+        var audio: AudioDescription?
         /// The player this item is queued in (an item belongs to one queue at a time).
         var owner: ObjectIdentifier?
     }
@@ -79,6 +80,11 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         state.withLock { s in s.durationFrames.map { ($0, s.rate) } }
     }
 
+    /// What it plays, once loaded: the format or codec (`FLAC`, `AAC (MPEG-4)`, `Apple Lossless
+    /// (MPEG-4)`), the sample encoding, rate, its channels and those played (AVAssetTrack's
+    /// `formatDescriptions`, kept to what a player shows). Nil until loaded.
+    public var audioDescription: AudioDescription? { state.withLock { $0.audio } }
+
     /// Tags from the file; empty until loaded.
     public var metadata: TrackMetadata { state.withLock { $0.metadata } }
 
@@ -101,6 +107,7 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
             s.durationFrames = info.durationFrames
             s.rate = info.format.rate
             s.metadata = info.metadata
+            s.audio = info.audio
             return true
         }
     }

@@ -211,6 +211,8 @@ struct QueueTests {
         #expect(log.wait(timeout: 10) { if case .timedMetadata = $0 { true } else { false } } != nil, "\(log.all)")
         #expect(changes() == ["Second"] && item.metadata.title == "Second", "\(changes())")
         #expect(player.currentItem === item, "one item: the links play as one")
+        #expect(item.audioDescription?.formatName == "Ogg Vorbis" && item.audioDescription?.rate == 48_000
+                && item.audioDescription?.channels == 2, "\(String(describing: item.audioDescription))")
     }
 
     @Test("advance: items play gaplessly to the end, each leaves the queue when heard to its end")
