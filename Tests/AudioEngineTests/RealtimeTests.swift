@@ -207,6 +207,33 @@ extension RealtimeTests {
 
 
 extension RealtimeTests {
+    @Test("a ReplayGain mode set while an item plays is heard from the next item: the first at its own level, the second 6 dB down (both tagged −6 dB)")
+    func replayGainAtTheNextItem() throws {
+        try PulseNullSink.exclusive { sink in
+            let src = try FormatFixtures.source("rt-rg-src", seconds: 1.5)
+            let a = try FormatFixtures.flac("rt-rg-a", from: src, args: ["-T", "REPLAYGAIN_TRACK_GAIN=-6.00 dB"])
+            let b = try FormatFixtures.flac("rt-rg-b", from: src, args: ["-T", "REPLAYGAIN_TRACK_GAIN=-6.00 dB"])
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                engine.enqueue([a.path, b.path])
+                #expect(log.wait(timeout: 10) { if case .itemStarted = $0 { true } else { false } } != nil)
+                Thread.sleep(forTimeInterval: 0.4)
+                engine.replayGain = ReplayGainSettings(mode: .track)  // both items were decoded long before
+                #expect(log.waitForEnd(timeout: 20))
+            }
+            let sound = removingSilence(rec, minRun: 400)
+            let ref = try FormatReference.sox(src)[(2 * 22050)..<(2 * 44100)]  // (PCM.rms is of full scale 1, as these)
+            let full = (ref.reduce(0) { $0 + Double($1) * Double($1) } / Double(ref.count)).squareRoot()
+            // The middle half second of each item, as heard.
+            let first = PCM.rms(sound[(2 * 22050)..<(2 * 44100)])
+            let second = PCM.rms(sound[(2 * (66150 + 22050))..<min(sound.count, 2 * (66150 + 44100))])
+            #expect(abs(first / full - 1) < 0.03, "the item playing when the mode was set keeps its level: \(first / full)")
+            #expect(abs(second / full - 0.501) < 0.03, "the next one is 6 dB down: \(second / full)")
+        }
+    }
+
     /// This process's threads (tid → context switches, voluntary and not) whose names `keep` accepts.
     static func threadSwitches(_ keep: (String) -> Bool) -> [String: Int] {
         var out: [String: Int] = [:]
