@@ -88,7 +88,6 @@ static inline int bl_averror_eof(void) { return AVERROR_EOF; }
 static inline int bl_averror_eagain(void) { return AVERROR(EAGAIN); }
 static inline int bl_averror_invaliddata(void) { return AVERROR_INVALIDDATA; }
 static inline int bl_averror_decoder_not_found(void) { return AVERROR_DECODER_NOT_FOUND; }
-static inline int bl_averror_patchwelcome(void) { return AVERROR_PATCHWELCOME; }
 static inline int64_t bl_av_nopts_value(void) { return AV_NOPTS_VALUE; }
 
 #endif

@@ -117,6 +117,10 @@ public final class FFmpegDecoder: AudioDecoder {
         let opaque = Unmanaged.passUnretained(box).toOpaque()
         io = api.avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 0, opaque, ffmpegRead, nil,
                                     source.isSeekable ? ffmpegSeek : nil)
+        if io == nil {
+            var b: UnsafeMutableRawPointer? = buffer
+            api.av_freep(&b)
+        }
         var failure: MediaError?
         var opened: (Int32, UnsafeMutablePointer<AVStream>, UnsafeMutablePointer<AVCodecContext>)?
         if let io, let fc = api.avformat_alloc_context() {
