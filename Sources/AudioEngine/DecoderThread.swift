@@ -87,6 +87,20 @@ final class DecoderThread: @unchecked Sendable {
     private var metadataNumber: Int64 = 0
     /// (time, bytes consumed) at the previous full ring, to measure the drain rate over a cycle.
     private var lastDrainSample: (UInt64, Int)?
+    /// The current item's frames from where it started to its end (nil: not known), and how
+    /// many of them are in the ring: where a crossfade begins is counted from its end.
+    private var currentFrames: Int?
+    private var writtenFrames = 0
+    /// The ReplayGain scales the current item's start marker carried.
+    private var currentScales: (track: Float, album: Float) = (1, 1)
+    /// Crossfade (see ``Crossfade``): the next item, opened ahead to decide how the current one
+    /// joins it; the fade's length in frames once decided (0: joined gaplessly; nil: not yet);
+    /// the item fading out beneath the current one; and the items that ended in a fade (a
+    /// queue edit after one cannot be cut in the ring: its tail is mixed into what follows).
+    private var prepared: Opened?
+    private var fadePlan: Int?
+    private var fading: FadingItem?
+    private var fadedOut: Set<UInt64> = []
 
     init(shared: EngineShared, producer: consuming RingProducer, markers: consuming RingProducer,
          confinement: String?, registry: DecoderRegistry = .standard, options: DecoderOptions = .stereo,
@@ -139,6 +153,8 @@ final class DecoderThread: @unchecked Sendable {
             }
         }
         current = nil
+        fading = nil
+        prepared = nil
     }
 
     private var idle: Bool { current == nil && index >= plan.count }
@@ -150,6 +166,10 @@ final class DecoderThread: @unchecked Sendable {
             // from the source already open (``ByteSource/reopened()``), not by path: a
             // file deleted or swapped since it began still seeks within what is playing.
             reusable = current.flatMap { d in currentItem.map { ($0.path, d) } }
+            if let f = fading, f.item.path == items.first?.path { reusable = (f.item.path, f.decoder) }
+            fading = nil
+            prepared = nil
+            fadePlan = nil
             plan = items
             index = 0
             generation = g
@@ -171,6 +191,9 @@ final class DecoderThread: @unchecked Sendable {
             // and the withdrawn end are published first.
             defer { shared.editsHandled.store(edit, ordering: .releasing) }
             guard g == generation else { return }  // a newer load already carries the new plan
+            // The item after the current one may change: how the current one ends is decided again.
+            prepared = nil
+            fadePlan = nil
             // Withdraw the end of input first: the output must not take the old plan's end (or,
             // after the cut below, the cut's end) for the end of everything and release the
             // device while the new items are still being opened. The idle decoder stores it again.
@@ -182,6 +205,12 @@ final class DecoderThread: @unchecked Sendable {
                 return
             }
             if a + 1 < firstUnopened {
+                // The anchor's tail is mixed into the next item's start: no cut can separate
+                // them. The engine re-plans from the heard frame instead.
+                if fadedOut.contains(anchor) {
+                    report(.spliceFailed(generation: g))
+                    return
+                }
                 // Items after the anchor are already in the ring. If the output has not reached
                 // the anchor's end, cut them out there and decode the new plan after them.
                 let consumed = producer.position - (producer.capacity - producer.availableToWrite())
@@ -257,6 +286,18 @@ final class DecoderThread: @unchecked Sendable {
             return false
         }
         refilling = true
+        // Crossfade: near its end, decide how the item joins the next; at the fade's start the
+        // next item begins and this one fades out beneath it. `split`: the frames of this block
+        // that still come before the fade.
+        var split: Int?
+        if fading == nil, let total = currentFrames {
+            let left = total - writtenFrames
+            if fadePlan == nil { fadePlan = planCrossfade(left: left) }
+            if let f = fadePlan, f > 0, prepared != nil {
+                if left <= f { return beginCrossfade(length: max(0, left), pending: [], ended: false) }
+                split = left - f
+            }
+        }
         if let r = remainingFrames, r <= 0 {
             // The clip's end: the rest of the file is not played.
             guard pushMarker(.end, item: item, format: decoder.format) else { return false }
@@ -276,7 +317,29 @@ final class DecoderThread: @unchecked Sendable {
                 }
                 remainingFrames = r - bytes / bytesPerFrame
             }
+            var tail: [Float] = []
+            if let s = split, bytes > s * bytesPerFrame {
+                // The fade starts inside this block: the rest is the ending item's tail, kept
+                // to be mixed beneath the next item.
+                tail = Self.floats(a, b, from: s * bytesPerFrame, to: bytes)
+                bytes = s * bytesPerFrame
+            }
+            if let f = fading {
+                // The next item's first frames, over the ending one's tail.
+                let frames = min(bytes / bytesPerFrame, f.length - f.mixed)
+                let ratio = Self.ratio(from: f.scales, to: currentScales, mode: shared.replayGainMode.load(ordering: .relaxed))
+                let inA = min(frames, a.count / bytesPerFrame)
+                f.mix(into: UnsafeMutableRawBufferPointer(rebasing: a[..<(inA * bytesPerFrame)]), frames: inA, ratio: ratio)
+                if frames > inA {
+                    f.mix(into: UnsafeMutableRawBufferPointer(rebasing: b[..<((frames - inA) * bytesPerFrame)]), frames: frames - inA, ratio: ratio)
+                }
+                if f.mixed >= f.length { fading = nil }
+            }
             producer.commit(bytes)
+            writtenFrames += bytes / bytesPerFrame
+            if !tail.isEmpty {
+                return beginCrossfade(length: fadePlan ?? 0, pending: tail, ended: status == .done)
+            }
             if let update = decoder.takeMetadataUpdate() {
                 // Marked at the ring position of the first frame the new tags belong to.
                 metadataNumber += 1
@@ -300,74 +363,191 @@ final class DecoderThread: @unchecked Sendable {
 
     private func finishCurrent() {
         if let item = currentItem { noteEnd(item.id) }
+        fading = nil  // an item shorter than its fade-in: the rest of the fade-out is not heard
+        fadePlan = nil
+        currentFrames = nil
         remainingFrames = nil
         current = nil
         currentItem = nil
         index += 1
     }
 
+    /// An item opened but not yet begun: its decoder at its first frame, and what the control
+    /// plane is told of it.
+    struct Opened {
+        var item: DecodeItem
+        var decoder: any AudioDecoder
+        /// Frames left before its clip ends (nil: to the file's end).
+        var remaining: Int?
+        /// Its frames from its start to its end, when known.
+        var frames: Int?
+        /// Its length (the clip's), 0 when not known.
+        var lengthFrames: Int
+        var audio: AudioDescription
+    }
+
+    /// Opens `item` (by content) and moves it to its first frame; nothing reaches the ring.
+    private func open(_ item: DecodeItem) throws(MediaError) -> Opened {
+        var item = item
+        let previous = reusable
+        reusable = nil
+        let source = if let previous, previous.path == item.path {
+            try previous.decoder.source.reopened()
+        } else {
+            try InputSources.open(item.path, beneath: confinement)
+        }
+        let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
+        // A clip: the item's frames are the clip's (its frame 0 is the clip's start).
+        let rate = decoder.format.rate
+        let (clipFirst, clipEnd) = item.clip?.frames(rate: rate, length: decoder.lengthFrames) ?? (0, decoder.lengthFrames)
+        let clipLength = clipEnd.map { $0 - clipFirst }
+        if let seconds = item.startSeconds {
+            item.startFrame = min(clipLength ?? Int.max, Int((seconds * Double(rate)).rounded()))
+            item.startSeconds = nil
+        }
+        let first = clipFirst + item.startFrame
+        if first > 0 { try decoder.seek(toFrame: first) }
+        let audio = AudioDescription(formatName: decoder.formatName ?? plugin.formatName, encoding: decoder.encoding, rate: rate,
+                                     sourceChannels: decoder.sourceChannels, channels: decoder.format.channels,
+                                     bitrate: decoder.bitrate)
+        return Opened(item: item, decoder: decoder, remaining: item.clip == nil ? nil : clipEnd.map { $0 - first },
+                      frames: clipEnd.map { max(0, $0 - first) }, lengthFrames: clipLength ?? 0, audio: audio)
+    }
+
     private func openNext() -> Bool {
         let item = plan[index]
-        do throws(MediaError) {
-            var item = item
-            let previous = reusable
-            reusable = nil
-            let source = if let previous, previous.path == item.path {
-                try previous.decoder.source.reopened()
-            } else {
-                try InputSources.open(item.path, beneath: confinement)
-            }
-            let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
-            // A clip: the item's frames are the clip's (its frame 0 is the clip's start).
-            let rate = decoder.format.rate
-            let (clipFirst, clipEnd) = item.clip?.frames(rate: rate, length: decoder.lengthFrames) ?? (0, decoder.lengthFrames)
-            let clipLength = clipEnd.map { $0 - clipFirst }
-            if let seconds = item.startSeconds {
-                item.startFrame = min(clipLength ?? Int.max, Int((seconds * Double(rate)).rounded()))
-                item.startSeconds = nil
-                plan[index] = item
-            }
-            let first = clipFirst + item.startFrame
-            if first > 0 { try decoder.seek(toFrame: first) }
-            remainingFrames = item.clip == nil ? nil : clipEnd.map { $0 - first }
-            let audio = AudioDescription(formatName: decoder.formatName ?? plugin.formatName, encoding: decoder.encoding, rate: rate,
-                                         sourceChannels: decoder.sourceChannels, channels: decoder.format.channels,
-                                         bitrate: decoder.bitrate)
-            report(.opened(id: item.id, format: decoder.format, lengthFrames: clipLength ?? 0,
-                           metadata: decoder.metadata, audio: audio))
-            // Align to a whole frame and 8 bytes (filler the output skips), then the start marker
-            // goes in before any of the item's audio: with the ring's size a multiple of every
-            // such alignment (``DecoderThread/ringMultiple``), no frame straddles its wrap.
-            let align = Self.alignment(bytesPerFrame: decoder.format.bytesPerFrame)
-            let misalignment = producer.position % align
-            if misalignment != 0 {
-                while !pushMarker(.pad, item: item, format: decoder.format) {
+        let opened: Opened
+        if let p = prepared, p.item.id == item.id {
+            opened = p  // opened ahead for a crossfade that was not made
+        } else {
+            do throws(MediaError) {
+                opened = try open(item)
+            } catch {
+                prepared = nil
+                report(.failed(id: item.id, error: error.about(item.path)))
+                while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
                     sleep(millis: 5)
                 }
-                while !writeFiller(align - misalignment) {
-                    if shared.generation.load(ordering: .acquiring) != generation { return false }
-                    sleep(millis: 5)
-                }
+                noteEnd(item.id)
+                index += 1
+                return true
             }
-            let rg = shared.replayGainSettings.withLock { $0 }
-            let scales = (rg.scale(for: decoder.metadata.replayGain, mode: .track), rg.scale(for: decoder.metadata.replayGain, mode: .album))
-            while !pushMarker(.start, item: item, format: decoder.format, scales: scales) {
-                if shared.generation.load(ordering: .acquiring) != generation { return false }
-                sleep(millis: 5)
-            }
-            current = decoder
-            currentItem = item
-        } catch {
-            report(.failed(id: item.id, error: error.about(item.path)))
-            while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
-                if shared.generation.load(ordering: .acquiring) != generation { return false }
-                sleep(millis: 5)
-            }
-            noteEnd(item.id)
-            index += 1
         }
+        prepared = nil
+        return begin(opened)
+    }
+
+    /// Makes `o` (plan[index]) the current item: reports it, aligns the ring and writes its
+    /// start marker. False when a flush came meanwhile.
+    private func begin(_ o: Opened) -> Bool {
+        let decoder = o.decoder
+        let item = o.item
+        plan[index] = item
+        report(.opened(id: item.id, format: decoder.format, lengthFrames: o.lengthFrames,
+                       metadata: decoder.metadata, audio: o.audio))
+        // Align to a whole frame and 8 bytes (filler the output skips), then the start marker
+        // goes in before any of the item's audio: with the ring's size a multiple of every
+        // such alignment (``DecoderThread/ringMultiple``), no frame straddles its wrap.
+        let align = Self.alignment(bytesPerFrame: decoder.format.bytesPerFrame)
+        let misalignment = producer.position % align
+        if misalignment != 0 {
+            while !pushMarker(.pad, item: item, format: decoder.format) {
+                if shared.generation.load(ordering: .acquiring) != generation { return false }
+                sleep(millis: 5)
+            }
+            while !writeFiller(align - misalignment) {
+                if shared.generation.load(ordering: .acquiring) != generation { return false }
+                sleep(millis: 5)
+            }
+        }
+        let rg = shared.replayGainSettings.withLock { $0 }
+        let scales = (rg.scale(for: decoder.metadata.replayGain, mode: .track), rg.scale(for: decoder.metadata.replayGain, mode: .album))
+        while !pushMarker(.start, item: item, format: decoder.format, scales: scales) {
+            if shared.generation.load(ordering: .acquiring) != generation { return false }
+            sleep(millis: 5)
+        }
+        current = decoder
+        currentItem = item
+        currentScales = scales
+        remainingFrames = o.remaining
+        currentFrames = o.frames
+        writtenFrames = 0
+        fadePlan = nil
         return true
+    }
+
+    /// How the current item, `left` frames from its end, joins the next: nil while that cannot
+    /// be told yet (the next item not planned), 0 for gaplessly, else the fade's length in
+    /// frames. Decided once the end is within the fade plus one ring of audio (a decode writes
+    /// at most a ring's worth), by opening the next item ahead: no fade across a change of
+    /// rate or channels (the device would reopen), into an item of unknown length, or between
+    /// consecutive tracks of one album (``Crossfade/continuesAlbum(_:_:)``); at most half of
+    /// either item.
+    private func planCrossfade(left: Int) -> Int? {
+        let seconds = Double(bitPattern: shared.crossfadeBits.load(ordering: .relaxed))
+        guard seconds > 0 else { return nil }  // set while the item plays: it applies to its end
+        guard let decoder = current, let item = currentItem, let total = currentFrames else { return 0 }
+        let format = decoder.format
+        let wanted = Int(seconds * Double(format.rate))
+        guard left <= wanted + producer.capacity / format.bytesPerFrame else { return nil }
+        guard index + 1 < plan.count else { return nil }
+        let next = plan[index + 1]
+        if prepared?.item.id != next.id {
+            do throws(MediaError) {
+                prepared = try open(next)
+            } catch {
+                prepared = nil  // it fails in its turn, with its reason
+                return 0
+            }
+        }
+        guard let p = prepared, p.decoder.format == format, let nextFrames = p.frames,
+              !Crossfade.continuesAlbum(decoder.metadata, p.decoder.metadata) else { return 0 }
+        return max(0, min(wanted, (total + item.startFrame) / 2, nextFrames / 2))
+    }
+
+    /// Ends the current item at the fade's start and begins the next (opened by
+    /// ``planCrossfade(left:)``), the ending one fading out beneath it for `length` frames
+    /// from `pending` (its frames decoded past the fade's start) on.
+    private func beginCrossfade(length: Int, pending: [Float], ended: Bool) -> Bool {
+        guard let decoder = current, let item = currentItem, let next = prepared, index + 1 < plan.count,
+              plan[index + 1].id == next.item.id else {
+            fadePlan = 0
+            return true
+        }
+        while !pushMarker(.end, item: item, format: decoder.format) {
+            if shared.generation.load(ordering: .acquiring) != generation { return false }
+            sleep(millis: 5)
+        }
+        if fadedOut.count > 64 { fadedOut = [] }
+        fadedOut.insert(item.id)
+        let fade = length > 0 ? FadingItem(decoder: decoder, item: item, scales: currentScales, length: length,
+                                           pending: pending, remaining: remainingFrames, ended: ended) : nil
+        finishCurrent()
+        prepared = nil
+        guard begin(next) else { return false }
+        fading = fade
+        return true
+    }
+
+    /// The ReplayGain ratio the ending item's samples are mixed with: the output applies the next
+    /// item's scale from the fade's start, so the ending one's is divided by it.
+    private static func ratio(from a: (track: Float, album: Float), to b: (track: Float, album: Float), mode: UInt8) -> Float {
+        let (x, y) = mode == 1 ? (a.track, b.track) : mode == 2 ? (a.album, b.album) : (1, 1)
+        return y > 0 ? x / y : 1
+    }
+
+    /// The float32 samples in bytes [from, to) of the two regions a block was decoded into.
+    private static func floats(_ a: UnsafeMutableRawBufferPointer, _ b: UnsafeMutableRawBufferPointer, from: Int, to: Int) -> [Float] {
+        var out: [Float] = []
+        out.reserveCapacity((to - from) / 4)
+        if from < a.count {
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: a[from..<min(to, a.count)]).bindMemory(to: Float.self))
+        }
+        if to > a.count {
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[max(0, from - a.count)..<(to - a.count)]).bindMemory(to: Float.self))
+        }
+        return out
     }
 
     /// Remembers where `id`'s audio ended (the ring position of its end or failed marker).

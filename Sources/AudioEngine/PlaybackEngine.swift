@@ -458,6 +458,20 @@ public final class PlaybackEngine: Sendable {
         }
     }
 
+    /// Crossfade, in seconds (0: off, the default): each item's last seconds are mixed with the
+    /// next one's first, with an equal-power curve, on the decoder thread (see ``Crossfade``).
+    /// The next item is the current one, heard from its first frame, from the fade's start.
+    /// Not across a change of rate or channels, into an item of unknown length, or between
+    /// consecutive tracks of one album (``Crossfade/continuesAlbum(_:_:)``: those stay gapless);
+    /// at most half of either item. Applies to the next join the decoder has not decided yet.
+    public var crossfade: Double {
+        get { Double(bitPattern: shared.crossfadeBits.load(ordering: .relaxed)) }
+        set {
+            let seconds = newValue.isFinite ? min(max(newValue, 0), 3600) : 0
+            shared.crossfadeBits.store(seconds.bitPattern, ordering: .relaxed)
+        }
+    }
+
     /// Underruns since the engine started.
     public var underrunCount: Int { shared.underruns.load(ordering: .relaxed) }
 

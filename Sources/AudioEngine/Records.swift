@@ -168,6 +168,9 @@ final class EngineShared: Sendable {
     let replayGainMode = Atomic<UInt8>(0)
     /// Control → decoder: the preamps and limiting, read as each item is opened.
     let replayGainSettings = Mutex(ReplayGainSettings.off)
+    /// Control → decoder: the crossfade's length in seconds (Double bit pattern; 0: off), read
+    /// when the decoder nears an item's end and decides how it joins the next.
+    let crossfadeBits = Atomic<UInt64>(0)
     /// Decoder → output: the PCM ring's read position at which the decoder, asleep on a full
     /// ring, wants waking (a quarter of the ring free again); -1 when it does not wait. The
     /// output wakes it once there: on a device faster than real time (ALSA's `null`, `file`)

@@ -793,6 +793,15 @@ extension QueuePlayer: AudioSessionParticipant {
         set { engine.replayGain = newValue }
     }
 
+    /// Crossfade between items, in seconds (0: off, the default; see ``AudioEngine/Crossfade``):
+    /// the end of one item and the start of the next overlap with an equal-power curve, and the
+    /// next item becomes ``currentItem`` when its first sample is heard. Consecutive tracks of one
+    /// album, and items of different rates or channels, stay gapless. From the next join on.
+    public var crossfade: Double {
+        get { engine.crossfade }
+        set { engine.crossfade = newValue }
+    }
+
     /// Whether the audio session was interrupted and the interruption has not ended yet.
     public var isInterrupted: Bool { state.withLock { $0.interrupted } }
 
