@@ -292,3 +292,81 @@ extension RealtimeTests {
         }
     }
 }
+
+extension RealtimeTests {
+    /// The amplitude of the `frequency` component of channel 0 in `frames` frames of a 44.1 kHz
+    /// stereo recording from `start` (Goertzel), full scale 1.
+    static func toneLevel(_ rec: [Int16], at start: Int, frames: Int = 4410, frequency: Double) -> Double {
+        let w = 2 * Double.pi * frequency / 44100
+        var (s1, s2) = (0.0, 0.0)
+        for i in max(0, start)..<min(start + frames, rec.count / 2) {
+            let s = Double(rec[2 * i]) / 32768 + 2 * cos(w) * s1 - s2
+            (s2, s1) = (s1, s)
+        }
+        let power = s1 * s1 + s2 * s2 - 2 * cos(w) * s1 * s2
+        return 2 * power.squareRoot() / Double(frames)
+    }
+
+    @Test("crossfade: a `next` during the fade is a clean jump (only the third item after it, at once); an edit after the ending item once its fade was decoded fades it into the new next one instead")
+    func crossfadeJumpAndEdit() throws {
+        let a = try Fixtures.tone("rt-xf-a", seconds: 4, frequency: 330)
+        let b = try Fixtures.tone("rt-xf-b", seconds: 4, frequency: 880)
+        let c = try Fixtures.tone("rt-xf-c", seconds: 3, frequency: 550)
+        let level = 0.5  // sox's -6 dB
+        try PulseNullSink.exclusive { sink in
+            // 1. `next` 0.5 s into the 2 s fade from A to B.
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            engine.crossfade = 2
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                let ids = engine.enqueue([a.path, b.path, c.path])
+                #expect(log.wait(timeout: 10) { if case .itemStarted(let i, _) = $0 { i.id == ids[1] } else { false } } != nil)
+                Thread.sleep(forTimeInterval: 0.5)
+                engine.skipToNext()
+                #expect(log.wait(timeout: 5) { $0.startedPath == c.path } != nil)
+                Thread.sleep(forTimeInterval: 1)
+                engine.stop()
+            }
+            let t = HeardTimeline(recording: rec, rate: 44100)
+            let first = try #require(t.firstSound())
+            // The fade: A and B together at 2.3 s.
+            let inFade = first + Int(2.3 * 44100)
+            #expect(Self.toneLevel(rec, at: inFade, frequency: 330) > 0.1 && Self.toneLevel(rec, at: inFade, frequency: 880) > 0.1,
+                    "both items in the fade")
+            // C from the jump: its first 0.1 s block with C at full level; after it, neither A nor B.
+            let blocks = stride(from: inFade, to: rec.count / 2 - 4410, by: 441)
+            let jump = try #require(blocks.first { Self.toneLevel(rec, at: $0, frequency: 550) > level * 0.9 }, "C heard")
+            #expect(jump - inFade < Int(0.9 * 44100), "the jump is heard within 0.9 s of the fade's 2.3 s (0.5 s after B started)")
+            // (The block found may begin up to 10 ms before C: the checks start one step later.)
+            for k in 0..<8 {
+                let at = jump + 441 + k * 4410
+                #expect(Self.toneLevel(rec, at: at, frequency: 330) < 0.01 && Self.toneLevel(rec, at: at, frequency: 880) < 0.01,
+                        "only C after the jump (block \(k))")
+            }
+            #expect(t.longestSilence(from: inFade, to: jump + 4410) < 0.03, "no gap at the jump")
+        }
+        try PulseNullSink.exclusive { sink in
+            // 2. B replaced by C while A is at 1 s: the decoder (2 s ahead) had begun A's fade into B.
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            engine.crossfade = 2
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                let ids = engine.enqueue([a.path, b.path])
+                #expect(log.wait(timeout: 10) { $0.startedPath == a.path } != nil)
+                Thread.sleep(forTimeInterval: 1)
+                #expect(engine.replaceItems(after: ids[0], with: [c.path]) != nil)
+                #expect(log.waitForEnd(timeout: 20))
+            }
+            let t = HeardTimeline(recording: rec, rate: 44100)
+            let first = try #require(t.firstSound())
+            let mid = first + Int(3 * 44100)  // the middle of the fade
+            #expect(Self.toneLevel(rec, at: mid, frequency: 330) > 0.15 && Self.toneLevel(rec, at: mid, frequency: 550) > 0.15,
+                    "A fades into C: \(Self.toneLevel(rec, at: mid, frequency: 330)), \(Self.toneLevel(rec, at: mid, frequency: 550))")
+            let heardB = stride(from: first, to: rec.count / 2 - 4410, by: 4410).contains { Self.toneLevel(rec, at: $0, frequency: 880) > 0.01 }
+            #expect(!heardB, "nothing of B")
+            #expect(!log.all.contains { $0.startedPath == b.path })
+        }
+    }
+}
