@@ -99,6 +99,17 @@ public final class Playback: Sendable {
         }
     }
 
+    /// Crossfade in seconds (0: off): each item's end overlaps the next one's start, except
+    /// consecutive tracks of one album (see `Crossfade`). From the next join the decoder decides.
+    public var crossfade: Double {
+        get { player.crossfade }
+        set {
+            player.crossfade = newValue
+            // An option changed (MPD's `options` idle; the daemon saves it).
+            post(.modes(repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume))
+        }
+    }
+
     /// Hands the engine the settings with `auto` resolved by the queue's shuffle.
     private func applyReplayGain() {
         var s = replayGainSettings.withLock { $0 }
@@ -266,6 +277,7 @@ public final class Playback: Sendable {
             audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
             replayGain: replayGain,
             replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
+            crossfade: crossfade,
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
     }

@@ -109,6 +109,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     /// ReplayGain as set, and the scale the item heard now plays with.
     public var replayGain: ReplayGainSettings
     public var replayGainScale: Float?
+    /// Crossfade, seconds (0: off).
+    public var crossfade: Double
     public var underruns: Int
     public var sleep: SleepSnapshot?
     /// The music directory (symlinks resolved) that relative paths are relative to: a client
@@ -152,6 +154,7 @@ public enum Reply: Sendable, Equatable {
     case stopAfterCurrent(Bool, each: Bool)
     case consume(ConsumeMode)
     case replayGain(ReplayGainSettings)
+    case crossfade(Double)
     case rate(Double)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.

@@ -26,6 +26,8 @@ public enum CtlHelp {
             Entry(name: "consume", usage: "consume [off|on|oneshot]", summary: "Remove items from the queue once played (oneshot: the next one only)."),
             Entry(name: "replay-gain", usage: "replay-gain [off|track|album|auto]",
                   summary: "ReplayGain: even loudness from the files' values (auto: album unless shuffled); from the next item."),
+            Entry(name: "crossfade", usage: "crossfade [SECONDS|off]",
+                  summary: "Overlap each item's end with the next one's start (equal power; an album's consecutive tracks stay gapless)."),
             Entry(name: "rate", usage: "rate 1|0", summary: "1 plays, 0 pauses."),
         ]),
         ("The queue (POS: a position, 1 is the first; ID: an item's id, [id N] in list)", [

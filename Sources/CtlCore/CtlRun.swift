@@ -231,6 +231,14 @@ public enum CtlCommands {
             guard let m = a.first else { return .command(name: command, members: []) }
             guard ["off", "track", "album", "auto"].contains(m) else { throw CtlUsage(cmd, "expected off, track, album or auto") }
             return .command(name: command, members: [("mode", .string(m))])
+        case "crossfade":
+            try atMost(1)
+            guard let s = a.first else { return .command(name: command, members: []) }
+            let seconds = s == "off" ? 0 : Double(s)
+            guard let seconds, seconds.isFinite, (0...3600).contains(seconds) else {
+                throw CtlUsage(cmd, "expected seconds (0–3600) or off, got '\(s)'")
+            }
+            return .command(name: command, members: [("seconds", .number(seconds))])
         case "single" where a.first == "each":
             try atMost(1)
             return .command(name: command, members: [("on", .bool(true)), ("each", .bool(true))])

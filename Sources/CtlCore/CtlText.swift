@@ -228,6 +228,7 @@ public enum CtlText {
             out += "  volume \(volumeText(r)) · repeat \(short(r["repeat"] ?? .null)) · shuffle \(r["shuffle"]?.bool == true ? "on" : "off")"
             out += " · single \(single(r))"
             if let consume = r["consume"]?.string, consume != "off" { out += " · consume \(consume)" }
+            if let x = r["crossfade"]?.number, x > 0 { out += " · crossfade \(seconds(x))" }
             out += "\n  \(sharing(session))\n"
             var notes: [String] = []
             if session?["interrupted"]?.bool == true { notes.append("paused for another player") }
@@ -327,6 +328,7 @@ public enum CtlText {
         case "repeat": return "repeat: \(r["repeat"]?.string ?? "?")\n"
         case "consume": return "consume: \(r["consume"]?.string ?? "?")\n"
         case "replay-gain": return "replay gain: \(replayGainText(r["replayGain"]))\n"
+        case "crossfade": return "crossfade: \((r["crossfade"]?.number).map { $0 > 0 ? seconds($0) : "off" } ?? "?")\n"
         case "shuffle": return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
         case "single": return "single: \(single(r))\n"
         case "rate": return "rate: \(short(r["rate"] ?? .null))\n"
@@ -377,6 +379,12 @@ public enum CtlText {
         if let m = j["missingPreamp"]?.number, m != 0 { out += ", missing \(tenths(m)) dB" }
         out += j["limit"]?.bool == false ? ", not limited" : ", limited"
         return out
+    }
+
+    /// `3 s`, `2.5 s`: seconds as a person writes them.
+    public static func seconds(_ x: Double) -> String {
+        let t = Int((x * 10).rounded())
+        return t % 10 == 0 ? "\(t / 10) s" : "\(t / 10).\(t % 10) s"
     }
 
     /// `x` with one decimal and its sign: `+2.0`, `-6.0`, `0.0`.

@@ -29,6 +29,8 @@ public struct DaemonConfig: Sendable, Equatable {
     /// `replay-gain-limit`); once changed at run time (MPD, JSON, `ctl`), the state file's wins
     /// until it is set back to these.
     public var replayGain = ReplayGainSettings.off
+    /// Crossfade in seconds (`crossfade`, 0: off); the state file's, once saved, wins.
+    public var crossfade: Double = 0
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false
     /// Shell commands run on suspension and on resumption (state in the environment).
@@ -158,6 +160,7 @@ public struct DaemonConfig: Sendable, Equatable {
             }
             replayGain.mode = mode
         case "replay-gain-preamp": replayGain.preamp = try number(-60, 60)
+        case "crossfade": crossfade = try number(0, 3600)
         case "replay-gain-missing-preamp": replayGain.missingPreamp = try number(-60, 60)
         case "replay-gain-limit": replayGain.limit = try flag()
         case "restore":

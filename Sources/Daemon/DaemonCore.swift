@@ -114,6 +114,7 @@ public final class DaemonCore: Sendable {
             configuration.maxChannels = config.maxChannels
             playback = try Playback(configuration: configuration)
             playback.replayGain = config.replayGain
+            playback.crossfade = config.crossfade
         } catch {
             throw ProtocolError("bad-config", error.message)
         }
@@ -152,6 +153,7 @@ public final class DaemonCore: Sendable {
             player.volume = saved.volume
             player.isMuted = saved.muted
             if let rg = saved.replayGain { playback.replayGain = rg }
+            if let seconds = saved.crossfade { playback.crossfade = seconds }
             queue.restore(saved.queue, play: config.restorePlaying)
             playback.restoreAlarms(saved.alarms ?? [])
             playback.tags.prefetch(saved.queue.entries.map(\.path))
@@ -176,7 +178,8 @@ public final class DaemonCore: Sendable {
         let state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
                                alarms: alarms.isEmpty ? nil : alarms,
                                // Saved once changed at run time: until then the config file's stand (edits to it apply).
-                               replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain)
+                               replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain,
+                crossfade: playback.crossfade == config.crossfade ? nil : playback.crossfade)
         do {
             try store.save(state)
             let failed = timers.withLock { t -> String? in

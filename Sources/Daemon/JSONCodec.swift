@@ -118,6 +118,7 @@ public enum JSONCodec {
         case .stopAfterCurrent(let on, let each): [("stopAfterCurrent", .bool(on)), ("stopAfterEach", .bool(each))]
         case .consume(let m): [("consume", .string(m.rawValue))]
         case .replayGain(let s): [("replayGain", replayGain(s))]
+        case .crossfade(let seconds): [("crossfade", .number(seconds))]
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
         case .added(let ids, let skipped):
@@ -212,6 +213,7 @@ public enum JSONCodec {
             ("replayGain", replayGain(s.replayGain)),
             ("replayGainScale", s.replayGainScale.map { .number(Double($0)) } ?? .null),
             ("replayGainDecibels", s.replayGainScale.flatMap { $0 > 0 ? .number(20 * log10(Double($0))) : nil } ?? .null),
+            ("crossfade", .number(s.crossfade)),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
             ("musicDirectory", .string(s.musicDirectory)),

@@ -22,6 +22,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     public var alarms: [Alarm]?
     /// ReplayGain (absent in files from before it: the configuration's stands).
     public var replayGain: ReplayGainSettings?
+    /// Crossfade, seconds (absent in files from before it, or while the configuration's stands).
+    public var crossfade: Double?
 
     public static let formatName = "backline-state"
 
@@ -42,6 +44,7 @@ public struct SavedState: Codable, Sendable, Equatable {
                 return "replayGain.\(name): not within -60…60 dB"
             }
         }
+        if let c = crossfade, !(c.isFinite && (0...3600).contains(c)) { return "crossfade: not within 0…3600 s" }
         let q = queue
         guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
             return "queue.position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
@@ -76,15 +79,17 @@ public struct SavedState: Codable, Sendable, Equatable {
         return nil
     }
 
-    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool, alarms: [Alarm]? = nil, replayGain: ReplayGainSettings? = nil) {
+    public init(queue: PlayQueueSnapshot, volume: Float, muted: Bool, alarms: [Alarm]? = nil, replayGain: ReplayGainSettings? = nil,
+                crossfade: Double? = nil) {
         self.queue = queue
         self.volume = volume
         self.muted = muted
         self.alarms = alarms
         self.replayGain = replayGain
+        self.crossfade = crossfade
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -98,6 +103,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         muted = try c.decode(Bool.self, forKey: .muted)
         alarms = try c.decodeIfPresent([Alarm].self, forKey: .alarms)
         replayGain = try c.decodeIfPresent(ReplayGainSettings.self, forKey: .replayGain)
+        crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade)
     }
 }
 

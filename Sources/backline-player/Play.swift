@@ -71,6 +71,9 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "ReplayGain preamp in dB, added to files with values (-60…60).")
     var preamp = PlayOptions.defaults.preamp
 
+    @Option(name: .long, help: "Crossfade: seconds each item's end overlaps the next one's start, equal power (0: off; consecutive tracks of one album stay gapless).")
+    var crossfade = PlayOptions.defaults.crossfade
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -102,7 +105,7 @@ struct Play: ParsableCommand {
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
         PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
-                    shuffle: shuffle, repeat: self.repeat,
+                    crossfade: crossfade, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -125,6 +128,7 @@ struct PlayOptions: Equatable {
     var channels = 8
     var replayGain = "off"
     var preamp = 0.0
+    var crossfade = 0.0
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -146,6 +150,7 @@ struct PlayOptions: Equatable {
         guard (2...8).contains(channels) else { throw ValidationError("--channels must be 2…8") }
         guard ReplayGainMode(rawValue: replayGain) != nil else { throw ValidationError("--replay-gain must be off, track, album or auto") }
         guard preamp.isFinite, (-60...60).contains(preamp) else { throw ValidationError("--preamp must be -60…60 dB") }
+        guard crossfade.isFinite, (0...3600).contains(crossfade) else { throw ValidationError("--crossfade must be 0…3600 seconds") }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -194,6 +199,7 @@ struct PlayOptions: Equatable {
             throw ValidationError(error.message)
         }
         playback.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replayGain) ?? .off, preamp: preamp)
+        playback.crossfade = crossfade
         let dispatcher = CommandDispatcher(playback: playback, version: Backline.version)
         let player = playback.player, queue = playback.queue, app = playback.application
         @discardableResult
@@ -528,9 +534,13 @@ extension PlayOptions {
                 case "channels": channels = v
                 default: bufferMs = v
                 }
-            case "background-grace", "preamp":
+            case "background-grace", "preamp", "crossfade":
                 guard let v = value(inline).flatMap({ Double($0) }) else { return nil }
-                if name == "preamp" { preamp = v } else { backgroundGrace = v }
+                switch name {
+                case "preamp": preamp = v
+                case "crossfade": crossfade = v
+                default: backgroundGrace = v
+                }
             default:
                 return nil  // --help, --version, an unknown option
             }

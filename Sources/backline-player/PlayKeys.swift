@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import CtlCore
 import FoundationEssentials
 import Platform
 import PlayQueue
@@ -130,6 +131,7 @@ final class PlayKeys: Sendable {
         if rg.mode != .off {
             lines.append("  replay gain: \(rg.mode.rawValue), this item \(PlayOptions.decibels(info.replayGainScale))")
         }
+        if playback.crossfade > 0 { lines.append("  crossfade: \(CtlText.seconds(playback.crossfade)) (not within an album in order)") }
         let engine = playback.player.engine
         if let c = engine.deviceConfiguration {
             let rt = engine.isRealtime.map { $0 ? "real-time" : "normal priority" } ?? "priority unknown"

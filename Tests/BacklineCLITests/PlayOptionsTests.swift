@@ -15,6 +15,7 @@ struct PlayOptionsTests {
               ["--category", "ambient", "--background-grace", "2.5", "--verbose", "--notify", "--no-mpris", "a.mp3"],
               ["a.mp3", "--volume=0", "b.mp3", "--", "--not-an-option.mp3"],
               ["--device", "null", "--device", "default", "a.mp3"],
+              ["--crossfade", "2.5", "--replay-gain=track", "--preamp", "3", "a.mp3"],
           ])
     func same(_ arguments: [String]) throws {
         let fast = try #require(PlayOptions(fastParsing: arguments[...]))

@@ -589,4 +589,40 @@ extension MPDTests {
         #expect(try d.request("status")["replayGain"]?["mode"] == "auto", "saved and restored")
         #expect(try Self.mpc(sock, ["replaygain"]).stdoutText == "replay_gain_mode: auto\n")
     }
+
+    @Test("crossfade through every door: mpc crossfade 3 then status's xfade, python-mpd2, JSON and ctl; saved across a restart; off takes xfade out of status; a bad value is refused")
+    func crossfade() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let port = Self.port() + 11
+        let (d, sock) = try Self.daemon(port: port)
+        #expect(try d.request("status")["crossfade"] == 0)
+        let set = try Self.mpc(sock, ["crossfade", "3"])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(try Self.mpc(sock, ["crossfade"]).stdoutText == "crossfade: 3\n")
+        let lines = try Self.python(d, "xfade.py", """
+            import sys, mpd
+            c = mpd.MPDClient(); c.connect(sys.argv[1])
+            print(c.status().get("xfade"))
+            c.crossfade(5)
+            print(c.status().get("xfade"))
+            try:
+                c.crossfade(-1)
+            except mpd.CommandError as e:
+                print("refused:", e)
+            """, [sock])
+        #expect(lines == ["3", "5", "refused: [2@0] {crossfade} Number too large: -1"], "\(lines)")
+        #expect(try d.request("status")["crossfade"] == 5)
+        let json = try d.request("crossfade", [("seconds", 2.5)])
+        #expect(json["crossfade"] == 2.5, "\(json.text)")
+        #expect(try d.ctl(["crossfade"]).stdoutText == "crossfade: 2.5 s\n")
+        let bad = try d.ctl(["crossfade", "soon"])
+        #expect(bad.status != 0 && bad.stderr.contains("expected seconds"), "\(bad.stderr)")
+        #expect(try d.stop() == 0)
+        try d.start(["--mpd-listen", sock])
+        #expect(try d.request("status")["crossfade"] == 2.5, "saved and restored")
+        #expect(try d.ctl(["crossfade", "off"]).stdoutText == "crossfade: off\n")
+        let status = try Self.mpc(sock, ["status"])
+        #expect(!status.stdoutText.contains("xfade"), "\(status.stdoutText)")
+        #expect(try Self.python(d, "xfade0.py", "import sys, mpd\nc = mpd.MPDClient(); c.connect(sys.argv[1])\nprint('xfade' in c.status())\n", [sock]) == ["False"])
+    }
 }

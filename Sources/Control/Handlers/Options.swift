@@ -104,6 +104,29 @@ public struct ReplayGainCommand: ControlCommand {
     }
 }
 
+/// Crossfade: seconds the end of an item and the start of the next overlap (0: off). Reads it
+/// without `seconds`.
+public struct CrossfadeCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "crossfade", .options,
+        "Crossfade: seconds each item's end overlaps the next one's start (0: off; consecutive tracks of one album stay gapless); from the next join.",
+        [("seconds", .number, "0 to 3600")])
+    /// nil: read it.
+    public var seconds: Double?
+    public init(seconds: Double?) { self.seconds = seconds }
+    public init(_ a: Arguments) throws(CommandError) {
+        if let s = a.number("seconds"), !(s.isFinite && (0...3600).contains(s)) {
+            throw .badArgument("crossfade: seconds is 0…3600")
+        }
+        seconds = a.number("seconds")
+    }
+    public var arguments: Arguments { Arguments(seconds.map { ["seconds": .number($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        if let seconds, seconds != x.playback.crossfade { x.playback.crossfade = seconds }
+        return .crossfade(x.playback.crossfade)
+    }
+}
+
 /// Consume mode: played entries leave the queue (`oneshot`: one, then off). Reads it without `mode`.
 public struct ConsumeCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(

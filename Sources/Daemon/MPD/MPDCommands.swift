@@ -160,9 +160,8 @@ enum MPDCommandTable {
             return ""
         },
         MPDCommand("count", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
-        MPDCommand("crossfade", 1...1, [.unsigned], inline: true) { _, r throws(MPDError) in
-            // Items are played back to back, gapless; they never overlap. Off is accepted.
-            guard Int(r.args[0]) == 0 else { throw MPDError(.system, "Crossfade is not supported (playback is gapless)") }
+        MPDCommand("crossfade", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
+            _ = try p.run(CrossfadeCommand(seconds: Double(min(Int(r.args[0])!, 3600))))
             return ""
         },
         MPDCommand("currentsong", 0...0) { p, r in

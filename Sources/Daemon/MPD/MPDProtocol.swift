@@ -203,6 +203,7 @@ struct MPDProtocol: Sendable {
     func status(into buffer: inout ByteBuffer) {
         let q = playback.queue.status()
         let mixRamp = core.mixRamp.withLock { $0 }
+        let crossfade = playback.crossfade
         let volume = volumePercent
         let info = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path) }
         let total = QueueItem.playedLength(info?.duration, q.current?.entry.clip) ?? 0
@@ -219,6 +220,7 @@ struct MPDProtocol: Sendable {
             w.put("\nmixrampdb: ")
             if mixRamp.db == 0 { w.put("0") } else { w.put(Self.number(mixRamp.db)) }
             w.put(q.state == .playing ? "\nstate: play\n" : q.state == .paused ? "\nstate: pause\n" : "\nstate: stop\n")
+            if crossfade > 0 { w.put("xfade: "); w.put(Int(crossfade.rounded())); w.put("\n") }
             if mixRamp.delay > 0 { w.put("mixrampdelay: "); w.put(Self.number(mixRamp.delay)); w.put("\n") }
             guard let (c, i) = q.current else { return w.count }
             w.put("song: "); w.put(i)
