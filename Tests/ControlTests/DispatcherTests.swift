@@ -252,3 +252,35 @@ struct DispatcherTests {
         }
     }
 }
+
+extension DispatcherTests {
+    @Test("crossfade 1: the status, the `current` event and the now-playing store move to the next item, counting from its first frame, when the fade is heard (1 s before the 60 s item's end: half the 2 s item after it), not before")
+    func crossfadeMovesTheCurrentItemWhenHeard() throws {
+        let (d, _, clock) = try Self.make()
+        let events = Events(d.playback)
+        guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album"])) else { Issue.record("add failed"); return }
+        #expect(d.execute(CrossfadeCommand(seconds: 1)) == .success(.crossfade(1)))
+        #expect(d.execute(CrossfadeCommand(seconds: nil)) == .success(.crossfade(1)), "read back")
+        #expect(events.wait { if case .modes = $0 { true } else { false } }, "an option changed")
+        // The daemon's play queue feeds the next item when the current one is heard, long
+        // before the decoder decides its join (the fade plus the 2 s it decodes ahead).
+        #expect(d.execute(PlayCommand(item: ids[1])) == .success(.state(.playing)))
+        #expect(clock.waitUntilHolding(1))
+        #expect(clock.hear(seconds: 58.95, timeout: 30))
+        usleep(100_000)
+        guard case .success(.status(let before)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
+        #expect(before.current?.id == ids[1] && abs(before.elapsed - 58.95) < 0.001 && before.crossfade == 1, "\(String(describing: before.current?.id)) \(before.elapsed)")
+        #expect(d.playback.nowPlayingSnapshot?.item == ids[1])
+        #expect(clock.hear(seconds: 0.1))  // 59.05 s: 0.05 s into the fade
+        #expect(events.wait { if case .current(let item) = $0 { item?.id == ids[2] } else { false } })
+        guard case .success(.status(let after)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
+        #expect(after.current?.id == ids[2] && abs(after.elapsed - 0.05) < 0.001, "\(String(describing: after.current?.id)) \(after.elapsed)")
+        #expect(eventually(timeout: 5) { d.playback.nowPlayingSnapshot?.item == ids[2] })
+        let np = d.playback.nowPlayingSnapshot
+        // (Stamped when the item changed, within the 0.05 s heard of it; extrapolated from there by the wall clock.)
+        let stamped = np?.info.elapsedPlaybackTime
+        #expect(stamped.map { $0 >= 0 && $0 <= 0.051 } == true && np?.info.playbackDuration.map { abs($0 - 2) < 0.01 } == true,
+                "now playing: \(String(describing: stamped)) of \(String(describing: np?.info.playbackDuration))")
+        d.playback.shutdown()
+    }
+}
