@@ -221,14 +221,24 @@ public final class FFmpegDecoder: AudioDecoder {
         let container = fc.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "container"
         guard index >= 0, let stream = fc.pointee.streams[Int(index)] else {
             if index == bl_averror_decoder_not_found() {
-                failure = MediaError(.unsupportedFormat, "no decoder for its audio (\(container); protected or unknown codec)",
-                                     library: "FFmpeg", code: index, item: source.name)
+                let tag = (0..<Int(fc.pointee.nb_streams)).lazy.compactMap { i -> UInt32? in
+                    guard let p = fc.pointee.streams[i]?.pointee.codecpar.pointee, p.codec_type == AVMEDIA_TYPE_AUDIO else { return nil }
+                    return p.codec_tag
+                }.first
+                failure = protectedAudio(tag, source: source) ?? MediaError(
+                    .unsupportedFormat, "no decoder for its audio (\(container)\(tag.map { ", codec \(fourCC($0))" } ?? ""))",
+                    library: "FFmpeg", code: index, item: source.name)
             } else {
                 let video = (0..<Int(fc.pointee.nb_streams)).contains { fc.pointee.streams[$0]?.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO }
                 let name = container.contains("mp4") ? "MPEG-4" : container
                 failure = MediaError(.unsupportedFormat, video ? "\(name) video with no audio" : "\(name) with no audio",
                                      item: source.name)
             }
+            return nil
+        }
+        // FFmpeg reads iTunes' FairPlay entries as AAC and would decode their encrypted frames as noise.
+        if let drm = protectedAudio(stream.pointee.codecpar.pointee.codec_tag, source: source) {
+            failure = drm
             return nil
         }
         guard let codec, let cc = api.avcodec_alloc_context3(codec) else {
@@ -246,6 +256,18 @@ public final class FFmpegDecoder: AudioDecoder {
         // Every other stream's packets are dropped by the demuxer.
         for i in 0..<Int(fc.pointee.nb_streams) where i != Int(index) { fc.pointee.streams[i]?.pointee.discard = AVDISCARD_ALL }
         return (index, stream, cc)
+    }
+
+    /// The sample entry's four characters (`mp4a`, `drms`).
+    private static func fourCC(_ tag: UInt32) -> String {
+        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: tag >> (8 * $0)) }, as: UTF8.self)
+    }
+
+    /// The error for DRM-protected audio: iTunes' FairPlay entries (`drms`, `drmi`) and
+    /// encrypted ones (`enca`): no decoder undoes them. nil for any other entry.
+    private static func protectedAudio(_ tag: UInt32?, source: any ByteSource) -> MediaError? {
+        guard let tag, ["drms", "drmi", "enca", "drma"].contains(fourCC(tag)) else { return nil }
+        return MediaError(.unsupportedFormat, "DRM-protected audio (\(fourCC(tag))), which cannot be played", item: source.name)
     }
 
     /// Tags: the container's and the stream's metadata as `NAME=value` comments (FFmpeg's

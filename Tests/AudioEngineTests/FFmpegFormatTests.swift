@@ -148,12 +148,23 @@ struct FFmpegFormatTests {
         let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "color=c=blue:s=32x32:d=0.2",
                                           "-c:v", "mpeg4", video.path])
         #expect(r.status == 0, "\(r.stderr)")
+        // A FairPlay-protected file, as iTunes' store sold them: the audio's sample entry is
+        // `drms` instead of `mp4a` (the encrypted samples do not matter: nothing decodes them).
+        let aac = try #require(try Self.cases().first { $0.codec == "aac" }).file
+        var protected = try Data(contentsOf: aac)
+        let mp4a = Data("mp4a".utf8)
+        let at = try #require(protected.range(of: mp4a), "the sample entry")
+        protected.replaceSubrange(at, with: Data("drms".utf8))
+        let drm = dir.appendingPathComponent("store.m4a")
+        try protected.write(to: drm)
         let tone = try Fixtures.tone("ff-after", seconds: 0.3, frequency: 440)
-        let (_, events) = try playToFile([truncated, video, tone])
+        let (_, events) = try playToFile([truncated, video, drm, tone])
         let failures = events.compactMap { e -> (String, String)? in
             if case .itemFailed(_, let path, let error) = e { (URL(fileURLWithPath: path).lastPathComponent, error.reason) } else { nil }
         }
         #expect(failures.contains { $0.0 == "video.mp4" && $0.1 == "unsupported format: MPEG-4 video with no audio" }, "\(failures)")
+        #expect(failures.contains { $0.0 == "store.m4a" && $0.1 == "unsupported format: DRM-protected audio (drms), which cannot be played" },
+                "\(failures)")
         #expect(events.compactMap(\.startedPath).last == tone.path, "the queue went on: \(events)")
     }
 }
