@@ -44,6 +44,7 @@ let package = Package(
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "MediaCore", targets: ["MediaCore"]),
         .library(name: "Media", targets: ["Media"]),
+        .library(name: "HTTPInput", targets: ["HTTPInput"]),
         .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "Player", targets: ["Player"]),
         .library(name: "Session", targets: ["Session"]),
@@ -70,6 +71,8 @@ let package = Package(
         .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
         // FFmpeg's headers only: its libraries are opened with dlopen when an item needs them.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
+        // libcurl's headers only: it is opened with dlopen when the first HTTP item plays.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libpulse: its pkg-config file adds `-D_REENTRANT -pthread`, flags SwiftPM refuses (with
         // a warning on every build), so the module map links it by name; the headers are in the
         // default include path (`/usr/include/pulse`).
@@ -109,6 +112,14 @@ let package = Package(
         .target(
             name: "Media",
             dependencies: ["MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile", "CFFmpeg"],
+            swiftSettings: strictSettings
+        ),
+
+        // The HTTP input (libcurl on its own thread per stream): registered by the programs
+        // that play streams; the engine does not depend on it.
+        .target(
+            name: "HTTPInput",
+            dependencies: ["MediaCore", "Media", "Platform", "CCurl"],
             swiftSettings: strictSettings
         ),
 
@@ -186,6 +197,7 @@ let package = Package(
             name: "backline-player",
             dependencies: [
                 "AudioEngine", "CMalloc", "CtlCore", "Platform", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
+                "HTTPInput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -25,7 +25,7 @@ struct DecodeItem: Sendable {
 
 /// What the decoder learns about an item, reported to the control plane as soon as it opens.
 enum DecoderReport: Sendable {
-    case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata, audio: AudioDescription)
+    case opened(id: UInt64, format: StreamFormat, lengthFrames: Int, metadata: TrackMetadata, audio: AudioDescription, isLive: Bool)
     case failed(id: UInt64, error: MediaError)
     /// The item's tags change where the marker numbered `number` sits (a chained stream's next link).
     case metadata(id: UInt64, number: Int64, metadata: TrackMetadata)
@@ -119,8 +119,35 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     func send(_ command: Command) {
+        if case .load = command {
+            // A flush: whatever source the thread may be waiting on (a server connecting, a
+            // stream stalled) lets go at once; the new plan is then read without delay.
+            let pending = waiting.withLock { w in defer { w.removeAll() }; return w }
+            for cancel in pending { cancel() }
+        }
         mailbox.withLock { $0.append(command) }
         shared.wakeDecoder()
+    }
+
+    /// Cancellations of the network sources opened since the last flush (see
+    /// ``MediaCore/ByteSource/cancellation``).
+    private let waiting = Mutex<[@Sendable () -> Void]>([])
+
+    /// Opens `location` for the plan of `generation`, its cancellation kept for the next flush
+    /// (cancelled at once if that flush already came: the control plane moves the generation
+    /// before it takes the list).
+    private func openSource(_ location: String) throws(MediaError) -> any ByteSource {
+        let g = generation
+        if shared.generation.load(ordering: .acquiring) != g { throw MediaError(.io, "cancelled", item: location) }
+        let source = try InputSources.open(location, beneath: confinement)
+        if let cancel = source.cancellation {
+            waiting.withLock { w in
+                if w.count > 16 { w.removeFirst(w.count - 16) }
+                w.append(cancel)
+            }
+            if shared.generation.load(ordering: .acquiring) != g { cancel() }
+        }
+        return source
     }
 
     func join() {
@@ -340,7 +367,7 @@ final class DecoderThread: @unchecked Sendable {
             if !tail.isEmpty {
                 return beginCrossfade(length: fadePlan ?? 0, pending: tail, ended: status == .done)
             }
-            if let update = decoder.takeMetadataUpdate() {
+            if let update = decoder.takeMetadataUpdate() ?? streamUpdate(decoder.source) {
                 // Marked at the ring position of the first frame the new tags belong to.
                 metadataNumber += 1
                 report(.metadata(id: item.id, number: metadataNumber, metadata: update))
@@ -354,6 +381,8 @@ final class DecoderThread: @unchecked Sendable {
                 finishCurrent()
             }
         } catch {
+            // A read cut short by a flush: the new plan replaces this one.
+            if shared.generation.load(ordering: .acquiring) != generation { return false }
             guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
             report(.failed(id: item.id, error: error.about(item.path)))
             finishCurrent()
@@ -384,6 +413,10 @@ final class DecoderThread: @unchecked Sendable {
         /// Its length (the clip's), 0 when not known.
         var lengthFrames: Int
         var audio: AudioDescription
+        /// Its tags: the decoder's, with a stream's own over them.
+        var metadata: TrackMetadata
+        /// A live stream: no end, no length.
+        var isLive: Bool
     }
 
     /// Opens `item` (by content) and moves it to its first frame; nothing reaches the ring.
@@ -391,12 +424,16 @@ final class DecoderThread: @unchecked Sendable {
         var item = item
         let previous = reusable
         reusable = nil
-        let source = if let previous, previous.path == item.path {
+        let source = if let previous, previous.path == item.path, !previous.decoder.source.isLive {
             try previous.decoder.source.reopened()
         } else {
-            try InputSources.open(item.path, beneath: confinement)
+            try openSource(item.path)
         }
         let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
+        if source.isLive {
+            // A live stream plays from now: a saved position or a clip means nothing in it.
+            (item.startFrame, item.startSeconds, item.clip) = (0, nil, nil)
+        }
         // A clip: the item's frames are the clip's (its frame 0 is the clip's start).
         let rate = decoder.format.rate
         let (clipFirst, clipEnd) = item.clip?.frames(rate: rate, length: decoder.lengthFrames) ?? (0, decoder.lengthFrames)
@@ -410,8 +447,12 @@ final class DecoderThread: @unchecked Sendable {
         let audio = AudioDescription(formatName: decoder.formatName ?? plugin.formatName, encoding: decoder.encoding, rate: rate,
                                      sourceChannels: decoder.sourceChannels, channels: decoder.format.channels,
                                      bitrate: decoder.bitrate)
+        // A stream's own tags (a station's name, the title on air) over the decoder's.
+        var metadata = decoder.metadata
+        if let own = source.metadata { metadata.merge(own) }
         return Opened(item: item, decoder: decoder, remaining: item.clip == nil ? nil : clipEnd.map { $0 - first },
-                      frames: clipEnd.map { max(0, $0 - first) }, lengthFrames: clipLength ?? 0, audio: audio)
+                      frames: clipEnd.map { max(0, $0 - first) }, lengthFrames: clipLength ?? 0, audio: audio,
+                      metadata: metadata, isLive: source.isLive)
     }
 
     private func openNext() -> Bool {
@@ -424,6 +465,8 @@ final class DecoderThread: @unchecked Sendable {
                 opened = try open(item)
             } catch {
                 prepared = nil
+                // Opening was cut short by a flush: the new plan replaces it, nothing failed.
+                if shared.generation.load(ordering: .acquiring) != generation { return false }
                 report(.failed(id: item.id, error: error.about(item.path)))
                 while !pushMarker(.failed, item: item, format: StreamFormat(rate: 0, channels: 0)) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
@@ -445,7 +488,8 @@ final class DecoderThread: @unchecked Sendable {
         let item = o.item
         plan[index] = item
         report(.opened(id: item.id, format: decoder.format, lengthFrames: o.lengthFrames,
-                       metadata: decoder.metadata, audio: o.audio))
+                       metadata: o.metadata, audio: o.audio, isLive: o.isLive))
+        currentMetadata = o.metadata
         // Align to a whole frame and 8 bytes (filler the output skips), then the start marker
         // goes in before any of the item's audio: with the ring's size a multiple of every
         // such alignment (``DecoderThread/ringMultiple``), no frame straddles its wrap.
@@ -462,7 +506,7 @@ final class DecoderThread: @unchecked Sendable {
             }
         }
         let rg = shared.replayGainSettings.withLock { $0 }
-        let scales = (rg.scale(for: decoder.metadata.replayGain, mode: .track), rg.scale(for: decoder.metadata.replayGain, mode: .album))
+        let scales = (rg.scale(for: o.metadata.replayGain, mode: .track), rg.scale(for: o.metadata.replayGain, mode: .album))
         while !pushMarker(.start, item: item, format: decoder.format, scales: scales) {
             if shared.generation.load(ordering: .acquiring) != generation { return false }
             sleep(millis: 5)
@@ -528,6 +572,16 @@ final class DecoderThread: @unchecked Sendable {
         guard begin(next) else { return false }
         fading = fade
         return true
+    }
+
+    /// The current item's tags as last reported (a stream's change merges into them).
+    private var currentMetadata = TrackMetadata()
+
+    /// A stream's own tag change (an Icecast title), over the item's other tags.
+    private func streamUpdate(_ source: any ByteSource) -> TrackMetadata? {
+        guard let own = source.takeMetadataUpdate() else { return nil }
+        currentMetadata.merge(own)
+        return currentMetadata
     }
 
     /// The ReplayGain ratio the ending item's samples are mixed with: the output applies the next

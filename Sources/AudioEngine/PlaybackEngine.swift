@@ -27,6 +27,8 @@ public struct ItemInfo: Sendable, Equatable {
     public var audio: AudioDescription?
     /// The ReplayGain scale it plays with (1: off, or unity), known once it is heard.
     public var replayGainScale: Float = 1
+    /// A live stream (an Icecast mount): no end and no length (``durationFrames`` is 0), no seeking.
+    public var isLive = false
     /// Duration in seconds.
     public var duration: Double { Double(durationFrames) / Double(format.rate) }
 }
@@ -599,10 +601,10 @@ public final class PlaybackEngine: Sendable {
     fileprivate func decoderReport(_ r: DecoderReport) {
         state.withLock { s in
             switch r {
-            case .opened(let id, let format, let length, let metadata, let audio):
+            case .opened(let id, let format, let length, let metadata, let audio, let isLive):
                 let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? ""
                 let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
-                                    durationFrames: length, metadata: metadata, audio: audio)
+                                    durationFrames: length, metadata: metadata, audio: audio, isLive: isLive)
                 s.infos[info.id] = info
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):

@@ -54,6 +54,8 @@ public final class TagCache: Sendable {
     }
 
     private func read(_ path: String) -> Info {
+        // A stream is not fetched for its tags: what it carries is known when it plays.
+        if InputSources.isStream(path) { return Info(metadata: TrackMetadata(), duration: nil, error: nil) }
         do {
             let t = try registry.info(path: path, beneath: confinement)
             var info = Info(metadata: t.metadata, duration: t.duration, error: nil, rate: t.format?.rate, channels: t.format?.channels,

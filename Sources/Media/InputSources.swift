@@ -1,7 +1,9 @@
 import MediaCore
+import Synchronization
 
-/// Where an item's bytes come from, by its location: a path or a `file:` URI today (the
-/// ``FileSource``); the HTTP input registers its schemes here next. A location with any other
+/// Where an item's bytes come from, by its location: a path or a `file:` URI (the
+/// ``FileSource``), or a URL of a scheme an ``Input`` was registered for (the HTTP input's
+/// `http` and `https`, registered by the programs that play streams). A location with any other
 /// scheme fails with its name.
 public enum InputSources {
     /// Opens `location`: an absolute or relative path, or `file:///…` (percent-escapes decoded).
@@ -10,12 +12,46 @@ public enum InputSources {
     ///   - root: When given, a file must lie beneath this directory.
     public static func open(_ location: String, beneath root: String? = nil) throws(MediaError) -> any ByteSource {
         if let scheme = scheme(of: location) {
-            guard scheme == "file" else {
-                throw MediaError(.unsupportedFormat, "no input for \(scheme): URLs (files only, for now)", item: location)
+            if scheme == "file" { return try FileSource(path: filePath(location), beneath: root) }
+            guard let input = registered.withLock({ $0[scheme] }) else {
+                throw MediaError(.unsupportedFormat, "no input for \(scheme): URLs", item: location)
             }
-            return try FileSource(path: filePath(location), beneath: root)
+            return try input.open(location)
         }
         return try FileSource(path: location, beneath: root)
+    }
+
+    /// A way in for URLs of some schemes, registered by the program that wants it (the HTTP
+    /// input: the engine and this module know nothing of networking).
+    public struct Input: Sendable {
+        /// Its name (`curl`), as MPD's `urlhandlers` and logs show it.
+        public var name: String
+        /// The URL schemes it opens, lower case (`http`, `https`).
+        public var schemes: [String]
+        /// Opens a URL (on the decoder thread; it may wait on the network, see
+        /// ``MediaCore/ByteSource/cancellation``).
+        public var open: @Sendable (String) throws(MediaError) -> any ByteSource
+
+        /// An input from its parts.
+        public init(name: String, schemes: [String], open: @escaping @Sendable (String) throws(MediaError) -> any ByteSource) {
+            (self.name, self.schemes, self.open) = (name, schemes, open)
+        }
+    }
+
+    private static let registered = Mutex<[String: Input]>([:])
+
+    /// Registers `input` for its schemes (once, at start-up).
+    public static func register(_ input: Input) {
+        registered.withLock { for s in input.schemes { $0[s] = input } }
+    }
+
+    /// The schemes a registered input opens, sorted (`file` not included).
+    public static var schemes: [String] { registered.withLock { $0.keys.sorted() } }
+
+    /// Whether `location` is a URL a registered input opens (not a path, not `file:`).
+    public static func isStream(_ location: String) -> Bool {
+        guard let s = scheme(of: location) else { return false }
+        return registered.withLock { $0[s] != nil }
     }
 
     /// The URI scheme of `location` (lower case), or nil for a path.

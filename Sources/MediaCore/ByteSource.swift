@@ -23,11 +23,31 @@ public protocol ByteSource: AnyObject {
     /// such a library then reads through ``read(into:)`` as usual. The library may move the
     /// descriptor's offset: a source that offers it reads with positioned reads.
     var fileDescriptor: Int32? { get }
+    /// Whether it is a live stream: no end and no length (an Icecast mount), so the item's
+    /// duration is indefinite and it cannot seek.
+    var isLive: Bool { get }
+    /// Tags the source itself carries (an Icecast station's name, genre and title heard now),
+    /// merged over the decoder's; nil when it carries none.
+    var metadata: TrackMetadata? { get }
+    /// Tags that take effect at the next byte ``read(into:)`` returns (an Icecast title), taken
+    /// once: the decoder thread asks after every block, as ``AudioDecoder/takeMetadataUpdate()``.
+    func takeMetadataUpdate() -> TrackMetadata?
+    /// Ends, from any thread, every wait of this source on the network (its reads then throw),
+    /// so a flush never waits for a server; nil for a source that never waits on one (a file).
+    var cancellation: (@Sendable () -> Void)? { get }
 }
 
 extension ByteSource {
     /// No descriptor: read through ``read(into:)``.
     public var fileDescriptor: Int32? { nil }
+    /// A file: it ends.
+    public var isLive: Bool { false }
+    /// No tags of its own.
+    public var metadata: TrackMetadata? { nil }
+    /// No tags of its own change.
+    public func takeMetadataUpdate() -> TrackMetadata? { nil }
+    /// Never waits on a network.
+    public var cancellation: (@Sendable () -> Void)? { nil }
 
     /// Reads until `buffer` is full or the source ends; returns the bytes read.
     public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {

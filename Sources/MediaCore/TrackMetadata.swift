@@ -44,6 +44,23 @@ public struct TrackMetadata: Sendable, Equatable {
     /// No tags: every field absent.
     public init() {}
 
+    /// `other`'s tags over these: each tag type `other` has replaces this one's values (and its
+    /// single field), its pairs replace those of the same name; the rest stays.
+    public mutating func merge(_ other: TrackMetadata) {
+        let keys = Set(other.tags.map(\.key))
+        tags = tags.filter { !keys.contains($0.key) } + other.tags
+        let names = Set(other.comments.map(\.name))
+        comments = comments.filter { !names.contains($0.name) } + other.comments
+        title = other.title ?? title
+        artist = other.artist ?? artist
+        album = other.album ?? album
+        albumArtist = other.albumArtist ?? albumArtist
+        genre = other.genre ?? genre
+        composer = other.composer ?? composer
+        year = other.year ?? year
+        artwork = other.artwork ?? artwork
+    }
+
     /// Sets the single fields (``title``, ``artist``, …) from the first values of ``tags``,
     /// and the track and disc numbers from their raw values (`"3/9"`) and separate totals.
     public mutating func deriveFields(track: String?, disc: String?, trackTotal: String? = nil, discTotal: String? = nil) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HTTPInput
 import CtlCore
 import Dispatch
 import FoundationEssentials
@@ -23,6 +24,8 @@ struct Backline: ParsableCommand {
 
     /// Like `ParsableCommand.main()`, but usage errors exit with 1 (as documented), not 64.
     static func main() {
+        // http:// and https:// items (libcurl, opened when the first one plays).
+        HTTPInput.register()
         do {
             // `play` with plain options and files starts without the parser's reflection (see
             // `PlayOptions.init(fastParsing:)`); the rest, and any error, goes through it.

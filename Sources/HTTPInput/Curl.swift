@@ -1,0 +1,35 @@
+import CCurl
+import MediaCore
+
+/// libcurl, opened with `dlopen` the first time an HTTP item plays (see `CCurl`).
+enum Curl {
+    /// The functions (loaded once, for the life of the process), or why they could not be loaded.
+    nonisolated(unsafe) static let api: Result<UnsafePointer<bl_curl_api>, MediaError> = {
+        let api = UnsafeMutablePointer<bl_curl_api>.allocate(capacity: 1)
+        api.initialize(to: bl_curl_api())
+        if let failure = bl_curl_load(api) {
+            return .failure(MediaError(.io, "libcurl is not installed (\(String(cString: failure)))", library: "libcurl"))
+        }
+        return .success(UnsafePointer(api))
+    }()
+
+    /// libcurl's text for `code`.
+    static func message(_ api: UnsafePointer<bl_curl_api>, _ code: CURLcode) -> String {
+        api.pointee.curl_easy_strerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
+    }
+}
+
+/// One easy handle's settings, each a typed call (libcurl's own are variadic).
+struct CurlHandle {
+    let api: UnsafePointer<bl_curl_api>
+    let handle: UnsafeMutableRawPointer
+
+    func set(_ option: CURLoption, _ value: Int) { _ = bl_curl_set_long(api, handle, option, value) }
+    func set(_ option: CURLoption, pointer value: UnsafeRawPointer?) { _ = bl_curl_set_ptr(api, handle, option, value) }
+    /// (libcurl copies string options.)
+    func set(_ option: CURLoption, _ value: String) { _ = value.withCString { bl_curl_set_ptr(api, handle, option, $0) } }
+    func long(_ info: CURLINFO) -> Int? {
+        var v = 0
+        return bl_curl_get_long(api, handle, info, &v) == CURLE_OK ? v : nil
+    }
+}

@@ -1,0 +1,175 @@
+import Media
+import MediaCore
+import Platform
+import Synchronization
+
+/// An `http://` or `https://` resource as a ``MediaCore/ByteSource``: every decoder reads it as
+/// it reads a file. libcurl runs the request on its own thread into a bounded buffer
+/// (``HTTPOptions``); this side, on the decoder thread, reads from the buffer.
+///
+/// - A resource with a length that accepts ranges (an HTTP file) seeks with a new `Range`
+///   request (the bytes already buffered ahead are used where they cover the target).
+/// - A live stream (no length, or Icecast/SHOUTcast) cannot seek, but its first 64 KiB stay
+///   readable again, so the decoder registry can sniff and the decoder reopen from the start.
+///   When it drops it is connected again with back-off; the decoder waits meanwhile (a stall).
+/// - Icecast's in-band titles (`icy-metaint`) are taken out of the audio and handed to the
+///   decoder thread, by ``takeMetadataUpdate()``, when the reader has passed their place: the
+///   ring marks them there, so each title changes when that audio is heard.
+public final class HTTPSource: ByteSource {
+    public let name: String
+    public let length: Int?
+    public let isSeekable: Bool
+    public private(set) var position = 0
+    private let options: HTTPOptions
+    private var transfer: HTTPTransfer
+    /// The stream's first bytes (up to `headLimit`), for reading again from the start.
+    private var head: [UInt8] = []
+    private static let headLimit = 65536
+    /// How far into the stream the transfer has been read (what `head` covers when smaller
+    /// than its limit).
+    private var delivered = 0
+    /// The station's tags (`icy-name`, `icy-genre`, …) and the title heard last.
+    private var station = TrackMetadata()
+    private var pendingUpdate: TrackMetadata?
+    /// Whether the stream has no end (no length, or Icecast).
+    public let isLive: Bool
+    /// The response's MIME type.
+    public let contentType: String?
+
+    /// Requests `url` and waits for the response's head (after redirects), on the calling
+    /// thread (the decoder's); ``cancel()`` from another thread ends the wait.
+    /// - Throws: `MediaError` (`.io`) with the reason: the HTTP status and host, an HTML page,
+    ///   an HLS playlist, a connection, name or TLS failure, a timeout.
+    public init(url: String, options: HTTPOptions = HTTPOptions()) throws(MediaError) {
+        name = url
+        self.options = options
+        transfer = HTTPTransfer(url: url, options: options)
+        canceller = Canceller(transfer)
+        transfer.start()
+        let head = try transfer.waitForHead()
+        contentType = head.contentType
+        isLive = head.contentLength == nil || head.icyMetaInterval != nil
+        length = isLive ? nil : (head.totalLength ?? head.contentLength)
+        isSeekable = !isLive && head.acceptsRanges
+        station = Self.stationTags(head)
+    }
+
+    /// Cancels the transfer (thread-safe): see ``cancel()``.
+    public final class Canceller: Sendable {
+        private let lock = Mutex<HTTPTransfer?>(nil)
+        init(_ t: HTTPTransfer) { lock.withLock { $0 = t } }
+        func replace(_ t: HTTPTransfer) { lock.withLock { $0 = t } }
+        /// Ends every wait of the source's transfer at once.
+        public func cancel() { lock.withLock { $0?.cancel() } }
+    }
+
+    private let canceller: Canceller
+
+    /// Ends the transfer and any read waiting on it (thread-safe): a read throws at once.
+    public var cancellation: (@Sendable () -> Void)? { { [canceller] in canceller.cancel() } }
+
+    deinit { transfer.cancel() }
+
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
+        guard buffer.count > 0 else { return 0 }
+        if position < delivered {
+            // Again from the first bytes kept.
+            guard position < head.count else {
+                throw MediaError(.io, "cannot go back in a live stream", item: name)
+            }
+            let n = min(buffer.count, delivered - position, head.count - position)
+            head.withUnsafeBytes { h in buffer.baseAddress!.copyMemory(from: h.baseAddress! + position, byteCount: n) }
+            position += n
+            return n
+        }
+        let n = try transfer.read(at: position, into: buffer)
+        if position < Self.headLimit, head.count == position {
+            head.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<min(n, Self.headLimit - position)]))
+        }
+        position += n
+        delivered = max(delivered, position)
+        if let block = transfer.takeMark(at: position) { take(block) }
+        return n
+    }
+
+    public func seek(to offset: Int) throws(MediaError) {
+        guard offset >= 0 else { throw MediaError(.io, "seek before the start", item: name) }
+        if offset <= delivered, offset < head.count || offset == delivered {
+            position = offset  // within the bytes kept, or where the transfer is
+            return
+        }
+        if offset > delivered, offset < delivered + transfer.buffered || !isSeekable && offset < delivered + options.bufferBytes {
+            // Ahead, within what is buffered (or, in a stream, just ahead): read up to it.
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
+            defer { scratch.deallocate() }
+            while position < offset {
+                let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(offset - position, scratch.count)]))
+                if n == 0 { break }
+            }
+            return
+        }
+        guard isSeekable else { throw MediaError(.io, "a live stream cannot seek", item: name) }
+        if let length, offset >= length {
+            position = offset
+            delivered = offset
+            transfer.cancel()
+            transfer = HTTPTransfer(url: name, options: options, startOffset: length)
+            canceller.replace(transfer)
+            return
+        }
+        // A new request from there.
+        transfer.cancel()
+        transfer = HTTPTransfer(url: name, options: options, startOffset: offset)
+        canceller.replace(transfer)
+        transfer.start()
+        _ = try transfer.waitForHead()
+        position = offset
+        delivered = offset
+    }
+
+    public func reopened() throws(MediaError) -> any ByteSource {
+        try HTTPSource(url: name, options: options)
+    }
+
+    /// The station's tags, and the title in effect (Icecast's `StreamTitle`).
+    public var metadata: TrackMetadata? { station }
+
+    public func takeMetadataUpdate() -> TrackMetadata? {
+        defer { pendingUpdate = nil }
+        return pendingUpdate
+    }
+
+    /// An ICY block the reader passed: its `StreamTitle` becomes the title from here on.
+    private func take(_ block: [UInt8]) {
+        guard let title = ICYDemuxer.fields(block).first(where: { $0.key == "StreamTitle" })?.value else { return }
+        var m = station
+        m.replaceTag(.title, with: title.isEmpty ? nil : title)
+        guard m != station else { return }
+        station = m
+        pendingUpdate = m
+    }
+
+    /// `icy-name` as mpd's `Name`, `icy-genre`, `icy-description` as the comment.
+    static func stationTags(_ head: ResponseHead) -> TrackMetadata {
+        var m = TrackMetadata()
+        if let name = head.icy["icy-name"], !name.isEmpty { m.replaceTag(.name, with: name) }
+        if let genre = head.icy["icy-genre"], !genre.isEmpty { m.replaceTag(.genre, with: genre) }
+        if let d = head.icy["icy-description"], !d.isEmpty { m.replaceTag(.comment, with: d) }
+        if let url = head.icy["icy-url"], !url.isEmpty { m.comments.append(TagPair(name: "icy-url", value: url)) }
+        if let br = head.icy["icy-br"], !br.isEmpty { m.comments.append(TagPair(name: "icy-br", value: br)) }
+        return m
+    }
+}
+
+extension TrackMetadata {
+    /// Sets `key`'s one value (nil: none), keeping the single fields in step.
+    mutating func replaceTag(_ key: TagKey, with value: String?) {
+        tags.removeAll { $0.key == key }
+        if let value { tags.append(Tag(key, value)) }
+        switch key {
+        case .title: title = value
+        case .genre: genre = value
+        default: break
+        }
+    }
+}

@@ -1,0 +1,470 @@
+import CCurl
+import MediaCore
+import Platform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How the HTTP input behaves: its buffer, timeouts, redirects and reconnects.
+public struct HTTPOptions: Sendable, Equatable {
+    /// The network buffer between the transfer and the decoder, bytes. The transfer pauses when
+    /// it is full (as mpd's 512 KiB: about 13 s of a 320 kbit/s stream, far more than the
+    /// decoder's own 2 s ahead, in a fixed amount of memory).
+    public var bufferBytes = 512 * 1024
+    /// Connecting (name lookup, TCP, TLS) may take this long, seconds.
+    public var connectTimeout = 10.0
+    /// No bytes for this long while the buffer has room: the connection is dead, seconds.
+    public var readTimeout = 15.0
+    /// Redirects followed at most.
+    public var maxRedirects = 5
+    /// A live stream that drops is connected again after 1, 2, 4 … seconds, at most this long apart.
+    public var reconnectMaxDelay = 30.0
+    /// Attempts in a row without audio before the item fails.
+    public var reconnectAttempts = 10
+
+    /// The defaults above.
+    public init() {}
+}
+
+/// A small mutex and condition variable (pthread's), for the transfer thread and its reader.
+final class Monitor: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func locked<T>(_ body: () throws(MediaError) -> T) throws(MediaError) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// Waits (the mutex held) until signalled or `seconds` pass.
+    func wait(seconds: Double) {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nanos = Int(now.tv_nsec) + Int(seconds * 1e9)
+        var deadline = timespec(tv_sec: now.tv_sec + nanos / 1_000_000_000, tv_nsec: nanos % 1_000_000_000)
+        pthread_cond_timedwait(condition, mutex, &deadline)
+    }
+
+    func broadcast() { pthread_cond_broadcast(condition) }
+}
+
+/// What the response said about itself (the last response, after redirects).
+struct ResponseHead: Sendable {
+    var status = 0
+    var reason = ""
+    var contentType: String?
+    var contentLength: Int?
+    /// `Content-Range: bytes A-B/TOTAL`: the resource's whole length.
+    var totalLength: Int?
+    var acceptsRanges = false
+    var icyMetaInterval: Int?
+    /// `icy-name`, `icy-genre`, `icy-url`, `icy-description`, `icy-br`.
+    var icy: [String: String] = [:]
+}
+
+/// One HTTP GET on its own thread (libcurl's easy interface), feeding a bounded byte buffer the
+/// decoder thread reads from; for a live stream, connected again with back-off when it drops.
+///
+/// The thread blocks in libcurl (connect, TLS, reads) and in the buffer when it is full (the
+/// transfer pauses: TCP's window holds the server back); nothing else ever waits on the
+/// network. ``cancel()`` ends every wait at once, from any thread.
+final class HTTPTransfer: @unchecked Sendable {
+    // @unchecked Sendable: every var below is touched under `monitor` only.
+    let url: String
+    let options: HTTPOptions
+    /// The stream offset the request starts at (a `Range` request after a seek).
+    let startOffset: Int
+    private let monitor = Monitor()
+    private var thread: PlatformThread?
+
+    // State under `monitor`.
+    /// Audio bytes (ICY blocks removed) from `bufferStart` on.
+    private var buffer: [UInt8] = []
+    private var bufferRead = 0
+    private(set) var bufferStart: Int
+    private var head: ResponseHead?
+    private var headError: MediaError?
+    private var ended = false
+    private var failure: MediaError?
+    private var cancelled = false
+    /// ICY metadata blocks by the audio offset they sat at, not yet reached by the reader.
+    private var marks: [(offset: Int, block: [UInt8])] = []
+    /// Whether the reader waits (the stream stalled) and, while reconnecting, the attempt.
+    private(set) var reconnecting = 0
+
+    // The transfer thread's own (no lock).
+    private var demuxer: ICYDemuxer?
+    private var pendingHead = ResponseHead()
+    private var lastByte = 0
+    private var receivedThisConnection = 0
+    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    /// Why this connection was given up by us (a refused response on a reconnect, no data).
+    private var abortReason: MediaError?
+
+    init(url: String, options: HTTPOptions, startOffset: Int = 0) {
+        self.url = url
+        self.options = options
+        self.startOffset = startOffset
+        bufferStart = startOffset
+    }
+
+    func start() {
+        thread = PlatformThread.start(name: "bl-http") { [self] in run() }
+    }
+
+    /// Ends the transfer and every wait on it (thread-safe; idempotent).
+    func cancel() {
+        monitor.locked {
+            cancelled = true
+            monitor.broadcast()
+        }
+    }
+
+    deinit {
+        cancel()
+        thread?.join()
+    }
+
+    /// Waits for the response's head (after redirects): its status and headers, or the error.
+    func waitForHead() throws(MediaError) -> ResponseHead {
+        try monitor.locked { () throws(MediaError) -> ResponseHead in
+            while head == nil && headError == nil && !cancelled { monitor.wait(seconds: 0.5) }
+            if cancelled { throw MediaError(.io, "cancelled", item: url) }
+            if let headError { throw headError }
+            return head!
+        }
+    }
+
+    // MARK: - The reader (the decoder thread)
+
+    /// Copies up to `into.count` bytes at `offset` (≥ `bufferStart`) into `into`, waiting for
+    /// them; 0 at the end of the stream. Bytes before `offset` are dropped. A read stops at an
+    /// ICY block's offset, which `takeMark` then returns.
+    func read(at offset: Int, into: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
+        try monitor.locked { () throws(MediaError) -> Int in
+            while true {
+                if cancelled { throw MediaError(.io, "cancelled", item: url) }
+                // Drop what lies before the offset.
+                let available = buffer.count - bufferRead
+                let skip = min(available, max(0, offset - bufferStart))
+                if skip > 0 {
+                    bufferRead += skip
+                    bufferStart += skip
+                    compact()
+                    monitor.broadcast()
+                }
+                if offset == bufferStart, buffer.count > bufferRead {
+                    var n = min(into.count, buffer.count - bufferRead)
+                    if let next = marks.first?.offset, next > offset { n = min(n, next - offset) }
+                    buffer.withUnsafeBytes { b in
+                        into.baseAddress!.copyMemory(from: b.baseAddress! + bufferRead, byteCount: n)
+                    }
+                    bufferRead += n
+                    bufferStart += n
+                    compact()
+                    monitor.broadcast()  // room for the transfer
+                    return n
+                }
+                if let failure { throw failure }
+                if ended { return 0 }
+                monitor.wait(seconds: 0.5)
+            }
+        }
+    }
+
+    /// The ICY block sitting at or before `offset` (the reader has passed it), once.
+    func takeMark(at offset: Int) -> [UInt8]? {
+        monitor.locked {
+            var last: [UInt8]?
+            while let m = marks.first, m.offset <= offset { last = m.block; marks.removeFirst() }
+            return last
+        }
+    }
+
+    /// Bytes buffered ahead of the reader.
+    var buffered: Int { monitor.locked { buffer.count - bufferRead } }
+
+    /// Whether the reader would wait now (nothing buffered, the stream going on).
+    var isStalled: Bool { monitor.locked { buffer.count == bufferRead && !ended && failure == nil } }
+
+    private func compact() {
+        if bufferRead > 65536, bufferRead * 2 > buffer.count {
+            buffer.removeFirst(bufferRead)
+            bufferRead = 0
+        }
+    }
+
+    // MARK: - The transfer thread
+
+    private func run() {
+        let api: UnsafePointer<bl_curl_api>
+        switch Curl.api {
+        case .success(let a): api = a
+        case .failure(let e):
+            finish(head: nil, error: e.about(url))
+            return
+        }
+        var attempt = 0
+        var delay = 1.0
+        var everPlayed = false
+        while true {
+            let outcome = perform(api)
+            if monitor.locked({ cancelled }) { return }
+            let live = monitor.locked { head.map { $0.contentLength == nil || $0.icyMetaInterval != nil } ?? false }
+            switch outcome {
+            case .success where !live:
+                monitor.locked { ended = true; monitor.broadcast() }
+                return
+            case .failure(let e) where !everPlayed && receivedThisConnection == 0:
+                // Never played: the item fails with the reason (nothing to reconnect to).
+                finish(head: nil, error: e)
+                return
+            case .failure(let e) where !live:
+                monitor.locked { failure = e; monitor.broadcast() }
+                return
+            default:
+                break
+            }
+            // A live stream ended or dropped: connect again, with back-off.
+            if receivedThisConnection > 0 { everPlayed = true; attempt = 0; delay = 1 }
+            attempt += 1
+            if attempt > options.reconnectAttempts {
+                let why = outcome.failureValue?.message ?? "the server ended the stream"
+                monitor.locked {
+                    failure = MediaError(.io, "gave up after \(options.reconnectAttempts) reconnects (\(why))", item: url)
+                    monitor.broadcast()
+                }
+                return
+            }
+            let wait = monitor.locked { () -> Bool in
+                reconnecting = attempt
+                let until = monotonicNanos() + Int(delay * 1e9)
+                while !cancelled, monotonicNanos() < until { monitor.wait(seconds: Double(until - monotonicNanos()) / 1e9) }
+                return !cancelled
+            }
+            if !wait { return }
+            delay = min(delay * 2, options.reconnectMaxDelay)
+        }
+    }
+
+    private func finish(head h: ResponseHead?, error: MediaError) {
+        monitor.locked {
+            if head == nil { headError = error } else { failure = error }
+            monitor.broadcast()
+        }
+    }
+
+    /// One request to its end: `.success` when the server ended the body, else why it stopped.
+    private func perform(_ api: UnsafePointer<bl_curl_api>) -> Result<Void, MediaError> {
+        guard let raw = api.pointee.curl_easy_init() else { return .failure(MediaError(.io, "out of memory", library: "libcurl", item: url)) }
+        defer { api.pointee.curl_easy_cleanup(raw) }
+        let h = CurlHandle(api: api, handle: raw)
+        receivedThisConnection = 0
+        abortReason = nil
+        demuxer = nil
+        pendingHead = ResponseHead()
+        lastByte = monotonicNanos()
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        h.set(CURLOPT_URL, url)
+        h.set(CURLOPT_NOSIGNAL, 1)
+        h.set(CURLOPT_FOLLOWLOCATION, 1)
+        h.set(CURLOPT_MAXREDIRS, options.maxRedirects)
+        h.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        h.set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        h.set(CURLOPT_USERAGENT, "Backline/1 (Linux)")
+        h.set(CURLOPT_FAILONERROR, 0)
+        h.set(CURLOPT_NOPROGRESS, 0)
+        h.set(CURLOPT_BUFFERSIZE, 16384)
+        errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let resume = monitor.locked { bufferStart + (buffer.count - bufferRead) }
+        let live = monitor.locked { head.map { $0.contentLength == nil || $0.icyMetaInterval != nil } ?? false }
+        if resume > 0 && !live { h.set(CURLOPT_RANGE, "\(resume)-") }
+        var headers: UnsafeMutablePointer<curl_slist>? = api.pointee.curl_slist_append(nil, "Icy-MetaData: 1")
+        defer { api.pointee.curl_slist_free_all(headers) }
+        h.set(CURLOPT_HTTPHEADER, pointer: headers)
+        _ = bl_curl_set_data_callback(api, raw, CURLOPT_WRITEFUNCTION, httpWrite)
+        h.set(CURLOPT_WRITEDATA, pointer: me)
+        _ = bl_curl_set_data_callback(api, raw, CURLOPT_HEADERFUNCTION, httpHeader)
+        h.set(CURLOPT_HEADERDATA, pointer: me)
+        _ = bl_curl_set_progress_callback(api, raw, httpProgress)
+        h.set(CURLOPT_XFERINFODATA, pointer: me)
+        let code = errorBuffer.withUnsafeMutableBufferPointer { eb -> CURLcode in
+            h.set(CURLOPT_ERRORBUFFER, pointer: eb.baseAddress)
+            return api.pointee.curl_easy_perform(raw)
+        }
+        headers = nil
+        if code == CURLE_OK {
+            // A body that was not audio (an error page) was refused in the header callback.
+            return .success(())
+        }
+        if let e = abortReason ?? monitor.locked({ headError ?? failure }) { return .failure(e) }
+        let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let message = detail.isEmpty ? Curl.message(api, code) : detail
+        return .failure(MediaError(.io, message, library: "libcurl", code: Int32(code.rawValue), item: url))
+    }
+
+    // Callbacks (the transfer thread).
+
+    fileprivate func header(_ line: UnsafeRawBufferPointer) -> Bool {
+        var end = line.count
+        while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self).trimmingBlanks()
+        if text.hasPrefix("HTTP/") {
+            // A new response (the first, or one after a redirect).
+            pendingHead = ResponseHead()
+            let parts = text.split(separator: " ", maxSplits: 2)
+            pendingHead.status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            pendingHead.reason = parts.count > 2 ? String(parts[2]) : ""
+            return true
+        }
+        if text.hasPrefix("ICY ") {  // SHOUTcast v1's status line
+            pendingHead = ResponseHead()
+            pendingHead.status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+            return true
+        }
+        if text.isEmpty {
+            // The end of a head: a redirect's is followed by another; the last one decides.
+            if (300..<400).contains(pendingHead.status) { return true }
+            return acceptHead(pendingHead)
+        }
+        guard let colon = text.firstIndex(of: ":") else { return true }
+        let name = text[..<colon].lowercased()
+        let value = String(text[text.index(after: colon)...]).trimmingBlanks()
+        switch name {
+        case "content-type": pendingHead.contentType = value.lowercased()
+        case "content-length": pendingHead.contentLength = Int(value)
+        case "accept-ranges": pendingHead.acceptsRanges = value.lowercased().contains("bytes")
+        case "content-range":
+            if let slash = value.lastIndex(of: "/") { pendingHead.totalLength = Int(value[value.index(after: slash)...]) }
+        case "icy-metaint": pendingHead.icyMetaInterval = Int(value).flatMap { $0 > 0 ? $0 : nil }
+        case let n where n.hasPrefix("icy-"): pendingHead.icy[n] = value
+        default: break
+        }
+        return true
+    }
+
+    /// Checks the final response: a success with audio, or the item's failure.
+    private func acceptHead(_ h: ResponseHead) -> Bool {
+        var problem: String?
+        let host = Self.host(url)
+        if !(200..<300).contains(h.status) {
+            problem = "HTTP \(h.status)\(h.reason.isEmpty ? "" : " \(h.reason)") from \(host)"
+        } else if let type = h.contentType {
+            if type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") {
+                problem = "not audio: \(host) sent an HTML page"
+            } else if type.contains("mpegurl") && !type.contains("audio/x-mpegurl") || type.contains("vnd.apple.mpegurl") {
+                problem = "HLS is not supported (\(host) sent an HLS playlist)"
+            }
+        }
+        return monitor.locked {
+            if let problem {
+                // The first response: the item fails with it. A reconnect's: that attempt fails.
+                let e = MediaError(.io, problem, item: url)
+                if head == nil { headError = e } else { abortReason = e }
+                monitor.broadcast()
+                return false
+            }
+            if head == nil || startOffset > 0 { head = h }
+            demuxer = h.icyMetaInterval.map(ICYDemuxer.init(interval:))
+            monitor.broadcast()
+            return true
+        }
+    }
+
+    fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastByte = monotonicNanos()
+        receivedThisConnection += bytes.count
+        if var d = demuxer {
+            var failed = false
+            d.feed(bytes, audio: { if !failed && !append($0) { failed = true } }, metadata: { block in
+                monitor.locked { marks.append((bufferStart + buffer.count - bufferRead, block)) }
+            })
+            demuxer = d
+            return !failed
+        }
+        return append(bytes)
+    }
+
+    /// Appends audio, waiting while the buffer is full; false when cancelled.
+    private func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            let ok = monitor.locked { () -> Bool in
+                while !cancelled, buffer.count - bufferRead >= options.bufferBytes { monitor.wait(seconds: 0.5) }
+                if cancelled { return false }
+                let n = min(rest.count, options.bufferBytes - (buffer.count - bufferRead))
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
+                rest = rest.dropFirst(n)
+                monitor.broadcast()
+                return true
+            }
+            if !ok { return false }
+            lastByte = monotonicNanos()
+        }
+        return true
+    }
+
+    /// Every second or so: false aborts (cancelled, or nothing received for the read timeout).
+    fileprivate func progress() -> Bool {
+        if monitor.locked({ cancelled }) { return false }
+        if monotonicNanos() - lastByte > Int(options.readTimeout * 1e9) {
+            abortReason = MediaError(.io, "no data from \(Self.host(url)) for \(Int(options.readTimeout)) s", item: url)
+            return false
+        }
+        return true
+    }
+
+    /// The host of `url`, for messages.
+    static func host(_ url: String) -> String {
+        var s = Substring(url)
+        if let colon = s.firstIndex(of: ":"), s[colon...].hasPrefix("://") { s = s[s.index(colon, offsetBy: 3)...] }
+        if let slash = s.firstIndex(of: "/") { s = s[..<slash] }
+        if let at = s.lastIndex(of: "@") { s = s[s.index(after: at)...] }
+        return String(s)
+    }
+}
+
+extension Result {
+    var failureValue: Failure? { if case .failure(let e) = self { e } else { nil } }
+}
+
+private func httpWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ me: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let me else { return 0 }
+    let t = Unmanaged<HTTPTransfer>.fromOpaque(me).takeUnretainedValue()
+    return t.write(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+}
+
+private func httpHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ me: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let me else { return 0 }
+    let t = Unmanaged<HTTPTransfer>.fromOpaque(me).takeUnretainedValue()
+    return t.header(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+}
+
+private func httpProgress(_ me: UnsafeMutableRawPointer?, _: curl_off_t, _: curl_off_t, _: curl_off_t, _: curl_off_t) -> Int32 {
+    guard let me else { return 1 }
+    return Unmanaged<HTTPTransfer>.fromOpaque(me).takeUnretainedValue().progress() ? 0 : 1
+}

@@ -1,0 +1,90 @@
+/// Icecast/SHOUTcast in-band metadata (`icy-metaint`): every `interval` bytes of audio, one
+/// length byte L, then L × 16 bytes of `StreamTitle='…';StreamUrl='…';` padded with NULs.
+///
+/// Fed the response body in whatever pieces the network gives; hands back the audio bytes and,
+/// at the audio offset where each block sat, the block's text.
+public struct ICYDemuxer: Sendable {
+    /// Audio bytes between two metadata blocks.
+    public let interval: Int
+    /// Audio bytes left before the next block.
+    private var untilBlock: Int
+    /// Inside a block: its length once read, and the bytes so far.
+    private var blockLength: Int?
+    private var block: [UInt8] = []
+
+    /// A demuxer for `icy-metaint: interval` (> 0).
+    public init(interval: Int) {
+        self.interval = interval
+        untilBlock = interval
+    }
+
+    /// One piece of the body: calls `audio` with each run of audio bytes and `metadata` with
+    /// each non-empty block's raw bytes (trailing NULs removed), in stream order.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer, audio: (UnsafeRawBufferPointer) -> Void, metadata: ([UInt8]) -> Void) {
+        var i = 0
+        while i < bytes.count {
+            if let length = blockLength {
+                let n = min(length - block.count, bytes.count - i)
+                block.append(contentsOf: bytes[i..<(i + n)])
+                i += n
+                if block.count == length {
+                    var text = block
+                    while text.last == 0 { text.removeLast() }
+                    if !text.isEmpty { metadata(text) }
+                    block.removeAll(keepingCapacity: true)
+                    blockLength = nil
+                    untilBlock = interval
+                }
+            } else if untilBlock == 0 {
+                let length = Int(bytes[i]) * 16
+                i += 1
+                if length == 0 { untilBlock = interval } else { blockLength = length }
+            } else {
+                let n = min(untilBlock, bytes.count - i)
+                audio(UnsafeRawBufferPointer(rebasing: bytes[i..<(i + n)]))
+                untilBlock -= n
+                i += n
+            }
+        }
+    }
+
+    /// The fields of a metadata block: `StreamTitle='Artist - Title';StreamUrl='…';` → the
+    /// pairs, values decoded as UTF-8, or as Latin-1 where they are not valid UTF-8 (older
+    /// SHOUTcast servers). A quote inside a value is kept: a field ends at `';` only.
+    public static func fields(_ block: [UInt8]) -> [(key: String, value: String)] {
+        var out: [(String, String)] = []
+        var rest = block[...]
+        while let eq = rest.firstIndex(of: UInt8(ascii: "=")) {
+            let key = String(decoding: rest[..<eq], as: UTF8.self).trimmingCharacters(in: " ;\r\n")
+            var valueStart = rest.index(after: eq)
+            guard valueStart < rest.endIndex, rest[valueStart] == UInt8(ascii: "'") else { break }
+            valueStart += 1
+            // The value runs to the next `';` (or to the end).
+            var end = rest.endIndex
+            var j = valueStart
+            while j < rest.endIndex {
+                if rest[j] == UInt8(ascii: "'"), j + 1 == rest.endIndex || rest[j + 1] == UInt8(ascii: ";") { end = j; break }
+                j += 1
+            }
+            out.append((key, text(rest[valueStart..<end])))
+            rest = end < rest.endIndex ? rest[min(rest.endIndex, end + 2)...] : rest[rest.endIndex...]
+        }
+        return out
+    }
+
+    /// `bytes` as UTF-8 when valid, else as Latin-1.
+    static func text(_ bytes: ArraySlice<UInt8>) -> String {
+        if let s = String(validating: bytes, as: UTF8.self) { return s }
+        return String(bytes.map { Character(Unicode.Scalar($0)) })
+    }
+}
+
+extension String {
+    /// Without the characters of `set` at either end.
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}
