@@ -254,7 +254,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "Media", "BacklineTestSupport"],
+            dependencies: ["AudioEngine", "Media", "HTTPInput", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
     ],

@@ -72,15 +72,17 @@ public final class HTTPSource: ByteSource {
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         guard buffer.count > 0 else { return 0 }
+        if let length, position >= length { return 0 }
         if position < delivered {
-            // Again from the first bytes kept.
-            guard position < head.count else {
-                throw MediaError(.io, "cannot go back in a live stream", item: name)
+            if position < head.count {
+                // Again from the first bytes kept.
+                let n = min(buffer.count, delivered - position, head.count - position)
+                head.withUnsafeBytes { h in buffer.baseAddress!.copyMemory(from: h.baseAddress! + position, byteCount: n) }
+                position += n
+                return n
             }
-            let n = min(buffer.count, delivered - position, head.count - position)
-            head.withUnsafeBytes { h in buffer.baseAddress!.copyMemory(from: h.baseAddress! + position, byteCount: n) }
-            position += n
-            return n
+            guard isSeekable else { throw MediaError(.io, "cannot go back in a live stream", item: name) }
+            restart(at: position)
         }
         let n = try transfer.read(at: position, into: buffer)
         if position < Self.headLimit, head.count == position {
@@ -94,12 +96,13 @@ public final class HTTPSource: ByteSource {
 
     public func seek(to offset: Int) throws(MediaError) {
         guard offset >= 0 else { throw MediaError(.io, "seek before the start", item: name) }
-        if offset <= delivered, offset < head.count || offset == delivered {
-            position = offset  // within the bytes kept, or where the transfer is
+        if offset <= delivered && (offset < head.count || offset == delivered) {
+            position = offset  // within the first bytes kept, or where the transfer is
             return
         }
-        if offset > delivered, offset < delivered + transfer.buffered || !isSeekable && offset < delivered + options.bufferBytes {
-            // Ahead, within what is buffered (or, in a stream, just ahead): read up to it.
+        if offset > delivered, offset < delivered + transfer.buffered || !isSeekable && offset - delivered < options.bufferBytes {
+            // Ahead, within what is buffered (or, in a stream, not far ahead): read up to it.
+            position = delivered
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
             defer { scratch.deallocate() }
             while position < offset {
@@ -109,21 +112,16 @@ public final class HTTPSource: ByteSource {
             return
         }
         guard isSeekable else { throw MediaError(.io, "a live stream cannot seek", item: name) }
-        if let length, offset >= length {
-            position = offset
-            delivered = offset
-            transfer.cancel()
-            transfer = HTTPTransfer(url: name, options: options, startOffset: length)
-            canceller.replace(transfer)
-            return
-        }
-        // A new request from there.
+        position = offset  // the next read requests it (none at or past the end)
+        if length.map({ offset < $0 }) ?? true { restart(at: offset) }
+    }
+
+    /// A new request from `offset` (`Range`), replacing the transfer.
+    private func restart(at offset: Int) {
         transfer.cancel()
         transfer = HTTPTransfer(url: name, options: options, startOffset: offset)
         canceller.replace(transfer)
         transfer.start()
-        _ = try transfer.waitForHead()
-        position = offset
         delivered = offset
     }
 

@@ -188,7 +188,7 @@ final class HTTPTransfer: @unchecked Sendable {
                     monitor.broadcast()  // room for the transfer
                     return n
                 }
-                if let failure { throw failure }
+                if let failure = failure ?? headError { throw failure }
                 if ended { return 0 }
                 monitor.wait(seconds: 0.5)
             }

@@ -1,0 +1,177 @@
+import Foundation
+
+/// A small HTTP server on loopback, written in Python and started by the test: it serves files
+/// with `Range`, and misbehaves on purpose at the paths below.
+///
+/// - `/files/NAME`: the file, `Accept-Ranges: bytes`, `206` for a range.
+/// - `/slow/NAME?bps=N`: the file at N bytes a second.
+/// - `/close/NAME`: the full `Content-Length`, then half the bytes, then the connection closes.
+/// - `/live/NAME?metaint=N&titles=A|B|C&every=BYTES&drop=BYTES`: the file as an endless
+///   Icecast-style stream (no length, looping), `icy-metaint: N` with `StreamTitle` blocks,
+///   the title moving to the next of `titles` every `every` audio bytes (the first block
+///   carries the first); with `drop`, the connection closes after that many audio bytes
+///   (each new connection starts again at the file's start). `icy-name: Test Radio`.
+/// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
+///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
+///   nothing).
+public final class HTTPTestServer: @unchecked Sendable {
+    public let port: Int
+    public let directory: URL
+    private let process: SpawnedProcess
+
+    /// Starts the server on a free loopback port, serving `directory`.
+    public init(directory: URL) throws {
+        self.directory = directory
+        let script = directory.appendingPathComponent("server.py")
+        try Self.script.write(to: script, atomically: true, encoding: .utf8)
+        let portFile = directory.appendingPathComponent("port")
+        try? FileManager.default.removeItem(at: portFile)
+        process = try SpawnedProcess("/usr/bin/python3", [script.path, directory.path, portFile.path])
+        let deadline = Date().addingTimeInterval(10)
+        var port = 0
+        while Date() < deadline {
+            if let text = try? String(contentsOf: portFile, encoding: .utf8), let p = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                port = p
+                break
+            }
+            usleep(20_000)
+        }
+        guard port > 0 else {
+            process.signal(SIGKILL)
+            throw HarnessError("the test HTTP server did not start")
+        }
+        self.port = port
+    }
+
+    deinit {
+        process.signal(SIGKILL)
+        _ = try? process.wait(timeout: 5)
+    }
+
+    /// `http://127.0.0.1:PORT/PATH`.
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
+
+    static let script = #"""
+import os, sys, time, socketserver, http.server, urllib.parse
+
+root, portfile = sys.argv[1], sys.argv[2]
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+
+    def send_head(self, code, headers):
+        self.send_response(code)
+        for k, v in headers: self.send_header(k, v)
+        self.end_headers()
+
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        parts = u.path.strip("/").split("/", 1)
+        kind, name = parts[0], (parts[1] if len(parts) > 1 else "")
+        try:
+            if kind == "files": return self.file(name, None, False)
+            if kind == "slow": return self.file(name, int(q["bps"][0]), False)
+            if kind == "close": return self.file(name, None, True)
+            if kind == "live": return self.live(name, q)
+            if kind == "html":
+                body = b"<!DOCTYPE html><html><body>Not audio</body></html>"
+                self.send_head(200, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))])
+                return self.wfile.write(body)
+            if kind == "loop":
+                return self.send_head(302, [("Location", "/loop"), ("Content-Length", "0")])
+            if kind == "hls.m3u8":
+                body = b"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:10,\nseg0.ts\n"
+                self.send_head(200, [("Content-Type", "application/vnd.apple.mpegurl"), ("Content-Length", str(len(body)))])
+                return self.wfile.write(body)
+            if kind == "endless-header":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                i = 0
+                while True:
+                    self.wfile.write(b"X-Header-%d: more\r\n" % i); self.wfile.flush()
+                    i += 1; time.sleep(0.1)
+            if kind == "silent":
+                self.send_head(200, [("Content-Type", "audio/mpeg")])
+                self.wfile.flush()
+                time.sleep(3600)
+            self.send_head(404, [("Content-Length", "0")])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def file(self, name, bps, close):
+        path = os.path.join(root, name)
+        if not os.path.isfile(path): return self.send_head(404, [("Content-Length", "0")])
+        data = open(path, "rb").read()
+        start, end = 0, len(data)
+        rng = self.headers.get("Range")
+        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        if rng and rng.startswith("bytes=") and not close:
+            a, _, b = rng[6:].partition("-")
+            start = int(a)
+            end = int(b) + 1 if b else len(data)
+            if start >= len(data):
+                return self.send_head(416, [("Content-Range", "bytes */%d" % len(data)), ("Content-Length", "0")])
+            headers += [("Content-Range", "bytes %d-%d/%d" % (start, end - 1, len(data))), ("Content-Length", str(end - start))]
+            self.send_head(206, headers)
+        else:
+            headers.append(("Content-Length", str(len(data))))
+            self.send_head(200, headers)
+        body = data[start:end]
+        if close:
+            self.wfile.write(body[:len(body) // 2]); self.wfile.flush()
+            self.close_connection = True
+            return
+        if bps:
+            step = max(1, bps // 20)
+            for i in range(0, len(body), step):
+                self.wfile.write(body[i:i + step]); self.wfile.flush(); time.sleep(0.05)
+        else:
+            self.wfile.write(body)
+
+    def live(self, name, q):
+        data = open(os.path.join(root, name), "rb").read()
+        metaint = int(q.get("metaint", ["0"])[0])
+        titles = q.get("titles", [""])[0].split("|") if "titles" in q else []
+        every = int(q.get("every", ["0"])[0])
+        drop = int(q.get("drop", ["0"])[0])
+        headers = [("Content-Type", "audio/mpeg"), ("icy-name", "Test Radio"), ("icy-genre", "Testing")]
+        if metaint: headers.append(("icy-metaint", str(metaint)))
+        self.send_response(200)
+        for k, v in headers: self.send_header(k, v)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        pos = 0
+        until_meta = metaint
+        while True:
+            if drop and sent >= drop: return
+            n = min(4096, len(data) - pos)
+            if metaint: n = min(n, until_meta)
+            if drop: n = min(n, drop - sent)
+            self.wfile.write(data[pos:pos + n])
+            sent += n; pos = (pos + n) % len(data)
+            if metaint:
+                until_meta -= n
+                if until_meta == 0:
+                    block = b""
+                    if titles:
+                        t = titles[min(len(titles) - 1, (sent // every) if every else 0)]
+                        block = ("StreamTitle='%s';" % t).encode("utf-8")
+                    length = (len(block) + 15) // 16
+                    self.wfile.write(bytes([length]) + block.ljust(length * 16, b"\0"))
+                    until_meta = metaint
+            self.wfile.flush()
+            time.sleep(0.001)
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+s = Server(("127.0.0.1", 0), Handler)
+with open(portfile + ".tmp", "w") as f: f.write(str(s.server_address[1]))
+os.rename(portfile + ".tmp", portfile)
+s.serve_forever()
+"""#
+}
