@@ -532,7 +532,8 @@ public final class PlaybackEngine: Sendable {
             let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
             let inItem = max(0, heard - seg.deviceFrame)
-            let length = s.infos[seg.item]?.durationFrames ?? Int.max
+            // (A live stream, or anything of unknown length, is not held to a length.)
+            let length = s.infos[seg.item].flatMap { $0.durationFrames > 0 ? $0.durationFrames : nil } ?? Int.max
             return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
         }
     }

@@ -10,7 +10,8 @@ import Foundation
 ///   Icecast-style stream (no length, looping), `icy-metaint: N` with `StreamTitle` blocks,
 ///   the title moving to the next of `titles` every `every` audio bytes (the first block
 ///   carries the first); with `drop`, the connection closes after that many audio bytes
-///   (each new connection starts again at the file's start). `icy-name: Test Radio`.
+///   (each new connection starts again at the file's start); with `gone`, every connection
+///   after the first gets `503`. `icy-name: Test Radio`.
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
 ///   nothing).
@@ -55,6 +56,7 @@ public final class HTTPTestServer: @unchecked Sendable {
 import os, sys, time, socketserver, http.server, urllib.parse
 
 root, portfile = sys.argv[1], sys.argv[2]
+seen = {}  # connections by request path
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -130,6 +132,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def live(self, name, q):
+        seen[self.path] = seen.get(self.path, 0) + 1
+        if "gone" in q and seen[self.path] > 1:
+            return self.send_head(503, [("Content-Length", "0")])
         data = open(os.path.join(root, name), "rb").read()
         metaint = int(q.get("metaint", ["0"])[0])
         titles = q.get("titles", [""])[0].split("|") if "titles" in q else []

@@ -1,6 +1,7 @@
 import BacklineWire
 import FoundationEssentials
 import Media
+import MediaCore
 import Platform
 
 #if canImport(Glibc)
@@ -16,6 +17,9 @@ import Glibc
 public struct PathResolver: Sendable {
     public let musicDirectory: String
     public let allowAbsolutePaths: Bool
+    /// Whether URLs of a registered input (`http`, `https`) are taken (never confined to the
+    /// music directory: they are not files).
+    public let allowStreams: Bool
     /// The music directory, resolved.
     public let root: String?
 
@@ -26,9 +30,10 @@ public struct PathResolver: Sendable {
     /// The largest playlist read (a 100,000-line M3U is ~10 MB).
     public static let maximumPlaylistSize = 16 << 20
 
-    public init(musicDirectory: String, allowAbsolutePaths: Bool) {
+    public init(musicDirectory: String, allowAbsolutePaths: Bool, allowStreams: Bool = true) {
         self.musicDirectory = musicDirectory
         self.allowAbsolutePaths = allowAbsolutePaths
+        self.allowStreams = allowStreams
         root = Self.realPath(musicDirectory)
     }
 
@@ -103,6 +108,9 @@ public struct PathResolver: Sendable {
 
     private func expand(_ request: String, relativeTo base: String?, chain: [String],
                         into r: inout Resolution) throws(Refusal) -> [String] {
+        if let scheme = InputSources.scheme(of: request), scheme != "file" {
+            return try expandURL(request, scheme: scheme, chain: chain, into: &r)
+        }
         let path = try locate(request, relativeTo: base)
         var st = stat()
         guard stat(path, &st) == 0 else {
@@ -171,6 +179,59 @@ public struct PathResolver: Sendable {
             return files
         }
         return [path]
+    }
+
+    /// A URL: a stream as it is, or a playlist (by its name: `.m3u`, `.m3u8`, `.pls`) fetched
+    /// and expanded, its entries URLs (relative ones against it) or nothing.
+    private func expandURL(_ url: String, scheme: String, chain: [String], into r: inout Resolution) throws(Refusal) -> [String] {
+        guard allowStreams else {
+            throw Refusal(code: .forbidden, path: url, message: "streams are not allowed here (allow-streams = no)")
+        }
+        guard InputSources.isStream(url) else {
+            let known = InputSources.schemes.joined(separator: ", ")
+            throw Refusal(code: .unsupported, path: url, message: "no input for \(scheme): URLs\(known.isEmpty ? "" : " (\(known) are played)")")
+        }
+        let name = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
+        guard Self.playlistExtensions.contains(Path.extension(name).lowercased()) else { return [url] }
+        guard !chain.contains(url), chain.count < Self.maximumPlaylistDepth else {
+            throw Refusal(code: .unsupported, path: url, message: "playlists nested too deeply, or including themselves")
+        }
+        let text: String
+        do throws(MediaError) {
+            let source = try InputSources.open(url)
+            let bytes = try source.read(count: Self.maximumPlaylistSize)
+            guard let t = String(validating: bytes, as: UTF8.self) ?? String(bytes: bytes, encoding: .isoLatin1) else {
+                throw MediaError(.corrupt, "not text", item: url)
+            }
+            text = t
+        } catch {
+            throw Refusal(code: .unsupported, path: url, message: "playlist: \(error.reason)")
+        }
+        if text.contains("#EXT-X-") {
+            throw Refusal(code: .unsupported, path: url, message: "HLS is not supported")
+        }
+        let entries = Self.playlistEntries(text)
+        guard entries.count <= Limits.playlistEntries else {
+            throw Refusal(code: .tooLarge, path: url, message: "playlist has more than \(Limits.playlistEntries) entries")
+        }
+        var out: [String] = []
+        for entry in entries {
+            // Entries are URLs; one without a scheme is relative to the playlist's URL.
+            let absolute = InputSources.scheme(of: entry) != nil ? entry : Self.resolve(entry, against: name)
+            do { out += try expandURL(absolute, scheme: InputSources.scheme(of: absolute) ?? "", chain: chain + [url], into: &r) }
+            catch { r.skipped.append(error) }
+        }
+        return out
+    }
+
+    /// `relative` against the URL `base` (`a.mp3` next to it, `/x` at its host's root).
+    static func resolve(_ relative: String, against base: String) -> String {
+        guard let colon = base.firstIndex(of: ":"), base[colon...].hasPrefix("://") else { return relative }
+        let afterScheme = base.index(colon, offsetBy: 3)
+        let hostEnd = base[afterScheme...].firstIndex(of: "/") ?? base.endIndex
+        if relative.hasPrefix("/") { return String(base[..<hostEnd]) + relative }
+        let dirEnd = base.lastIndex(of: "/").map { $0 >= hostEnd ? base.index(after: $0) : base.endIndex } ?? base.endIndex
+        return String(base[..<dirEnd]) + (dirEnd == base.endIndex && !base.hasSuffix("/") ? "/" : "") + relative
     }
 
     /// The absolute, symlink-free path of `request`, checked against the music directory.

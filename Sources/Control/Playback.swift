@@ -3,6 +3,7 @@ import Broadcast
 import Dispatch
 import FoundationEssentials
 import Lifecycle
+import Media
 import NowPlaying
 import Platform
 import PlayQueue
@@ -27,6 +28,8 @@ public struct PlaybackConfiguration: Sendable {
     /// Where relative paths resolve, and what `add` is confined to.
     public var musicDirectory: String
     public var allowAbsolutePaths: Bool
+    /// Whether `add` takes http and https URLs (`allow-streams`; the HTTP input must be registered).
+    public var allowStreams = true
     /// Where the audio-session registry lives (nil: the default).
     public var registryDirectory: String?
     /// Where stored playlists live (nil: none can be stored).
@@ -123,7 +126,11 @@ public final class Playback: Sendable {
     /// The tags entry `id` carries now when its stream changed them while it plays (nil: the
     /// file's own, as the tag cache reads them).
     public func streamMetadata(for id: Int) -> TrackMetadata? {
-        streamTags.withLock { $0?.id == id ? $0?.metadata : nil }
+        if let m = streamTags.withLock({ $0?.id == id ? $0?.metadata : nil }) { return m }
+        // A stream's own tags (its station's name, the title on air) once it is open: no file has them.
+        guard queue.current?.id == id, let item = player.currentItem, item.status == .readyToPlay,
+              InputSources.isStream(item.path) else { return nil }
+        return item.metadata
     }
     /// The alarms (Alarms.swift).
     let alarmBook = Mutex(AlarmBook())
@@ -140,7 +147,8 @@ public final class Playback: Sendable {
         }
         application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
                                   handlerQueue: DispatchQueue(label: "backline.application.handlers"))
-        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths)
+        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths,
+                                allowStreams: configuration.allowStreams)
         // What a client queued is opened only beneath the music directory (checked on the opened
         // descriptor: a link swapped in after `add` cannot lead out of it).
         let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
@@ -239,7 +247,9 @@ public final class Playback: Sendable {
             m = live
             if m.artwork == nil { m.artwork = artwork }
         }
-        return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? Path.lastComponent(e.path),
+        // Untitled: a stream by its station's name or its URL, a file by its name.
+        let untitled = InputSources.isStream(e.path) ? m.values(.name).first ?? e.path : Path.lastComponent(e.path)
+        return QueueItem(id: e.id, index: index, path: e.path, title: m.title ?? untitled,
                         artist: m.artist, album: m.album, track: m.trackNumber, duration: QueueItem.playedLength(info.duration, e.clip),
                         isCurrent: index != nil ? current : nil, error: e.failure ?? info.error, priority: e.priority, tags: m.tags,
                         clip: e.clip)

@@ -15,6 +15,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var musicDirectory: String
     /// Absolute paths anywhere (still no directory escapes through `..` for relative ones).
     public var allowAbsolutePaths = false
+    /// Whether `add` takes http and https URLs (`allow-streams`, default yes): streams are not
+    /// files, so the music directory does not confine them.
+    public var allowStreams = true
     /// The saved state (`$XDG_STATE_HOME/backline/state.json`).
     public var stateFile: String
     /// Stored playlists, one M3U file each (default: `$XDG_STATE_HOME/backline/playlists`).
@@ -149,6 +152,7 @@ public struct DaemonConfig: Sendable, Equatable {
         case "socket": socketPath = path
         case "music-dir", "music-directory": musicDirectory = path
         case "allow-absolute-paths": allowAbsolutePaths = try flag()
+        case "allow-streams": allowStreams = try flag()
         case "state-file": stateFile = path
         case "playlist-dir": playlistDirectory = path
         case "device": device = value

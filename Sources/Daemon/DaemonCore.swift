@@ -112,6 +112,7 @@ public final class DaemonCore: Sendable {
                 playlistDirectory: config.playlistDirectory
                     ?? (Path.deletingLastComponent(config.stateFile) + "/playlists"))
             configuration.maxChannels = config.maxChannels
+            configuration.allowStreams = config.allowStreams
             playback = try Playback(configuration: configuration)
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade

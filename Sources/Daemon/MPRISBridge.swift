@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import Media
 import FoundationEssentials
 import Glibc
 import Logging
@@ -23,11 +24,19 @@ extension DaemonCore {
         options.volume = { [playback] in Double(playback.player.volume) }
         options.setVolume = { v in _ = dispatcher.execute(VolumeCommand(change: .set(v * 100))) }
         options.quit = { kill(getpid(), SIGTERM) }  // the graceful stop a signal starts
+        let streams = playback.configuration.allowStreams ? InputSources.schemes : []
+        options.supportedUriSchemes = ["file"] + streams
         options.openURI = { uri in
-            guard uri.hasPrefix("file://"), let path = URL(string: uri)?.path, !path.isEmpty else {
-                return "only file:// URIs can be opened (got \(uri))"
+            // A stream as it is (http, https); a file by its path.
+            let target: String
+            if let scheme = InputSources.scheme(of: uri), streams.contains(scheme) {
+                target = uri
+            } else if uri.hasPrefix("file://"), let path = URL(string: uri)?.path, !path.isEmpty {
+                target = path
+            } else {
+                return "only \((["file"] + streams).map { "\($0)://" }.joined(separator: ", ")) URIs can be opened (got \(uri))"
             }
-            switch dispatcher.execute(AddCommand(paths: [path])) {
+            switch dispatcher.execute(AddCommand(paths: [target])) {
             case .failure(let e): return e.message
             case .success(.added(let ids, _)):
                 if let first = ids.first, case .failure(let e) = dispatcher.execute(PlayCommand(item: first)) { return e.message }

@@ -39,7 +39,7 @@ public final class MPG123Decoder: AudioDecoder {
     public var sourceChannels: Int { format.channels }
     /// Exact length in frames.
     public private(set) var length: Int
-    public var lengthFrames: Int? { length }
+    public var lengthFrames: Int? { source.isLive ? nil : length }
     /// Tags from the file.
     public private(set) var metadata: TrackMetadata
     public private(set) var bitrate: Int?
@@ -82,8 +82,11 @@ public final class MPG123Decoder: AudioDecoder {
         metadata = TrackMetadata()
         // Every stored property is set: from here a throw runs deinit, which frees the handle.
         do {
-            try check(mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue | MPG123_PICTURE.rawValue
-                | MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue), 0))
+            // A live stream has no end to trim and may be several streams back to back (a
+            // station's encoder restarting, a reconnect): gapless trimming and the
+            // single-stream rule, which would end it at the first Info header's length, are off.
+            let whole = source.isLive ? 0 : MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
+            try check(mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue | MPG123_PICTURE.rawValue | whole), 0))
             try check(mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_AUTO_RESAMPLE.rawValue), 0))
             try check(mpg123_format_none(h))
             try check(mpg123_format2(h, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue),
@@ -109,15 +112,15 @@ public final class MPG123Decoder: AudioDecoder {
             var accurate = 0
             var unused = 0.0
             mpg123_getstate2(h, Int32(MPG123_ACCURATE.rawValue), &accurate, &unused)
-            lengthFromHeader = accurate == 1
-            if !lengthFromHeader {
+            lengthFromHeader = accurate == 1 && !source.isLive
+            if !lengthFromHeader && !source.isLive {
                 try check(mpg123_scan(h))
                 mpg123_close(h)
                 try open()
                 try check(mpg123_getformat(h, &rate, &channels, &enc))
             }
             let n = mpg123_length(h)
-            guard n > 0 else {
+            guard n > 0 || source.isLive else {
                 throw MediaError(.corrupt, "no audio frames", library: "libmpg123", item: path)
             }
             length = n

@@ -110,7 +110,7 @@ public final class NowPlayingBinding: Sendable {
         info.playbackDuration = item.duration
         info.artwork = m.artwork
         info.mediaType = .audio
-        info.isLiveStream = false
+        info.isLiveStream = item.isLive
         info.elapsedPlaybackTime = player.currentTime()
         let status = player.timeControlStatus
         // Only audible playback advances: a waiting or paused player is written with rate 0,

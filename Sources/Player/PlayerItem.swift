@@ -39,14 +39,16 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         var rate = 0
         var metadata = TrackMetadata()
         var audio: AudioDescription?
+        var isLive = false
         /// The player this item is queued in (an item belongs to one queue at a time).
         var owner: ObjectIdentifier?
     }
 
     let state = Mutex(State())
 
-    /// An item for a URL: a `file:` URL plays its file; other schemes fail with their name
-    /// until an input for them exists. The URL is kept as given.
+    /// An item for a URL: a `file:` URL plays its file; `http:` and `https:` play over the
+    /// network where the program registered the HTTP input (`HTTPInput.register()`); other
+    /// schemes fail with their name. The URL is kept as given.
     public init(url: URL, clip: PlaybackClip? = nil) {
         self.url = url
         path = url.isFileURL ? url.path : url.absoluteString
@@ -69,11 +71,16 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     /// Why the item failed; nil unless ``status`` is `.failed`.
     public var error: PlayerItemError? { state.withLock { $0.error } }
 
-    /// Exact duration in seconds (gapless: encoder delay and padding removed); nil until loaded
-    /// (`kCMTimeIndefinite` in AVFoundation).
+    /// Exact duration in seconds (gapless: encoder delay and padding removed); nil until loaded,
+    /// and for a live stream (``isLive``), whose duration is indefinite (`kCMTimeIndefinite` in
+    /// AVFoundation, both).
     public var duration: Double? {
-        state.withLock { s in s.durationFrames.map { Double($0) / Double(max(1, s.rate)) } }
+        state.withLock { s in s.isLive ? nil : s.durationFrames.map { Double($0) / Double(max(1, s.rate)) } }
     }
+
+    /// Whether it is a live stream (an Icecast mount): no end, an indefinite duration, no
+    /// seeking. Known once loaded.
+    public var isLive: Bool { state.withLock { $0.isLive } }
 
     /// Exact duration in sample frames, and the sample rate; nil until loaded.
     public var durationFrames: (frames: Int, rate: Int)? {
@@ -104,7 +111,8 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         state.withLock { s in
             guard s.status == .unknown else { return false }
             s.status = .readyToPlay
-            s.durationFrames = info.durationFrames
+            s.durationFrames = info.isLive ? nil : info.durationFrames
+            s.isLive = info.isLive
             s.rate = info.format.rate
             s.metadata = info.metadata
             s.audio = info.audio

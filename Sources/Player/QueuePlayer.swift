@@ -435,7 +435,8 @@ public final class QueuePlayer: Sendable {
         state.withLock { s in
             if let old = s.pendingSeek?.completion { eventQueue.async { old(false) } }
             s.pendingSeek = nil
-            guard let item = s.items.first else {
+            // Nothing to seek in, or a live stream (AVPlayer's seekableTimeRanges are empty): refused.
+            guard let item = s.items.first, !item.isLive else {
                 if let completion { eventQueue.async { completion(false) } }
                 return
             }

@@ -113,3 +113,68 @@ struct HTTPStreamTests {
         #expect(!log.all.contains { if case .itemFailed = $0 { true } else { false } }, "a flushed item does not fail: \(log.all)")
     }
 }
+
+extension HTTPStreamTests {
+    /// The title changes the engine announced, in order.
+    static func titles(_ events: [EngineEvent]) -> [String?] {
+        events.compactMap { if case .metadataChanged(let i) = $0 { i.metadata.title } else { nil } }
+    }
+
+    @Test("Icecast titles (icy-metaint) change when that audio is heard, not when it is downloaded: the station's name from icy-name, a live stream with no length (paced device)")
+    func icyTitlesOnTime() throws {
+        let (server, _, _) = try Self.server()
+        // 128 kbit/s: 16,000 bytes a second. A block every 4,000 bytes; the title turns to
+        // "Second" at byte 24,000: about 1.45 s in (less the 418-byte Info frame and the encoder delay).
+        let url = server.url("live/http-mp3.mp3?metaint=4000&titles=First|Second&every=24000")
+        let clock = PacedClock.named("icy-\(UUID().uuidString)")
+        let engine = makeEngine(device: clock.device)
+        defer { engine.shutdown() }
+        let log = EventLog(engine)
+        engine.enqueue([url])
+        #expect(clock.waitUntilHolding(1, timeout: 20))
+        #expect(clock.hear(seconds: 0.1))
+        #expect(log.wait(timeout: 10) { if case .itemStarted = $0 { true } else { false } } != nil)
+        let info = try #require(log.all.compactMap { if case .itemStarted(let i, _) = $0 { i } else { nil } }.first)
+        #expect(info.isLive && info.durationFrames == 0, "live: \(info.isLive), \(info.durationFrames) frames")
+        #expect(info.metadata.values(.name) == ["Test Radio"] && info.metadata.genre == "Testing", "\(info.metadata.tags)")
+        #expect(clock.hear(seconds: 0.4))  // 0.5 s
+        #expect(log.wait(timeout: 5) { if case .metadataChanged = $0 { true } else { false } } != nil)
+        #expect(Self.titles(log.all) == ["First"], "\(Self.titles(log.all))")
+        #expect(clock.hear(seconds: 0.85))  // 1.35 s: the decoder is far past byte 24,000, the listener is not
+        usleep(150_000)
+        #expect(Self.titles(log.all) == ["First"], "not yet: \(Self.titles(log.all))")
+        #expect(clock.hear(seconds: 0.2))  // 1.55 s
+        #expect(log.wait(timeout: 5) { if case .metadataChanged(let i) = $0 { i.metadata.title == "Second" } else { false } } != nil,
+                "\(Self.titles(log.all))")
+        #expect(engine.info(for: info.id)?.metadata.title == "Second")
+        #expect(engine.info(for: info.id)?.metadata.values(.name) == ["Test Radio"], "the station's name stays")
+    }
+
+    @Test("a live stream that drops is connected again after a second: the item goes on, never failing or restarting; one that stays gone fails after the reconnects, with the reason (paced device)")
+    func liveReconnects() throws {
+        let (server, _, _) = try Self.server()
+        let clock = PacedClock.named("reconnect-\(UUID().uuidString)")
+        let engine = makeEngine(device: clock.device)
+        defer { engine.shutdown() }
+        let log = EventLog(engine)
+        // The connection closes after 40,000 bytes (2.5 s of audio); the next one starts again.
+        engine.enqueue([server.url("live/http-mp3.mp3?drop=40000")])
+        #expect(clock.waitUntilHolding(1, timeout: 20))
+        #expect(clock.hear(seconds: 4.5, timeout: 20), "audio went on across the drop: \(log.all)")
+        #expect(eventually(timeout: 5) { engine.position.map { abs($0.seconds - 4.5) < 0.01 } == true })
+        let position = try #require(engine.position)
+        #expect(abs(position.seconds - 4.5) < 0.01, "one item, heard on: \(position) \(log.all.map { "\($0)".prefix(60) })")
+        let starts = log.all.filter { if case .itemStarted = $0 { true } else { false } }
+        #expect(starts.count == 1 && !log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(log.all)")
+
+        // Gone after the first connection: 503 on every reconnect, three attempts (1 + 2 + 4 s), then the item fails.
+        let gone = makeEngine(device: "null")
+        defer { gone.shutdown() }
+        let goneLog = EventLog(gone)
+        gone.enqueue([server.url("live/http-mp3.mp3?drop=20000&gone=1")])
+        let failed = goneLog.wait(timeout: 20) { if case .itemFailed = $0 { true } else { false } }
+        #expect(failed != nil, "\(goneLog.all)")
+        let reason = goneLog.all.compactMap { if case .itemFailed(_, _, let e) = $0 { e.reason } else { nil } }.first ?? ""
+        #expect(reason.contains("gave up after 3 reconnects") && reason.contains("HTTP 503"), "\(reason)")
+    }
+}

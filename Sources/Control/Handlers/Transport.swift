@@ -118,6 +118,9 @@ public struct SeekCommand: ControlCommand {
         guard t.isFinite else { throw .badArgument("seek: not a number") }
         // The player knows the length once the item is open; until then the tag cache does.
         let p = x.playback
+        if let current = p.player.currentItem, current.isLive {
+            throw .unsupported("seek: a live stream cannot seek (\(current.path))")
+        }
         let length = p.player.currentItem?.duration ?? p.queue.current.flatMap { p.tags.lookup($0.path)?.duration }
         let clamped = min(max(0, t), length ?? .infinity)
         do throws(PlayQueueError) { try q.seek(to: clamped) } catch { throw CommandError(error) }

@@ -386,7 +386,12 @@ enum MPDCommandTable {
         MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { !$0 }) },
         MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelUnsubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("update", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
-        MPDCommand("urlhandlers", 0...0, inline: true) { _, _ in "handler: file://\n" },
+        MPDCommand("urlhandlers", 0...0, inline: true) { p, _ in
+            // mpd lists its input plugins' schemes (file:// only for local clients); the stream
+            // schemes when `add` takes them.
+            let streams = p.playback.configuration.allowStreams ? InputSources.schemes.map { "handler: \($0)://\n" } : []
+            return "handler: file://\n" + streams.joined()
+        },
         MPDCommand("volume", 1...1, [.integer], inline: true) { p, r throws(MPDError) in
             let d = Int(r.args[0])!
             guard (-100...100).contains(d) else { throw MPDError(.arg, "Number too large: \(r.args[0])") }

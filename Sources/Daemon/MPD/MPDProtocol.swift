@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import Media
 import FoundationEssentials
 import NIOCore
 import Platform
@@ -63,12 +64,10 @@ struct MPDProtocol: Sendable {
 
     /// The protocol version in the greeting (`OK MPD 0.23.5`).
     static let version = "0.23.5"
-    /// The tags Backline reads (mpd's names, in mpd's order): those ID3v2 carries, except
-    /// `Comment`, which mpd leaves out by default too (`readcomments` has the free-form ones).
-    static let tagTypes: [String] = TagKey.allCases.filter { !unreadTags.contains($0) && $0 != .comment }.map(\.mpdName)
-    /// Tags no MP3 tag gives (mpd's ID3 scanner leaves them out too): a stream's `Name`, and
-    /// those only Vorbis comments carry (the next formats' decoders will read them).
-    static let unreadTags: Set<TagKey> = [.name, .composerSort, .work, .movement, .movementNumber, .ensemble, .location]
+    /// The tags Backline reads (mpd's names, in mpd's order): every one (ID3v2, Vorbis comments,
+    /// MP4 atoms, a stream's `Name`), but `Comment`, which mpd leaves out by default too
+    /// (`readcomments` has the free-form ones).
+    static let tagTypes: [String] = TagKey.allCases.filter { $0 != .comment }.map(\.mpdName)
     /// Subsystem names for `idle`, and the command layer's subsystems they stand for.
     static let subsystems: [(String, Subsystems)] = [
         ("database", []), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
@@ -207,6 +206,7 @@ struct MPDProtocol: Sendable {
         let volume = volumePercent
         let info = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path) }
         let total = QueueItem.playedLength(info?.duration, q.current?.entry.clip) ?? 0
+        let stream = q.current.map { InputSources.isStream($0.entry.path) } ?? false
         // Every field but `error` has a bounded length (≤ 20 digits a number): 512 bytes hold them.
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 512) { raw in
             var w = ASCIIWriter(raw)
@@ -228,9 +228,11 @@ struct MPDProtocol: Sendable {
             if q.state != .stopped {
                 w.put("time: "); w.put(Int(q.elapsed.rounded(.down))); w.put(":"); w.put(Int(total.rounded()))
                 w.put("\nelapsed: "); w.putSeconds(q.elapsed)
-                w.put("\nbitrate: "); w.put(info?.bitrate ?? 0)
-                w.put("\nduration: "); w.putSeconds(total); w.put("\n")
-                if let rate = info?.rate, let channels = info?.channels {
+                // A stream: what the player heard (nothing in the tag cache), and no duration (as mpd).
+                let heard = stream ? playback.player.currentItem?.audioDescription : nil
+                w.put("\nbitrate: "); w.put(info?.bitrate ?? heard?.bitrate ?? 0)
+                if stream { w.put("\n") } else { w.put("\nduration: "); w.putSeconds(total); w.put("\n") }
+                if let rate = info?.rate ?? heard?.rate, let channels = info?.channels ?? heard?.channels {
                     // Decoded as 32-bit float: mpd writes that `f` (its mad decoder gives 24).
                     w.put("audio: "); w.put(rate); w.put(":f:"); w.put(channels); w.put("\n")
                 }
@@ -467,7 +469,11 @@ struct MPDProtocol: Sendable {
             guard state.local else { throw MPDError(.permission, "Access denied") }
             return path
         }
-        if path.contains("://") { throw MPDError(.noExist, "Unsupported URI scheme") }
+        if path.contains("://") {
+            // A stream (http, https) when `add` takes them; any other scheme, as mpd answers it.
+            guard playback.configuration.allowStreams, InputSources.isStream(u) else { throw MPDError(.noExist, "Unsupported URI scheme") }
+            return u
+        }
         return path.isEmpty ? "." : path
     }
 }
