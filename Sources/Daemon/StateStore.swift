@@ -33,7 +33,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     /// The first field that is out of range, named, or nil when every one is valid: volume
     /// within 0…1, position finite within 0…``maximumPosition``, at most ``Limits/queueLength``
     /// entries, ids within 1…``PlayQueue/maximumID`` and unique, `nextID` within 1…2³¹−1,
-    /// priorities 0…255, paths absolute ones of at most `PATH_MAX` bytes, the current item,
+    /// priorities 0…255, paths absolute ones of at most `PATH_MAX` bytes (or http(s) URLs of at
+    /// most 8 KiB), the current item,
     /// shuffle order and history only ids of the queue (at most once each in the shuffle
     /// order), the version not negative, and every alarm's fields (``Alarm/problem``), at most
     /// ``Limits/alarms`` of them with unique ids.
@@ -56,8 +57,10 @@ public struct SavedState: Codable, Sendable, Equatable {
         for (n, e) in q.entries.enumerated() {
             guard (1...PlayQueue.maximumID).contains(e.id) else { return "queue.entries[\(n)].id: \(e.id) is not a valid id" }
             guard ids.insert(e.id).inserted else { return "queue.entries[\(n)].id: \(e.id) appears twice" }
-            guard e.path.hasPrefix("/"), !e.path.contains("\0"), e.path.utf8.count <= Int(PATH_MAX) else {
-                return "queue.entries[\(n)].path: not an absolute path"
+            // An absolute path, or a stream's URL (http, https).
+            let stream = e.path.hasPrefix("http://") || e.path.hasPrefix("https://")
+            guard e.path.hasPrefix("/") || stream, !e.path.contains("\0"), e.path.utf8.count <= (stream ? 8192 : Int(PATH_MAX)) else {
+                return "queue.entries[\(n)].path: not an absolute path or an http(s) URL"
             }
             guard (0...255).contains(e.priority) else { return "queue.entries[\(n)].priority: \(e.priority) is not within 0…255" }
         }

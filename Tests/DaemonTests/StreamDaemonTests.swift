@@ -1,0 +1,71 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// Streams through the daemon's doors, from a test HTTP server on loopback: JSON, `ctl` and MPD
+/// `add` of URLs, the station's name and the title heard in `currentsong`, `status` and `ctl`,
+/// seeks refused, the stream saved across a restart, `allow-streams = no`.
+@Suite("backline daemon plays streams: add by URL, live titles, no seeking, saved state", Harness.audioTools)
+struct StreamDaemonTests {
+    static func server() throws -> HTTPTestServer {
+        let dir = try Harness.makeTemporaryDirectory("stream-daemon")
+        let tone = try Fixtures.tone("stream-daemon-tone", seconds: 3, frequency: 440)
+        try FileManager.default.copyItem(at: tone, to: dir.appendingPathComponent("tone.mp3"))
+        try "#EXTM3U\ntone.mp3\nhttp://127.0.0.1:1/not-there.mp3\n".write(to: dir.appendingPathComponent("radio.m3u"), atomically: true, encoding: .utf8)
+        return try HTTPTestServer(directory: dir)
+    }
+
+    @Test("JSON, ctl and MPD add of http URLs; the station's name and the title heard in currentsong, status and ctl; a seek refused; the stream kept across a restart")
+    func streamsThroughEveryDoor() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let server = try Self.server()
+        let live = server.url("live/tone.mp3?metaint=8000&titles=Morning%20Show")
+        let (d, sock) = try MPDTests.daemon(port: MPDTests.port() + 12)
+        let added = try d.request("add", [("paths", .array([.string(live)]))])
+        #expect(added["items"]?.array?.count == 1, "\(added.text)")
+        let ctlAdd = try d.ctl(["add", server.url("files/tone.mp3")])
+        #expect(ctlAdd.status == 0, "\(ctlAdd.stderr)")
+        let mpcAdd = try MPDTests.mpc(sock, ["add", server.url("files/tone.mp3")])
+        #expect(mpcAdd.status == 0, "\(mpcAdd.stderr)")
+        #expect(try MPDTests.mpc(sock, ["add", "ftp://127.0.0.1/x.mp3"]).stderr.contains("Unsupported URI scheme"))
+        #expect(try d.request("list")["items"]?.array?.count == 3)
+        #expect(try d.request("play")["state"] == "playing")
+        // The title arrives with the stream's first block (8,000 bytes in: half a second).
+        #expect(eventually(timeout: 15) { (try? d.request("status"))?["current"]?["title"] == "Morning Show" }, "\((try? d.request("status"))?.text ?? "")")
+        let lines = try MPDTests.python(d, "stream.py", """
+            import sys, mpd
+            c = mpd.MPDClient(); c.connect(sys.argv[1])
+            s = c.currentsong()
+            print(s.get("name"), "|", s.get("title"), "|", "time" in s)
+            st = c.status()
+            print("duration" in st, st.get("audio"), st.get("bitrate"))
+            try:
+                c.seekcur(10)
+            except mpd.CommandError as e:
+                print("refused:", e)
+            """, [sock])
+        #expect(lines.count == 3 && lines[0] == "Test Radio | Morning Show | False", "\(lines)")
+        #expect(lines.count == 3 && lines[1] == "False 44100:f:2 128", "\(lines)")
+        #expect(lines.count == 3 && lines[2].hasPrefix("refused:") && lines[2].contains("live stream cannot seek"), "\(lines)")
+        let title = try d.ctl(["--format", "%title%", "status"])
+        #expect(title.stdoutText.trimmingCharacters(in: .newlines) == "Morning Show", "\(title.stdoutText) \(title.stderr)")
+        #expect(try d.stop() == 0)
+        try d.start(["--mpd-listen", sock])
+        let restored = try d.request("list")["items"]?.array?.compactMap { $0["path"]?.string } ?? []
+        #expect(restored == [live, server.url("files/tone.mp3"), server.url("files/tone.mp3")], "\(restored)")
+        // A playlist by URL: its entries, one relative to it (a URL is tried when it plays, as mpd does).
+        let pl = try d.request("add", [("paths", .array([.string(server.url("files/radio.m3u"))]))])
+        #expect(pl["items"]?.array?.count == 2, "\(pl.text)")
+    }
+
+    @Test("allow-streams = no: a URL is refused by add, MPD's add and urlhandlers say so")
+    func streamsRefused() throws {
+        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let (d, sock) = try MPDTests.daemon(port: MPDTests.port() + 13, config: DaemonFixture.foreground + "allow-streams = no\n")
+        let refused = try d.ctl(["add", "http://127.0.0.1:1/x.mp3"])
+        #expect(refused.status != 0 && refused.stderr.contains("allow-streams = no"), "\(refused.stderr)")
+        #expect(try MPDTests.mpc(sock, ["add", "http://127.0.0.1:1/x.mp3"]).stderr.contains("Unsupported URI scheme"))
+        #expect(try MPDTests.python(d, "handlers.py", "import sys, mpd\nc = mpd.MPDClient(); c.connect(sys.argv[1])\nprint(c.urlhandlers())\n", [sock]) == ["['file://']"])
+    }
+}
