@@ -130,7 +130,7 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     /// Cancellations of the network sources opened since the last flush (see
-    /// ``MediaCore/ByteSource/cancellation``).
+    /// `ByteSource.cancellation`).
     private let waiting = Mutex<[@Sendable () -> Void]>([])
 
     /// Opens `location` for the plan of `generation`, its cancellation kept for the next flush

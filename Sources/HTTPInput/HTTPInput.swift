@@ -4,7 +4,7 @@ import MediaCore
 /// The HTTP input: `http://` and `https://` through libcurl (``HTTPSource``). A program that
 /// plays streams registers it once; the engine and the decoders know nothing of networking.
 public enum HTTPInput {
-    /// The input, as ``Media/InputSources/register(_:)`` takes it.
+    /// The input, as `InputSources.register(_:)` takes it.
     public static func input(options: HTTPOptions = HTTPOptions()) -> InputSources.Input {
         InputSources.Input(name: "curl", schemes: ["http", "https"]) { url throws(MediaError) in
             try HTTPSource(url: url, options: options)

@@ -3,7 +3,7 @@ import MediaCore
 import Platform
 import Synchronization
 
-/// An `http://` or `https://` resource as a ``MediaCore/ByteSource``: every decoder reads it as
+/// An `http://` or `https://` resource as a `ByteSource`: every decoder reads it as
 /// it reads a file. libcurl runs the request on its own thread into a bounded buffer
 /// (``HTTPOptions``); this side, on the decoder thread, reads from the buffer.
 ///
@@ -37,7 +37,7 @@ public final class HTTPSource: ByteSource {
     public let contentType: String?
 
     /// Requests `url` and waits for the response's head (after redirects), on the calling
-    /// thread (the decoder's); ``cancel()`` from another thread ends the wait.
+    /// thread (the decoder's); ``cancellation``, from another thread, ends the wait.
     /// - Throws: `MediaError` (`.io`) with the reason: the HTTP status and host, an HTML page,
     ///   an HLS playlist, a connection, name or TLS failure, a timeout.
     public init(url: String, options: HTTPOptions = HTTPOptions()) throws(MediaError) {

@@ -29,7 +29,7 @@ public enum InputSources {
         /// The URL schemes it opens, lower case (`http`, `https`).
         public var schemes: [String]
         /// Opens a URL (on the decoder thread; it may wait on the network, see
-        /// ``MediaCore/ByteSource/cancellation``).
+        /// `ByteSource.cancellation`).
         public var open: @Sendable (String) throws(MediaError) -> any ByteSource
 
         /// An input from its parts.

@@ -794,7 +794,7 @@ extension QueuePlayer: AudioSessionParticipant {
         set { engine.replayGain = newValue }
     }
 
-    /// Crossfade between items, in seconds (0: off, the default; see ``AudioEngine/Crossfade``):
+    /// Crossfade between items, in seconds (0: off, the default; see `Crossfade` in AudioEngine):
     /// the end of one item and the start of the next overlap with an equal-power curve, and the
     /// next item becomes ``currentItem`` when its first sample is heard. Consecutive tracks of one
     /// album, and items of different rates or channels, stay gapless. From the next join on.

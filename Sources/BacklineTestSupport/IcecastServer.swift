@@ -1,0 +1,89 @@
+import Foundation
+
+/// Debian's `icecast2` on a loopback port with a private config, and `ffmpeg -re` as its source
+/// (a file looped at real-time pace, copied, to the mount `/live.mp3`); titles set through its
+/// admin interface, the server killed, restarted, stopped and continued by the test.
+public final class IcecastServer: @unchecked Sendable {
+    public let port: Int
+    public let directory: URL
+    private let file: URL
+    private var server: SpawnedProcess?
+    private var source: SpawnedProcess?
+
+    public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/icecast2") }
+
+    /// Starts icecast2 and its source playing `file` (MP3) in a loop.
+    public init(file: URL) throws {
+        directory = try Harness.makeTemporaryDirectory("icecast")
+        // icecast2 refuses to run as root unless it changes owner: its logs must be writable then.
+        chmod(directory.path, 0o777)
+        port = try Harness.freePort()
+        self.file = file
+        let owner = getuid() == 0 ? "<changeowner><user>nobody</user><group>nogroup</group></changeowner>" : ""
+        let config = """
+            <icecast>
+              <limits><sources>2</sources><burst-size>65536</burst-size><source-timeout>30</source-timeout></limits>
+              <authentication><source-password>hackme</source-password><admin-user>admin</admin-user><admin-password>adminpw</admin-password></authentication>
+              <hostname>127.0.0.1</hostname><location>test</location><admin>test@localhost</admin>
+              <listen-socket><port>\(port)</port><bind-address>127.0.0.1</bind-address></listen-socket>
+              <paths><basedir>/usr/share/icecast2</basedir><logdir>\(directory.path)</logdir>
+                <webroot>/usr/share/icecast2/web</webroot><adminroot>/usr/share/icecast2/admin</adminroot></paths>
+              <logging><errorlog>error.log</errorlog><accesslog>access.log</accesslog><loglevel>2</loglevel></logging>
+              <security><chroot>0</chroot>\(owner)</security>
+            </icecast>
+            """
+        try config.write(to: directory.appendingPathComponent("icecast.xml"), atomically: true, encoding: .utf8)
+        try startServer()
+        try startSource()
+    }
+
+    deinit {
+        source?.signal(SIGKILL)
+        server?.signal(SIGKILL)
+        _ = try? source?.wait(timeout: 5)
+        _ = try? server?.wait(timeout: 5)
+    }
+
+    /// The mount's URL.
+    public var url: String { "http://127.0.0.1:\(port)/live.mp3" }
+
+    /// Starts icecast2 and waits until it listens.
+    public func startServer() throws {
+        server = try SpawnedProcess("/usr/bin/icecast2", ["-c", directory.appendingPathComponent("icecast.xml").path])
+        guard eventually(timeout: 10, { self.answers("/status-json.xsl") }) else { throw HarnessError("icecast2 did not start") }
+    }
+
+    /// Starts the source and waits until the mount is up.
+    public func startSource() throws {
+        source = try SpawnedProcess("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file.path,
+                                                       "-c", "copy", "-content_type", "audio/mpeg", "-f", "mp3",
+                                                       "icecast://source:hackme@127.0.0.1:\(port)/live.mp3"])
+        guard eventually(timeout: 10, { self.answers("/live.mp3") }) else { throw HarnessError("the icecast mount did not come up") }
+    }
+
+    /// Kills the server (SIGKILL) and its source.
+    public func kill() {
+        server?.signal(SIGKILL)
+        source?.signal(SIGKILL)
+        _ = try? server?.wait(timeout: 5)
+        _ = try? source?.wait(timeout: 5)
+    }
+
+    /// Stops (SIGSTOP) or continues (SIGCONT) the server.
+    public func pause(_ on: Bool) { server?.signal(on ? SIGSTOP : SIGCONT) }
+
+    /// Sets the mount's title (`StreamTitle`) through the admin interface.
+    public func setTitle(_ title: String) throws {
+        let song = title.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? title
+        let r = try runProcess("/usr/bin/curl", ["-s", "-u", "admin:adminpw",
+                                                 "http://127.0.0.1:\(port)/admin/metadata?mount=/live.mp3&mode=updinfo&song=\(song)"], timeout: 10)
+        guard r.status == 0, r.stdoutText.contains("successful") else { throw HarnessError("metadata update failed: \(r.stdoutText) \(r.stderr)") }
+    }
+
+    /// Whether `path` answers 200 (the first bytes of it).
+    private func answers(_ path: String) -> Bool {
+        let r = try? runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-m", "1", "-r", "0-0", "-w", "%{http_code}",
+                                                  "http://127.0.0.1:\(port)\(path)"], timeout: 5)
+        return r?.stdoutText.hasPrefix("200") == true
+    }
+}

@@ -1,0 +1,116 @@
+import AudioEngine
+import BacklineTestSupport
+import Foundation
+import HTTPInput
+import Media
+import MediaCore
+import Synchronization
+import Testing
+
+/// Streams in real time through the PulseAudio null sink: a title heard on time against the
+/// recording, and a real Icecast server killed, restarted and stopped under a playing stream.
+@Suite("Streams in real time (PulseAudio null sink): titles on time, Icecast dropped and back", .serialized, Harness.audioTools)
+struct StreamRealtimeTests {
+    /// The byte offset of each MPEG audio frame of a CBR MPEG-1 Layer III file (no ID3v2 tag).
+    static func frameOffsets(_ data: [UInt8]) -> [Int] {
+        let rates = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
+        var out: [Int] = []
+        var i = 0
+        while i + 4 <= data.count, data[i] == 0xFF, data[i + 1] & 0xE0 == 0xE0 {
+            out.append(i)
+            let bitrate = rates[Int(data[i + 2] >> 4)] * 1000
+            let padding = Int(data[i + 2] >> 1) & 1
+            i += 144 * bitrate / 44100 + padding
+        }
+        return out
+    }
+
+    /// The amplitude of `frequency` in channel 0 of 441 frames (10 ms) from `start` (Goertzel), full scale 1.
+    static func level(_ rec: [Int16], at start: Int, frequency: Double) -> Double {
+        RealtimeTests.toneLevel(rec, at: start, frames: 441, frequency: frequency)
+    }
+
+    @Test("a title placed in the stream where its tone changes (440 → 880 Hz at 2 s) is announced when that audio is heard: the engine's position at the event is the switch's place in the recording (± 50 ms), though the whole stream was downloaded seconds before")
+    func titleHeardOnTime() throws {
+        HTTPInput.register()
+        let dir = try Harness.makeTemporaryDirectory("icy-switch")
+        let a = try Fixtures.wav("icy-switch-a", seconds: 2, synth: ["sine", "440"], effects: ["gain", "-6"])
+        let b = try Fixtures.wav("icy-switch-b", seconds: 2, synth: ["sine", "880"], effects: ["gain", "-6"])
+        let both = dir.appendingPathComponent("both.wav")
+        #expect(try runProcess("sox", [a.path, b.path, both.path]).status == 0)
+        let mp3 = try Fixtures.mp3(from: both, name: "icy-switch", lameArgs: ["-b", "128", "--cbr"])
+        try FileManager.default.copyItem(at: mp3, to: dir.appendingPathComponent("switch.mp3"))
+        let offsets = Self.frameOffsets(Array(try Data(contentsOf: mp3)))
+        // Frame k (after the Info frame, offsets[0]) holds output samples from k × 1152 − 1105
+        // (the encoder and decoder delay): the first frame wholly after 2 s is 78.
+        let frame = 78
+        let at = offsets[frame + 1]
+        let titleTime = Double(frame * 1152 - 1105) / 44100
+        let server = try HTTPTestServer(directory: dir)
+        try PulseNullSink.exclusive { sink in
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let heardAt = Mutex<Double?>(nil)
+            engine.onEvent { e in
+                if case .metadataChanged(let i) = e, i.metadata.title == "Second" {
+                    heardAt.withLock { $0 = engine.position?.seconds }
+                }
+            }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record {
+                engine.enqueue([server.url("live/switch.mp3?metaint=\(at)&titles=First|Second&every=\(at)")])
+                #expect(log.wait(timeout: 10) { if case .metadataChanged = $0 { true } else { false } } != nil)
+                Thread.sleep(forTimeInterval: 0.5)
+                engine.stop()
+            }
+            let t = HeardTimeline(recording: rec, rate: 44100)
+            let first = try #require(t.firstSound())
+            let blocks = stride(from: first, to: rec.count / 2 - 441, by: 441)
+            let switchFrame = try #require(blocks.first { Self.level(rec, at: $0, frequency: 880) > Self.level(rec, at: $0, frequency: 440) },
+                                           "the 880 Hz tone was heard")
+            let heardSwitch = Double(switchFrame - first) / 44100
+            #expect(abs(heardSwitch - 2) < 0.03, "the tone changes 2 s in on the recording: \(heardSwitch)")
+            let position = try #require(heardAt.withLock { $0 }, "the title's event")
+            #expect(abs(position - titleTime) < 0.05 && abs(position - heardSwitch) < 0.05,
+                    "the title was announced at \(position) s of the stream; it sits at \(titleTime) s, heard at \(heardSwitch) s")
+        }
+    }
+
+    @Test("Icecast: a live mount plays; a title set through icecast's admin interface is announced; icecast killed and back, and stopped for 10 s, the same item plays on (stalls, no failure, no restart)")
+    func icecastDroppedAndBack() throws {
+        guard IcecastServer.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        HTTPInput.register()
+        let tone = try Fixtures.tone("icecast-tone", seconds: 5, frequency: 550)
+        let ice = try IcecastServer(file: tone)
+        try PulseNullSink.exclusive { sink in
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record { () throws -> Void in
+                engine.enqueue([ice.url])
+                #expect(log.wait(timeout: 15) { if case .itemStarted(let i, _) = $0 { i.isLive } else { false } } != nil, "\(log.all)")
+                try ice.setTitle("Hello from Icecast")
+                #expect(log.wait(timeout: 15) { if case .metadataChanged(let i) = $0 { i.metadata.title == "Hello from Icecast" } else { false } } != nil,
+                        "the title reached the engine: \(log.all.suffix(3))")
+                // Killed: the stream drops; reconnects fail until it is back (1, 2, 4 s…).
+                ice.kill()
+                Thread.sleep(forTimeInterval: 3)
+                try ice.startServer()
+                try ice.startSource()
+                Thread.sleep(forTimeInterval: 8)
+                // Stopped for 10 s (within the 15 s read timeout): a stall, then the same connection goes on.
+                ice.pause(true)
+                Thread.sleep(forTimeInterval: 10)
+                ice.pause(false)
+                Thread.sleep(forTimeInterval: 6)
+            }
+            let starts = log.all.filter { if case .itemStarted = $0 { true } else { false } }
+            #expect(starts.count == 1, "one item, never restarted: \(starts.count)")
+            #expect(!log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(log.all.suffix(5))")
+            // Heard at the end: the 550 Hz tone in the last two seconds of the recording.
+            let end = rec.count / 2
+            let heard = stride(from: end - 2 * 44100, to: end - 4410, by: 4410).filter { RealtimeTests.toneLevel(rec, at: $0, frequency: 550) > 0.2 }
+            #expect(heard.count > 10, "the stream plays again at the end: \(heard.count) of 18 blocks")
+        }
+    }
+}
