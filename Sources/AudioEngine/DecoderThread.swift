@@ -133,13 +133,13 @@ final class DecoderThread: @unchecked Sendable {
     /// `ByteSource.cancellation`).
     private let waiting = Mutex<[@Sendable () -> Void]>([])
 
-    /// Opens `location` for the plan of `generation`, its cancellation kept for the next flush
-    /// (cancelled at once if that flush already came: the control plane moves the generation
-    /// before it takes the list).
-    private func openSource(_ location: String) throws(MediaError) -> any ByteSource {
+    /// Opens `location` (or `previous` again, from its start: a seek in what is playing) for the
+    /// plan of `generation`, its cancellation kept for the next flush (cancelled at once if that
+    /// flush already came: the control plane moves the generation before it takes the list).
+    private func openSource(_ location: String, reopening previous: (any ByteSource)? = nil) throws(MediaError) -> any ByteSource {
         let g = generation
         if shared.generation.load(ordering: .acquiring) != g { throw MediaError(.io, "cancelled", item: location) }
-        let source = try InputSources.open(location, beneath: confinement)
+        let source = if let previous { try previous.reopened() } else { try InputSources.open(location, beneath: confinement) }
         if let cancel = source.cancellation {
             waiting.withLock { w in
                 if w.count > 16 { w.removeFirst(w.count - 16) }
@@ -424,11 +424,8 @@ final class DecoderThread: @unchecked Sendable {
         var item = item
         let previous = reusable
         reusable = nil
-        let source = if let previous, previous.path == item.path, !previous.decoder.source.isLive {
-            try previous.decoder.source.reopened()
-        } else {
-            try openSource(item.path)
-        }
+        let reopen = previous.flatMap { $0.path == item.path && !$0.decoder.source.isLive ? $0.decoder.source : nil }
+        let source = try openSource(item.path, reopening: reopen)
         let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
         if source.isLive {
             // A live stream plays from now: a saved position or a clip means nothing in it.

@@ -1,4 +1,5 @@
 import Control
+import Media
 import FoundationEssentials
 import Glibc
 import Platform
@@ -33,6 +34,17 @@ struct PlayInputs {
                 readStdin = true
                 let r = resolver.expand(playlistText: stdin(), relativeTo: cwd)
                 out.take(r, named: "standard input", emptyReason: "no paths on standard input")
+                continue
+            }
+            if let scheme = InputSources.scheme(of: argument), scheme != "file" {
+                // A stream as it is; a playlist URL (.m3u, .m3u8, .pls) fetched for its entries;
+                // another scheme refused with its name.
+                do {
+                    let r = try resolver.expand(argument)
+                    out.take(r, named: argument, emptyReason: "the playlist names no streams")
+                } catch {
+                    out.notes.append("\(argument): \(error.message)")
+                }
                 continue
             }
             let path = Path.expandingTilde(argument)

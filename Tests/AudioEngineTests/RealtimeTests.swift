@@ -313,13 +313,19 @@ extension RealtimeTests {
         let b = try Fixtures.tone("rt-xf-b", seconds: 4, frequency: 880)
         let c = try Fixtures.tone("rt-xf-c", seconds: 3, frequency: 550)
         let level = 0.5  // sox's -6 dB
-        try PulseNullSink.exclusive { sink in
+        /// A recording of an engine with a 2 s crossfade, driven by `body`.
+        func recorded(_ body: (PlaybackEngine, EventLog) throws -> Void) throws -> (rec: [Int16], log: EventLog) {
+            try PulseNullSink.exclusive { sink in
+                let engine = makeEngine(device: sink.alsaDevice)
+                defer { engine.shutdown() }
+                engine.crossfade = 2
+                let log = EventLog(engine)
+                return (try sink.record { try body(engine, log) }.recording, log)
+            }
+        }
+        do {
             // 1. `next` 0.5 s into the 2 s fade from A to B.
-            let engine = makeEngine(device: sink.alsaDevice)
-            defer { engine.shutdown() }
-            engine.crossfade = 2
-            let log = EventLog(engine)
-            let (_, rec) = try sink.record {
+            let (rec, _) = try recorded { engine, log in
                 let ids = engine.enqueue([a.path, b.path, c.path])
                 #expect(log.wait(timeout: 10) { if case .itemStarted(let i, _) = $0 { i.id == ids[1] } else { false } } != nil)
                 Thread.sleep(forTimeInterval: 0.5)
@@ -346,13 +352,9 @@ extension RealtimeTests {
             }
             #expect(t.longestSilence(from: inFade, to: jump + 4410) < 0.03, "no gap at the jump")
         }
-        try PulseNullSink.exclusive { sink in
+        do {
             // 2. B replaced by C while A is at 1 s: the decoder (2 s ahead) had begun A's fade into B.
-            let engine = makeEngine(device: sink.alsaDevice)
-            defer { engine.shutdown() }
-            engine.crossfade = 2
-            let log = EventLog(engine)
-            let (_, rec) = try sink.record {
+            let (rec, log) = try recorded { engine, log in
                 let ids = engine.enqueue([a.path, b.path])
                 #expect(log.wait(timeout: 10) { $0.startedPath == a.path } != nil)
                 Thread.sleep(forTimeInterval: 1)

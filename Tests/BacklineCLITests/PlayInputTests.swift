@@ -193,3 +193,20 @@ struct PlayInputTests {
         #expect(d.stderr.hasPrefix("backline: audio device no_such_device_xyz: "), "\(d.stderr)")
     }
 }
+
+extension PlayInputTests {
+    @Test("URLs: `play URL` plays a stream, a playlist by URL plays its entries (one relative to it), ftp:// is refused with its name, a 404 fails its item with the status and the next plays")
+    func urls() throws {
+        let dir = try Harness.makeTemporaryDirectory("play-urls")
+        let tone = try Fixtures.tone("input-tone", seconds: 0.3, frequency: 500)
+        try FileManager.default.copyItem(at: tone, to: dir.appendingPathComponent("a.mp3"))
+        let server = try HTTPTestServer(directory: dir)
+        try "a.mp3\n\(server.url("files/a.mp3"))\n".write(to: dir.appendingPathComponent("list.m3u"), atomically: true, encoding: .utf8)
+        let r = try runProcess(backline, ["play", "--no-mpris", "--device", "null", server.url("files/a.mp3"), server.url("files/list.m3u"),
+                                          "ftp://127.0.0.1/x.mp3", server.url("files/missing.mp3"), tone.path], environment: try isolated())
+        #expect(r.status == 2, "an item failed: \(r.stderr)")
+        #expect(Self.announced(r.stdoutText) == ["a.mp3", "a.mp3", "a.mp3", "input-tone.mp3"], "\(r.stdoutText)")
+        #expect(r.stderr.contains("ftp://127.0.0.1/x.mp3: no input for ftp: URLs"), "\(r.stderr)")
+        #expect(r.stderr.contains("HTTP 404"), "\(r.stderr)")
+    }
+}

@@ -16,16 +16,22 @@ struct CrossfadePlayerTests {
         return (try FormatFixtures.flac("pxf-a", from: a), try FormatFixtures.flac("pxf-b", from: b), try FormatFixtures.flac("pxf-c", from: c))
     }
 
-    @Test("crossfade 1: at 2.9 s the first item is current; the fade starts at 3.0 s, and from there the second is current, its position counting from its first frame, the first ended")
-    func currentChangesWhenTheFadeIsHeard() throws {
-        let (a, b, _) = try Self.files()
+    /// A player with a 1 s crossfade playing `items` on a paced device, its clock and its log.
+    static func playing(_ items: [PlayerItem]) -> (QueuePlayer, PacedClock, PlayerLog) {
         let clock = PacedClock.named("xfade-\(UUID().uuidString)")
-        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
-        let player = makePlayer([ia, ib], device: clock.device)
-        defer { player.engine.shutdown() }
+        let player = makePlayer(items, device: clock.device)
         player.crossfade = 1
         let log = PlayerLog(player)
         player.play()
+        return (player, clock, log)
+    }
+
+    @Test("crossfade 1: at 2.9 s the first item is current; the fade starts at 3.0 s, and from there the second is current, its position counting from its first frame, the first ended")
+    func currentChangesWhenTheFadeIsHeard() throws {
+        let (a, b, _) = try Self.files()
+        let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path)
+        let (player, clock, log) = Self.playing([ia, ib])
+        defer { player.engine.shutdown() }
         #expect(clock.waitUntilHolding(1))
         #expect(clock.hear(seconds: 2.95))
         usleep(100_000)
@@ -45,13 +51,9 @@ struct CrossfadePlayerTests {
     @Test("an edit after the ending item once its fade is decoded (not yet heard): the fade is made again into the new next item")
     func editAfterTheFadeWasDecoded() throws {
         let (a, b, c) = try Self.files()
-        let clock = PacedClock.named("xfade-edit-\(UUID().uuidString)")
         let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
-        let player = makePlayer([ia, ib], device: clock.device)
+        let (player, clock, log) = Self.playing([ia, ib])
         defer { player.engine.shutdown() }
-        player.crossfade = 1
-        let log = PlayerLog(player)
-        player.play()
         #expect(clock.waitUntilHolding(1))
         #expect(clock.hear(seconds: 2.5))  // the decoder, ~2 s ahead, is inside the fade
         #expect(player.insert(ic, after: ia))
