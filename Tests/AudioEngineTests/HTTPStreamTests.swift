@@ -96,6 +96,17 @@ struct HTTPStreamTests {
         }
     }
 
+    @Test("a throttled server (a third of the MP3's speed): the decoder waits for the bytes and the item plays whole, bit for bit")
+    func throttled() throws {
+        let (server, _, mp3) = try Self.server()
+        let (local, _) = try Self.play([mp3.path])
+        // 128 kbit/s is 16,000 bytes a second: sent at 6,000, 3 s of audio take 8 s.
+        let (remote, events) = try Self.play([server.url("slow/http-mp3.mp3?bps=6000")])
+        let same = remote == local
+        #expect(same, "\(remote.count) vs \(local.count) samples")
+        #expect(!events.contains { if case .itemFailed = $0 { true } else { false } })
+    }
+
     @Test("a flush while a server keeps the decoder waiting (it sent a head, then nothing) lets go at once: the next item plays")
     func flushWhileWaiting() throws {
         let (server, flac, _) = try Self.server()

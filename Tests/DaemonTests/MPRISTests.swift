@@ -138,7 +138,7 @@ struct MPRISTests {
         #expect(try d.stop() == 0)
     }
 
-    @Test("busctl: SetPosition with a stale track id is ignored; Seek past the end is Next; OpenUri with a bad URI and calls with wrong argument types are D-Bus errors; the daemon lives; OpenUri with a file plays it")
+    @Test("busctl: SetPosition with a stale track id is ignored; Seek past the end is Next; OpenUri with a bad URI and calls with wrong argument types are D-Bus errors; the daemon lives; OpenUri with a file, and with an http stream, plays it")
     func edgeCases() throws {
         guard Self.available else { return }
         let bus = try PrivateBus()
@@ -159,8 +159,8 @@ struct MPRISTests {
         #expect(try Self.busctl(bus, ["Seek", "x", "100000000"]).status == 0)
         #expect(eventually { (try? d.request("status")["current"]?["id"]?.int) == 3 }, "past the end: the next item")
 
-        let bad = try Self.busctl(bus, ["OpenUri", "s", "http://example.invalid/x.mp3"])
-        #expect(bad.status != 0 && bad.stderr.contains("only file:// URIs"), "\(bad.stderr)")
+        let bad = try Self.busctl(bus, ["OpenUri", "s", "ftp://example.invalid/x.mp3"])
+        #expect(bad.status != 0 && bad.stderr.contains("only file://, http://, https:// URIs can be opened"), "\(bad.stderr)")
         let missing = try Self.busctl(bus, ["OpenUri", "s", "file://" + d.music + "/nothing.mp3"])
         #expect(missing.status != 0 && missing.stderr.contains("no such file"), "\(missing.stderr)")
         let wrong = try Self.busctl(bus, ["Seek", "s", "soon"])
@@ -174,6 +174,16 @@ struct MPRISTests {
         let open = try Self.busctl(bus, ["OpenUri", "s", "file://" + d.music + "/album/b.mp3"])
         #expect(open.status == 0, "\(open.stderr)")
         #expect(eventually { (try? d.request("status")["current"]?["path"]?.string)?.hasSuffix("/album/b.mp3") == true })
+        // A stream: http and https are supported schemes, and OpenUri plays one.
+        let schemes = try runProcess("/usr/bin/busctl", ["--user", "get-property", "org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2",
+                                                         "org.mpris.MediaPlayer2", "SupportedUriSchemes"], environment: bus.environment, timeout: 20)
+        #expect(schemes.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "as 3 \"file\" \"http\" \"https\"", "\(schemes.stdoutText)")
+        let dir = try Harness.makeTemporaryDirectory("mpris-stream")
+        try FileManager.default.copyItem(at: try Fixtures.tone("mpris-stream", seconds: 2, frequency: 500), to: dir.appendingPathComponent("s.mp3"))
+        let server = try HTTPTestServer(directory: dir)
+        let stream = try Self.busctl(bus, ["OpenUri", "s", server.url("files/s.mp3")])
+        #expect(stream.status == 0, "\(stream.stderr)")
+        #expect(eventually { (try? d.request("status")["current"]?["path"]?.string) == server.url("files/s.mp3") })
         #expect(try d.request("ping").ok)
         #expect(try d.stop() == 0)
     }
