@@ -139,18 +139,19 @@ final class DecoderThread: @unchecked Sendable {
     private func openSource(_ location: String, reopening previous: (any ByteSource)? = nil) throws(MediaError) -> any ByteSource {
         let g = generation
         if shared.generation.load(ordering: .acquiring) != g { throw MediaError(.io, "cancelled", item: location) }
-        let source = if let previous { try previous.reopened() } else { try InputSources.open(location, beneath: confinement) }
-        if let cancel = source.cancellation {
+        let register = { [self] (cancel: @escaping @Sendable () -> Void) in
             waiting.withLock { w in
                 if w.count > 16 { w.removeFirst(w.count - 16) }
                 w.append(cancel)
             }
-            if shared.generation.load(ordering: .acquiring) != g { cancel() }
+            if shared.generation.load(ordering: .acquiring) != g || !shared.running.load(ordering: .acquiring) { cancel() }
         }
-        return source
+        return if let previous { try previous.reopened(register: register) } else { try InputSources.open(location, beneath: confinement, register: register) }
     }
 
     func join() {
+        // A source waiting on a server (connecting, reconnecting) lets go at once.
+        for cancel in waiting.withLock({ w in defer { w.removeAll() }; return w }) { cancel() }
         shared.wakeDecoder()
         thread?.join()
     }
@@ -197,6 +198,7 @@ final class DecoderThread: @unchecked Sendable {
             fading = nil
             prepared = nil
             fadePlan = nil
+            fadedOut = []
             plan = items
             index = 0
             generation = g
@@ -247,6 +249,7 @@ final class DecoderThread: @unchecked Sendable {
                 }
                 current = nil
                 currentItem = nil
+                fading = nil  // (a fade into an item the cut removes is gone with it)
                 index = a + 1
                 shared.cutFrom.store(end, ordering: .relaxed)
                 shared.cutTo.store(producer.position, ordering: .relaxed)
@@ -510,6 +513,8 @@ final class DecoderThread: @unchecked Sendable {
         }
         current = decoder
         currentItem = item
+        fading = nil  // (a crossfade sets its own after this)
+        fadedOut.remove(item.id)
         currentScales = scales
         remainingFrames = o.remaining
         currentFrames = o.frames

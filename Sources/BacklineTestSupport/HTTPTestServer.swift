@@ -6,6 +6,8 @@ import Foundation
 /// - `/files/NAME`: the file, `Accept-Ranges: bytes`, `206` for a range.
 /// - `/slow/NAME?bps=N`: the file at N bytes a second.
 /// - `/close/NAME`: the full `Content-Length`, then half the bytes, then the connection closes.
+/// - `/norange/NAME`: the file, claiming `Accept-Ranges: bytes` but answering every request with
+///   the whole body (`200`), as some servers do.
 /// - `/live/NAME?metaint=N&titles=A|B|C&every=BYTES&drop=BYTES`: the file as an endless
 ///   Icecast-style stream (no length, looping), `icy-metaint: N` with `StreamTitle` blocks,
 ///   the title moving to the next of `titles` every `every` audio bytes (the first block
@@ -14,7 +16,7 @@ import Foundation
 ///   after the first gets `503`. `icy-name: Test Radio`.
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
-///   nothing).
+///   nothing), `/hang` (nothing at all, not even a head).
 public final class HTTPTestServer: @unchecked Sendable {
     public let port: Int
     public let directory: URL
@@ -76,6 +78,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kind == "files": return self.file(name, None, False)
             if kind == "slow": return self.file(name, int(q["bps"][0]), False)
             if kind == "close": return self.file(name, None, True)
+            if kind == "norange": return self.file(name, None, False, ranges=False)
             if kind == "live": return self.live(name, q)
             if kind == "html":
                 body = b"<!DOCTYPE html><html><body>Not audio</body></html>"
@@ -93,6 +96,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 while True:
                     self.wfile.write(b"X-Header-%d: more\r\n" % i); self.wfile.flush()
                     i += 1; time.sleep(0.1)
+            if kind == "hang":
+                time.sleep(3600)
             if kind == "silent":
                 self.send_head(200, [("Content-Type", "audio/mpeg")])
                 self.wfile.flush()
@@ -101,14 +106,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def file(self, name, bps, close):
+    def file(self, name, bps, close, ranges=True):
         path = os.path.join(root, name)
         if not os.path.isfile(path): return self.send_head(404, [("Content-Length", "0")])
         data = open(path, "rb").read()
         start, end = 0, len(data)
         rng = self.headers.get("Range")
         headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
-        if rng and rng.startswith("bytes=") and not close:
+        if rng and rng.startswith("bytes=") and not close and ranges:
             a, _, b = rng[6:].partition("-")
             start = int(a)
             end = int(b) + 1 if b else len(data)

@@ -6,8 +6,8 @@ import MediaCore
 public enum HTTPInput {
     /// The input, as `InputSources.register(_:)` takes it.
     public static func input(options: HTTPOptions = HTTPOptions()) -> InputSources.Input {
-        InputSources.Input(name: "curl", schemes: ["http", "https"]) { url throws(MediaError) in
-            try HTTPSource(url: url, options: options)
+        InputSources.Input(name: "curl", schemes: ["http", "https"]) { url, register throws(MediaError) in
+            try HTTPSource(url: url, options: options, register: register)
         }
     }
 

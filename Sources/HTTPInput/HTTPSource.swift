@@ -37,14 +37,19 @@ public final class HTTPSource: ByteSource {
     public let contentType: String?
 
     /// Requests `url` and waits for the response's head (after redirects), on the calling
-    /// thread (the decoder's); ``cancellation``, from another thread, ends the wait.
+    /// thread (the decoder's); the closure given to `register`, called from another thread, ends
+    /// that wait and every later one (reads then throw).
     /// - Throws: `MediaError` (`.io`) with the reason: the HTTP status and host, an HTML page,
     ///   an HLS playlist, a connection, name or TLS failure, a timeout.
-    public init(url: String, options: HTTPOptions = HTTPOptions()) throws(MediaError) {
+    /// - Parameter register: Given the source's cancellation before it waits for the server,
+    ///   so a flush can end even that wait.
+    public init(url: String, options: HTTPOptions = HTTPOptions(),
+                register: (@escaping @Sendable () -> Void) -> Void = { _ in }) throws(MediaError) {
         name = url
         self.options = options
         transfer = HTTPTransfer(url: url, options: options)
         canceller = Canceller(transfer)
+        register { [canceller] in canceller.cancel() }
         transfer.start()
         let head = try transfer.waitForHead()
         contentType = head.contentType
@@ -54,19 +59,29 @@ public final class HTTPSource: ByteSource {
         station = Self.stationTags(head)
     }
 
-    /// Cancels the transfer (thread-safe): see ``cancel()``.
+    /// Cancels the source's transfer, and any it starts later (thread-safe).
     public final class Canceller: Sendable {
-        private let lock = Mutex<HTTPTransfer?>(nil)
-        init(_ t: HTTPTransfer) { lock.withLock { $0 = t } }
-        func replace(_ t: HTTPTransfer) { lock.withLock { $0 = t } }
-        /// Ends every wait of the source's transfer at once.
-        public func cancel() { lock.withLock { $0?.cancel() } }
+        /// The transfer (held weakly: a finished source is not kept by a list of cancellations),
+        /// and whether the source was cancelled (a transfer started after that is cancelled too).
+        private struct State { weak var transfer: HTTPTransfer?; var cancelled = false }
+        private let lock = Mutex(State())
+        init(_ t: HTTPTransfer) { lock.withLock { $0.transfer = t } }
+        func replace(_ t: HTTPTransfer) {
+            lock.withLock { s in
+                s.transfer = t
+                if s.cancelled { t.cancel() }
+            }
+        }
+        /// Ends every wait of the source's transfer at once, and of any it starts later.
+        public func cancel() {
+            lock.withLock { s in
+                s.cancelled = true
+                s.transfer?.cancel()
+            }
+        }
     }
 
     private let canceller: Canceller
-
-    /// Ends the transfer and any read waiting on it (thread-safe): a read throws at once.
-    public var cancellation: (@Sendable () -> Void)? { { [canceller] in canceller.cancel() } }
 
     deinit { transfer.cancel() }
 
@@ -127,6 +142,11 @@ public final class HTTPSource: ByteSource {
 
     public func reopened() throws(MediaError) -> any ByteSource {
         try HTTPSource(url: name, options: options)
+    }
+
+    /// A fresh request, its cancellation registered before it waits (see ``init(url:options:register:)``).
+    public func reopened(register: (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource {
+        try HTTPSource(url: name, options: options, register: register)
     }
 
     /// The station's tags, and the title in effect (Icecast's `StreamTitle`).

@@ -98,7 +98,6 @@ final class HTTPTransfer: @unchecked Sendable {
     /// The stream offset the request starts at (a `Range` request after a seek).
     let startOffset: Int
     private let monitor = Monitor()
-    private var thread: PlatformThread?
 
     // State under `monitor`.
     /// Audio bytes (ICY blocks removed) from `bufferStart` on.
@@ -123,6 +122,8 @@ final class HTTPTransfer: @unchecked Sendable {
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     /// Why this connection was given up by us (a refused response on a reconnect, no data).
     private var abortReason: MediaError?
+    /// Bytes of the body to drop: a server that ignored a `Range` request sent them from 0.
+    private var skipBytes = 0
 
     init(url: String, options: HTTPOptions, startOffset: Int = 0) {
         self.url = url
@@ -131,8 +132,10 @@ final class HTTPTransfer: @unchecked Sendable {
         bufferStart = startOffset
     }
 
+    /// Starts the transfer thread (detached: it holds the transfer until its request ends, so
+    /// the last reference may go on that thread, which cannot join itself).
     func start() {
-        thread = PlatformThread.start(name: "bl-http") { [self] in run() }
+        PlatformThread.start(name: "bl-http") { [self] in run() }.detach()
     }
 
     /// Ends the transfer and every wait on it (thread-safe; idempotent).
@@ -143,18 +146,16 @@ final class HTTPTransfer: @unchecked Sendable {
         }
     }
 
-    deinit {
-        cancel()
-        thread?.join()
-    }
+    deinit { cancel() }
 
     /// Waits for the response's head (after redirects): its status and headers, or the error.
     func waitForHead() throws(MediaError) -> ResponseHead {
         try monitor.locked { () throws(MediaError) -> ResponseHead in
-            while head == nil && headError == nil && !cancelled { monitor.wait(seconds: 0.5) }
+            while head == nil && headError == nil && failure == nil && !ended && !cancelled { monitor.wait(seconds: 0.5) }
             if cancelled { throw MediaError(.io, "cancelled", item: url) }
-            if let headError { throw headError }
-            return head!
+            if let e = headError ?? failure { throw e }
+            guard let head else { throw MediaError(.io, "no response from \(Self.host(url))", item: url) }
+            return head
         }
     }
 
@@ -284,6 +285,7 @@ final class HTTPTransfer: @unchecked Sendable {
         let h = CurlHandle(api: api, handle: raw)
         receivedThisConnection = 0
         abortReason = nil
+        skipBytes = 0
         demuxer = nil
         pendingHead = ResponseHead()
         lastByte = monotonicNanos()
@@ -303,7 +305,7 @@ final class HTTPTransfer: @unchecked Sendable {
         let resume = monitor.locked { bufferStart + (buffer.count - bufferRead) }
         let live = monitor.locked { head.map { $0.contentLength == nil || $0.icyMetaInterval != nil } ?? false }
         if resume > 0 && !live { h.set(CURLOPT_RANGE, "\(resume)-") }
-        var headers: UnsafeMutablePointer<curl_slist>? = api.pointee.curl_slist_append(nil, "Icy-MetaData: 1")
+        let headers = api.pointee.curl_slist_append(nil, "Icy-MetaData: 1")
         defer { api.pointee.curl_slist_free_all(headers) }
         h.set(CURLOPT_HTTPHEADER, pointer: headers)
         _ = bl_curl_set_data_callback(api, raw, CURLOPT_WRITEFUNCTION, httpWrite)
@@ -316,7 +318,6 @@ final class HTTPTransfer: @unchecked Sendable {
             h.set(CURLOPT_ERRORBUFFER, pointer: eb.baseAddress)
             return api.pointee.curl_easy_perform(raw)
         }
-        headers = nil
         if code == CURLE_OK {
             // A body that was not audio (an error page) was refused in the header callback.
             return .success(())
@@ -389,15 +390,21 @@ final class HTTPTransfer: @unchecked Sendable {
                 return false
             }
             if head == nil || startOffset > 0 { head = h }
+            // A `Range` request answered with the whole body: its first bytes are skipped.
+            if startOffset > 0, h.status == 200 { skipBytes = startOffset }
             demuxer = h.icyMetaInterval.map(ICYDemuxer.init(interval:))
             monitor.broadcast()
             return true
         }
     }
 
-    fileprivate func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    fileprivate func write(_ whole: UnsafeRawBufferPointer) -> Bool {
         lastByte = monotonicNanos()
-        receivedThisConnection += bytes.count
+        receivedThisConnection += whole.count
+        let skip = min(skipBytes, whole.count)
+        skipBytes -= skip
+        let bytes = UnsafeRawBufferPointer(rebasing: whole[skip...])
+        if bytes.isEmpty { return true }
         if var d = demuxer {
             var failed = false
             d.feed(bytes, audio: { if !failed && !append($0) { failed = true } }, metadata: { block in

@@ -10,13 +10,16 @@ public enum InputSources {
     /// - Parameters:
     ///   - location: The path or URI.
     ///   - root: When given, a file must lie beneath this directory.
-    public static func open(_ location: String, beneath root: String? = nil) throws(MediaError) -> any ByteSource {
+    ///   - register: Given, by an input that may wait on a network, a way to end its waits from
+    ///     another thread, before it first waits (the decoder thread's flush uses it).
+    public static func open(_ location: String, beneath root: String? = nil,
+                            register: (@escaping @Sendable () -> Void) -> Void = { _ in }) throws(MediaError) -> any ByteSource {
         if let scheme = scheme(of: location) {
             if scheme == "file" { return try FileSource(path: filePath(location), beneath: root) }
             guard let input = registered.withLock({ $0[scheme] }) else {
                 throw MediaError(.unsupportedFormat, "no input for \(scheme): URLs", item: location)
             }
-            return try input.open(location)
+            return try input.open(location, register)
         }
         return try FileSource(path: location, beneath: root)
     }
@@ -28,12 +31,13 @@ public enum InputSources {
         public var name: String
         /// The URL schemes it opens, lower case (`http`, `https`).
         public var schemes: [String]
-        /// Opens a URL (on the decoder thread; it may wait on the network, see
-        /// `ByteSource.cancellation`).
-        public var open: @Sendable (String) throws(MediaError) -> any ByteSource
+        /// Opens a URL (on the decoder thread). It may wait on the network: it first gives the
+        /// second argument a way to end its waits from another thread.
+        public var open: @Sendable (String, (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource
 
         /// An input from its parts.
-        public init(name: String, schemes: [String], open: @escaping @Sendable (String) throws(MediaError) -> any ByteSource) {
+        public init(name: String, schemes: [String],
+                    open: @escaping @Sendable (String, (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource) {
             (self.name, self.schemes, self.open) = (name, schemes, open)
         }
     }

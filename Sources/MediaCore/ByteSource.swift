@@ -18,6 +18,9 @@ public protocol ByteSource: AnyObject {
     /// A fresh reader of the same bytes, from the start (a file: the same open file, even when
     /// deleted or replaced since; a stream: a new request).
     func reopened() throws(MediaError) -> any ByteSource
+    /// The same, for a source that may wait on a network: it gives `register` a way to end its
+    /// waits, from any thread, before it first waits (a flush then never waits for a server).
+    func reopened(register: (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource
     /// A regular file's open descriptor, for a library that reads a file itself more cheaply
     /// than through callbacks (libmpg123's per-frame reads); nil for every other source, which
     /// such a library then reads through ``read(into:)`` as usual. The library may move the
@@ -32,9 +35,6 @@ public protocol ByteSource: AnyObject {
     /// Tags that take effect at the next byte ``read(into:)`` returns (an Icecast title), taken
     /// once: the decoder thread asks after every block, as ``AudioDecoder/takeMetadataUpdate()``.
     func takeMetadataUpdate() -> TrackMetadata?
-    /// Ends, from any thread, every wait of this source on the network (its reads then throw),
-    /// so a flush never waits for a server; nil for a source that never waits on one (a file).
-    var cancellation: (@Sendable () -> Void)? { get }
 }
 
 extension ByteSource {
@@ -46,8 +46,8 @@ extension ByteSource {
     public var metadata: TrackMetadata? { nil }
     /// No tags of its own change.
     public func takeMetadataUpdate() -> TrackMetadata? { nil }
-    /// Never waits on a network.
-    public var cancellation: (@Sendable () -> Void)? { nil }
+    /// Never waits on a network: as ``reopened()``.
+    public func reopened(register: (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource { try reopened() }
 
     /// Reads until `buffer` is full or the source ends; returns the bytes read.
     public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
