@@ -41,8 +41,11 @@ public final class HTTPSource: ByteSource {
     /// that wait and every later one (reads then throw).
     /// - Throws: `MediaError` (`.io`) with the reason: the HTTP status and host, an HTML page,
     ///   an HLS playlist, a connection, name or TLS failure, a timeout.
-    /// - Parameter register: Given the source's cancellation before it waits for the server,
-    ///   so a flush can end even that wait.
+    /// - Parameters:
+    ///   - url: The `http://` or `https://` URL.
+    ///   - options: Buffer, timeouts, redirects and reconnects.
+    ///   - register: Given the source's cancellation before it waits for the server, so a
+    ///     flush can end even that wait.
     public init(url: String, options: HTTPOptions = HTTPOptions(),
                 register: (@escaping @Sendable () -> Void) -> Void = { _ in }) throws(MediaError) {
         name = url

@@ -6,7 +6,8 @@ import Synchronization
 /// `http` and `https`, registered by the programs that play streams). A location with any other
 /// scheme fails with its name.
 public enum InputSources {
-    /// Opens `location`: an absolute or relative path, or `file:///…` (percent-escapes decoded).
+    /// Opens `location`: an absolute or relative path, `file:///…` (percent-escapes decoded), or
+    /// a URL of a registered input (`http://…`).
     /// - Parameters:
     ///   - location: The path or URI.
     ///   - root: When given, a file must lie beneath this directory.
