@@ -151,7 +151,7 @@ struct PlayInputTests {
         #expect(pulse.stderr.contains("backline: \(name): FLAC, 16-bit, 48000 Hz, 5.1, down-mixed to stereo (ITU-R BS.775)"), "\(pulse.stderr)")
     }
 
-    @Test("FFmpeg's libraries are opened by an item that needs them, not by an MP3 or a FLAC; an .m4a plays through them and --verbose names its codec")
+    @Test("FFmpeg's libraries are opened by an item that needs them, not by an MP3 or a FLAC (nor is libcurl); an .m4a plays through them and --verbose names its codec")
     func ffmpegOnDemand() throws {
         let src = try FormatFixtures.source("cli-ff", seconds: 0.3)
         let mp3 = try Fixtures.mp3(from: src, name: "cli-ff")
@@ -168,6 +168,7 @@ struct PlayInputTests {
             let (libs, r) = try loaded(file)
             #expect(r.status == 0, "\(r.stderr.suffix(500))")
             #expect(!libs.contains { $0.contains("libavcodec") || $0.contains("libavformat") }, "\(file.lastPathComponent): \(libs.filter { $0.contains("libav") })")
+            #expect(!libs.contains { $0.contains("libcurl") }, "\(file.lastPathComponent): libcurl is opened by the first stream only")
         }
         let (libs, r) = try loaded(m4a)
         #expect(r.status == 0, "\(r.stderr.suffix(500))")
