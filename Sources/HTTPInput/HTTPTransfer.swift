@@ -111,8 +111,6 @@ final class HTTPTransfer: @unchecked Sendable {
     private var cancelled = false
     /// ICY metadata blocks by the audio offset they sat at, not yet reached by the reader.
     private var marks: [(offset: Int, block: [UInt8])] = []
-    /// Whether the reader waits (the stream stalled) and, while reconnecting, the attempt.
-    private(set) var reconnecting = 0
 
     // The transfer thread's own (no lock).
     private var demuxer: ICYDemuxer?
@@ -208,9 +206,6 @@ final class HTTPTransfer: @unchecked Sendable {
     /// Bytes buffered ahead of the reader.
     var buffered: Int { monitor.locked { buffer.count - bufferRead } }
 
-    /// Whether the reader would wait now (nothing buffered, the stream going on).
-    var isStalled: Bool { monitor.locked { buffer.count == bufferRead && !ended && failure == nil } }
-
     private func compact() {
         if bufferRead > 65536, bufferRead * 2 > buffer.count {
             buffer.removeFirst(bufferRead)
@@ -261,7 +256,6 @@ final class HTTPTransfer: @unchecked Sendable {
                 return
             }
             let wait = monitor.locked { () -> Bool in
-                reconnecting = attempt
                 let until = monotonicNanos() + Int(delay * 1e9)
                 while !cancelled, monotonicNanos() < until { monitor.wait(seconds: Double(until - monotonicNanos()) / 1e9) }
                 return !cancelled
