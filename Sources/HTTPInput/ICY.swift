@@ -81,7 +81,7 @@ public struct ICYDemuxer: Sendable {
 
 extension String {
     /// Without the characters of `set` at either end.
-    func trimmingCharacters(in set: String) -> String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
         var s = Substring(self)
         while let f = s.first, set.contains(f) { s.removeFirst() }
         while let l = s.last, set.contains(l) { s.removeLast() }

@@ -48,7 +48,7 @@ struct CrossfadePlayerTests {
         #expect(clock.heardFrames == 6 * 48_000, "4 s + 3 s − the 1 s overlap: \(clock.heardFrames)")
     }
 
-    @Test("an edit after the ending item once its fade is decoded (not yet heard): the fade is made again into the new next item")
+    @Test("an edit after the ending item once its fade is decoded (not yet heard) lands: the new next item (never the removed one) becomes current at the fade's place (the audio of the re-made fade is checked on the sink's recording, RealtimeTests)")
     func editAfterTheFadeWasDecoded() throws {
         let (a, b, c) = try Self.files()
         let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
