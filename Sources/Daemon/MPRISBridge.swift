@@ -112,8 +112,12 @@ extension DaemonCore {
     }
 
     /// Posts the item that became current.
-    func notifyNowPlaying(_ item: QueueItem) {
+    func notifyNowPlaying(_ current: QueueItem) {
         guard let center = notifications.withLock({ $0 }) else { return }
+        // The event's description may predate the tags' reading (a lookup that does not wait):
+        // read them now (on the daemon's work queue), so the notification has the title.
+        let item = playback.queue.entries.first { $0.id == current.id }
+            .map { playback.describe($0, index: nil, current: true, read: true) } ?? current
         let art = playback.tags.cached(item.path)?.metadata.artwork
         let icon = art.flatMap { MPRISService.artworkFile($0, directory: MPRISOptions(identity: "").artDirectory) }
         let body = [item.artist, item.album].compactMap { $0 }.joined(separator: " — ")
