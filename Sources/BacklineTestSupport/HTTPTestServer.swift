@@ -8,12 +8,13 @@ import Foundation
 /// - `/close/NAME`: the full `Content-Length`, then half the bytes, then the connection closes.
 /// - `/norange/NAME`: the file, claiming `Accept-Ranges: bytes` but answering every request with
 ///   the whole body (`200`), as some servers do.
-/// - `/live/NAME?metaint=N&titles=A|B|C&every=BYTES&drop=BYTES`: the file as an endless
+/// - `/live/NAME?metaint=N&titles=A|B|C&every=BYTES&drop=BYTES&offset=BYTES`: the file as an endless
 ///   Icecast-style stream (no length, looping), `icy-metaint: N` with `StreamTitle` blocks,
 ///   the title moving to the next of `titles` every `every` audio bytes (the first block
 ///   carries the first); with `drop`, the connection closes after that many audio bytes
 ///   (each new connection starts again at the file's start); with `gone`, every connection
-///   after the first gets `503`. `icy-name: Test Radio`.
+///   after the first gets `503`; with `offset`, each connection starts that far into the file
+///   (as Icecast, a listener joins mid-frame). `Content-Type: audio/mpeg`, `icy-name: Test Radio`.
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
 ///   nothing), `/hang` (nothing at all, not even a head).
@@ -153,7 +154,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         sent = 0
-        pos = 0
+        pos = int(q.get("offset", ["0"])[0])
         until_meta = metaint
         while True:
             if drop and sent >= drop: return

@@ -15,4 +15,11 @@ public enum HTTPInput {
     public static func register(options: HTTPOptions = HTTPOptions()) {
         InputSources.register(input(options: options))
     }
+
+    /// Cancels every transfer and waits (at most `seconds`) for their threads to end. Call it
+    /// before the process exits, after the players are stopped: a transfer thread still in
+    /// libcurl, or ending, while `exit` runs OpenSSL's clean-up would crash the process.
+    public static func shutdown(seconds: Double = 3) {
+        TransferThreads.cancelAllAndJoin(seconds: seconds)
+    }
 }

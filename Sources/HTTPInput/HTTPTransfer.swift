@@ -71,6 +71,52 @@ final class Monitor: @unchecked Sendable {
     func broadcast() { pthread_cond_broadcast(condition) }
 }
 
+/// The transfer threads. Each is joined after it ends (by the next transfer's start, or by
+/// ``cancelAllAndJoin(seconds:)``) rather than detached: before the process exits every transfer
+/// is cancelled and its thread joined (`HTTPInput.shutdown()`), since a thread still inside
+/// libcurl, or running OpenSSL's per-thread clean-up as it ends, while `exit` runs OpenSSL's
+/// global clean-up crashes on its freed locks (seen: SIGSEGV in libcrypto at a daemon's exit).
+enum TransferThreads {
+    private static let monitor = Monitor()
+    nonisolated(unsafe) private static var running: [ObjectIdentifier: (transfer: HTTPTransfer, thread: PlatformThread)] = [:]
+    nonisolated(unsafe) private static var ended: [PlatformThread] = []
+
+    /// Runs `body` on a new thread for `transfer`; threads that have ended are joined first.
+    static func start(_ transfer: HTTPTransfer, _ body: @escaping @Sendable () -> Void) {
+        let finished = monitor.locked { () -> [PlatformThread] in
+            defer { ended = [] }
+            return ended
+        }
+        for t in finished { t.join() }
+        let id = ObjectIdentifier(transfer)
+        monitor.locked {
+            // The lock is held until the thread is recorded: its end, which takes it, comes after.
+            let thread = PlatformThread.start(name: "bl-http") {
+                body()
+                monitor.locked {
+                    if let t = running.removeValue(forKey: id)?.thread { ended.append(t) }
+                    monitor.broadcast()
+                }
+            }
+            running[id] = (transfer, thread)
+        }
+    }
+
+    /// Cancels every transfer, waits (at most `seconds`) until their requests have ended
+    /// (cancelling ends one within libcurl's progress interval, 1 s at most), and joins the
+    /// threads that have.
+    static func cancelAllAndJoin(seconds: Double) {
+        for entry in monitor.locked({ Array(running.values) }) { entry.transfer.cancel() }
+        let deadline = monotonicNanos() + Int(seconds * 1e9)
+        let finished = monitor.locked { () -> [PlatformThread] in
+            while !running.isEmpty, monotonicNanos() < deadline { monitor.wait(seconds: 0.05) }
+            defer { ended = [] }
+            return ended
+        }
+        for t in finished { t.join() }
+    }
+}
+
 /// What the response said about itself (the last response, after redirects).
 struct ResponseHead: Sendable {
     var status = 0
@@ -130,10 +176,10 @@ final class HTTPTransfer: @unchecked Sendable {
         bufferStart = startOffset
     }
 
-    /// Starts the transfer thread (detached: it holds the transfer until its request ends, so
-    /// the last reference may go on that thread, which cannot join itself).
+    /// Starts the transfer thread. It holds the transfer until its request ends (so the last
+    /// reference may go on that thread); ``TransferThreads`` joins it once it has ended.
     func start() {
-        PlatformThread.start(name: "bl-http") { [self] in run() }.detach()
+        TransferThreads.start(self) { [self] in run() }
     }
 
     /// Ends the transfer and every wait on it (thread-safe; idempotent).

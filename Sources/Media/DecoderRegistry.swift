@@ -41,22 +41,35 @@ public struct DecoderRegistry: Sendable {
     public func plugin(for source: any ByteSource) throws(MediaError) -> DecoderPlugin {
         try source.seek(to: 0)
         var header = try source.read(count: Sniff.headerBytes)
-        // An ID3v2 tag in front (MP3, and some FLAC and WAV writers): what follows decides.
-        if let tag = ID3Scan.tagSize(header), source.isSeekable {
-            try source.seek(to: tag)
+        // An ID3v2 tag in front (MP3, and some FLAC and WAV writers): what follows decides. A
+        // stream that cannot seek still moves within what it has kept of its start.
+        if let tag = ID3Scan.tagSize(header), (try? source.seek(to: tag)) != nil {
             let after = try source.read(count: Sniff.headerBytes)
             if !after.isEmpty { header = after }
         }
         try source.seek(to: 0)
-        let ext = Path.extension(source.name).lowercased()
+        let ext = Self.suffix(of: source.name)
+        // The declared type, where the name says nothing (`http://host/live`).
+        let mime = source.contentType.map { $0.split(separator: ";").first.map(String.init)?.trimming(" ").lowercased() ?? "" }
+        let named: (DecoderPlugin) -> Bool = { p in
+            p.suffixes.contains(ext) || (!self.suffixes.contains(ext) && mime.map { p.mimeTypes.contains($0) } == true)
+        }
         let matching = plugins.filter { $0.matches(header) }
-        if let p = matching.first(where: { $0.suffixes.contains(ext) }) ?? matching.first { return p }
-        // Nothing recognised: an MPEG stream may start with junk (libmpg123 resyncs) if it is
-        // named so, unless another format's magic claims the bytes (an `.mp3` that is AAC says so).
-        if Sniff.recognised(header) == nil, let p = plugins.first(where: { $0.name == "mpg123" && $0.suffixes.contains(ext) }) {
+        if let p = matching.first(where: named) ?? matching.first { return p }
+        // Nothing recognised: an MPEG stream may start with junk (libmpg123 resyncs: an Icecast
+        // mount joined mid-frame) if it is named or declared so, unless another format's magic
+        // claims the bytes (an `.mp3` that is AAC says so).
+        if Sniff.recognised(header) == nil, let p = plugins.first(where: { $0.name == "mpg123" && named($0) }) {
             return p
         }
         throw MediaError(.unsupportedFormat, Sniff.describe(header), item: source.name)
+    }
+
+    /// The suffix of a path or URL (a URL's query and fragment left out), lower case.
+    static func suffix(of name: String) -> String {
+        guard name.contains("://") else { return Path.extension(name).lowercased() }
+        let path = name.prefix { $0 != "?" && $0 != "#" }
+        return Path.extension(String(path)).lowercased()
     }
 
     /// Opens a decoder for `source`, chosen by content, for an output as `options` say.

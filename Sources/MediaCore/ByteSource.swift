@@ -35,6 +35,9 @@ public protocol ByteSource: AnyObject {
     /// Tags that take effect at the next byte ``read(into:)`` returns (an Icecast title), taken
     /// once: the decoder thread asks after every block, as ``AudioDecoder/takeMetadataUpdate()``.
     func takeMetadataUpdate() -> TrackMetadata?
+    /// The MIME type the source declares (an HTTP `Content-Type`, parameters dropped), or nil.
+    /// The decoder registry reads it where the name has no suffix it knows (`/live`).
+    var contentType: String? { get }
 }
 
 extension ByteSource {
@@ -46,6 +49,8 @@ extension ByteSource {
     public var metadata: TrackMetadata? { nil }
     /// No tags of its own change.
     public func takeMetadataUpdate() -> TrackMetadata? { nil }
+    /// No declared type: the name's suffix and the content decide.
+    public var contentType: String? { nil }
     /// Never waits on a network: as ``reopened()``.
     public func reopened(register: (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource { try reopened() }
 

@@ -34,11 +34,14 @@ struct Backline: ParsableCommand {
             if arguments.count > 1, arguments[1] == "play", let options = PlayOptions(fastParsing: arguments.dropFirst(2)),
                (try? options.validate()) != nil {
                 try options.run()
+                HTTPInput.shutdown()
                 return
             }
             var command = try parseAsRoot()
             try command.run()
+            HTTPInput.shutdown()
         } catch {
+            HTTPInput.shutdown()
             let code = exitCode(for: error)
             if code == .validationFailure {
                 let message = fullMessage(for: error)

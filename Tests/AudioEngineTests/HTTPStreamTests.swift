@@ -163,6 +163,33 @@ extension HTTPStreamTests {
         #expect(engine.info(for: info.id)?.metadata.values(.name) == ["Test Radio"], "the station's name stays")
     }
 
+    @Test("a live mount whose URL has no suffix is told by its bytes or its Content-Type: one starting with an ID3v2 tag (read past, though the stream cannot seek) and one joined mid-frame (audio/mpeg: libmpg123 finds the next frame)")
+    func liveWithoutSuffix() throws {
+        let (server, _, _) = try Self.server()
+        let src = try FormatFixtures.source("http-id3-src", seconds: 2)
+        let tagged = try Fixtures.mp3(from: src, name: "http-id3", lameArgs: ["-b", "128", "--add-id3v2", "--tt", "Tagged"])
+        let bytes = try Data(contentsOf: tagged)
+        #expect(bytes.starts(with: Array("ID3".utf8)), "the fixture starts with its tag")
+        try bytes.write(to: server.directory.appendingPathComponent("tagged"))
+        try FileManager.default.copyItem(at: server.directory.appendingPathComponent("http-mp3.mp3"),
+                                         to: server.directory.appendingPathComponent("radio"))
+        for path in ["live/tagged", "live/radio?offset=1001"] {
+            let engine = makeEngine(device: "null")
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            engine.enqueue([server.url(path)])
+            _ = log.wait(timeout: 20) { if case .itemStarted = $0 { true } else if case .itemFailed = $0 { true } else { false } }
+            let started = log.all.first { if case .itemStarted = $0 { true } else if case .itemFailed = $0 { true } else { false } }
+            guard case .itemStarted(let info, _)? = started else {
+                Issue.record("\(path): \(log.all)")
+                continue
+            }
+            #expect(info.isLive && info.audio?.formatName == "MPEG audio", "\(path): \(String(describing: info.audio))")
+            // Audio goes on: the engine's position moves past a second of the stream.
+            #expect(eventually(timeout: 20) { (engine.position?.seconds ?? 0) > 1 }, "\(path): \(log.all)")
+        }
+    }
+
     @Test("a live stream that drops is connected again after a second: the item goes on, never failing or restarting; one that stays gone fails after the reconnects, with the reason (paced device)")
     func liveReconnects() throws {
         let (server, _, _) = try Self.server()

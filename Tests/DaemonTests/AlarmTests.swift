@@ -35,7 +35,7 @@ struct AlarmTests {
         let time = Self.timeOfDay(in: 10)
         let set = try d.ctl(["alarm", time, "--play", "2", "--fade", "2"])
         #expect(set.status == 0 && set.stdoutText.contains(time + ", fading in over 2 s, plays item 2"), "\(set.stdoutText)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start()
         #expect(try d.ctl(["alarm"]).stdoutText.contains(time), "kept across the restart")
         let w = try d.client()
@@ -62,6 +62,6 @@ struct AlarmTests {
         #expect(early < 60, "fading in: \(early)")
         #expect(eventually(timeout: 5) { (try? d.request("status")["volume"]?.number) == 80 }, "the volume set, reached")
         #expect(try d.ctl(["alarm"]).stdoutText == "(no alarms)\n", "a one-time alarm is gone once fired")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -32,7 +32,7 @@ struct ConnectionTests {
             #expect(throws: (any Error).self, "\(what): closed after the replies") { _ = try c.readLine(timeout: 5) }
         }
         #expect(try d.request("list")["items"]?.array?.count == 2, "the add and the insert happened once each")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }
 
@@ -65,7 +65,7 @@ struct SlowClientTests {
         _ = try idle.request("subscribe", [("events", ["volume"])])
         usleep(1_500_000)
         #expect(try idle.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a client that pipelines requests and reads no replies for longer than the request deadline is not timed out (its begun line could not arrive: the daemon stopped reading it); once it reads, every reply comes and the line completes")
@@ -85,7 +85,7 @@ struct SlowClientTests {
         try c.sendRaw(Array(#"ng"}"#.utf8) + [10])
         let pong = try? c.nextReply(timeout: 5)
         #expect(pong?["pong"] == true, "\(pong?.text ?? "nothing")")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("TCP: an idle unauthenticated connection is closed after auth-timeout; at most max-unauthenticated wait at once (a newer one takes the oldest one's place), and the Unix socket is never crowded out; wrong tokens cost a second each, close the connection and are logged once per 10 s (the rest of a burst when those 10 s are over)")
@@ -124,6 +124,6 @@ struct SlowClientTests {
         let ok = try TCPLineClient(port: port)
         #expect(try ok.send("{\"command\":\"auth\",\"token\":\"\(token)\"}").ok)
         #expect(try ok.send("{\"command\":\"status\"}").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -109,7 +109,7 @@ struct CtlTests {
         #expect(try ctl("repeat", "sometimes", status: 1) == "backline ctl repeat: expected off, one, all, got 'sometimes'\nusage: backline ctl repeat [off|one|all]\n")
         #expect(try ctl("frobnicate", status: 1) == "backline ctl: unknown command \"frobnicate\" (backline ctl help lists them)\n")
         #expect(try ctl("seek", "soon", status: 1) == "backline ctl seek: expected SECONDS, +SECONDS, -SECONDS or M:SS, got 'soon'\nusage: backline ctl seek SECONDS|+SECONDS|-SECONDS|M:SS\n")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("ctl watch prints every event in one human form, position only when asked for; --json for scripts")
@@ -157,7 +157,7 @@ struct CtlTests {
             probe += 1
             return j.stdout.contains("{\"event\":\"volume\"")
         }, "\(j.stdout)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         #expect(try w.wait(timeout: 10) == 0, "watch ends when the daemon goes away")
         #expect(w.stdout.contains("\nthe daemon is stopping\n"), "\(w.stdout)")
     }
@@ -230,7 +230,7 @@ struct CtlTests {
         // The session's refusal names the option given, without Apple's error number.
         #expect(try ctl("session", "--category", "soloAmbient", "--options", "duckOthers", status: 1)
                 == "backline ctl: session: soloAmbient accepts no category options (got duckOthers) (session-error)\n")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("ctl help shows ctl's syntax, positions and ids told apart; --help keeps its layout in 80 columns and piped")

@@ -154,6 +154,16 @@ final class DaemonFixture: @unchecked Sendable {
         return s
     }
 
+    /// SIGTERM, expecting a clean exit (status 0); a failure shows the end of the daemon's log.
+    func expectCleanStop(sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            let status = try stop()
+            #expect(status == 0, "the daemon exited \(status); its log ends:\n\(log().suffix(6000))", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record(error, "stopping the daemon; its log ends:\n\(log().suffix(6000))", sourceLocation: sourceLocation)
+        }
+    }
+
     func kill9() throws {
         guard let p = process else { return }
         p.signal(SIGKILL)

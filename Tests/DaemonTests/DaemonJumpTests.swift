@@ -144,7 +144,7 @@ struct DaemonJumpTests {
             try checkJumps(recording: rec, rate: PulseNullSink.rate, references: refs, jumps: jumps, samples: samples,
                            events: seen.map { ($0.name, $0.wall) }, period: Self.period)
 
-            #expect(try d.stop() == 0)
+            d.expectCleanStop()
         }
     }
 }

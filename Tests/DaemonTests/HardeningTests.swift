@@ -85,7 +85,7 @@ struct HardeningTests {
                 "descriptors: \(baseline) before, \(Self.descriptors(pid)) after 300 runs (CLOSE-WAIT connections kept)")
         #expect(try d.ctl(["status"]).status == 0)
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("an HTTP request on each line listener (MPD TCP and Unix, JSON TCP and Unix) is closed before anything runs: the queue and the volume are as they were, logged once per listener")
@@ -121,7 +121,7 @@ struct HardeningTests {
         // Real clients are not taken for HTTP.
         #expect(try MPDTests.mpc(mpdSocket, ["status"]).status == 0 || Harness.which("mpc") == nil)
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a web page in a real browser (headless Chromium) posts `clear` and `setvol 5` to the MPD port and `clear` to the JSON port: the browser's requests reach the daemon, and nothing runs")
@@ -159,7 +159,7 @@ struct HardeningTests {
                 "the browser's requests reached both listeners and were refused: \(refused)")
         let status = try d.request("status")
         #expect(status["count"] == 3 && status["volume"] == 40, "nothing ran: \(status.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("idle connections on one listener never lock out another: 60 held MPD TCP connections (max-connections 20) leave the JSON and MPD Unix sockets serving; refusals are logged once per 10 s with a count; 16 held unauthenticated JSON TCP connections do not keep out a client with the token")
@@ -190,7 +190,7 @@ struct HardeningTests {
             d.log().components(separatedBy: "\n").contains { $0.contains("connection refused") && $0.contains("attempts=39") }
         }, "\(d.log().components(separatedBy: "\n").filter { $0.contains("connection refused") })")
         _ = held
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("alarms in the state file that crashed every start (next 1e19; daily with hour 1e12 and a past next; fade 1e308): the daemon starts, names the field and moves the file aside; the 101st alarm is refused")
@@ -208,7 +208,7 @@ struct HardeningTests {
             usleep(2_500_000)  // past the moment the fade alarm would have fired
             #expect(try d.request("ping").ok, "\(fields): \(d.log())")
             #expect(d.log().contains(named) && d.log().contains("moved aside"), "\(fields): \(d.log())")
-            #expect(try d.stop() == 0)
+            d.expectCleanStop()
         }
         try d.start()
         for k in 0..<100 {
@@ -218,10 +218,10 @@ struct HardeningTests {
         let refused = try d.request("alarm", [("time", "23:59")])
         #expect(refused.errorCode == "too-large" && refused["error"]?["message"]?.string?.contains("at most 100") == true, "\(refused.text)")
         #expect(try d.request("alarm")["alarms"]?.array?.count == 100)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start()  // saved and restored: all 100 are valid
         #expect(try d.request("alarm")["alarms"]?.array?.count == 100, "\(d.log())")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a link swapped in after `add` (mv -T link-to-outside.mp3 a.mp3) is not played: the item fails with the reason and the queue goes on; a direct add of it is refused")
@@ -257,7 +257,7 @@ struct HardeningTests {
         #expect(next != nil, "the queue goes on with the item after it: \(seen), status \(status.text)")
         let direct = try d.request("add", [("path", "album/a.mp3")])
         #expect(direct.errorCode == "forbidden", "\(direct.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a link in the playlist directory is not read through: not listed, and `playlist`, `load` and MPD's `listplaylist` say so without a word of its target")
@@ -277,7 +277,7 @@ struct HardeningTests {
         }
         let mpd = try Self.raw(unix: mpdSocket, Array("listplaylist x\nclose\n".utf8))
         #expect(mpd.text.contains("ACK") && !mpd.text.contains("SECRET"), "\(mpd.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("an MPD socket in a directory others may rename in (0777) is refused at start, naming the directory; a sticky one (1777) and a private one are taken")
@@ -293,7 +293,7 @@ struct HardeningTests {
         try d.start(["--mpd-listen", sticky + "/mpd.sock"])
         let served = try Self.raw(unix: sticky + "/mpd.sock", Array("ping\nclose\n".utf8))
         #expect(served.text == "OK MPD 0.23.5\nOK\n", "\(served.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("MPRIS GetTracksMetadata for every track of a 40,000-item queue answers within a second per 1,000 tracks; PlaybackStatus answers after it and SIGTERM stops the daemon at once")
@@ -327,7 +327,7 @@ struct HardeningTests {
                                                         "org.mpris.MediaPlayer2.Player", "PlaybackStatus"], environment: bus.environment, timeout: 10)
         #expect(status.stdoutText.contains("Paused"), "\(status.stdoutText) \(status.stderr)")
         let t0 = Date()
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         #expect(Date().timeIntervalSince(t0) < 3)
     }
 
@@ -350,7 +350,7 @@ struct HardeningTests {
         #expect(try d.request("status")["count"] == 3)
         let rss = SoakTests.rss(pid) ?? 0
         #expect(rss < 200 * 1024, "resident \(rss) KiB after refusing it")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         #expect((try? Data(contentsOf: URL(fileURLWithPath: d.stateFile)).count) ?? 0 < 100_000)
     }
 
@@ -365,12 +365,12 @@ struct HardeningTests {
         try d.start()
         let added = try d.request("add", [("paths", ["album/c.mp3", "long.mp3"])])
         #expect(added["items"]?.array?.compactMap(\.int) == [2, 3], "\(added.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start()
         let list = try d.request("list")
         #expect(list["items"]?.array?.compactMap { $0["id"]?.int } == [1, 2147483646, 2, 3], "\(list.text.prefix(300)) \(d.log())")
         #expect(!d.log().contains("moved aside"), "\(d.log())")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a seek in a file deleted while it plays seeks within it (the open file), as mpd does; an unwritable state directory is logged once, not at every save")
@@ -401,6 +401,6 @@ struct HardeningTests {
         try FileManager.default.moveItem(atPath: stateDir + ".away", toPath: stateDir)
         #expect(try d.request("volume", [("volume", 20)]).ok)
         #expect(eventually { d.log().contains("state saved again") }, "\(d.log().suffix(500))")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -48,7 +48,7 @@ struct LoadTests {
             var quiet: [Int] = []
             for w in stride(from: first, to: last - 441, by: 441) where PCM.rms(mono[w..<w + 441]) < 0.05 { quiet.append(w) }  // the tone: 0.35
             #expect(quiet.isEmpty, "silent windows at \(quiet.prefix(5).map { Double($0 - first) / 44100 }) s")
-            #expect(try d.stop() == 0)
+            d.expectCleanStop()
         }
     }
 }

@@ -156,7 +156,7 @@ struct MPDDifferentialTests {
         #expect(differences.isEmpty, "\(differences.count) replies differ (- mpd, + Backline):\n\(report)")
         let stale = Set(MPDDifferences.deliberate.keys).subtracting(deliberateSeen)
         #expect(stale.isEmpty, "listed as different but answered the same: \(stale.sorted())")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }
 

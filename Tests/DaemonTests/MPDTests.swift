@@ -120,7 +120,7 @@ struct MPDTests {
         _ = try mpc("stop")
         let next = try Self.mpc(sock, ["next"])
         #expect(next.status != 0 && next.stderr.contains("MPD error: Not playing"), "\(next.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("idle: mpc idle is woken by another client's mpc next and by a JSON next; ctl watch sees mpc's next; mpc idleloop reports several changes and is never timed out")
@@ -159,7 +159,7 @@ struct MPDTests {
         loop.signal(SIGKILL)
         _ = try loop.wait(timeout: 5)
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("python-mpd2 (an independent client): command lists, idle woken by another client, plchanges, error codes")
@@ -209,7 +209,7 @@ struct MPDTests {
         #expect(lines.contains("error [50@0] {playid} No such song"), "\(lines)")
         #expect(lines.contains { $0.hasPrefix("listerror [2@1] {seekcur}") }, "\(lines)")
         #expect(lines.contains("idle ['mixer']"), "\(lines)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("python-mpd2: browsing (lsinfo, listall, listallinfo, listfiles), albumart and readpicture in chunks, consume, priorities in random mode, plchanges of only what moved, changed: output")
@@ -333,7 +333,7 @@ struct MPDTests {
         #expect(lines.contains("consume 1") && lines.contains("consume oneshot"), "\(lines)")
         #expect(lines.contains("consumed short/3.mp3"), "\(lines)")
         #expect(lines.contains("idle ['output']"), "\(lines)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("300 clients on the MPD socket: at most max-connections are greeted, the rest closed at once without a word; when they leave, new clients are served")
@@ -360,7 +360,7 @@ struct MPDTests {
         greeted = []
         #expect(eventually(timeout: 10) { (try? Self.mpc(sock, ["status"]).status) == 0 || Harness.which("mpc") == nil })
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory")
@@ -395,7 +395,7 @@ struct MPDTests {
         #expect(gone.status != 0 && gone.stderr.contains("No such playlist"), "\(gone.stderr)")
         let bad = try d.ctl(["save", "../escape"])
         #expect(bad.status == 1 && bad.stderr.contains("a playlist name may not"), "\(bad.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command")
@@ -412,7 +412,7 @@ struct MPDTests {
         let right = try Self.mpc("open-sesame@127.0.0.1", port: port, ["status"])
         #expect(right.status == 0 && right.stdoutText.contains("volume:"), "\(right.stderr)")
         #expect(d.log().contains("wrong TCP token"), "guesses are logged")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a line never finished, a list that never ends: an ACK or a closed connection, and everyone else is served")
@@ -465,7 +465,7 @@ struct MPDTests {
         let mpc = try Self.mpc(sock, ["status"])
         #expect(mpc.status == 0 || Harness.which("mpc") == nil)
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("client-to-client: one python-mpd2 client in idle is woken with `message` by another's sendmessage and reads it; channels lists the subscriptions; a closed client's channel is gone; mpc shuffle reorders the queue and keeps the playing song first; seek while paused stays paused")
@@ -535,7 +535,7 @@ struct MPDTests {
         // …also to another song: it becomes the current one, paused at the time.
         let raw = try HardeningTests.raw(unix: sock, Array("seek 3 0.5\nstatus\n".utf8), seconds: 2)
         #expect(raw.text.contains("state: pause") && raw.text.contains("song: 3\n"), "\(raw.text)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("rangeid: the song plays only its range (status's duration and elapsed are the range's, it ends at the range's end and the next plays); the song playing now cannot be changed")
@@ -554,7 +554,7 @@ struct MPDTests {
         #expect(status.contains("duration: 1.500\n") && (0..<1.5).contains(elapsed), "\(status)")
         // The range's end: the next song plays (the 60 s file's remaining 48.5 s are not played).
         #expect(eventually(timeout: 6) { (try? client.ask("currentsong\n"))?.contains("file: short/1.mp3") == true })
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }
 
@@ -584,7 +584,7 @@ extension MPDTests {
         #expect(json["replayGain"]?["mode"] == "auto" && json["replayGain"]?["preamp"] == 2.5, "\(json.text)")
         let ctl = try d.ctl(["replay-gain"])
         #expect(ctl.stdoutText == "replay gain: auto, preamp +2.5 dB, limited\n", "\(ctl.stdoutText) \(ctl.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start(["--mpd-listen", sock])
         #expect(try d.request("status")["replayGain"]?["mode"] == "auto", "saved and restored")
         #expect(try Self.mpc(sock, ["replaygain"]).stdoutText == "replay_gain_mode: auto\n")
@@ -617,7 +617,7 @@ extension MPDTests {
         #expect(try d.ctl(["crossfade"]).stdoutText == "crossfade: 2.5 s\n")
         let bad = try d.ctl(["crossfade", "soon"])
         #expect(bad.status != 0 && bad.stderr.contains("expected seconds"), "\(bad.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start(["--mpd-listen", sock])
         #expect(try d.request("status")["crossfade"] == 2.5, "saved and restored")
         #expect(try d.ctl(["crossfade", "off"]).stdoutText == "crossfade: off\n")

@@ -103,7 +103,7 @@ struct MPRISTests {
         // And the other way round: a change over the JSON protocol shows on the bus.
         #expect(try d.request("repeat", [("mode", "off")]).ok)
         #expect(eventually { (try? pc("loop")) == "None" })
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("the full tag set reaches every surface: MPRIS xesam:genre (both genres), xesam:contentCreated, xesam:composer; the JSON list's and now-playing's tags; ctl now-playing's genre and date lines")
@@ -135,7 +135,7 @@ struct MPRISTests {
         #expect(now["info"]?["tags"]?["genre"] == .array([.string("Rock"), .string("Jazz")]), "\(now.text.prefix(400))")
         let ctl = try d.ctl(["now-playing"]).stdoutText
         #expect(ctl.contains("genre: Rock, Jazz\n") && ctl.contains("date: 2004\n") && ctl.contains("composer: Carl Composer\n"), "\(ctl)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("busctl: SetPosition with a stale track id is ignored; Seek past the end is Next; OpenUri with a bad URI and calls with wrong argument types are D-Bus errors; the daemon lives; OpenUri with a file, and with an http stream, plays it")
@@ -185,7 +185,7 @@ struct MPRISTests {
         #expect(stream.status == 0, "\(stream.stderr)")
         #expect(eventually { (try? d.request("status")["current"]?["path"]?.string) == server.url("files/s.mp3") })
         #expect(try d.request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("changes are signalled, not polled: one PropertiesChanged per transition, Seeked after a seek, playerctl -F follows; --no-mpris and no bus at all leave the daemon working")
@@ -223,20 +223,20 @@ struct MPRISTests {
         Thread.sleep(forTimeInterval: 1.5)
         #expect(signals().changed == 2, "playing on: no more signals")
         #expect(follow.stdout.split(separator: "\n") == ["Playing", "Paused", "Playing"], "\(follow.stdout)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
 
         // --no-mpris: nothing on the bus.
         try d.start(["--no-mpris"])
         let none = try runProcess("/usr/bin/playerctl", ["-l"], environment: bus.environment, timeout: 20)
         #expect(!none.stdoutText.contains("backline"), "\(none.stdoutText)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
 
         // No bus at all: the daemon works, and says so once, at debug level.
         let lone = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
         try lone.start()
         #expect(try lone.request("add", [("path", "album/a.mp3")]).ok)
         #expect(try lone.request("ping").ok)
-        #expect(try lone.stop() == 0)
+        lone.expectCleanStop()
         #expect(lone.log().components(separatedBy: "no MPRIS").count - 1 == 1, "\(lone.log())")
     }
 
@@ -270,7 +270,7 @@ struct MPRISTests {
         #expect(quit.status == 0, "\(quit.stderr)")
         #expect(try p.wait(timeout: 10) == 0)
         #expect(!(try Self.playerctl(bus, "-l")).contains(name), "gone from the bus")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("notifications: the daemon with --notify posts each new current item through org.freedesktop.Notifications (seen on the bus); the library delivers a scheduled one when due and refuses the 129th pending")
@@ -297,7 +297,7 @@ struct MPRISTests {
         #expect(try d.request("next").ok)
         #expect(eventually { calls().contains("long.mp3") }, "\(calls())")
         #expect(monitor.stdout.contains("string \"Backline\""), "the app name")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
 
         // The library: one scheduled a second ahead is delivered then; 128 pending at most.
         let center = try LocalNotificationCenter(appName: "test", address: bus.address)
@@ -355,6 +355,6 @@ struct MPRISTests {
         let bad = try runProcess("/usr/bin/busctl", ["--user", "call"] + object + ["AddTrack", "sob", "http://example.invalid/x", track(1), "false"],
                                  environment: bus.environment, timeout: 20)
         #expect(bad.status != 0 && bad.stderr.contains("only file:// URIs"), "\(bad.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -114,7 +114,7 @@ struct NcmpcppTests {
         #expect(eventually { !term.isRunning }, "ncmpcpp quit:\n\(term.screen())")
         #expect(try d.request("ping").ok)
         #expect(try d.request("status")["state"] == "playing")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("ncmpcpp's playlist columns show each song's Date and Genre (and artist, title) from its tags")
@@ -149,6 +149,6 @@ struct NcmpcppTests {
         }
         #expect(ok, "Date and Genre columns:\n\(screen)")
         try term.keys("q")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -22,7 +22,7 @@ struct PersistenceTests {
 
         // Graceful: exit 0, state saved at the position it stopped.
         let before = try d.request("status")["elapsed"]?.number ?? 0
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         #expect(d.log().contains("shutting down") && d.log().contains("stopped"), "\(d.log())")
         try d.start()
         var s = try d.request("status")
@@ -46,7 +46,7 @@ struct PersistenceTests {
         // The restored item plays on from there.
         #expect(try d.request("play").ok)
         #expect(eventually { (try? d.request("status"))?["elapsed"]?.number ?? 0 > afterKill + 0.5 })
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("kill -9 during a burst of saves never leaves a torn file")
@@ -73,7 +73,7 @@ struct PersistenceTests {
         }
         try d.start()
         #expect((try d.request("status")["count"]?.int ?? 0) == 201, "every change that had 0.6 s to be saved was kept")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a corrupt or foreign state file is moved aside with a warning; the daemon starts empty")
@@ -91,7 +91,7 @@ struct PersistenceTests {
             if let a = aside.first {
                 #expect(try String(contentsOfFile: dir + "/" + a, encoding: .utf8) == contents, "kept for inspection")
             }
-            #expect(try d.stop() == 0)
+            d.expectCleanStop()
         }
     }
 }

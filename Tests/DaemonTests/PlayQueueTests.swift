@@ -47,7 +47,7 @@ struct PlayQueueTests {
         #expect(list["items"]?.array?[1]["error"]?.string == failed["reason"]?.string, "the queue shows why")
         let s = try c.request("status")
         #expect(s["state"] == "stopped" && s["current"] == .null && s["underruns"] == 0)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a broken item between two plays no gap: the queue feeds past it as soon as the decoder fails it, long before the listener reaches it (heard on the sink's monitor)")
@@ -71,7 +71,7 @@ struct PlayQueueTests {
             // Two 1 s tones, back to back: 2 s of sound, and no silent run beyond a zero crossing.
             #expect(abs(Double(last - first) / Double(PulseNullSink.rate) - 2) < 0.05, "\(Double(last - first) / Double(PulseNullSink.rate)) s")
             #expect(heard.longestSilence(from: first, to: last) < 0.005, "\(heard.longestSilence(from: first, to: last)) s of silence")
-            #expect(try d.stop() == 0)
+            d.expectCleanStop()
         }
     }
 
@@ -109,7 +109,7 @@ struct PlayQueueTests {
             #expect(after["current"]?["id"]?.int == before + 1, "stopped on the next item: \(after.text)")
             #expect(currents(events).filter { $0 != before }.count <= 1, "one item played: \(currents(events))")
         }
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("shuffle plays every item once, the current one first; previous goes back through the history")
@@ -131,7 +131,7 @@ struct PlayQueueTests {
         #expect(try c.request("previous")["current"]?["id"] == 1)
         _ = try c.request("pause")
         _ = try c.request("seek", [("position", 0.5)])
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("sleep timer: fades out and pauses at the deadline, the volume comes back; at the end of the item it stops")
@@ -156,7 +156,7 @@ struct PlayQueueTests {
         let ended = try collect(w) { $0.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
         let e = try c.request("status")
         #expect(e["state"] == "stopped" && e["current"]?["id"] == 3 && e["sleep"] == .null, "\(e.text) after \(ended.map(\.text))")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("in the background with nothing playing the daemon is suspended: on-suspend runs with the state, the device is released; a command wakes it and on-resume runs")
@@ -208,6 +208,6 @@ struct PlayQueueTests {
         // It plays on from where it was.
         _ = try c.request("play")
         #expect(eventually { (try? c.request("status"))?["elapsed"]?.number ?? 0 > 7.5 })
-        #expect(try d0.stop() == 0)
+        d0.expectCleanStop()
     }
 }

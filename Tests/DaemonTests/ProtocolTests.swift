@@ -48,7 +48,7 @@ struct ProtocolTests {
         json.closeWrite()  // (the daemon closes it once answered)
         // A closed connection's channels are gone.
         #expect(eventually(timeout: 5) { (try? mpd.ask("channels")) == "channel: scrobble\nOK\n" })
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("every command over the socket answers as documented; subscribers get the events in order")
@@ -194,6 +194,6 @@ struct ProtocolTests {
         }
         let states = events.filter { $0["event"] == "state" }.compactMap { $0["state"]?.string }
         #expect(states.first == "playing" && states.last == "stopped", "\(states)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

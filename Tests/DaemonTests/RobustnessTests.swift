@@ -65,7 +65,7 @@ struct RobustnessTests {
         #expect(r.errorCode == "request-too-large" && r["id"] == .null, "\(r.text)")
         #expect(throws: (any Error).self) { _ = try big.readLine(timeout: 5) }
         try stillFine("a 10 MB line")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a subscriber that never reads is dropped at its output cap; playback and other clients carry on")
@@ -83,7 +83,7 @@ struct RobustnessTests {
         #expect(eventually { d.log().contains("subscriber not reading; connection dropped") }, "\(d.log().suffix(2000))")
         let s = try c.request("status")
         #expect(s["state"] == "playing" && s["underruns"] == 0)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("socket 0600 in a 0700 directory; another user cannot connect; a second daemon is refused")
@@ -102,7 +102,7 @@ struct RobustnessTests {
         #expect(second.status == 1)
         #expect(second.stderr.contains("another backline daemon is already running on \(d.socket)"), "\(second.stderr)")
         #expect(try d.request("ping").ok, "the first one is untouched")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         #expect(!FileManager.default.fileExists(atPath: d.socket), "the socket goes with the daemon")
     }
 
@@ -148,13 +148,13 @@ struct RobustnessTests {
         #expect(pl["items"]?.array?.count == 2 && pl["skipped"]?.array?.count == 3, "\(pl.text)")
         let paths = try d.request("list")["items"]?.array?.compactMap { $0["path"]?.string } ?? []
         #expect(paths.allSatisfy { $0.hasPrefix(d.music) || $0.hasPrefix((d.music as NSString).resolvingSymlinksInPath) }, "\(paths)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
 
         // With allow-absolute-paths, files anywhere may be queued.
         try (Self.config + "allow-absolute-paths = yes\n").write(toFile: d.configFile, atomically: true, encoding: .utf8)
         try d.start()
         #expect(try d.request("add", [("path", .string(outside))]).ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("connections past max-connections get one error and a close; a freed slot serves again")
@@ -171,7 +171,7 @@ struct RobustnessTests {
         held.removeLast()  // closes one
         #expect(eventually { (try? d.client().request("ping"))?.ok == true })
         #expect(try held[0].request("ping").ok)
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("config errors name the file and line; the daemon does not start")
@@ -207,6 +207,6 @@ struct RobustnessTests {
         #expect(r.ok)
         r = try c2.send("{\"id\":4,\"command\":\"status\"}")
         #expect(r.ok && r["state"] == "stopped")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

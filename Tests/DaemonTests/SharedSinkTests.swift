@@ -26,6 +26,6 @@ struct SharedSinkTests {
             #expect(recording.count > 44_100, "recorded \(recording.count) samples")
             #expect(loudest <= HeardTimeline.silenceThreshold, "the daemon was heard on the recorded sink: peak \(loudest)")
         }
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -166,6 +166,6 @@ struct SoakTests {
         print("soak: resident after warm-up \(warm) KiB, after 2 min \(after) KiB (highest \(highest)); burst: before \(before), end \(peak), 6 s later \(settled) KiB")
         #expect(settled - before <= 1024, "before the burst \(before) KiB, at its end \(peak) KiB, 6 s later \(settled) KiB")
         #expect(try c.request("status")["state"] == "playing")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -67,7 +67,7 @@ struct SpecialFileTests {
         #expect(failed?["item"]?.int == later && (failed?["reason"]?.string ?? "").contains("FIFO"), "\(failed?.text ?? "no failed event")")
         // (`null` plays far faster than real time: the next item is seen through its event.)
         #expect(current.contains(next), "the queue went on to the next item: \(current)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a directory holding a file whose name is not valid UTF-8: that file is skipped saying so (its bytes shown as \\xNN), the others are added in order")
@@ -94,7 +94,7 @@ struct SpecialFileTests {
                 && skipped.first?["path"]?.string?.hasSuffix("/latin1/caf\\xE9.mp3") == true, "\(r.text)")
         let paths = (try d.request("list")["items"]?.array ?? []).compactMap { $0["path"]?.string }
         #expect(paths.map { ($0 as NSString).lastPathComponent } == ["a.mp3", "b.mp3"], "\(paths)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a config file that is a FIFO or a link to /dev/zero: the daemon refuses it at once, naming the kind")
@@ -146,6 +146,6 @@ struct DeletedFileTests {
         usleep(500_000)
         let b = try c.request("status")["elapsed"]?.number ?? -1
         #expect(a >= 0 && a < 3 && b - a > 0.3, "elapsed follows the next item: \(a) then \(b)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }

@@ -142,9 +142,9 @@ struct StateFileTests {
         try d.start()
         #expect(try d.request("status")["count"] == 0)
         #expect(d.log().contains("queue.position"), "\(d.log())")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start()  // and again: the bad file is out of the way
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 
     @Test("a state file that cannot be read (a FIFO, a directory) stops the daemon with the reason and is never replaced")
@@ -187,7 +187,7 @@ struct StateFileTests {
         #expect(!FileManager.default.fileExists(atPath: dead), "a killed save's leftover is removed")
         #expect(FileManager.default.fileExists(atPath: alive), "a running process's file is left alone")
         #expect(d.log().contains("removed a temporary file"), "\(d.log())")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
     }
 }
 

@@ -50,7 +50,7 @@ struct StreamDaemonTests {
         #expect(lines.count == 3 && lines[2].hasPrefix("refused:") && lines[2].contains("live stream cannot seek"), "\(lines)")
         let title = try d.ctl(["--format", "%title%", "status"])
         #expect(title.stdoutText.trimmingCharacters(in: .newlines) == "Morning Show", "\(title.stdoutText) \(title.stderr)")
-        #expect(try d.stop() == 0)
+        d.expectCleanStop()
         try d.start(["--mpd-listen", sock])
         let restored = try d.request("list")["items"]?.array?.compactMap { $0["path"]?.string } ?? []
         #expect(restored == [live, server.url("files/tone.mp3"), server.url("files/tone.mp3")], "\(restored)")
