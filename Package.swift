@@ -141,7 +141,7 @@ let package = Package(
         // UIApplication semantics: states, background tasks, suspension.
         .target(name: "Lifecycle", dependencies: ["Broadcast"], swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["Platform", "AudioEngine", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["Platform", "AudioEngine", "Media", "MediaCore", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
         .target(name: "NowPlaying", dependencies: ["Platform", "Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.

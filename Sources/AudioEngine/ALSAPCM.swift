@@ -48,6 +48,8 @@ struct ALSAPCM: @unchecked Sendable {
     let startThreshold: Int
     /// The device's poll descriptors plus the wake descriptor (allocated with the device, filled per wait).
     let pollFDs: UnsafeMutablePointer<pollfd>
+    /// ALSA's `null` and `file` plugins: they take audio as fast as it comes.
+    let takesAudioAtOnce: Bool
 
     /// Opens `device` and negotiates the format: `preferred` first, else the other of float32/S16.
     /// With `mmap`, mmap access where the device offers it.
@@ -66,6 +68,8 @@ struct ALSAPCM: @unchecked Sendable {
             throw error
         }
         pollFDs = .allocate(capacity: 16)
+        let type = snd_pcm_type(p)
+        takesAudioAtOnce = type == SND_PCM_TYPE_NULL || type == SND_PCM_TYPE_FILE
     }
 
     /// Closes the device (without draining).

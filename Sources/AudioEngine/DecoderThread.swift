@@ -429,6 +429,8 @@ final class DecoderThread: @unchecked Sendable {
         reusable = nil
         let reopen = previous.flatMap { $0.path == item.path && !$0.decoder.source.isLive ? $0.decoder.source : nil }
         let source = try openSource(item.path, reopening: reopen)
+        let id = item.id
+        source.observeProgress { [shared] progress in shared.reportInput(item: id, progress) }
         let (plugin, decoder) = try registry.openWithPlugin(source, options: options)
         if source.isLive {
             // A live stream plays from now: a saved position or a clip means nothing in it.

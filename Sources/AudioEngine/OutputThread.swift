@@ -98,6 +98,16 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     /// The playing item's ReplayGain scale (1: off, or none), times the volume for the renderer.
     private var segmentGain: Float = 1
     private var segmentItem: UInt64 = 0
+    /// The ring position and item frame where the segment began: the item frame the output
+    /// has reached is worked out from them (a stall holds the item there).
+    private var segmentStartPosition = 0
+    private var segmentStartFrame = 0
+    /// `framesWritten` when the segment began.
+    private var segmentStartWritten = 0
+    /// Stalled: the ring ran dry while the input waited for the network. The device plays
+    /// silence (it stays open and running: no underrun) and the item holds at this frame until
+    /// enough is buffered again (see `stallStep`).
+    private var stalledAt: Int?
     private var endReported = false
     /// The last cut seen, and the one pending (bytes [from, to) to skip).
     private var seenCut: UInt64 = 0
@@ -264,6 +274,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             generation = requested
             if let pcm { dropUnheard(pcm) }
             deviceLost = false  // re-planned: the next segment opens the device again
+            stalledAt = nil  // the new plan's audio is heard as it comes
             endReported = false
             sawInput = false
             publishPosition()
@@ -319,6 +330,9 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
                 return
             }
             limit = min(limit, c.from - consumer.position)
+        }
+        if stalledAt != nil, let pcm, stallStep(pcm, readable: limit, markerAhead: limit < readable) {
+            return
         }
         if limit == 0 {
             checkEndOfInput(pcm)
@@ -393,6 +407,9 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             } ?? true
             segmentChannels = Int(m.channels)
             segmentRate = Int(m.rate)
+            segmentStartPosition = consumer.position
+            segmentStartFrame = Int(m.itemFrame)
+            segmentStartWritten = framesWritten
             if needsOpen { reopen(rate: Int(m.rate), channels: Int(m.channels)) }
             // The item's ReplayGain, from its first frame: a step at the join, as mpd's, not a ramp.
             let mode = shared.replayGainMode.load(ordering: .relaxed)
@@ -495,6 +512,12 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         // millisecond, or as soon as the decoder has a period ready; with none (idle, or before
         // the first item) sleep until the decoder publishes something.
         publishPosition()
+        if let pcm, shouldStall(pcm) {
+            stalledAt = segmentStartFrame + (consumer.position - segmentStartPosition) / (4 * segmentChannels)
+            emit(.stalled, item: segmentItem, itemFrame: Int64(stalledAt!))
+            writeSilence(pcm)
+            return
+        }
         if let pcm {
             shared.dataWanted.store(consumer.position + pcm.configuration.periodFrames * 4 * segmentChannels, ordering: .relaxed)
             atomicMemoryFence(ordering: .sequentiallyConsistent)
@@ -503,6 +526,70 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         } else {
             idleWait()
         }
+    }
+
+    /// Whether the output, with nothing to read, stalls rather than lets the device run dry:
+    /// the input waits for the network, an item of this plan is playing (a device buffer of it
+    /// written already: before that a card waits at its start threshold, and the first reads
+    /// of a response come in pieces), and the device is running with less than a period left
+    /// (a device that takes audio at once never stalls).
+    private func shouldStall(_ pcm: Device) -> Bool {
+        guard !pcm.takesAudioAtOnce, sawInput, segmentGeneration == generation,
+              framesWritten - segmentStartWritten >= pcm.configuration.bufferFrames,
+              shared.inputWaitingItem.load(ordering: .acquiring) != 0 else { return false }
+        let h = held(pcm)
+        return h.state == .running && h.frames < pcm.configuration.periodFrames
+    }
+
+    /// One pass while stalled: true when the pass is done (silence written, or a wait), false
+    /// when playback goes on from the ring now (the stall ended: enough is buffered, a marker
+    /// is ahead, or the input no longer waits and audio is there).
+    private func stallStep(_ pcm: Device, readable: Int, markerAhead: Bool) -> Bool {
+        let second = segmentRate * 4 * segmentChannels
+        let enough = min(second, consumer.capacity / 2)
+        let waiting = shared.inputWaitingItem.load(ordering: .acquiring) != 0
+        if readable >= enough || markerAhead || (!waiting && readable > 0 && readable >= pcm.configuration.periodFrames * 4 * segmentChannels) {
+            emit(.stallEnded, item: segmentItem, itemFrame: Int64(stalledAt ?? 0))
+            stalledAt = nil
+            return false
+        }
+        writeSilence(pcm)
+        return true
+    }
+
+    /// Keeps the device from running dry while stalled: tops what it holds up to a period with
+    /// silence (so the audio that ends the stall is heard within a period), then waits for room
+    /// or a wake.
+    private func writeSilence(_ pcm: Device) {
+        let cfg = pcm.configuration
+        let held = held(pcm).frames
+        if held >= cfg.periodFrames {
+            publishPosition()
+            sleepWakeable(max(1, periodMillis / 4))
+            return
+        }
+        let avail = pcm.avail()
+        if avail < 0 { recover(pcm, Int32(avail)); return }
+        let frames = min(Int(avail), cfg.periodFrames - held + cfg.periodFrames / 4, periodBufferFrames * 2 / segmentChannels)
+        guard frames > 0 else {
+            sleepWakeable(1)
+            return
+        }
+        let bytesPerFrame = (cfg.sampleFormat == .s16 ? 2 : 4) * segmentChannels
+        var w: Int
+        switch pcm.beginDirectWrite(frames: frames) {
+        case .area(let p, let n, let o):
+            memset(p, 0, n * bytesPerFrame)
+            w = pcm.commitDirectWrite(offset: o, frames: n)
+        case .unsupported:
+            memset(periodBuffer, 0, frames * bytesPerFrame)
+            w = pcm.write(periodBuffer, frames: frames)
+        case .error(let code):
+            w = Int(code)
+        }
+        if w < 0 { recover(pcm, Int32(w)); return }
+        framesWritten += w
+        publishPosition()
     }
 
     /// The end position read by the last `checkEndOfInput`.

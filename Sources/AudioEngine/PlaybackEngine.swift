@@ -43,6 +43,12 @@ public enum EngineEvent: Sendable, Equatable {
     case itemFailed(ItemID, path: String, error: MediaError)
     /// The output ran dry (the decoder fell behind); playback continues when data arrives.
     case underrun(count: Int)
+    /// The input waits for the network and the ring ran dry: the device plays silence and the
+    /// item holds its position, from the moment this is heard. Not an underrun: it ends by
+    /// itself once enough is buffered (``stallEnded(_:)``), or the item fails.
+    case stalled(ItemID)
+    /// Enough is buffered again after a stall: the item is heard again from where it held.
+    case stallEnded(ItemID)
     /// The device could not be opened or failed.
     case deviceError(MediaError)
     /// Everything queued has been played; the device is released.
@@ -116,7 +122,11 @@ public final class PlaybackEngine: Sendable {
     /// The output driver for the configured device (see ``OutputDrivers``).
     private let driver: any AudioOutput.Type
     private let monitor: MonitorThread
-    typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool)
+    /// A stretch of the device timeline: from `deviceFrame`, `item` from `itemFrame` (held
+    /// there, not advancing, while `frozen`: a stall's silence). A `continuation` (a stall's
+    /// start or end) goes on with the item already started: it announces nothing.
+    typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool,
+                         frozen: Bool, continuation: Bool)
     private let state: Mutex<State>
     private let logger: Logger
     /// The configuration the engine was made with.
@@ -302,6 +312,17 @@ public final class PlaybackEngine: Sendable {
 
     /// Info for an item the decoder has opened (nil before that, or for an unknown id).
     public func info(for id: ItemID) -> ItemInfo? { state.withLock { $0.infos[id] } }
+
+    /// What the network input has loaded for `id`, while it is the item whose bytes are being
+    /// loaded (the one the decoder reads, or last read, over a network); nil otherwise, and
+    /// for files.
+    public func inputProgress(for id: ItemID) -> InputProgress? {
+        guard shared.loadedItem.load(ordering: .acquiring) == id.rawValue else { return nil }
+        let start = shared.loadedStart.load(ordering: .relaxed), end = shared.loadedEnd.load(ordering: .relaxed)
+        let length = shared.loadedLength.load(ordering: .relaxed)
+        return InputProgress(waiting: shared.inputWaitingItem.load(ordering: .relaxed) == id.rawValue,
+                             loaded: start..<max(start, end), length: length < 0 ? nil : length)
+    }
 
     /// Pauses: the device holds its buffer (hardware pause) and resumes without losing or
     /// repeating a sample.
@@ -531,7 +552,7 @@ public final class PlaybackEngine: Sendable {
             if let target = s.flushTarget { return target }
             let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
-            let inItem = max(0, heard - seg.deviceFrame)
+            let inItem = seg.frozen ? 0 : max(0, heard - seg.deviceFrame)
             // (A live stream, or anything of unknown length, is not held to a length.)
             let length = s.infos[seg.item].flatMap { $0.durationFrames > 0 ? $0.durationFrames : nil } ?? Int.max
             return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
@@ -681,7 +702,7 @@ public final class PlaybackEngine: Sendable {
                     s.awaitingSegment = false
                     let seek = s.seekOrigin.remove(id) != nil
                     let quiet = s.quietRestart.remove(id) != nil
-                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), quiet, seek))
+                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), quiet, seek, false, false))
                     s.infos[id]?.replayGainScale = Float(bitPattern: UInt32(bitPattern: e.code))
                 case .itemEnded:
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
@@ -693,6 +714,11 @@ public final class PlaybackEngine: Sendable {
                     s.pending.append((e.deviceFrame, .endOfInput))
                 case .underrun:
                     immediate.append(.underrun(count: shared.underruns.load(ordering: .relaxed)))
+                case .stalled, .stallEnded:
+                    // The item holds (or goes on) from this device frame, announced when heard.
+                    let stalled = e.kind == .stalled
+                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, false, stalled, true))
+                    s.pending.append((e.deviceFrame, stalled ? .stalled(id) : .stallEnded(id)))
                 case .deviceError:
                     immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device)))
                 case .deviceOpened:
@@ -722,7 +748,7 @@ public final class PlaybackEngine: Sendable {
                 s.segments[i].announced = true
                 s.watchClosely = 0  // the start was heard: back to sleeping until the next event
                 let seg = s.segments[i]
-                if let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
+                if !seg.continuation, let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
             }
             for (frame, e) in s.pending where frame <= heard {
                 switch e {

@@ -1,4 +1,5 @@
 import CALSA
+import MediaCore
 import RingBuffer
 import Synchronization
 #if canImport(Glibc)
@@ -54,6 +55,11 @@ struct OutputEvent: BitwiseCopyable {
         case cutMissed = 9
         /// `item`'s tags change at `deviceFrame` (their number in `itemFrame`).
         case metadataChanged = 10
+        /// The ring ran dry while the input waited for the network: from `deviceFrame` the
+        /// device plays silence, `item` held at `itemFrame`.
+        case stalled = 11
+        /// Enough is buffered again: `item` goes on from `itemFrame` at `deviceFrame`.
+        case stallEnded = 12
     }
     var kind: Kind
     var generation: UInt32
@@ -181,6 +187,32 @@ final class EngineShared: Sendable {
     /// looks again within a millisecond regardless: on a card that ran dry this changes nothing,
     /// on a device faster than real time it takes the audio a period at a time.
     let dataWanted = Atomic<Int>(-1)
+
+    /// Network source (its progress observer, on its transfer or the decoder thread) → output
+    /// and control: the item whose source waits for bytes now (0: none). The output, finding
+    /// the ring empty while it is set, stalls (silence, no underrun) instead of running dry.
+    let inputWaitingItem = Atomic<UInt64>(0)
+    /// Network source → control: the item whose bytes are being loaded, the byte range its
+    /// current request has received, and its length (-1: unknown). Read for
+    /// `loadedTimeRanges`; the four are not read together atomically (a display value).
+    let loadedItem = Atomic<UInt64>(0)
+    let loadedStart = Atomic<Int>(0)
+    let loadedEnd = Atomic<Int>(0)
+    let loadedLength = Atomic<Int>(-1)
+
+    /// A network source's report for `item` (any thread).
+    func reportInput(item: UInt64, _ p: InputProgress) {
+        if p.waiting {
+            inputWaitingItem.store(item, ordering: .releasing)
+        } else {
+            _ = inputWaitingItem.compareExchange(expected: item, desired: 0, ordering: .acquiringAndReleasing)
+        }
+        loadedStart.store(p.loaded.lowerBound, ordering: .relaxed)
+        loadedEnd.store(p.loaded.upperBound, ordering: .relaxed)
+        loadedLength.store(p.length ?? -1, ordering: .relaxed)
+        loadedItem.store(item, ordering: .releasing)
+        if p.waiting { outputWake.wake() }  // an output waiting for audio looks at the stall now
+    }
 
     /// Decoder thread, after writing audio: wakes the output if it waits for this much.
     @inline(__always)

@@ -8,6 +8,9 @@ import Foundation
 /// - `/close/NAME`: the full `Content-Length`, then half the bytes, then the connection closes.
 /// - `/norange/NAME`: the file, claiming `Accept-Ranges: bytes` but answering every request with
 ///   the whole body (`200`), as some servers do.
+/// - `/gate/NAME?after=BYTES`: the first BYTES at once, then a byte every 0.3 s (the
+///   connection alive, the reader starved) until the file `open-NAME` appears in the
+///   directory (``open(_:)``), then the rest.
 /// - `/live/NAME?metaint=N&titles=A|B|C&every=BYTES&drop=BYTES&offset=BYTES`: the file as an endless
 ///   Icecast-style stream (no length, looping), `icy-metaint: N` with `StreamTitle` blocks,
 ///   the title moving to the next of `titles` every `every` audio bytes (the first block
@@ -52,6 +55,11 @@ public final class HTTPTestServer: @unchecked Sendable {
         _ = try? process.wait(timeout: 5)
     }
 
+    /// Lets `/gate/NAME` send the rest of NAME.
+    public func open(_ name: String) throws {
+        try Data().write(to: directory.appendingPathComponent("open-" + name))
+    }
+
     /// `http://127.0.0.1:PORT/PATH`.
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
@@ -80,6 +88,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kind == "slow": return self.file(name, int(q["bps"][0]), False)
             if kind == "close": return self.file(name, None, True)
             if kind == "norange": return self.file(name, None, False, ranges=False)
+            if kind == "gate": return self.file(name, None, False, gate=int(q["after"][0]))
             if kind == "live": return self.live(name, q)
             if kind == "html":
                 body = b"<!DOCTYPE html><html><body>Not audio</body></html>"
@@ -107,7 +116,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def file(self, name, bps, close, ranges=True):
+    def file(self, name, bps, close, ranges=True, gate=None):
         path = os.path.join(root, name)
         if not os.path.isfile(path): return self.send_head(404, [("Content-Length", "0")])
         data = open(path, "rb").read()
@@ -129,6 +138,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if close:
             self.wfile.write(body[:len(body) // 2]); self.wfile.flush()
             self.close_connection = True
+            return
+        if gate is not None:
+            # The first bytes at once; then a byte every 0.3 s (the connection stays alive)
+            # until the test creates `open-NAME`; then the rest at once.
+            self.wfile.write(body[:gate]); self.wfile.flush()
+            i = gate
+            while i < len(body) and not os.path.exists(os.path.join(root, "open-" + name)):
+                time.sleep(0.3)
+                self.wfile.write(body[i:i + 1]); self.wfile.flush()
+                i += 1
+            self.wfile.write(body[i:])
             return
         if bps:
             step = max(1, bps // 20)

@@ -139,8 +139,23 @@ public final class HTTPSource: ByteSource {
         transfer.cancel()
         transfer = HTTPTransfer(url: name, options: options, startOffset: offset)
         canceller.replace(transfer)
+        if let observer { transfer.observe(observer) }
         transfer.start()
         delivered = offset
+    }
+
+    /// The progress observer, the source's length filled in, for every transfer it starts.
+    private var observer: (@Sendable (InputProgress) -> Void)?
+
+    public func observeProgress(_ observer: @escaping @Sendable (InputProgress) -> Void) {
+        let length = length
+        let wrapped: @Sendable (InputProgress) -> Void = { p in
+            var p = p
+            p.length = length
+            observer(p)
+        }
+        self.observer = wrapped
+        transfer.observe(wrapped)
     }
 
     public func reopened() throws(MediaError) -> any ByteSource {

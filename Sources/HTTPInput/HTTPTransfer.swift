@@ -157,6 +157,12 @@ final class HTTPTransfer: @unchecked Sendable {
     private var cancelled = false
     /// ICY metadata blocks by the audio offset they sat at, not yet reached by the reader.
     private var marks: [(offset: Int, block: [UInt8])] = []
+    /// Told of the reader's waits and of bytes arriving (``observe(_:)``).
+    private var observer: (@Sendable (InputProgress) -> Void)?
+    /// The reader waits for bytes now.
+    private var readerWaiting = false
+    /// When bytes arriving were last reported (monotonic ns).
+    private var lastReport = 0
 
     // The transfer thread's own (no lock).
     private var demuxer: ICYDemuxer?
@@ -192,6 +198,30 @@ final class HTTPTransfer: @unchecked Sendable {
 
     deinit { cancel() }
 
+    /// Reports the reader's waits and the bytes received to `observer` from now on (called
+    /// under the transfer's lock; the length is left to the source, which knows it).
+    func observe(_ observer: @escaping @Sendable (InputProgress) -> Void) {
+        monitor.locked {
+            self.observer = observer
+            report()
+        }
+    }
+
+    /// Tells the observer what is held now (the lock held).
+    private func report() {
+        guard let observer else { return }
+        lastReport = monotonicNanos()
+        let end = bufferStart + (buffer.count - bufferRead)
+        observer(InputProgress(waiting: readerWaiting, loaded: startOffset..<max(startOffset, end), length: nil))
+    }
+
+    /// Marks the reader waiting or not (the lock held), telling the observer of a change.
+    private func setReaderWaiting(_ on: Bool) {
+        guard on != readerWaiting else { return }
+        readerWaiting = on
+        report()
+    }
+
     /// Waits for the response's head (after redirects): its status and headers, or the error.
     func waitForHead() throws(MediaError) -> ResponseHead {
         try monitor.locked { () throws(MediaError) -> ResponseHead in
@@ -210,6 +240,7 @@ final class HTTPTransfer: @unchecked Sendable {
     /// ICY block's offset, which `takeMark` then returns.
     func read(at offset: Int, into: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         try monitor.locked { () throws(MediaError) -> Int in
+            defer { setReaderWaiting(false) }
             while true {
                 if cancelled { throw MediaError(.io, "cancelled", item: url) }
                 // Drop what lies before the offset.
@@ -235,6 +266,7 @@ final class HTTPTransfer: @unchecked Sendable {
                 }
                 if let failure = failure ?? headError { throw failure }
                 if ended { return 0 }
+                setReaderWaiting(true)
                 monitor.wait(seconds: 0.5)
             }
         }
@@ -467,6 +499,7 @@ final class HTTPTransfer: @unchecked Sendable {
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
                 rest = rest.dropFirst(n)
                 monitor.broadcast()
+                if monotonicNanos() - lastReport > 100_000_000 { report() }
                 return true
             }
             if !ok { return false }

@@ -136,6 +136,10 @@ public protocol AudioOutput: Sendable {
     func drain()
     /// Closes the device (once).
     func close()
+    /// Whether the device takes audio as fast as it comes, playing nothing in real time
+    /// (ALSA's `null` and `file` plugins): the output never stalls on it (a stall's silence
+    /// would be written into the capture), it only waits for the decoder.
+    var takesAudioAtOnce: Bool { get }
     /// Whether the device plays in real time (a sound card, a sound server, ALSA's `null` at
     /// its own pace): then the heard position is extrapolated between readings. False for a
     /// device the test paces: its position moves only when its clock does.
@@ -145,4 +149,6 @@ public protocol AudioOutput: Sendable {
 extension AudioOutput {
     /// Real time, unless a driver says otherwise.
     public static var playsInRealTime: Bool { true }
+    /// A device that plays what it is given in its own time.
+    public var takesAudioAtOnce: Bool { false }
 }

@@ -35,9 +35,37 @@ public protocol ByteSource: AnyObject {
     /// Tags that take effect at the next byte ``read(into:)`` returns (an Icecast title), taken
     /// once: the decoder thread asks after every block, as ``AudioDecoder/takeMetadataUpdate()``.
     func takeMetadataUpdate() -> TrackMetadata?
+    /// Reports what a source reading from a network holds: `observer` is called (on any
+    /// thread, under the source's own lock: it must only store the values) when its reader
+    /// starts or stops waiting for bytes, and as bytes arrive (at most ten times a second).
+    /// A file never waits: the default does nothing.
+    func observeProgress(_ observer: @escaping @Sendable (InputProgress) -> Void)
     /// The MIME type the source declares (an HTTP `Content-Type`, parameters dropped), or nil.
     /// The decoder registry reads it where the name has no suffix it knows (`/live`).
     var contentType: String? { get }
+}
+
+/// What a network source holds (``ByteSource/observeProgress(_:)``): AVPlayerItem's
+/// `isPlaybackBufferEmpty` and `loadedTimeRanges` come from it.
+public struct InputProgress: Sendable, Equatable {
+    /// The reader waits for bytes now (the network is behind the decoder).
+    public var waiting: Bool
+    /// The bytes of the resource received by the current request: from where it started (0,
+    /// or a seek's `Range`) to the last byte received.
+    public var loaded: Range<Int>
+    /// The resource's length in bytes, nil when unknown (a live stream).
+    public var length: Int?
+
+    /// A report.
+    /// - Parameters:
+    ///   - waiting: Whether the reader waits for bytes now.
+    ///   - loaded: The bytes received by the current request.
+    ///   - length: The resource's length, if known.
+    public init(waiting: Bool, loaded: Range<Int>, length: Int?) {
+        self.waiting = waiting
+        self.loaded = loaded
+        self.length = length
+    }
 }
 
 extension ByteSource {
@@ -49,6 +77,8 @@ extension ByteSource {
     public var metadata: TrackMetadata? { nil }
     /// No tags of its own change.
     public func takeMetadataUpdate() -> TrackMetadata? { nil }
+    /// Never waits on a network: nothing to report.
+    public func observeProgress(_ observer: @escaping @Sendable (InputProgress) -> Void) {}
     /// No declared type: the name's suffix and the content decide.
     public var contentType: String? { nil }
     /// Never waits on a network: as ``reopened()``.

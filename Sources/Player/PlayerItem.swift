@@ -1,4 +1,6 @@
 import AudioEngine
+import Media
+import MediaCore
 import FoundationEssentials
 import Platform
 import Synchronization
@@ -42,6 +44,13 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         var isLive = false
         /// The player this item is queued in (an item belongs to one queue at a time).
         var owner: ObjectIdentifier?
+        /// Buffering, as the player saw it (see ``isPlaybackLikelyToKeepUp``).
+        var likelyToKeepUp = false
+        var bufferEmpty = true
+        /// Reads what the engine's network input holds for this item (set by the player that
+        /// feeds it; nil for a file), and the last answer it gave.
+        var probe: (@Sendable () -> InputProgress?)?
+        var lastProgress: InputProgress?
     }
 
     let state = Mutex(State())
@@ -106,11 +115,63 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: PlayerItem, b: PlayerItem) -> Bool { a === b }
     public func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
 
+    /// Whether it is read over a network (`http`, `https`).
+    var isRemote: Bool { InputSources.isStream(path) }
+
+    /// Whether the item is expected to play on without stalling (`AVPlayerItem`'s
+    /// `isPlaybackLikelyToKeepUp`): a file once loaded; an item over the network once its
+    /// audio is heard, and not while it is stalled.
+    public var isPlaybackLikelyToKeepUp: Bool { state.withLock { $0.likelyToKeepUp } }
+
+    /// Whether playback has used up what was buffered and stalls (`isPlaybackBufferEmpty`): an
+    /// item over the network before its first audio is heard and while it is stalled; never a
+    /// loaded file.
+    public var isPlaybackBufferEmpty: Bool { state.withLock { $0.bufferEmpty } }
+
+    /// The stretches of the item's timeline that are loaded, in seconds (`loadedTimeRanges`):
+    /// all of a file once loaded; for an HTTP file, what its current request has received
+    /// (its bytes mapped onto the duration: exact for constant bit rates); none for a live
+    /// stream (it has no timeline to map onto) or an item not loaded.
+    public var loadedTimeRanges: [Range<Double>] {
+        let (probe, status, live, frames, rate) = state.withLock { s in (s.probe, s.status, s.isLive, s.durationFrames, s.rate) }
+        guard status == .readyToPlay, !live, let frames, rate > 0 else { return [] }
+        let duration = Double(frames) / Double(rate)
+        guard isRemote else { return [0..<duration] }
+        let progress = probe?() ?? nil
+        let p = state.withLock { s -> InputProgress? in
+            if let progress { s.lastProgress = progress }
+            return s.lastProgress
+        }
+        guard let p, let length = p.length, length > 0 else { return [] }
+        let start = duration * Double(p.loaded.lowerBound) / Double(length)
+        let end = min(duration, duration * Double(p.loaded.upperBound) / Double(length))
+        return end > start ? [start..<end] : []
+    }
+
+    /// Sets the buffering flags; returns whether `isPlaybackLikelyToKeepUp` changed.
+    func setBuffering(likelyToKeepUp: Bool, bufferEmpty: Bool) -> Bool {
+        state.withLock { s in
+            let changed = s.likelyToKeepUp != likelyToKeepUp
+            s.likelyToKeepUp = likelyToKeepUp
+            s.bufferEmpty = bufferEmpty
+            return changed
+        }
+    }
+
+    /// Where the item's loaded bytes are read from (the player feeding it to an engine).
+    func setProbe(_ probe: (@Sendable () -> InputProgress?)?) {
+        state.withLock { $0.probe = probe }
+    }
+
     /// Marks the item loaded; returns whether its status changed.
     func markLoaded(_ info: ItemInfo) -> Bool {
-        state.withLock { s in
+        let remote = isRemote
+        return state.withLock { s in
             guard s.status == .unknown else { return false }
             s.status = .readyToPlay
+            // A file is there to read; an item over the network is buffering until heard.
+            s.likelyToKeepUp = !remote
+            s.bufferEmpty = remote
             s.durationFrames = info.isLive ? nil : info.durationFrames
             s.isLive = info.isLive
             s.rate = info.format.rate

@@ -34,7 +34,8 @@ public enum TimeControlStatus: Int, Sendable {
 
 /// Why the player waits (`AVPlayer.WaitingReason`).
 public enum WaitingReason: String, Sendable {
-    /// The output ran dry (an underrun) and is refilling.
+    /// The player waits for its buffer: an item over the network before its first audio, or
+    /// one that stalled (its input behind the device) until enough is buffered again.
     case toMinimizeStalls
     /// The current item is opening and its first audio is on its way to the device.
     case evaluatingBufferingRate
@@ -87,8 +88,14 @@ public enum PlayerEvent: Sendable {
     case itemFailedToPlayToEnd(PlayerItem, PlayerItemError)
     /// `AVPlayerItemTimeJumped`: the current time changed discontinuously (a seek), now `time`.
     case timeJumped(PlayerItem, time: Double)
-    /// `AVPlayerItemPlaybackStalled`: the output ran dry; it refills by itself.
+    /// `AVPlayerItemPlaybackStalled`: the output ran dry; it refills by itself. For an item
+    /// over the network it is a state, not a fault: the device plays silence, the position
+    /// holds, ``QueuePlayer/timeControlStatus`` waits (`toMinimizeStalls`) until enough is
+    /// buffered.
     case playbackStalled(PlayerItem?)
+    /// The item's ``PlayerItem/isPlaybackLikelyToKeepUp`` changed (AVPlayerItem's key-value
+    /// observation of it): false when it stalls, true when its audio is heard again.
+    case playbackLikelyToKeepUpChanged(PlayerItem, Bool)
     /// `rate` changed.
     case rateChanged(Float, reason: RateChangeReason)
     /// `timeControlStatus` changed (with the reason while waiting).

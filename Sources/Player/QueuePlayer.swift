@@ -58,7 +58,14 @@ public final class QueuePlayer: Sendable {
         /// The device failed and the player has not played since: the next play probes it and
         /// re-plans from the heard position.
         var outputLost: MediaError?
+        /// The current item stalled (its network input behind, the device playing silence)
+        /// and has not been heard again since.
+        var stalled = false
     }
+
+    /// The background task held while the current item is stalled (a stream reconnecting),
+    /// as an iOS streaming app holds one: silence does not keep the app running.
+    private let stallTask = Mutex<BackgroundTaskIdentifier?>(nil)
 
     let state = Mutex(State())
     /// Orders event delivery: events are enqueued here under the lock, fanned out from here.
@@ -549,6 +556,7 @@ public final class QueuePlayer: Sendable {
         s.engineItems = [:]
         s.currentEngineID = nil
         s.heardCurrent = false
+        s.stalled = false
         s.atEnd = false
         s.parkedTime = time ?? 0
         guard let current = s.items.first else {
@@ -560,7 +568,7 @@ public final class QueuePlayer: Sendable {
         let upcoming = s.action == .advance ? Array(s.items.dropFirst()) : []
         let ids = engine.replaceAll(withItems: [current.engineItem] + upcoming.map(\.engineItem), startingAt: time, paused: s.rate == 0)
         s.currentEngineID = ids[0]
-        for (item, eid) in zip([current] + upcoming, ids) { s.engineItems[eid] = item }
+        for (item, eid) in zip([current] + upcoming, ids) { feed(&s, item, eid) }
     }
 
     /// Hands the engine the items after the current one (all of them with `.advance`, none
@@ -573,7 +581,7 @@ public final class QueuePlayer: Sendable {
             return
         }
         s.engineItems = s.engineItems.filter { $0.key == cid }
-        for (item, eid) in zip(upcoming, ids) { s.engineItems[eid] = item }
+        for (item, eid) in zip(upcoming, ids) { feed(&s, item, eid) }
     }
 
     /// `added` were appended: the engine gets them after the item before them, and what it
@@ -583,7 +591,38 @@ public final class QueuePlayer: Sendable {
         let anchor = s.items[s.items.count - added.count - 1]
         guard let aid = s.engineItems.first(where: { $0.value === anchor })?.key,
               let ids = engine.replaceItems(after: aid, withItems: added.map(\.engineItem)) else { return resplice(&s) }
-        for (item, eid) in zip(added, ids) { s.engineItems[eid] = item }
+        for (item, eid) in zip(added, ids) { feed(&s, item, eid) }
+    }
+
+    /// Holds a background task while the current item is stalled and ends it once it is not
+    /// (after each engine event). Its expiration (the background budget spent) ends it: the
+    /// app may then be suspended, as on iOS.
+    private func syncStallTask() {
+        let stalled = state.withLock { $0.stalled }
+        let application = application
+        stallTask.withLock { task in
+            if stalled, task == nil {
+                task = application.beginBackgroundTask(name: "stream stalled, reconnecting") { [weak self] in self?.endStallTask() }
+            } else if !stalled, let t = task {
+                application.endBackgroundTask(t)
+                task = nil
+            }
+        }
+    }
+
+    private func endStallTask() {
+        let application = application
+        stallTask.withLock { task in
+            if let t = task, t != .invalid { application.endBackgroundTask(t) }
+            if task != nil { task = .invalid }  // not begun again for this stall
+        }
+    }
+
+    /// Records that the engine plays `item` as `eid`; an item over the network reads what the
+    /// engine's input has loaded for it (`loadedTimeRanges`).
+    private func feed(_ s: inout State, _ item: PlayerItem, _ eid: ItemID) {
+        s.engineItems[eid] = item
+        if item.isRemote { item.setProbe { [weak engine] in engine?.inputProgress(for: eid) } }
     }
 
     /// Drops the current item (no end event) and makes the next one current.
@@ -649,8 +688,12 @@ public final class QueuePlayer: Sendable {
             (status, reason) = (.paused, nil)
         } else if s.items.isEmpty {
             (status, reason) = (.waitingToPlayAtSpecifiedRate, .noItemToPlay)
+        } else if s.stalled {
+            (status, reason) = (.waitingToPlayAtSpecifiedRate, .toMinimizeStalls)
         } else if !s.heardCurrent && !s.atEnd {
-            (status, reason) = (.waitingToPlayAtSpecifiedRate, .evaluatingBufferingRate)
+            // An item over the network buffers its first audio; a file is on its way to the device.
+            let remote = s.items.first?.isRemote == true
+            (status, reason) = (.waitingToPlayAtSpecifiedRate, remote ? .toMinimizeStalls : .evaluatingBufferingRate)
         } else {
             (status, reason) = (.playing, nil)
         }
@@ -664,6 +707,7 @@ public final class QueuePlayer: Sendable {
     // MARK: - Engine events (monitor thread)
 
     private func handle(_ event: EngineEvent) {
+        defer { syncStallTask() }
         state.withLock { s in
             switch event {
             case .itemLoaded(let info):
@@ -688,6 +732,8 @@ public final class QueuePlayer: Sendable {
                 announceCurrent(&s)
                 s.currentEngineID = info.id
                 s.heardCurrent = true
+                s.stalled = false
+                if item.setBuffering(likelyToKeepUp: true, bufferEmpty: false) { post(&s, .playbackLikelyToKeepUpChanged(item, true)) }
                 s.atEnd = false
                 if fromSeek, let seek = s.pendingSeek {
                     // The landing point (sample-exact), not the time when this event is handled.
@@ -757,6 +803,20 @@ public final class QueuePlayer: Sendable {
 
             case .underrun:
                 post(&s, .playbackStalled(s.items.first))
+
+            case .stalled(let id):
+                // The network is behind: silence, the position held, until enough is buffered.
+                guard let item = s.engineItems[id], item === s.items.first, s.heardCurrent else { return }
+                s.stalled = true
+                if item.setBuffering(likelyToKeepUp: false, bufferEmpty: true) { post(&s, .playbackLikelyToKeepUpChanged(item, false)) }
+                post(&s, .playbackStalled(item))
+                updateStatus(&s)
+
+            case .stallEnded(let id):
+                guard s.stalled, let item = s.engineItems[id], item === s.items.first else { return }
+                s.stalled = false
+                if item.setBuffering(likelyToKeepUp: true, bufferEmpty: false) { post(&s, .playbackLikelyToKeepUpChanged(item, true)) }
+                updateStatus(&s)
 
             case .deviceError(let e):
                 // The device is gone (unplugged, sound server gone): pause, as AVPlayer does on
@@ -844,7 +904,7 @@ extension QueuePlayer: AudioSessionParticipant {
 extension QueuePlayer: ApplicationParticipant {
     /// Playing audible audio in the `playback` category keeps the app running in the background.
     package var keepsAppRunningInBackground: Bool {
-        let playing = state.withLock { s in s.rate != 0 && !s.items.isEmpty && !s.atEnd }
+        let playing = state.withLock { s in s.rate != 0 && !s.items.isEmpty && !s.atEnd && !s.stalled }
         return playing && session.category == .playback && session.isActive
     }
 
