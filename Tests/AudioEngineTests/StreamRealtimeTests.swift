@@ -76,6 +76,44 @@ struct StreamRealtimeTests {
         }
     }
 
+    @Test("a stall, heard: the server holds the rest of the file back 1.5 s in; the sink plays silence for as long (no underrun), then the item goes on from the very sample where it stopped: the recording without its silence is the file's decode")
+    func stallHeard() throws {
+        HTTPInput.register()
+        let dir = try Harness.makeTemporaryDirectory("stall-heard")
+        let noise = try Fixtures.noise("stall-heard", seconds: 4)
+        try FileManager.default.copyItem(at: noise, to: dir.appendingPathComponent("noise.mp3"))
+        let server = try HTTPTestServer(directory: dir)
+        try PulseNullSink.exclusive { sink in
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record { () throws -> Void in
+                // 128 kbit/s: the first 24,000 bytes are 1.5 s; the rest comes a byte at a time until opened.
+                engine.enqueue([server.url("gate/noise.mp3?after=24000")])
+                #expect(log.wait(timeout: 15) { if case .stalled = $0 { true } else { false } } != nil, "\(log.all)")
+                Thread.sleep(forTimeInterval: 1)
+                try server.open("noise.mp3")
+                #expect(log.waitForEnd(timeout: 20))
+            }
+            let kinds = log.all.compactMap { e -> String? in
+                switch e {
+                case .itemStarted: "started"
+                case .stalled: "stalled"
+                case .stallEnded: "stallEnded"
+                case .itemEnded: "ended"
+                case .itemFailed: "failed"
+                default: nil
+                }
+            }
+            #expect(kinds == ["started", "stalled", "stallEnded", "ended"], "\(kinds)")
+            #expect(engine.underrunCount == 0, "a stall is not an underrun")
+            let ref = try ReferenceDecoder.decodeS16(noise)
+            #expect(rec.count > ref.count + 2 * 44100, "the recording holds the stall's second of silence (\(rec.count) samples, \(ref.count) decoded)")
+            // Nothing lost, nothing repeated across the stall.
+            try expectSameAudio(removingSilence(rec, minRun: 400), ref)
+        }
+    }
+
     @Test("Icecast: a live mount plays; a title set through icecast's admin interface is announced; icecast killed and back, and stopped for 10 s, the same item plays on (stalls, no failure, no restart)")
     func icecastDroppedAndBack() throws {
         guard IcecastServer.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
@@ -106,6 +144,10 @@ struct StreamRealtimeTests {
             }
             let starts = log.all.filter { if case .itemStarted = $0 { true } else { false } }
             #expect(starts.count == 1, "one item, never restarted: \(starts.count)")
+            // The drops were stalls (silence, the item held), each of which ended.
+            let stalls = log.all.filter { if case .stalled = $0 { true } else { false } }.count
+            let stallEnds = log.all.filter { if case .stallEnded = $0 { true } else { false } }.count
+            #expect(stalls >= 1 && stallEnds == stalls, "\(stalls) stalls, \(stallEnds) ended")
             #expect(!log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(log.all.suffix(5))")
             // Heard at the end: the 550 Hz tone in the last two seconds of the recording.
             let end = rec.count / 2
