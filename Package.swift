@@ -233,7 +233,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlayerTests",
-            dependencies: ["Player", "AudioEngine", "Session", "BacklineTestSupport"],
+            dependencies: ["Player", "AudioEngine", "Session", "Lifecycle", "HTTPInput", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

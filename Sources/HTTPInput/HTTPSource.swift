@@ -105,6 +105,7 @@ public final class HTTPSource: ByteSource {
         let n = try transfer.read(at: position, into: buffer)
         if position < Self.headLimit, head.count == position {
             head.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<min(n, Self.headLimit - position)]))
+            headKept.value.store(head.count, ordering: .relaxed)
         }
         position += n
         delivered = max(delivered, position)
@@ -147,11 +148,23 @@ public final class HTTPSource: ByteSource {
     /// The progress observer, the source's length filled in, for every transfer it starts.
     private var observer: (@Sendable (InputProgress) -> Void)?
 
+    /// How many of the first bytes `head` holds (for the progress observer, on another thread).
+    private let headKept = SharedCount()
+
+    /// An integer shared with another thread.
+    final class SharedCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
     public func observeProgress(_ observer: @escaping @Sendable (InputProgress) -> Void) {
         let length = length
+        let headKept = headKept
         let wrapped: @Sendable (InputProgress) -> Void = { p in
             var p = p
             p.length = length
+            // A request from within the first bytes kept (libmpg123 reads the end for a tag,
+            // then goes back): those are loaded too.
+            if p.loaded.lowerBound <= headKept.value.load(ordering: .relaxed) { p.loaded = 0..<p.loaded.upperBound }
             observer(p)
         }
         self.observer = wrapped

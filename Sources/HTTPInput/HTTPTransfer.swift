@@ -310,7 +310,11 @@ final class HTTPTransfer: @unchecked Sendable {
             let live = monitor.locked { head.map { $0.contentLength == nil || $0.icyMetaInterval != nil } ?? false }
             switch outcome {
             case .success where !live:
-                monitor.locked { ended = true; monitor.broadcast() }
+                monitor.locked {
+                    ended = true
+                    report()  // all of it loaded
+                    monitor.broadcast()
+                }
                 return
             case .failure(let e) where !everPlayed && receivedThisConnection == 0:
                 // Never played: the item fails with the reason (nothing to reconnect to).

@@ -1,7 +1,10 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import HTTPInput
+import Lifecycle
 import Player
+import Session
 import Testing
 
 @Suite("QueuePlayer: queue, actionAtItemEnd, failures (ALSA file capture)", Harness.audioTools)
@@ -375,5 +378,73 @@ struct QueueTests {
         #expect("\(UnsupportedRateError(rate: 2))".contains("unsupported playback rate 2"))
         try player.setRate(1)
         #expect(player.rate == 1)
+    }
+
+    @Test("an item over HTTP, as AVPlayer reports it: waiting toMinimizeStalls until heard, then playing; a stall posts likely-to-keep-up false, playbackStalled and waiting toMinimizeStalls, the time held, a background task keeping the app from suspension; the rest arrives: likely to keep up, playing; loadedTimeRanges grow to the whole item (paced device)")
+    func httpItemBuffering() throws {
+        HTTPInput.register()
+        let dir = try Harness.makeTemporaryDirectory("q-http")
+        let tone = try Fixtures.tone("q-http", seconds: 3, frequency: 440)
+        try FileManager.default.copyItem(at: tone, to: dir.appendingPathComponent("t.mp3"))
+        let server = try HTTPTestServer(directory: dir)
+        let clock = PacedClock.named("q-http-\(UUID().uuidString)")
+        let session = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
+        try session.setCategory(.playback)
+        let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.3))
+        // 128 kbit/s: the first 24,000 bytes are 1.5 s; the rest waits for the gate.
+        let item = PlayerItem(url: URL(string: server.url("gate/t.mp3?after=24000"))!)
+        let player = QueuePlayer(items: [item], configuration: EngineConfiguration(output: OutputSettings(device: clock.device, bufferMillis: 200, realtime: false)),
+                                 session: session, application: app)
+        defer { player.engine.shutdown() }
+        let log = PlayerLog(player)
+        player.play()
+        #expect(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .toMinimizeStalls)
+        #expect(eventually(timeout: 10) { item.status == .readyToPlay })
+        #expect(item.isPlaybackBufferEmpty && !item.isPlaybackLikelyToKeepUp, "buffering before its first audio is heard")
+        #expect(clock.waitUntilHolding(1, timeout: 20))
+        #expect(clock.waitUntilHolding(clock.bufferFrames, timeout: 20))
+        #expect(clock.hear(seconds: 0.1))
+        #expect(eventually(timeout: 5) { player.timeControlStatus == .playing })
+        #expect(item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferEmpty)
+        let loaded = item.loadedTimeRanges
+        #expect(loaded.count == 1 && loaded[0].lowerBound == 0 && loaded[0].upperBound > 1.4 && loaded[0].upperBound < 1.6,
+                "the first 24,000 bytes of 48,000-odd: \(loaded)")
+        app.enterBackground()
+
+        let stalled = { (e: PlayerEvent) -> Bool in if case .playbackStalled(let i) = e { i === item } else { false } }
+        var steps = 0
+        while !log.all.contains(where: stalled), steps < 100 {
+            #expect(clock.hear(seconds: 0.05))
+            steps += 1
+        }
+        #expect(eventually(timeout: 5) { player.timeControlStatus == .waitingToPlayAtSpecifiedRate }, "\(log.trace)")
+        #expect(player.reasonForWaitingToPlay == .toMinimizeStalls)
+        #expect(!item.isPlaybackLikelyToKeepUp && item.isPlaybackBufferEmpty)
+        let held = player.currentTime()
+        #expect(held > 1.2 && held < 1.6, "held where the bytes ran out: \(held)")
+        #expect(clock.hear(seconds: 0.3))
+        Thread.sleep(forTimeInterval: 0.8)  // longer than the grace period: the stall's background task keeps the app running
+        #expect(player.currentTime() == held)
+        #expect(app.applicationState == .background, "not suspended while the stream is stalled")
+
+        try server.open("t.mp3")
+        #expect(clock.run(timeout: 20) { player.timeControlStatus == .playing }, "\(log.trace)")
+        #expect(item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferEmpty)
+        #expect(player.currentTime() >= held)
+        #expect(eventually(timeout: 5) { item.loadedTimeRanges.first.map { abs($0.upperBound - 3) < 0.05 } == true },
+                "all of it loaded: \(item.loadedTimeRanges)")
+        let sequence = log.all.compactMap { e -> String? in
+            switch e {
+            case .timeControlStatusChanged(let s, let r): "\(s)\(r.map { "(\($0))" } ?? "")"
+            case .playbackStalled: "stalled"
+            case .playbackLikelyToKeepUpChanged(_, let likely): "likely \(likely)"
+            default: nil
+            }
+        }
+        #expect(sequence == ["waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing",
+                             "likely false", "stalled", "waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing"],
+                "\(sequence)")
+        #expect(clock.run(timeout: 20) { player.currentItem == nil })
+        #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "the queue ended: suspended after the grace period")
     }
 }
