@@ -62,7 +62,7 @@ public func fileKind(_ mode: mode_t) -> String {
 /// The kinds of event the daemon sends (`subscribe`'s `events`, `ctl watch KIND…`).
 public enum EventKinds {
     public static let all: [String] = [
-        "state", "current", "queue", "modes", "failed", "seeked", "position", "volume",
+        "state", "buffering", "current", "queue", "modes", "failed", "seeked", "position", "volume",
         "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists", "message",
     ]
 }

@@ -47,6 +47,8 @@ public enum SleepEvent: Sendable, Equatable {
 /// Something that happened, typed; each protocol renders it (JSON events, MPD idle changes).
 public enum ControlEvent: Sendable, Equatable {
     case state(PlaybackState)
+    /// Playing but waiting for the network (a stream's first audio, a stall), or not any more.
+    case buffering(Bool)
     case current(QueueItem?)
     case queue(version: Int, count: Int)
     case modes(repeatMode: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool, consume: ConsumeMode = .off)
@@ -72,6 +74,7 @@ public enum ControlEvent: Sendable, Equatable {
     public var kind: String {
         switch self {
         case .state: "state"
+        case .buffering: "buffering"
         case .current: "current"
         case .queue: "queue"
         case .modes: "modes"
@@ -92,7 +95,7 @@ public enum ControlEvent: Sendable, Equatable {
     /// What it changed.
     public var subsystems: Subsystems {
         switch self {
-        case .state, .current, .failed, .seeked: .player
+        case .state, .buffering, .current, .failed, .seeked: .player
         case .queue: .playlist
         case .modes: .options
         case .volume(_, let muteChanged): muteChanged ? [.mixer, .output] : .mixer

@@ -173,6 +173,11 @@ public final class Playback: Sendable {
         remote = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "backline.remote"), application: application)
         playlists = configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
         _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }
+        _ = player.addObserver(queue: work) { [weak self] e in
+            if case .timeControlStatusChanged(let status, let reason) = e {
+                self?.bufferingChanged(status == .waitingToPlayAtSpecifiedRate && reason == .toMinimizeStalls)
+            }
+        }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
         _ = application.addObserver(queue: work) { [weak self] e in
             guard let self else { return }
@@ -202,6 +207,15 @@ public final class Playback: Sendable {
     public func post(_ event: ControlEvent) {
         for t in taps.withLock({ $0 }) { t(event) }
         broadcaster.post(event)
+    }
+
+    /// Whether the last `buffering` event said so.
+    private let buffering = Mutex(false)
+
+    /// Tells clients when playback starts or stops waiting for the network.
+    private func bufferingChanged(_ on: Bool) {
+        guard buffering.withLock({ b in defer { b = on }; return b != on }) else { return }
+        post(.buffering(on))
     }
 
     private func queueEvent(_ e: PlayQueueEvent) {
@@ -277,7 +291,9 @@ public final class Playback: Sendable {
     public var status: StatusSnapshot {
         let c = queue.current
         return StatusSnapshot(
-            state: queue.playbackState, current: currentItem, elapsed: queue.elapsed,
+            state: queue.playbackState,
+            buffering: player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .toMinimizeStalls,
+            current: currentItem, elapsed: queue.elapsed,
             duration: c.flatMap { e in QueueItem.playedLength(tags.lookup(e.path)?.duration, e.clip) }, volume: volumeState, rate: Double(player.rate),
             index: queue.currentIndex, count: queue.entries.count, queueVersion: queue.version,
             repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent,

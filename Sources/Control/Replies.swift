@@ -84,6 +84,9 @@ public struct VolumeState: Sendable, Equatable {
 /// Everything `status` reports.
 public struct StatusSnapshot: Sendable, Equatable {
     public var state: PlaybackState
+    /// Playing, but waiting for the network: a stream's first audio on its way, or a stall
+    /// (QueuePlayer waiting `toMinimizeStalls`).
+    public var buffering: Bool
     public var current: QueueItem?
     /// The heard position in the current item, seconds.
     public var elapsed: Double

@@ -61,7 +61,7 @@ public enum CtlHelp {
         ]),
         ("What plays", [
             Entry(name: "status", usage: "status [--verbose] [--format FORMAT]",
-                  summary: "What plays, the modes, the daemon; --verbose adds the item's format (and whether it is down-mixed) and the device's settings. --format prints one line: %title% %artist% %album% %elapsed% %duration% %state% %id% %file% %position% are replaced (empty when unknown), e.g. --format '%artist% - %title%'."),
+                  summary: "What plays, the modes, the daemon; --verbose adds the item's format (and whether it is down-mixed) and the device's settings. --format prints one line: %title% %artist% %album% %elapsed% %duration% %state% %buffering% %id% %file% %position% are replaced (empty when unknown), e.g. --format '%artist% - %title%'."),
             Entry(name: "now-playing", usage: "now-playing", summary: "What desktop media controls are shown."),
             Entry(name: "watch", usage: "watch [KIND…]",
                   summary: "Print what changes, one line each, until the daemon stops. Kinds: state current queue modes failed seeked volume session lifecycle sleep alarm hook playlists shutdown, and position (every second while playing: only when asked for). --json: the events as sent."),

@@ -15,6 +15,7 @@ public enum CtlText {
         func onOff(_ v: JSON?) -> String { v?.bool == true ? "on" : "off" }
         switch kind {
         case "state": return "state: \(str("state"))"
+        case "buffering": return e["buffering"]?.bool == true ? "buffering: waiting for the network" : "buffering: done, playing"
         case "current":
             guard let i = e["item"], i != .null else { return "current: nothing (the end of the queue)" }
             return "current: \(itemLine(i)) [id \(i["id"]?.int ?? 0)]"
@@ -185,6 +186,7 @@ public enum CtlText {
             "elapsed": c == nil ? "" : clock(r["elapsed"]?.number, milliseconds: false),
             "duration": r["duration"]?.number.map { clock($0, milliseconds: false) } ?? "",
             "state": r["state"]?.string ?? "",
+            "buffering": r["buffering"]?.bool == true ? "buffering" : "",
             "id": c?["id"]?.int.map(String.init) ?? "",
             "file": c?["path"]?.string.map { shown($0, music: music) } ?? "",
             "position": r["index"]?.int.map { String($0 + 1) } ?? "",
@@ -212,6 +214,7 @@ public enum CtlText {
             let state = r["state"]?.string ?? "?"
             let symbol = state == "playing" ? "▶" : state == "paused" ? "⏸" : "■"
             var out = "\(symbol) \(state)"
+            if r["buffering"]?.bool == true { out += " (buffering)" }
             if let c = r["current"], c != .null {
                 let idx = (r["index"]?.int).map { "\($0 + 1)/\(r["count"]?.int ?? 0)" } ?? "-"
                 out += "  \(itemLine(c))  [\(idx), id \(c["id"]?.int ?? 0)]\n"

@@ -186,6 +186,7 @@ public enum JSONCodec {
     static func fields(_ s: StatusSnapshot) -> [(String, JSON)] {
         [
             ("state", .string(s.state.rawValue)),
+            ("buffering", .bool(s.buffering)),
             ("current", s.current.map { .object(fields($0)) } ?? .null),
             ("elapsed", ms(s.elapsed)),
             ("duration", s.duration.map(ms) ?? .null),
@@ -294,6 +295,7 @@ public enum JSONCodec {
     public static func fields(_ e: ControlEvent) -> [(String, JSON)] {
         switch e {
         case .state(let s): [("state", .string(s.rawValue))]
+        case .buffering(let b): [("buffering", .bool(b))]
         case .current(let item): [("item", item.map { .object(fields($0)) } ?? .null)]
         case .queue(let version, let count): [("version", .int(version)), ("count", .int(count))]
         case .modes(let r, let sh, let sac, let consume):

@@ -33,7 +33,7 @@ struct Ctl: ParsableCommand {
     @Flag(name: .long, help: "Print the daemon's JSON reply (or events) instead of text.")
     var json = false
 
-    @Option(name: .long, help: "With status: one line, %title% %artist% %album% %elapsed% %duration% %state% %id% %file% %position% replaced.")
+    @Option(name: .long, help: "With status: one line, %title% %artist% %album% %elapsed% %duration% %state% %buffering% %id% %file% %position% replaced.")
     var format: String?
 
     @Argument(help: "The command (`backline ctl help` lists them).")

@@ -59,6 +59,42 @@ struct StreamDaemonTests {
         #expect(pl["items"]?.array?.count == 2, "\(pl.text)")
     }
 
+    @Test("a stalled stream through the daemon: status says buffering (JSON, ctl status, --format %buffering%), `buffering` events on and off in order; the rest arrives and the item plays to its end")
+    func stallShown() throws {
+        let server = try Self.server()
+        let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground)
+        try d.start()
+        let w = try d.client()
+        #expect(try w.request("subscribe", [("events", ["buffering", "state"])]).ok)
+        // 128 kbit/s: the first 24,000 bytes are 1.5 s of the 3 s tone; the rest waits for the gate.
+        #expect(try d.request("add", [("paths", .array([.string(server.url("gate/tone.mp3?after=24000"))]))])["items"]?.array?.count == 1)
+        #expect(try d.request("play")["state"] == "playing")
+        var events: [JSON] = []
+        func read(until done: ([JSON]) -> Bool) {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline, !done(events) {
+                if let e = try? w.nextEvent(timeout: 0.2) { events.append(e) }
+            }
+        }
+        let stalls = { (es: [JSON]) in es.filter { $0["event"] == "buffering" && $0["buffering"] == .bool(true) }.count }
+        // Buffering at the start (the first audio on its way), then playing, then the stall.
+        read { stalls($0) >= 2 }
+        #expect(stalls(events) == 2, "\(events.map(\.text))")
+        let status = try d.request("status")
+        #expect(status["state"] == "playing" && status["buffering"] == .bool(true), "\(status.text)")
+        let ctl = try d.ctl(["status"])
+        #expect(ctl.stdoutText.hasPrefix("▶ playing (buffering)"), "\(ctl.stdoutText)")
+        #expect(try d.ctl(["--format", "%state% %buffering%", "status"]).stdoutText == "playing buffering\n")
+        try server.open("tone.mp3")
+        read { es in es.contains { $0["event"] == "state" && $0["state"] == "stopped" } }
+        // (The two kinds come from two observers: only each one's own order is fixed.)
+        let buffering = events.filter { $0["event"] == "buffering" }.map { $0["buffering"] == .bool(true) ? "on" : "off" }
+        #expect(buffering == ["on", "off", "on", "off"], "\(events.map(\.text))")
+        #expect(events.compactMap { $0["event"] == "state" ? $0["state"]?.string : nil } == ["playing", "stopped"], "\(events.map(\.text))")
+        #expect(try d.request("status")["buffering"] == .bool(false))
+        d.expectCleanStop()
+    }
+
     @Test("allow-streams = no: a URL is refused by add, MPD's add and urlhandlers say so")
     func streamsRefused() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
