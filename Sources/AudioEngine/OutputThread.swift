@@ -542,13 +542,13 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     }
 
     /// One pass while stalled: true when the pass is done (silence written, or a wait), false
-    /// when playback goes on from the ring now (the stall ended: enough is buffered, a marker
-    /// is ahead, or the input no longer waits and audio is there).
+    /// when playback goes on from the ring now (the stall ended: a second is buffered, or half
+    /// the ring if that is less, or a marker is ahead: the item's end or failure, the next
+    /// item). Not sooner: a network that delivers a byte at a time would otherwise stutter.
     private func stallStep(_ pcm: Device, readable: Int, markerAhead: Bool) -> Bool {
         let second = segmentRate * 4 * segmentChannels
         let enough = min(second, consumer.capacity / 2)
-        let waiting = shared.inputWaitingItem.load(ordering: .acquiring) != 0
-        if readable >= enough || markerAhead || (!waiting && readable > 0 && readable >= pcm.configuration.periodFrames * 4 * segmentChannels) {
+        if readable >= enough || markerAhead {
             emit(.stallEnded, item: segmentItem, itemFrame: Int64(stalledAt ?? 0))
             stalledAt = nil
             return false
