@@ -173,3 +173,195 @@ public enum StreamBench {
         return (cpu, peak)
     }
 }
+
+/// The title-change row: a small ICY server (Python, on loopback: Icecast's 64 KiB burst, then
+/// real-time pace) plays 3 s of silence and then a tone, with `StreamTitle='Sound'` placed in
+/// the stream exactly where the tone begins (the first MP3 frame holding it, as
+/// `StreamRealtimeTests` does). Each player is started on it; the tone's onset on the sink's
+/// monitor is when the title is *heard*, and the row is when each reports it, relative to
+/// that: Backline's daemon (its `current` event), mpd (`idle player`, then `currentsong`) and
+/// mpv (`observe_property metadata` over its IPC socket). Negative: reported before it is heard.
+public enum TitleLatencyBench {
+    static let runs = 3
+
+    static let server = #"""
+    import os, sys, time, socketserver, http.server
+    data = open(sys.argv[1], "rb").read()
+    at = int(sys.argv[2])
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+        def log_message(self, *a): pass
+        def do_GET(self):
+            icy = self.headers.get("Icy-MetaData") == "1"
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/mpeg")
+            self.send_header("icy-name", "Bench Radio")
+            if icy: self.send_header("icy-metaint", str(at))
+            self.end_headers()
+            start = time.monotonic(); sent = 0; pos = 0; until = at
+            try:
+                while pos < len(data):
+                    n = min(4096, len(data) - pos)
+                    if icy: n = min(n, until)
+                    self.wfile.write(data[pos:pos + n]); pos += n; sent += n
+                    if icy:
+                        until -= n
+                        if until == 0:
+                            block = b"StreamTitle='Sound';"
+                            k = (len(block) + 15) // 16
+                            self.wfile.write(bytes([k]) + block.ljust(k * 16, b"\0"))
+                            until = at
+                    # Icecast's burst, then 16,000 bytes a second (128 kbit/s)
+                    ahead = (sent - 65536) / 16000 - (time.monotonic() - start)
+                    if ahead > 0: time.sleep(ahead)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+    s = S(("127.0.0.1", 0), H)
+    open(sys.argv[3] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[3] + ".tmp", sys.argv[3])
+    s.serve_forever()
+    """#
+
+    /// The byte offset of each frame of a CBR MPEG-1 Layer III file with no tag or Info frame.
+    static func frameOffsets(_ data: [UInt8]) -> [Int] {
+        let rates = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
+        var out: [Int] = []
+        var i = 0
+        while i + 4 <= data.count, data[i] == 0xFF, data[i + 1] & 0xE0 == 0xE0 {
+            out.append(i)
+            i += 144 * rates[Int(data[i + 2] >> 4)] * 1000 / 44100 + Int(data[i + 2] >> 1) & 1
+        }
+        return out
+    }
+
+    public static func run(executable: String, device: String, sinkMonitor: String) throws -> [BenchResult] {
+        let dir = NSTemporaryDirectory() + "backline-title-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try DaemonBench.shell("""
+            sox -n -r 44100 -c 2 -b 16 \(dir)/a.wav trim 0 3 && sox -n -r 44100 -c 2 -b 16 \(dir)/b.wav synth 20 sine 440 gain -6 && \
+            sox \(dir)/a.wav \(dir)/b.wav \(dir)/ab.wav && lame --quiet -t --cbr -b 128 \(dir)/ab.wav \(dir)/ab.mp3
+            """)
+        let offsets = frameOffsets(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/ab.mp3"))))
+        // Output sample s is decoded from frame (s + 1105) / 1152 (the encoder's and decoder's
+        // delay): the tone's first sample (3 s in) lies in frame 115; the title goes before 116.
+        let frame = (3 * 44100 + 1105) / 1152 + 1
+        guard offsets.count > frame else { throw BenchError("the title bench's MP3 has \(offsets.count) frames") }
+        try server.write(toFile: dir + "/server.py", atomically: true, encoding: .utf8)
+        let http = try Child("/usr/bin/python3", [dir + "/server.py", dir + "/ab.mp3", String(offsets[frame]), dir + "/port"], environment: [:])
+        defer { http.stop() }
+        guard DaemonBench.waitUntil(10, { FileManager.default.fileExists(atPath: dir + "/port") }),
+              let port = try? String(contentsOfFile: dir + "/port", encoding: .utf8) else { throw BenchError("the ICY server did not start") }
+        let url = "http://127.0.0.1:\(port)/radio"
+        let monitor = try MonitorReader(source: sinkMonitor)
+        defer { monitor.stop() }
+        Thread.sleep(forTimeInterval: 0.5)
+
+        var ours: [Double] = [], mpdTimes: [Double] = [], mpvTimes: [Double] = []
+        for run in 0..<runs {
+            ours.append(try backline(executable, device: device, url: url, dir: dir + "/bl\(run)", monitor: monitor))
+            if let t = try mpd(url: url, dir: dir + "/mpd\(run)", monitor: monitor) { mpdTimes.append(t) }
+            if let t = try mpv(url: url, dir: dir, monitor: monitor) { mpvTimes.append(t) }
+        }
+        let name = "title change: reported minus heard on the monitor, `backline daemon` (`current` event; median of \(runs))"
+        var rows = [BenchResult(name: name, value: median(ours) * 1000, unit: "ms",
+                                reference: mpdTimes.isEmpty ? nil : median(mpdTimes) * 1000, referenceName: "mpd: idle player")]
+        if !mpvTimes.isEmpty {
+            rows.append(BenchResult(name: "title change, beside mpv", value: median(ours) * 1000, unit: "ms",
+                                    reference: median(mpvTimes) * 1000, referenceName: "mpv: metadata property"))
+        }
+        return rows
+    }
+
+    /// Reads on `c` give up after 15 s (an error) instead of waiting for ever.
+    static func limitReads(_ c: LineConnection) {
+        var tv = timeval(tv_sec: 15, tv_usec: 0)
+        setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Waits (at most 15 s) for the tone on the monitor after `t0` and for `reported` to give a
+    /// time; reported minus heard, seconds.
+    static func measure(after t0: Double, monitor: MonitorReader, _ reported: () throws -> Double?) throws -> Double {
+        let t = try reported()
+        guard let t else { throw BenchError("no title reported within 15 s") }
+        guard DaemonBench.waitUntil(15, { monitor.soundAt != nil }), let heard = monitor.soundAt else {
+            throw BenchError("no tone heard within 15 s")
+        }
+        return t - heard
+    }
+
+    static func backline(_ executable: String, device: String, url: String, dir: String, monitor: MonitorReader) throws -> Double {
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        let socket = dir + "/control.sock"
+        let daemon = try Child(executable, ["daemon", "--socket", socket, "--music-dir", dir + "/music", "--state-file", dir + "/state.json",
+                                            "--device", device, "--config", "/dev/null", "--no-mpris"],
+                               environment: ["XDG_RUNTIME_DIR": dir, "XDG_CACHE_HOME": dir])
+        defer { daemon.stop() }
+        guard DaemonBench.waitUntil(20, { (try? LineConnection(unix: socket, greeting: false)) != nil }) else {
+            throw BenchError("backline daemon did not start")
+        }
+        let c = try LineConnection(unix: socket, greeting: false)
+        limitReads(c)
+        _ = try c.exchange(#"{"command":"lifecycle","state":"foreground"}"#)
+        _ = try c.exchange(#"{"command":"subscribe","events":["current"]}"#)
+        _ = try c.exchange(#"{"command":"add","paths":["\#(url)"]}"#)
+        Thread.sleep(forTimeInterval: 0.3)
+        let t0 = DaemonBench.clockNow()
+        monitor.armSound(after: t0)
+        try c.send(#"{"command":"play"}"#)
+        return try measure(after: t0, monitor: monitor) {
+            let deadline = t0 + 15
+            while DaemonBench.clockNow() < deadline {
+                let line = try c.line()
+                if line.hasPrefix(#"{"event":"current""#), line.contains(#""title":"Sound""#) { return DaemonBench.clockNow() }
+            }
+            return nil
+        }
+    }
+
+    static func mpd(url: String, dir: String, monitor: MonitorReader) throws -> Double? {
+        try FileManager.default.createDirectory(atPath: dir + "/music", withIntermediateDirectories: true)
+        guard let mpd = try DaemonBench.startMPD(in: dir) else { return nil }
+        defer { mpd.process.stop() }
+        let m = try mpd.connect()
+        limitReads(m)
+        _ = try m.exchange("add \"\(url)\"")
+        Thread.sleep(forTimeInterval: 0.3)
+        let t0 = DaemonBench.clockNow()
+        monitor.armSound(after: t0)
+        _ = try m.exchange("play")
+        return try measure(after: t0, monitor: monitor) {
+            while DaemonBench.clockNow() < t0 + 15 {
+                if try m.exchange("currentsong").contains("\nTitle: Sound\n") { return DaemonBench.clockNow() }
+                _ = try m.exchange("idle player")
+            }
+            return nil
+        }
+    }
+
+    static func mpv(url: String, dir: String, monitor: MonitorReader) throws -> Double? {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpv") else { return nil }
+        let socket = dir + "/mpv.sock"
+        try? FileManager.default.removeItem(atPath: socket)
+        let t0 = DaemonBench.clockNow()
+        monitor.armSound(after: t0)
+        let mpv = try Child("/usr/bin/mpv", ["--no-config", "--no-video", "--no-terminal", "--ao=pulse", "--input-ipc-server=" + socket, url],
+                            environment: [:])
+        defer { mpv.stop() }
+        guard DaemonBench.waitUntil(10, { (try? LineConnection(unix: socket, greeting: false)) != nil }) else {
+            throw BenchError("mpv's IPC socket did not appear")
+        }
+        let c = try LineConnection(unix: socket, greeting: false)
+        limitReads(c)
+        try c.send(#"{"command":["observe_property",1,"metadata"]}"#)
+        return try measure(after: t0, monitor: monitor) {
+            while DaemonBench.clockNow() < t0 + 15 {
+                let line = try c.line()
+                if line.contains(#""name":"metadata""#), line.contains("Sound") { return DaemonBench.clockNow() }
+            }
+            return nil
+        }
+    }
+}

@@ -62,7 +62,10 @@ struct Bench: ParsableCommand {
         try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
         try onDevice("memory") { try MemoryBench.run(executable: me, device: $0) }
         try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
-        try onDevice("streams") { try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor) }
+        try onDevice("streams") {
+            try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor)
+                + TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor)
+        }
         if json {
             for r in results { print(r.json) }
         } else {
