@@ -12,7 +12,19 @@ import Testing
 struct HardeningTests {
     static let config = DaemonFixture.foreground
 
-    static func port() -> Int { Int.random(in: 20_000...40_000) }
+    /// A loopback port free now (the kernel's choice: a random one in 20,000–40,000 was once
+    /// taken, by a connection's ephemeral port, when the daemon bound it).
+    static func port() -> Int { (try? Harness.freePort()) ?? Int.random(in: 20_000...32_000) }
+
+    /// `n` distinct such ports.
+    static func ports(_ n: Int) -> [Int] {
+        var out: [Int] = []
+        while out.count < n {
+            let p = port()
+            if !out.contains(p) { out.append(p) }
+        }
+        return out
+    }
 
     /// Open descriptors and threads of `pid`.
     static func descriptors(_ pid: pid_t) -> Int {
@@ -90,7 +102,8 @@ struct HardeningTests {
 
     @Test("an HTTP request on each line listener (MPD TCP and Unix, JSON TCP and Unix) is closed before anything runs: the queue and the volume are as they were, logged once per listener")
     func rawHTTPRequest() throws {
-        let (mpdPort, jsonPort) = (Self.port(), Self.port() + 1)
+        let ps = Self.ports(2)
+        let (mpdPort, jsonPort) = (ps[0], ps[1])
         let d = try DaemonFixture(device: "null", config: Self.config + "tcp = 127.0.0.1:\(jsonPort)\ntoken = s3cret-token-0123456789\n")
         let mpdSocket = d.dir.path + "/mpd.sock"
         try d.start(["--mpd-listen", "127.0.0.1:\(mpdPort)", "--mpd-listen", mpdSocket])
@@ -127,7 +140,8 @@ struct HardeningTests {
     @Test("a web page in a real browser (headless Chromium) posts `clear` and `setvol 5` to the MPD port and `clear` to the JSON port: the browser's requests reach the daemon, and nothing runs")
     func browserPost() throws {
         guard let chromium = Harness.which("chromium") ?? (ProcessInfo.processInfo.environment["CI"] != nil ? "/usr/bin/chromium" : nil) else { return }
-        let (mpdPort, jsonPort, httpPort) = (Self.port(), Self.port() + 1, Self.port() + 2)
+        let ps = Self.ports(3)
+        let (mpdPort, jsonPort, httpPort) = (ps[0], ps[1], ps[2])
         let d = try DaemonFixture(device: "null", config: Self.config + "tcp = 127.0.0.1:\(jsonPort)\ntoken = s3cret-token-0123456789\n")
         try d.start(["--mpd-listen", "127.0.0.1:\(mpdPort)"])
         #expect(try d.request("add", [("paths", ["album"])]).ok)
@@ -164,7 +178,8 @@ struct HardeningTests {
 
     @Test("idle connections on one listener never lock out another: 60 held MPD TCP connections (max-connections 20) leave the JSON and MPD Unix sockets serving; refusals are logged once per 10 s with a count; 16 held unauthenticated JSON TCP connections do not keep out a client with the token")
     func noLockout() throws {
-        let (mpdPort, jsonPort) = (Self.port(), Self.port() + 1)
+        let ps = Self.ports(2)
+        let (mpdPort, jsonPort) = (ps[0], ps[1])
         let token = "s3cret-token-0123456789"
         let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 20\ntcp = 127.0.0.1:\(jsonPort)\ntoken = \(token)\nauth-timeout = 30\n")
         let mpdSocket = d.dir.path + "/mpd.sock"

@@ -411,10 +411,12 @@ struct QueueTests {
                 "the first 24,000 bytes of 48,000-odd: \(loaded)")
         app.enterBackground()
 
-        let stalled = { (e: PlayerEvent) -> Bool in if case .playbackStalled(let i) = e { i === item } else { false } }
+        // Heard until the stall at the gate (on a loaded machine the clock can outrun the
+        // decoder between two reads of the first bytes: such a stall ends by itself).
         var steps = 0
-        while !log.all.contains(where: stalled), steps < 100 {
+        while !(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.currentTime() > 1.2), steps < 200 {
             #expect(clock.hear(seconds: 0.05))
+            usleep(2000)
             steps += 1
         }
         #expect(eventually(timeout: 5) { player.timeControlStatus == .waitingToPlayAtSpecifiedRate }, "\(log.trace)")
@@ -433,17 +435,22 @@ struct QueueTests {
         #expect(player.currentTime() >= held)
         #expect(eventually(timeout: 5) { item.loadedTimeRanges.first.map { abs($0.upperBound - 3) < 0.05 } == true },
                 "all of it loaded: \(item.loadedTimeRanges)")
-        let sequence = log.all.compactMap { e -> String? in
+        func events() -> [String] { log.all.compactMap { e -> String? in
             switch e {
             case .timeControlStatusChanged(let s, let r): "\(s)\(r.map { "(\($0))" } ?? "")"
             case .playbackStalled: "stalled"
             case .playbackLikelyToKeepUpChanged(_, let likely): "likely \(likely)"
             default: nil
             }
-        }
-        #expect(sequence == ["waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing",
-                             "likely false", "stalled", "waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing"],
-                "\(sequence)")
+        } }
+        // (Delivered on the player's queues: the last `playing` may still be on its way.)
+        #expect(eventually(timeout: 5) { events().last == "playing" })
+        let sequence = events()
+        // Waiting, then playing; then each stall (the gate's, and any a loaded machine adds) in AVPlayer's order.
+        let start = ["waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing"]
+        let stall = ["likely false", "stalled", "waitingToPlayAtSpecifiedRate(toMinimizeStalls)", "likely true", "playing"]
+        let stalls = (sequence.count - start.count) / stall.count
+        #expect(stalls >= 1 && sequence == start + Array(repeating: stall, count: stalls).flatMap { $0 }, "\(sequence)")
         #expect(clock.run(timeout: 20) { player.currentItem == nil })
         #expect(eventually(timeout: 3) { app.applicationState == .suspended }, "the queue ended: suspended after the grace period")
     }
