@@ -188,6 +188,12 @@ final class HTTPTransfer: @unchecked Sendable {
         TransferThreads.start(self) { [self] in run() }
     }
 
+    /// A reader that had to wait returns once this much is buffered, or after ``batchNanos``
+    /// with whatever came (16 KiB: 0.4 s of 320 kbit/s; 200 ms bounds what a slow stream
+    /// adds to its first sound).
+    static let batchBytes = 16384
+    static let batchNanos = 200_000_000
+
     /// Ends the transfer and every wait on it (thread-safe; idempotent).
     func cancel() {
         monitor.locked {
@@ -241,6 +247,9 @@ final class HTTPTransfer: @unchecked Sendable {
     func read(at offset: Int, into: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         try monitor.locked { () throws(MediaError) -> Int in
             defer { setReaderWaiting(false) }
+            // Once it had to wait, the reader waits for a batch (or a moment): a stream arriving
+            // a packet at a time then wakes the decoder a few times a second, not per packet.
+            var waitedSince: Int?
             while true {
                 if cancelled { throw MediaError(.io, "cancelled", item: url) }
                 // Drop what lies before the offset.
@@ -252,7 +261,8 @@ final class HTTPTransfer: @unchecked Sendable {
                     compact()
                     monitor.broadcast()
                 }
-                if offset == bufferStart, buffer.count > bufferRead {
+                let batched = waitedSince.map { buffer.count - bufferRead >= Self.batchBytes || monotonicNanos() - $0 >= Self.batchNanos } ?? true
+                if offset == bufferStart, buffer.count > bufferRead, batched || ended || failure != nil {
                     var n = min(into.count, buffer.count - bufferRead)
                     if let next = marks.first?.offset, next > offset { n = min(n, next - offset) }
                     buffer.withUnsafeBytes { b in
@@ -265,9 +275,11 @@ final class HTTPTransfer: @unchecked Sendable {
                     return n
                 }
                 if let failure = failure ?? headError { throw failure }
-                if ended { return 0 }
+                if ended, buffer.count == bufferRead { return 0 }
                 setReaderWaiting(true)
-                monitor.wait(seconds: 0.5)
+                let since = waitedSince ?? monotonicNanos()
+                waitedSince = since
+                monitor.wait(seconds: max(0.001, Double(Self.batchNanos - (monotonicNanos() - since)) / 1e9))
             }
         }
     }
@@ -502,7 +514,8 @@ final class HTTPTransfer: @unchecked Sendable {
                 let n = min(rest.count, options.bufferBytes - (buffer.count - bufferRead))
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
                 rest = rest.dropFirst(n)
-                monitor.broadcast()
+                // A waiting reader is woken by a batch (it wakes by itself after a moment).
+                if !readerWaiting || buffer.count - bufferRead >= Self.batchBytes { monitor.broadcast() }
                 if monotonicNanos() - lastReport > 100_000_000 { report() }
                 return true
             }

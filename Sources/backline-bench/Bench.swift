@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -62,10 +62,8 @@ struct Bench: ParsableCommand {
         try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
         try onDevice("memory") { try MemoryBench.run(executable: me, device: $0) }
         try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
-        try onDevice("streams") {
-            try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor)
-                + TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor)
-        }
+        try onDevice("streams") { try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor) }
+        try onDevice("titles") { try TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         if json {
             for r in results { print(r.json) }
         } else {
