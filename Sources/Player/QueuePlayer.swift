@@ -789,6 +789,7 @@ public final class QueuePlayer: Sendable {
                 s.items.remove(at: i)
                 release(item)
                 if i == 0 {
+                    s.stalled = false  // (a stream that gave up reconnecting fails while stalled)
                     settleSeek(&s, landed: false)  // a seek in the failed item never lands
                     if s.action == .advance && s.engineItems.values.contains(where: { $0 === s.items.first }) {
                         // The engine goes straight on into the next item.
