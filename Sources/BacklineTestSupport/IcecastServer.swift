@@ -1,7 +1,7 @@
 import Foundation
 
 /// Debian's `icecast2` on a loopback port with a private config, and `ffmpeg -re` as its source
-/// (a file looped at real-time pace, copied, to the mount `/live.mp3`); titles set through its
+/// (a file looped at real-time pace, copied, to the mount `/live.mp3` or `/live.ogg`); titles set through its
 /// admin interface, the server killed, restarted, stopped and continued by the test.
 public final class IcecastServer: @unchecked Sendable {
     public let port: Int
@@ -12,8 +12,12 @@ public final class IcecastServer: @unchecked Sendable {
 
     public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/icecast2") }
 
-    /// Starts icecast2 and its source playing `file` (MP3) in a loop.
-    public init(file: URL) throws {
+    /// The mount's format: `mp3` (`/live.mp3`) or `ogg` (`/live.ogg`: Vorbis or Opus, copied as they are).
+    private let format: String
+
+    /// Starts icecast2 and its source playing `file` (MP3, or an Ogg file with `format: "ogg"`) in a loop.
+    public init(file: URL, format: String = "mp3") throws {
+        self.format = format
         directory = try Harness.makeTemporaryDirectory("icecast")
         // icecast2 refuses to run as root unless it changes owner: its logs must be writable then.
         chmod(directory.path, 0o777)
@@ -45,7 +49,7 @@ public final class IcecastServer: @unchecked Sendable {
     }
 
     /// The mount's URL.
-    public var url: String { "http://127.0.0.1:\(port)/live.mp3" }
+    public var url: String { "http://127.0.0.1:\(port)/live.\(format)" }
 
     /// Starts icecast2 and waits until it listens.
     public func startServer() throws {
@@ -56,9 +60,9 @@ public final class IcecastServer: @unchecked Sendable {
     /// Starts the source and waits until the mount is up.
     public func startSource() throws {
         source = try SpawnedProcess("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file.path,
-                                                       "-c", "copy", "-content_type", "audio/mpeg", "-f", "mp3",
-                                                       "icecast://source:hackme@127.0.0.1:\(port)/live.mp3"])
-        guard eventually(timeout: 10, { self.answers("/live.mp3") }) else { throw HarnessError("the icecast mount did not come up") }
+                                                       "-c", "copy", "-content_type", format == "ogg" ? "application/ogg" : "audio/mpeg",
+                                                       "-f", format, "icecast://source:hackme@127.0.0.1:\(port)/live.\(format)"])
+        guard eventually(timeout: 10, { self.answers("/live.\(format)") }) else { throw HarnessError("the icecast mount did not come up") }
     }
 
     /// Kills the server (SIGKILL) and its source.

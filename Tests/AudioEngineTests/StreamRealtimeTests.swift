@@ -114,6 +114,35 @@ struct StreamRealtimeTests {
         }
     }
 
+    @Test("Icecast Ogg mounts (Vorbis, Opus, copied by `ffmpeg -re`): each plays live, its tags from the stream's own comments, the tone heard on the sink", arguments: ["vorbis", "opus"])
+    func icecastOgg(_ codec: String) throws {
+        guard IcecastServer.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        HTTPInput.register()
+        let src = try Fixtures.wav("icecast-ogg-src", seconds: 5, synth: ["sine", "660"], effects: ["gain", "-6"])
+        let file = codec == "vorbis" ? try FormatFixtures.vorbis("icecast-ogg", from: src, args: ["-t", "Ogg On Air"])
+            : try FormatFixtures.opus("icecast-ogg", from: src, args: ["--title", "Ogg On Air"])
+        let ice = try IcecastServer(file: file, format: "ogg")
+        try PulseNullSink.exclusive { sink in
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record { () throws -> Void in
+                engine.enqueue([ice.url])
+                #expect(log.wait(timeout: 15) { if case .itemStarted = $0 { true } else { false } } != nil, "\(log.all)")
+                Thread.sleep(forTimeInterval: 2)
+            }
+            let info = try #require(log.all.compactMap { if case .itemStarted(let i, _) = $0 { i } else { nil } }.first)
+            #expect(info.isLive, "a live mount")
+            #expect(info.audio?.formatName == (codec == "vorbis" ? "Ogg Vorbis" : "Opus"), "\(String(describing: info.audio))")
+            #expect(info.metadata.title == "Ogg On Air", "\(info.metadata.tags)")
+            #expect(!log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(log.all)")
+            // The tone was heard: 660 Hz in most 100 ms blocks of the last second recorded.
+            let end = rec.count / 2
+            let heard = stride(from: end - 44100, to: end - 4410, by: 4410).filter { RealtimeTests.toneLevel(rec, at: $0, frequency: 660) > 0.2 }
+            #expect(heard.count >= 7, "the mount was heard: \(heard.count) of 9 blocks")
+        }
+    }
+
     @Test("Icecast: a live mount plays; a title set through icecast's admin interface is announced; icecast killed and back, and stopped for 10 s, the same item plays on (stalls, no failure, no restart)")
     func icecastDroppedAndBack() throws {
         guard IcecastServer.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
