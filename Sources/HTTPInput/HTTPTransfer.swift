@@ -159,8 +159,9 @@ final class HTTPTransfer: @unchecked Sendable {
     private var marks: [(offset: Int, block: [UInt8])] = []
     /// Told of the reader's waits and of bytes arriving (``observe(_:)``).
     private var observer: (@Sendable (InputProgress) -> Void)?
-    /// The reader waits for bytes now.
+    /// The reader waits for bytes now; after this moment (monotonic ns) any byte wakes it.
     private var readerWaiting = false
+    private var readerBatchDeadline = 0
     /// When bytes arriving were last reported (monotonic ns).
     private var lastReport = 0
 
@@ -279,7 +280,10 @@ final class HTTPTransfer: @unchecked Sendable {
                 setReaderWaiting(true)
                 let since = waitedSince ?? monotonicNanos()
                 waitedSince = since
-                monitor.wait(seconds: max(0.001, Double(Self.batchNanos - (monotonicNanos() - since)) / 1e9))
+                readerBatchDeadline = since + Self.batchNanos
+                // Until the batch's moment is up, then for any byte (the transfer wakes it).
+                let left = readerBatchDeadline - monotonicNanos()
+                monitor.wait(seconds: left > 0 ? Double(left) / 1e9 : 0.5)
             }
         }
     }
@@ -514,8 +518,11 @@ final class HTTPTransfer: @unchecked Sendable {
                 let n = min(rest.count, options.bufferBytes - (buffer.count - bufferRead))
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest.prefix(n)))
                 rest = rest.dropFirst(n)
-                // A waiting reader is woken by a batch (it wakes by itself after a moment).
-                if !readerWaiting || buffer.count - bufferRead >= Self.batchBytes { monitor.broadcast() }
+                // A waiting reader is woken by a batch, or by any byte once its moment is up
+                // (until then it wakes by itself at the moment's end).
+                if !readerWaiting || buffer.count - bufferRead >= Self.batchBytes || monotonicNanos() >= readerBatchDeadline {
+                    monitor.broadcast()
+                }
                 if monotonicNanos() - lastReport > 100_000_000 { report() }
                 return true
             }
