@@ -690,6 +690,14 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     /// device (paused before the first item opened it, e.g. a restored queue) it holds all the
     /// same: the decoder, its ring full, waits for the end of the pause either way.
     private func holdPause() {
+        // The input's end reached and not yet ended (a pause that came as the last item ended,
+        // before this thread looked: a player pausing at an item's end): end it as playing
+        // would (drain, release the device, report), then hold, the same either way.
+        if pcm != nil, sawInput, !endReported, markers.peekMarker() == nil,
+           shared.endPosition.load(ordering: .acquiring) == consumer.position,
+           shared.endGeneration.load(ordering: .acquiring) == generation, !editPending() {
+            checkEndOfInput(pcm)
+        }
         if pcm != nil, shared.stoppedGeneration.load(ordering: .relaxed) == generation {
             // Stopped, then paused (a player at rate 0 with no items): nothing the device holds
             // can play again (the flush dropped it), so release it as a stop does when playing.
