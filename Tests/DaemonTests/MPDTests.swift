@@ -1,6 +1,7 @@
 import BacklineTestSupport
 import Daemon
 import Foundation
+import Synchronization
 import Testing
 
 /// The MPD protocol (`--mpd-listen`) driven by Debian's own MPD clients: stock `mpc` on a Unix
@@ -23,7 +24,21 @@ struct MPDTests {
         return try runProcess("/usr/bin/mpc", args, environment: env, timeout: 20)
     }
 
-    static func port() -> Int { 20_000 + Int(getpid() % 20_000) }
+    /// The loopback port of test slot `slot` (each test that listens has its own): a port the
+    /// kernel says is free when the slot is first asked for, the same one after. (It was
+    /// 20,000 + pid % 20,000 + slot: up to 40,013, inside the kernel's ephemeral range, where a
+    /// connection of another test can hold it; HardeningTests lost a port that way in CI.)
+    static func port(_ slot: Int = 0) -> Int {
+        slots.withLock { taken in
+            if let p = taken[slot] { return p }
+            var p = HardeningTests.port()
+            while taken.values.contains(p) { p = HardeningTests.port() }
+            taken[slot] = p
+            return p
+        }
+    }
+
+    private static let slots = Mutex<[Int: Int]>([:])
 
     /// Runs `script` (python-mpd2) with `arguments`; it must exit 0; its output lines.
     static func python(_ d: DaemonFixture, _ name: String, _ script: String, _ arguments: [String],
@@ -126,7 +141,7 @@ struct MPDTests {
     @Test("idle: mpc idle is woken by another client's mpc next and by a JSON next; ctl watch sees mpc's next; mpc idleloop reports several changes and is never timed out")
     func idle() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try Self.daemon(port: Self.port() + 1)
+        let (d, sock) = try Self.daemon(port: Self.port(1))
         _ = try Self.mpc(sock, ["add", "long.mp3", "album"])
         _ = try Self.mpc(sock, ["play"])
 
@@ -165,7 +180,7 @@ struct MPDTests {
     @Test("python-mpd2 (an independent client): command lists, idle woken by another client, plchanges, error codes")
     func pythonMPD() throws {
         guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try Self.daemon(port: Self.port() + 2)
+        let (d, sock) = try Self.daemon(port: Self.port(2))
         let script = """
             import mpd, sys
             c = mpd.MPDClient()
@@ -215,7 +230,7 @@ struct MPDTests {
     @Test("python-mpd2: browsing (lsinfo, listall, listallinfo, listfiles), albumart and readpicture in chunks, consume, priorities in random mode, plchanges of only what moved, changed: output")
     func pythonLibrary() throws {
         guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try Self.daemon(port: Self.port() + 6)
+        let (d, sock) = try Self.daemon(port: Self.port(6))
         // An album cover beside album/*.mp3, a track with a picture in its tags, a symlink out.
         let cover = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
         try Data(cover).write(to: URL(fileURLWithPath: d.music + "/album/cover.png"))
@@ -338,7 +353,7 @@ struct MPDTests {
 
     @Test("300 clients on the MPD socket: at most max-connections are greeted, the rest closed at once without a word; when they leave, new clients are served")
     func manyConnections() throws {
-        let (d, sock) = try Self.daemon(port: Self.port() + 7)
+        let (d, sock) = try Self.daemon(port: Self.port(7))
         var clients: [ControlClient] = []
         for _ in 0..<300 { clients.append(try ControlClient(socketPath: sock)) }
         var greeted: [ControlClient] = []
@@ -366,7 +381,7 @@ struct MPDTests {
     @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory")
     func storedPlaylists() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try Self.daemon(port: Self.port() + 5)
+        let (d, sock) = try Self.daemon(port: Self.port(5))
         func mpc(_ args: String...) throws -> ProcessResult { try Self.mpc(sock, args) }
         _ = try mpc("add", "album/a.mp3", "long.mp3")
         let waiter = try SpawnedProcess("/usr/bin/mpc", ["idle", "stored_playlist"], environment: ["MPD_HOST": sock])
@@ -401,7 +416,7 @@ struct MPDTests {
     @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command")
     func password() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let port = Self.port() + 4
+        let port = Self.port(4)
         let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground + "mpd-password = open-sesame\n")
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
         let none = try Self.mpc("127.0.0.1", port: port, ["status"])
@@ -417,7 +432,7 @@ struct MPDTests {
 
     @Test("bad input on the MPD socket: an unknown command, bad quoting, a command during idle, a 10 MB line, binary garbage, a line never finished, a list that never ends: an ACK or a closed connection, and everyone else is served")
     func badInput() throws {
-        let (d, sock) = try Self.daemon(port: Self.port() + 3, config: DaemonFixture.foreground + "request-timeout = 1\n")
+        let (d, sock) = try Self.daemon(port: Self.port(3), config: DaemonFixture.foreground + "request-timeout = 1\n")
         func session(_ bytes: [UInt8], readFor seconds: Double = 1) throws -> String {
             let c = try ControlClient(socketPath: sock)
             try? c.sendRaw(bytes)  // (the daemon may close before it has read everything)
@@ -472,7 +487,7 @@ struct MPDTests {
     func clientsAndShuffle() throws {
         guard (Harness.which("mpc") != nil && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd"))
             || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try Self.daemon(port: Self.port() + 9)
+        let (d, sock) = try Self.daemon(port: Self.port(9))
         let script = """
             import mpd, sys, threading, time
             a, b = mpd.MPDClient(), mpd.MPDClient()
@@ -540,8 +555,8 @@ struct MPDTests {
 
     @Test("rangeid: the song plays only its range (status's duration and elapsed are the range's, it ends at the range's end and the next plays); the song playing now cannot be changed")
     func rangeID() throws {
-        let (d, _) = try Self.daemon(port: Self.port() + 10)
-        let client = try TCPLineClient.mpd(port: Self.port() + 10)
+        let (d, _) = try Self.daemon(port: Self.port(10))
+        let client = try TCPLineClient.mpd(port: Self.port(10))
         #expect(try client.ask("add long.mp3\n") == "OK\n")
         #expect(try client.ask("addid short/1.mp3\n") == "Id: 2\nOK\n")
         #expect(try client.ask("rangeid 1 10:11.5\n") == "OK\n")
@@ -562,7 +577,7 @@ extension MPDTests {
     @Test("ReplayGain through every door: mpc replaygain track, python-mpd2's replay_gain_status, JSON replay-gain and status, ctl; saved across a restart; a bad mode is refused")
     func replayGain() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let port = Self.port() + 8
+        let port = Self.port(8)
         let (d, sock) = try Self.daemon(port: port)
         #expect(try d.request("status")["replayGain"]?["mode"] == "off")
         let set = try Self.mpc(sock, ["replaygain", "track"])
@@ -593,7 +608,7 @@ extension MPDTests {
     @Test("crossfade through every door: mpc crossfade 3 then status's xfade, python-mpd2, JSON and ctl; saved across a restart; off takes xfade out of status; a bad value is refused")
     func crossfade() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let port = Self.port() + 11
+        let port = Self.port(11)
         let (d, sock) = try Self.daemon(port: port)
         #expect(try d.request("status")["crossfade"] == 0)
         let set = try Self.mpc(sock, ["crossfade", "3"])

@@ -21,7 +21,7 @@ struct StreamDaemonTests {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let server = try Self.server()
         let live = server.url("live/tone.mp3?metaint=8000&titles=Morning%20Show")
-        let (d, sock) = try MPDTests.daemon(port: MPDTests.port() + 12)
+        let (d, sock) = try MPDTests.daemon(port: MPDTests.port(12))
         let added = try d.request("add", [("paths", .array([.string(live)]))])
         #expect(added["items"]?.array?.count == 1, "\(added.text)")
         let ctlAdd = try d.ctl(["add", server.url("files/tone.mp3")])
@@ -98,7 +98,7 @@ struct StreamDaemonTests {
     @Test("allow-streams = no: a URL is refused by add, MPD's add and urlhandlers say so")
     func streamsRefused() throws {
         guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
-        let (d, sock) = try MPDTests.daemon(port: MPDTests.port() + 13, config: DaemonFixture.foreground + "allow-streams = no\n")
+        let (d, sock) = try MPDTests.daemon(port: MPDTests.port(13), config: DaemonFixture.foreground + "allow-streams = no\n")
         let refused = try d.ctl(["add", "http://127.0.0.1:1/x.mp3"])
         #expect(refused.status != 0 && refused.stderr.contains("allow-streams = no"), "\(refused.stderr)")
         #expect(try MPDTests.mpc(sock, ["add", "http://127.0.0.1:1/x.mp3"]).stderr.contains("Unsupported URI scheme"))
