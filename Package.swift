@@ -54,6 +54,7 @@ let package = Package(
         .library(name: "Control", targets: ["Control"]),
         .library(name: "MPRIS", targets: ["MPRIS"]),
         .library(name: "Daemon", targets: ["Daemon"]),
+        .library(name: "Library", targets: ["Library"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -81,6 +82,8 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // termios for `backline play`'s keys, with the crash handler that restores them (C storage only).
         .systemLibrary(name: "CTerminal"),
+        // SQLite: the music library's database.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (libsystemd): the session bus, for MPRIS.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
@@ -120,6 +123,14 @@ let package = Package(
         .target(
             name: "HTTPInput",
             dependencies: ["MediaCore", "Media", "Platform", "CCurl"],
+            swiftSettings: strictSettings
+        ),
+
+        // The music library: scans of the music directory into SQLite (a thin typed wrapper),
+        // MPD's filters and queries over it. No networking.
+        .target(
+            name: "Library",
+            dependencies: ["MediaCore", "Media", "Platform", "CSQLite"],
             swiftSettings: strictSettings
         ),
 
@@ -212,6 +223,7 @@ let package = Package(
 
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strictSettings),
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
+        .testTarget(name: "LibraryTests", dependencies: ["Library", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "BacklineCLITests",

@@ -1,0 +1,524 @@
+import CSQLite
+import Media
+import MediaCore
+import Platform
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The scan thread's queue: jobs waiting, the one running, the last to end.
+struct JobState {
+    var nextJob = 1
+    var queue: [LibraryUpdate] = []
+    var running: LibraryUpdate?
+    var last: LibraryUpdate?
+    var thread: PlatformThread?
+    var stopping = false
+}
+
+extension MusicLibrary {
+    /// The most jobs waiting (mpd's update queue holds 32).
+    public static let maximumQueuedUpdates = 32
+
+    /// Queues a scan of `path` (relative to the music directory; "" for all of it) and returns
+    /// its job number. `rescan` reads unchanged files again. A scan of a path already waiting
+    /// is not queued twice (its number is returned).
+    /// - Throws: `.tooLarge` when 32 scans are waiting; `.badFilter` for a path leaving the
+    ///   music directory (`..`).
+    @discardableResult
+    public func update(_ path: String = "", rescan: Bool = false) throws(LibraryError) -> Int {
+        let p = Self.normalize(path)
+        guard !p.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else { throw LibraryError(.badFilter, "Malformed path") }
+        let job: Int = try jobs.withLock { (s: inout JobState) throws(LibraryError) -> Int in
+            if let waiting = s.queue.first(where: { $0.path == p && $0.rescan == rescan }) { return waiting.job }
+            guard s.queue.count < Self.maximumQueuedUpdates else { throw LibraryError(.tooLarge, "Update queue is full") }
+            let job = s.nextJob
+            s.nextJob = s.nextJob >= 1 << 31 - 1 ? 1 : s.nextJob + 1
+            s.queue.append(LibraryUpdate(job: job, path: p, rescan: rescan))
+            if s.thread == nil {
+                s.thread = PlatformThread.start(name: "bl-library") { [self] in runJobs() }
+            }
+            return job
+        }
+        return job
+    }
+
+    /// The scan running or waiting first (MPD's `updating_db`), if any.
+    public var updating: LibraryUpdate? {
+        jobs.withLock { $0.running ?? $0.queue.first }
+    }
+
+    /// The last scan that ended.
+    public var lastUpdate: LibraryUpdate? { jobs.withLock { $0.last } }
+
+    /// Calls `observer` (on the scan thread) as scans start, progress and end.
+    public func observe(_ observer: @escaping @Sendable (LibraryUpdate) -> Void) {
+        observers.withLock { $0.append(observer) }
+    }
+
+    /// Waits until no scan is running or waiting (tests, `--wait`; polls every 10 ms).
+    public func waitForUpdates(timeout: Double = 600) -> Bool {
+        let end = monotonicNanos() + Int(timeout * 1e9)
+        while updating != nil {
+            if monotonicNanos() > end { return false }
+            sleepThread(seconds: 0.01)
+        }
+        return true
+    }
+
+    /// Ends the scan thread: the running scan stops at its next file (what it wrote is kept).
+    public func stop() {
+        let t = jobs.withLock { s -> PlatformThread? in
+            s.stopping = true
+            s.queue.removeAll()
+            return s.thread
+        }
+        t?.join()
+    }
+
+    func notify(_ u: LibraryUpdate) {
+        for o in observers.withLock({ $0 }) { o(u) }
+    }
+
+    private func runJobs() {
+        let db: SQLiteDatabase
+        do {
+            db = try SQLiteDatabase(path: path)
+            try Schema.configure(db, cacheKiB: 2048)
+            try SQLFunctions.register(db)
+        } catch {
+            jobs.withLock { s in
+                for var j in s.queue { j.done = true; j.error = "\(error)"; s.last = j }
+                s.queue.removeAll()
+                s.thread?.detach()
+                s.thread = nil
+            }
+            return
+        }
+        while true {
+            guard var job = jobs.withLock({ s -> LibraryUpdate? in
+                guard !s.stopping, !s.queue.isEmpty else {
+                    s.running = nil
+                    if !s.stopping { s.thread?.detach() }
+                    s.thread = nil
+                    return nil
+                }
+                s.running = s.queue.removeFirst()
+                return s.running
+            }) else { return }
+            notify(job)
+            var scan = Scan(library: self, db: db, job: job)
+            do {
+                try scan.run()
+            } catch {
+                scan.job.error = "\(error)"
+            }
+            job = scan.job
+            job.done = true
+            jobs.withLock { s in
+                s.last = job
+                s.running = nil
+            }
+            notify(job)
+        }
+    }
+
+    var isStopping: Bool { jobs.withLock { $0.stopping } }
+}
+
+/// One scan: walks a directory of the music directory, compares each file's size and
+/// modification time with the database, reads the new and changed ones through the decoder
+/// registry's tag readers, finds moved ones again (same device, inode, size and time), and
+/// removes what is gone. Written in transactions of a few hundred files (a kill leaves the
+/// database as the last one committed: usable, and the next scan goes on from there).
+struct Scan {
+    let library: MusicLibrary
+    let db: SQLiteDatabase
+    var job: LibraryUpdate
+    private var pending = 0
+    private var lastCommit = 0
+    private var lastNotify = 0
+    /// Directories the walk reached (by id), and the real ones walked (device, inode): a
+    /// directory reached twice through links is walked once (no loops).
+    private var visited = Set<Int>()
+    private var walked = Set<[UInt64]>()
+    /// Songs that were not where the database had them (maybe moved; removed at the end).
+    private var missing = Set<Int>()
+    private let now = Int(time(nil))
+
+    init(library: MusicLibrary, db: SQLiteDatabase, job: LibraryUpdate) {
+        self.library = library
+        self.db = db
+        self.job = job
+    }
+
+    mutating func run() throws(SQLiteError) {
+        guard let root = library.root else {
+            job.error = "the music directory \(library.musicDirectory) does not exist"
+            return
+        }
+        let top = job.path
+        // The previous count under the path, for a progress bar.
+        job.expected = try db.integer(top.isEmpty ? "SELECT count(*) FROM songs" : "SELECT count(*) FROM songs WHERE path >= ? AND path < ?",
+                                      top.isEmpty ? [] : [.text(top + "/"), .text(top + "0")])
+        try db.execute("BEGIN IMMEDIATE")
+        lastCommit = monotonicNanos()
+        do {
+            // Left by a scan that was stopped or killed: directories that had gone, whose songs
+            // had not been removed yet (nor found moved).
+            let orphans = try db.cached("SELECT id FROM songs WHERE directory IN (SELECT id FROM directories WHERE parent = -1)")
+            while try orphans.step() { missing.insert(orphans.int(0)) }
+            // Reasons are found again as the walk meets the files.
+            try db.cached("DELETE FROM skipped WHERE ?1 = '' OR path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')").run([.text(top)])
+            // Directories above the path must exist in the database (and on disk).
+            var parent: Int? = try directoryID("", parent: nil, mtime: mtime(root))
+            var rel = ""
+            var ok = true
+            for c in top.split(separator: "/") {
+                rel = rel.isEmpty ? String(c) : rel + "/" + c
+                var st = stat()
+                guard let real = PathResolverLite.realPath(root + "/" + rel), real == root || real.hasPrefix(root + "/"),
+                      stat(real, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { ok = false; break }
+                parent = try directoryID(rel, parent: parent, mtime: Int(st.st_mtim.tv_sec))
+            }
+            if ok, let id = parent {
+                try walk(root + (top.isEmpty ? "" : "/" + top), rel: top, id: id, depth: 0)
+            } else {
+                // Gone: everything under it leaves.
+                try removeSubtree(top)
+            }
+            try finish(top)
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+        if job.changed {
+            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('updated', ?)").run([.text(String(now))])
+        }
+    }
+
+    private func mtime(_ p: String) -> Int {
+        var st = stat()
+        return stat(p, &st) == 0 ? Int(st.st_mtim.tv_sec) : 0
+    }
+
+    /// The id of the directory `rel`, inserted or updated.
+    private mutating func directoryID(_ rel: String, parent: Int?, mtime: Int) throws(SQLiteError) -> Int {
+        let find = try db.cached("SELECT id, mtime FROM directories WHERE path = ?")
+        try find.bind([.text(rel)])
+        if try find.step() {
+            let id = find.int(0)
+            if find.int(1) != mtime {
+                try db.cached("UPDATE directories SET mtime = ? WHERE id = ?").run([.int(mtime), .int(id)])
+            }
+            visited.insert(id)
+            return id
+        }
+        try db.cached("INSERT INTO directories(path, parent, mtime, sort_key) VALUES (?, ?, ?, ?)")
+            .run([.text(rel), parent.map { .int($0) } ?? .null, .int(mtime), .text(SortKey.directory(rel))])
+        let id = db.lastInsertRowID
+        visited.insert(id)
+        return id
+    }
+
+    private mutating func walk(_ dir: String, rel: String, id: Int, depth: Int) throws(SQLiteError) {
+        guard depth < 64, !library.isStopping else { return }
+        var dst = stat()
+        guard stat(dir, &dst) == 0 else { return }
+        walked.insert([UInt64(dst.st_dev), UInt64(dst.st_ino)])
+        guard let d = opendir(dir) else {
+            try skip(rel, "cannot read the directory: \(String(cString: strerror(errno)))")
+            return
+        }
+        var names: [String] = []
+        while let e = readdir(d) {
+            let raw = withUnsafeBytes(of: e.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            guard raw.first != 46 else { continue }  // hidden, ".", ".."
+            guard let name = String(validating: raw, as: UTF8.self) else {
+                let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+                let ext = Path.extension(String(decoding: raw, as: UTF8.self)).lowercased()
+                if library.registry.suffixes.contains(ext) || e.pointee.d_type == UInt8(DT_DIR) {
+                    try skip(rel.isEmpty ? shown : rel + "/" + shown, "the file name is not valid UTF-8")
+                }
+                continue
+            }
+            names.append(name)
+        }
+        closedir(d)
+
+        // What the database has here.
+        var known: [String: (id: Int, size: Int, mtime: Int)] = [:]
+        let q = try db.cached("SELECT id, name, size, mtime FROM songs WHERE directory = ?")
+        try q.bind([.int(id)])
+        while try q.step() { known[q.text(1)] = (q.int(0), q.int(2), q.int(3)) }
+        var knownLists = Set<String>()
+        let ql = try db.cached("SELECT path FROM playlists WHERE directory = ?")
+        try ql.bind([.int(id)])
+        while try ql.step() { knownLists.insert(ql.text(0)) }
+        var knownDirs: [String: Int] = [:]
+        let qd = try db.cached("SELECT id, path FROM directories WHERE parent = ?")
+        try qd.bind([.int(id)])
+        while try qd.step() { knownDirs[qd.text(1)] = qd.int(0) }
+
+        var subdirs: [(String, String, Int)] = []
+        var seenLists = Set<String>()
+        for name in names {
+            guard !library.isStopping else { return }
+            let path = dir + "/" + name
+            let relPath = rel.isEmpty ? name : rel + "/" + name
+            var lst = stat()
+            guard lstat(path, &lst) == 0 else { continue }
+            var st = lst
+            if lst.st_mode & S_IFMT == S_IFLNK {
+                // A link: followed when it stays in the music directory.
+                guard let real = PathResolverLite.realPath(path) else {
+                    if isCandidate(name) { try skip(relPath, "a symbolic link to nothing") }
+                    continue
+                }
+                guard let root = library.root, real == root || real.hasPrefix(root + "/") else {
+                    if isCandidate(name) || stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR {
+                        try skip(relPath, "a symbolic link out of the music directory")
+                    }
+                    continue
+                }
+                guard stat(path, &st) == 0 else { continue }
+            }
+            let kind = st.st_mode & S_IFMT
+            if kind == S_IFDIR {
+                // A directory reached a second time (a link to an ancestor, or to one walked
+                // already) is not walked again: no loops, no song twice.
+                if walked.contains([UInt64(st.st_dev), UInt64(st.st_ino)]) {
+                    try skip(relPath, "a link to a directory already in the library (a loop)")
+                } else {
+                    walked.insert([UInt64(st.st_dev), UInt64(st.st_ino)])
+                    subdirs.append((path, relPath, Int(st.st_mtim.tv_sec)))
+                }
+                continue
+            }
+            let ext = Path.extension(name).lowercased()
+            if ["m3u", "m3u8", "pls"].contains(ext), kind == S_IFREG {
+                seenLists.insert(relPath)
+                try db.cached("INSERT OR REPLACE INTO playlists(path, directory, mtime) VALUES (?, ?, ?)")
+                    .run([.text(relPath), .int(id), .int(Int(st.st_mtim.tv_sec))])
+                continue
+            }
+            guard library.registry.suffixes.contains(ext) else { continue }
+            guard kind == S_IFREG else {
+                // A FIFO, socket or device named like music would hang whoever reads it.
+                known[name] = nil
+                try skip(relPath, "not a regular file (\(Self.kindName(st.st_mode)))")
+                continue
+            }
+            job.scanned += 1
+            let size = Int(st.st_size)
+            let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
+            if let k = known.removeValue(forKey: name) {
+                if k.size == size, k.mtime == mtime, !job.rescan { try progress(); continue }
+                try store(path: path, rel: relPath, name: name, directory: id, dirRel: rel, st: st, existing: k.id)
+                job.updated += 1
+            } else if let moved = try movedSong(st, to: relPath) {
+                try db.cached("UPDATE songs SET path = ?, directory = ?, name = ? WHERE id = ?")
+                    .run([.text(relPath), .int(id), .text(name), .int(moved)])
+                try db.cached("UPDATE songs SET sort_key = ? WHERE id = ?").run([.text(try songSortKey(moved, dirRel: rel, name: name)), .int(moved)])
+                missing.remove(moved)
+                job.moved += 1
+            } else {
+                try store(path: path, rel: relPath, name: name, directory: id, dirRel: rel, st: st, existing: nil)
+                job.added += 1
+            }
+            try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(relPath)])
+            try progress()
+        }
+        // What is no longer here.
+        for (_, k) in known { missing.insert(k.id) }
+        for p in knownLists.subtracting(seenLists) { try db.cached("DELETE FROM playlists WHERE path = ?").run([.text(p)]) }
+        let subdirNames = Set(subdirs.map(\.1))
+        for (p, _) in knownDirs where !subdirNames.contains(p) { try removeSubtree(p) }
+
+        for (path, relPath, mtime) in subdirs {
+            let child = try directoryID(relPath, parent: id, mtime: mtime)
+            try walk(path, rel: relPath, id: child, depth: depth + 1)
+        }
+    }
+
+    private func isCandidate(_ name: String) -> Bool {
+        library.registry.suffixes.contains(Path.extension(name).lowercased())
+    }
+
+    static func kindName(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFDIR: "a directory"
+        default: "not a regular file"
+        }
+    }
+
+    /// A file the scan could not use, and why (kept until it is usable or gone).
+    private mutating func skip(_ rel: String, _ reason: String) throws(SQLiteError) {
+        try db.cached("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)").run([.text(rel), .text(reason)])
+        job.failed += 1
+    }
+
+    /// A song elsewhere in the database that is this file (same device, inode, size and time)
+    /// and is no longer at its own path: it moved here.
+    private func movedSong(_ st: stat, to rel: String) throws(SQLiteError) -> Int? {
+        let q = try db.cached("SELECT id, path, size, mtime FROM songs WHERE device = ? AND inode = ?")
+        try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
+        let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
+        var candidates: [(Int, String)] = []
+        while try q.step() {
+            if q.int(2) == Int(st.st_size) && q.int(3) == mtime { candidates.append((q.int(0), q.text(1))) }
+        }
+        for (id, old) in candidates where old != rel {
+            var ost = stat()
+            let gone = library.root.map { lstat($0 + "/" + old, &ost) != 0 || ost.st_ino != st.st_ino } ?? true
+            if gone { return id }
+        }
+        return nil
+    }
+
+    /// Reads a file's tags and writes its row (new, or replacing `existing`'s tags; its id and
+    /// `added` kept).
+    private mutating func store(path: String, rel: String, name: String, directory: Int, dirRel: String,
+                                st: stat, existing: Int?) throws(SQLiteError) {
+        var info: TrackInfo?
+        var plugin: String?
+        var failure: String?
+        do {
+            let source = try InputSources.open(path, beneath: library.root)
+            let p = try library.registry.plugin(for: source)
+            plugin = p.name
+            info = try p.info(source)
+        } catch {
+            failure = error.reason
+            job.failed += 1
+        }
+        let m = info?.metadata ?? TrackMetadata()
+        let values: [SQLiteValue] = [
+            .text(rel), .int(directory), .text(name), .text(SortKey.song(dirRel: dirRel, name: name, metadata: m)),
+            .int(Int(st.st_size)), .int(Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)),
+            .int(Int(bitPattern: UInt(st.st_ino))), .int(Int(bitPattern: UInt(st.st_dev))),
+            info?.duration.map { .double($0) } ?? .null, plugin.map { .text($0) } ?? .null,
+            info?.format.map { .int($0.rate) } ?? .null, info?.encoding.map { .text($0.mpdName) } ?? .null,
+            info?.format.map { .int($0.channels) } ?? .null, info?.bitrate.map { .int($0) } ?? .null,
+            .int(m.artwork == nil ? 0 : 1), failure.map { .text($0) } ?? .null,
+        ]
+        let id: Int
+        if let existing {
+            try db.cached("""
+                UPDATE songs SET path = ?, directory = ?, name = ?, sort_key = ?, size = ?, mtime = ?, inode = ?, device = ?,
+                duration = ?, format = ?, rate = ?, bits = ?, channels = ?, bitrate = ?, artwork = ?, error = ? WHERE id = ?
+                """).run(values + [.int(existing)])
+            try db.cached("DELETE FROM tags WHERE song = ?").run([.int(existing)])
+            id = existing
+        } else {
+            try db.cached("""
+                INSERT INTO songs(path, directory, name, sort_key, size, mtime, inode, device, duration, format, rate, bits,
+                channels, bitrate, artwork, error, added) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).run(values + [.int(now)])
+            id = db.lastInsertRowID
+        }
+        let insert = try db.cached("INSERT INTO tags(song, key, seq, value, folded) VALUES (?, ?, ?, ?, ?)")
+        for (seq, t) in m.tags.enumerated() {
+            try insert.run([.int(id), .int(t.key.rawValue), .int(seq), .text(t.value), .text(Fold.key(t.value))])
+        }
+        pending += 1
+    }
+
+    /// The walk-order key of a moved song (its album, disc and track from its tags).
+    private func songSortKey(_ id: Int, dirRel: String, name: String) throws(SQLiteError) -> String {
+        var m = TrackMetadata()
+        let q = try db.cached("SELECT key, value FROM tags WHERE song = ? ORDER BY seq")
+        try q.bind([.int(id)])
+        while try q.step() { if let k = TagKey(rawValue: q.int(0)) { m.tags.append(Tag(k, q.text(1))) } }
+        return SortKey.song(dirRel: dirRel, name: name, metadata: m)
+    }
+
+    /// Commits every 500 files or second (what a kill keeps), and tells observers four times a second.
+    private mutating func progress() throws(SQLiteError) {
+        let t = monotonicNanos()
+        if pending >= 500 || t - lastCommit > 1_000_000_000 {
+            try db.execute("COMMIT")
+            try db.execute("BEGIN IMMEDIATE")
+            pending = 0
+            lastCommit = t
+        }
+        if t - lastNotify > 250_000_000 {
+            lastNotify = t
+            library.notify(job)
+        }
+    }
+
+    /// Removes the directory `rel` and everything under it.
+    private mutating func removeSubtree(_ rel: String) throws(SQLiteError) {
+        let range: [SQLiteValue] = [.text(rel), .text(rel + "/"), .text(rel + "0")]
+        let ids = try db.cached("SELECT id FROM songs WHERE path >= ?2 AND path < ?3 AND ?1 != ''")
+        try ids.bind(range)
+        while try ids.step() { missing.insert(ids.int(0)) }
+        guard !rel.isEmpty else { return }
+        try db.cached("DELETE FROM playlists WHERE path >= ?2 AND path < ?3 AND ?1 != ''").run(range)
+        try db.cached("DELETE FROM skipped WHERE path = ?1 OR (path >= ?2 AND path < ?3)").run(range)
+        // Directories go at the end (a song moved out of them must be found first).
+        try db.cached("UPDATE directories SET parent = -1 WHERE path = ?1 OR (path >= ?2 AND path < ?3)").run(range)
+    }
+
+    /// Removes the songs that were not found again, and the directories that left.
+    private mutating func finish(_ top: String) throws(SQLiteError) {
+        guard !library.isStopping else { return }
+        for id in missing {
+            try db.cached("DELETE FROM songs WHERE id = ?").run([.int(id)])
+            job.removed += 1
+        }
+        try db.execute("DELETE FROM directories WHERE parent = -1")
+        // Skipped entries under the walked path that were not seen again.
+        _ = top
+    }
+}
+
+/// Walk-order keys, compared byte for byte: a directory is its path's components in natural
+/// order (case and diacritics folded, numbers by value), each after a 0x01; a song is its
+/// directory's key, 0x00 (before any subdirectory), its album, disc and track (as mpd orders
+/// a directory's songs), then its name in natural order.
+enum SortKey {
+    static func directory(_ rel: String) -> String {
+        rel.split(separator: "/").map { "\u{1}" + natural(String($0)) }.joined()
+    }
+
+    static func song(dirRel: String, name: String, metadata m: TrackMetadata) -> String {
+        let album = m.values(.album).first.map(Fold.key) ?? ""
+        let disc = number(m.values(.disc).first), track = number(m.values(.track).first)
+        return directory(dirRel) + "\u{0}" + album + "\u{0}" + disc + track + "\u{0}" + natural(name)
+    }
+
+    private static func number(_ v: String?) -> String {
+        let n = v.flatMap { Int($0.prefix { $0.isASCII && $0.isNumber }) } ?? 0
+        let s = String(min(max(n, 0), 999_999))
+        return String(repeating: "0", count: 6 - s.count) + s
+    }
+
+    /// `s` folded, each run of digits as its length then its digits (leading zeros dropped):
+    /// `track 2` before `track 10`.
+    static func natural(_ s: String) -> String {
+        var out = String.UnicodeScalarView()
+        var digits = String.UnicodeScalarView()
+        func flush() {
+            guard !digits.isEmpty else { return }
+            var d = Substring(String(digits)).drop { $0 == "0" }
+            if d.isEmpty { d = "0" }
+            out.append(Unicode.Scalar(UInt8(min(0x30 + d.count, 0x7E))))
+            out.append(contentsOf: d.unicodeScalars)
+            digits.removeAll()
+        }
+        for u in Fold.key(s).unicodeScalars {
+            if u.value >= 48 && u.value <= 57 { digits.append(u) } else { flush(); out.append(u) }
+        }
+        flush()
+        return String(out)
+    }
+}

@@ -1,0 +1,104 @@
+import CSQLite
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The database's layout, by version. Each migration takes version N−1 to N in one transaction;
+/// `PRAGMA user_version` says which one a file has. A file from a newer Backline is refused
+/// (never written to); a file that is not a database, or a damaged one, is moved aside and
+/// rebuilt by the next scan (only the library is lost: it is rebuilt from the music directory).
+enum Schema {
+    /// The version this build writes.
+    static let version = 1
+
+    /// Migrations, the first taking an empty file to version 1.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE tag_names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+        CREATE TABLE directories(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,          -- relative to the music directory; '' is its root
+            parent INTEGER,
+            mtime INTEGER NOT NULL,
+            sort_key BLOB NOT NULL              -- natural order, walk order: see LibraryStore.sortKey
+        );
+        CREATE INDEX directories_parent ON directories(parent);
+        CREATE TABLE songs(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,          -- relative to the music directory
+            directory INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            sort_key BLOB NOT NULL,             -- the directory's key, then the name's
+            size INTEGER NOT NULL,
+            mtime INTEGER NOT NULL,             -- nanoseconds
+            inode INTEGER NOT NULL,
+            device INTEGER NOT NULL,
+            added INTEGER NOT NULL,             -- seconds, when first seen (kept across moves)
+            duration REAL,
+            format TEXT,                        -- the decoder: flac, mpg123, vorbis, opus, ffmpeg…
+            rate INTEGER, bits TEXT, channels INTEGER, bitrate INTEGER,
+            artwork INTEGER NOT NULL DEFAULT 0,
+            error TEXT                          -- why it cannot be read (then it has no tags)
+        );
+        CREATE INDEX songs_directory ON songs(directory);
+        CREATE INDEX songs_sort ON songs(sort_key);
+        CREATE INDEX songs_inode ON songs(device, inode);
+        CREATE TABLE tags(
+            song INTEGER NOT NULL REFERENCES songs(id) ON DELETE CASCADE,
+            key INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            value TEXT NOT NULL,
+            folded TEXT NOT NULL,               -- Fold.key(value)
+            PRIMARY KEY(song, key, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX tags_value ON tags(key, value);
+        CREATE INDEX tags_folded ON tags(key, folded);
+        CREATE TABLE playlists(
+            path TEXT PRIMARY KEY,
+            directory INTEGER NOT NULL,
+            mtime INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE skipped(
+            path TEXT PRIMARY KEY,              -- as shown (a name that is not UTF-8 with \\xNN)
+            reason TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    /// Why a database cannot be used.
+    enum Problem: Error {
+        case newer(Int)
+        case sqlite(SQLiteError)
+    }
+
+    /// Brings `db` to ``version`` (or refuses a newer one).
+    static func migrate(_ db: SQLiteDatabase) throws(Problem) {
+        let current: Int
+        do { current = try db.integer("PRAGMA user_version") ?? 0 } catch { throw .sqlite(error) }
+        guard current <= version else { throw .newer(current) }
+        for v in current..<version {
+            do {
+                try db.transaction { () throws(SQLiteError) in
+                    try db.execute(migrations[v])
+                    try db.execute("PRAGMA user_version = \(v + 1)")
+                }
+            } catch { throw .sqlite(error) }
+        }
+    }
+
+    /// The connection settings (as Navidrome runs SQLite): WAL, `synchronous=NORMAL` (a commit
+    /// is durable at the next checkpoint, never torn), a busy timeout, foreign keys, a small
+    /// page cache (the daemon's memory).
+    static func configure(_ db: SQLiteDatabase, cacheKiB: Int = 1024) throws(SQLiteError) {
+        try db.execute("""
+            PRAGMA busy_timeout = 5000;
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = NORMAL;
+            PRAGMA foreign_keys = ON;
+            PRAGMA cache_size = -\(cacheKiB);
+            PRAGMA temp_store = MEMORY;
+            """)
+    }
+}
