@@ -165,14 +165,14 @@ let package = Package(
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast"],
+            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
-                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform",
+                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform", "Library",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

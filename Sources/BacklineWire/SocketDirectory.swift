@@ -63,6 +63,6 @@ public func fileKind(_ mode: mode_t) -> String {
 public enum EventKinds {
     public static let all: [String] = [
         "state", "buffering", "current", "queue", "modes", "failed", "seeked", "position", "volume",
-        "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists", "message",
+        "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists", "update", "message",
     ]
 }

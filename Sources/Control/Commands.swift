@@ -182,6 +182,8 @@ public enum CommandTable {
         SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,
         PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
+        UpdateCommand.descriptor, FindCommand.descriptor, SearchCommand.descriptor, FindAddCommand.descriptor, CountCommand.descriptor,
+        LsCommand.descriptor, StatsCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
         SleepCommand.descriptor, AlarmCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor,

@@ -1,4 +1,5 @@
 import BacklineWire
+import Library
 import Lifecycle
 import PlayQueue
 import Session
@@ -35,6 +36,10 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let subscription = Subsystems(rawValue: 1 << 11)
     /// A client-to-client message arrived for this connection.
     public static let message = Subsystems(rawValue: 1 << 12)
+    /// The music library's contents (a scan that changed something ended).
+    public static let database = Subsystems(rawValue: 1 << 13)
+    /// A library scan started, progressed or ended.
+    public static let update = Subsystems(rawValue: 1 << 14)
 }
 
 /// What the sleep timer did.
@@ -66,6 +71,8 @@ public enum ControlEvent: Sendable, Equatable {
     case shutdown
     /// A stored playlist was saved, changed, renamed or deleted.
     case playlists(name: String)
+    /// A library scan started, progressed or ended (`done`), with its counts.
+    case update(LibraryUpdate)
 
     /// Every kind, as clients subscribe to them (the list `ctl watch` checks too).
     public static let kinds: [String] = EventKinds.all
@@ -89,6 +96,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .hook: "hook"
         case .shutdown: "shutdown"
         case .playlists: "playlists"
+        case .update: "update"
         }
     }
 
@@ -109,6 +117,8 @@ public enum ControlEvent: Sendable, Equatable {
         case .hook, .shutdown: .daemon
         case .position: .position
         case .playlists: .storedPlaylist
+        // MPD tells a scan's start and end only (progress is the JSON event's).
+        case .update(let u): u.done ? (u.changed ? [.update, .database] : .update) : u.scanned == 0 ? .update : []
         }
     }
 }

@@ -2,6 +2,7 @@ import AudioEngine
 import Broadcast
 import Dispatch
 import FoundationEssentials
+import Library
 import Lifecycle
 import Media
 import NowPlaying
@@ -34,6 +35,8 @@ public struct PlaybackConfiguration: Sendable {
     public var registryDirectory: String?
     /// Where stored playlists live (nil: none can be stored).
     public var playlistDirectory: String?
+    /// The music library's database (nil: no library; `browse` still lists the directory).
+    public var libraryPath: String?
 
     public init(device: String, bufferMilliseconds: Int = 200, category: SessionCategory = .playback,
                 backgroundGrace: Double = 5, musicDirectory: String, allowAbsolutePaths: Bool = false,
@@ -67,6 +70,8 @@ public final class Playback: Sendable {
     public let resolver: PathResolver
     /// Stored playlists (nil without a playlist directory).
     public let playlists: PlaylistStore?
+    /// The music library (nil without one).
+    public let library: MusicLibrary?
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
     private let taps = Mutex<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
@@ -152,7 +157,16 @@ public final class Playback: Sendable {
         // What a client queued is opened only beneath the music directory (checked on the opened
         // descriptor: a link swapped in after `add` cannot lead out of it).
         let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
-        tags = TagCache(confinement: confinement)
+        if let path = configuration.libraryPath {
+            do {
+                library = try MusicLibrary(path: path, musicDirectory: configuration.musicDirectory)
+            } catch {
+                throw .failed(error.message)
+            }
+        } else {
+            library = nil
+        }
+        tags = TagCache(confinement: confinement, library: library)
         var output = OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
                                     preferredFormat: configuration.preferredFormat)
         output.maxChannels = configuration.maxChannels
@@ -179,6 +193,7 @@ public final class Playback: Sendable {
             }
         }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
+        library?.observe { [weak self] u in self?.post(.update(u)) }
         _ = application.addObserver(queue: work) { [weak self] e in
             guard let self else { return }
             post(.lifecycle(e, state: application.applicationState))

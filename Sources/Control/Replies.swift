@@ -1,4 +1,5 @@
 import AudioEngine
+import Library
 import Lifecycle
 import NowPlaying
 import PlayQueue
@@ -171,6 +172,18 @@ public enum Reply: Sendable, Equatable {
     case playlistEntries([String])
     /// A directory of the music directory.
     case directory([LibraryEntry])
+    /// A library scan was queued: its job number.
+    case update(job: Int)
+    /// Songs of the library (`find`, `search`).
+    case songs([LibrarySong])
+    /// A tag's values (`list TAG`): each row the group values, then the value.
+    case tagValues(keys: [TagKey], [[String]])
+    /// Song counts (`count`), per value of `group` when grouped.
+    case counts(group: TagKey?, [LibraryCount])
+    /// A directory of the library (`ls`).
+    case library([LibraryNode])
+    /// The library's counts (`stats`), and the scan running, if any.
+    case libraryStats(LibraryStats, updating: LibraryUpdate?)
     case status(StatusSnapshot)
     case nowPlaying(NowPlayingSnapshot?)
     case volume(VolumeState)

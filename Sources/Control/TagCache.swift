@@ -1,6 +1,7 @@
 import AudioEngine
 import Media
 import Dispatch
+import Library
 import FoundationEssentials
 import Synchronization
 
@@ -40,22 +41,28 @@ public final class TagCache: Sendable {
     /// The formats read (the registry's tag readers).
     public let registry: DecoderRegistry
 
-    public init(confinement: String? = nil, registry: DecoderRegistry = .standard) {
+    /// Where songs are read from before their files are opened (nil: none).
+    public let library: MusicLibrary?
+
+    public init(confinement: String? = nil, registry: DecoderRegistry = .standard, library: MusicLibrary? = nil) {
         self.confinement = confinement
         self.registry = registry
+        self.library = library
     }
 
     /// The info for `path`, reading the file the first time.
     public func info(_ path: String) -> Info {
         if let i = cache.withLock({ $0[path] }) { return i }
-        let info = read(path)
+        let info = read(path, library: true)
         cache.withLock { $0[path] = info }
         return info
     }
 
-    private func read(_ path: String) -> Info {
+    /// Reads `path`'s info (from the library when `library` and it knows the file).
+    private func read(_ path: String, library: Bool = false) -> Info {
         // A stream is not fetched for its tags: what it carries is known when it plays.
         if InputSources.isStream(path) { return Info(metadata: TrackMetadata(), duration: nil, error: nil) }
+        if library, let known = fromLibrary(path) { return known }
         do {
             let t = try registry.info(path: path, beneath: confinement)
             var info = Info(metadata: t.metadata, duration: t.duration, error: nil, rate: t.format?.rate, channels: t.format?.channels,
@@ -66,6 +73,19 @@ public final class TagCache: Sendable {
         } catch {
             return Info(metadata: TrackMetadata(), duration: nil, error: "\(error)")
         }
+    }
+
+    /// What the library knows of `path`, when it is one of its songs and unchanged since the
+    /// scan (same size and time), and has no picture (the picture is read from the file).
+    private func fromLibrary(_ path: String) -> Info? {
+        guard let library, let root = library.root, path.hasPrefix(root + "/") else { return nil }
+        guard let song = try? library.song(String(path.dropFirst(root.count + 1))), !song.hasArtwork else { return nil }
+        var st = stat()
+        guard stat(path, &st) == 0, Int(st.st_size) == song.size, Int(st.st_mtim.tv_sec) == song.modified else { return nil }
+        let encoding: SampleEncoding? = song.bits.map { $0 == "f" ? .float(bits: 32) : .integer(bits: Int($0) ?? 16) }
+        return Info(metadata: song.metadata, duration: song.duration, error: nil, rate: song.rate, channels: song.channels,
+                    bitrate: song.bitrate, encoding: encoding,
+                    modified: Date(timeIntervalSince1970: TimeInterval(song.modified)))
     }
 
     /// The info, read now if it was not read already, without keeping it (a whole library

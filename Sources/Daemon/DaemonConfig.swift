@@ -22,6 +22,17 @@ public struct DaemonConfig: Sendable, Equatable {
     public var stateFile: String
     /// Stored playlists, one M3U file each (default: `$XDG_STATE_HOME/backline/playlists`).
     public var playlistDirectory: String?
+    /// The music library's database (`library`; default `$XDG_STATE_HOME/backline/library.sqlite`
+    /// beside the state file; nil: `library = off`, no database, `browse` only).
+    public var libraryPath: String?
+    /// Whether the library's database was set (else it follows the state file).
+    private var libraryPathSet = false
+    /// Scan the music directory at every start (`update-on-start`; a new library is scanned anyway).
+    public var updateOnStart = false
+    /// Watch the music directory with inotify and scan what changes (`auto-update`).
+    public var autoUpdate = true
+    /// Seconds of quiet after a change before its directory is scanned (`auto-update-delay`).
+    public var autoUpdateDelay: Double = 1
     /// ALSA device name.
     public var device = "default"
     /// Device buffer in milliseconds.
@@ -155,6 +166,12 @@ public struct DaemonConfig: Sendable, Equatable {
         case "allow-streams": allowStreams = try flag()
         case "state-file": stateFile = path
         case "playlist-dir": playlistDirectory = path
+        case "library":
+            libraryPathSet = true
+            libraryPath = value == "off" || value.isEmpty ? nil : path
+        case "update-on-start": updateOnStart = try flag()
+        case "auto-update": autoUpdate = try flag()
+        case "auto-update-delay": autoUpdateDelay = try number(0.05, 3600)
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
         case "channels": maxChannels = Int(try number(2, 8))
@@ -212,6 +229,11 @@ public struct DaemonConfig: Sendable, Equatable {
         default:
             throw BadValue(message: "unknown setting '\(key)'")
         }
+    }
+
+    /// The library's database: as set, else beside the state file.
+    public var library: String? {
+        libraryPathSet ? libraryPath : Path.deletingLastComponent(stateFile) + "/library.sqlite"
     }
 
     /// Checks settings that depend on each other.

@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import Library
 import Dispatch
 import FoundationEssentials
 import Lifecycle
@@ -78,6 +79,8 @@ public final class DaemonCore: Sendable {
     let mpris = Mutex<MPRISService?>(nil)
     /// "Now playing" notifications, when turned on.
     let notifications = Mutex<LocalNotificationCenter?>(nil)
+    /// The music directory's watcher (`auto-update`), while the daemon runs.
+    let watcher = Mutex<LibraryWatcher?>(nil)
 
     public var session: AudioSession { playback.session }
     public var application: Application { playback.application }
@@ -113,6 +116,11 @@ public final class DaemonCore: Sendable {
                     ?? (Path.deletingLastComponent(config.stateFile) + "/playlists"))
             configuration.maxChannels = config.maxChannels
             configuration.allowStreams = config.allowStreams
+            configuration.libraryPath = config.library
+            if let l = config.library {
+                try? FileManager.default.createDirectory(atPath: Path.deletingLastComponent(l), withIntermediateDirectories: true,
+                                                         attributes: [.posixPermissions: 0o700])
+            }
             playback = try Playback(configuration: configuration)
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade
@@ -138,6 +146,34 @@ public final class DaemonCore: Sendable {
         if config.startInBackground {
             application.resignActive()
             application.enterBackground()
+        }
+        startLibrary()
+    }
+
+    /// Scans a new library (or every start with `update-on-start`), watches the music
+    /// directory (`auto-update`), and logs what the scans did.
+    private func startLibrary() {
+        guard let library = playback.library else { return }
+        if let moved = library.recovered {
+            logger.warning("the library database was damaged: moved aside and rebuilt", metadata: ["moved-to": "\(moved)"])
+        }
+        library.observe { [logger] u in
+            guard u.done else { return }
+            if let e = u.error {
+                logger.error("library update failed", metadata: ["job": "\(u.job)", "error": "\(e)"])
+            } else {
+                logger.info("library updated", metadata: [
+                    "job": "\(u.job)", "path": "\(u.path)", "scanned": "\(u.scanned)", "added": "\(u.added)", "updated": "\(u.updated)",
+                    "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)"])
+            }
+        }
+        let stats = try? library.stats()
+        if config.updateOnStart || (stats?.updated ?? 0) == 0 && (stats?.songs ?? 0) == 0 {
+            _ = try? library.update("")
+        }
+        if config.autoUpdate {
+            let w = LibraryWatcher(library: library, delay: config.autoUpdateDelay) { [logger] m in logger.warning("\(m)") }
+            watcher.withLock { $0 = w }
         }
     }
 
@@ -219,6 +255,11 @@ public final class DaemonCore: Sendable {
             m?.stop()
             m = nil
         }
+        watcher.withLock { w in
+            w?.stop()
+            w = nil
+        }
+        playback.library?.stop()
         playback.shutdown()
         logger.info("stopped")
     }

@@ -1,5 +1,6 @@
 import AudioEngine
 import Control
+import Library
 import FoundationEssentials
 import Glibc
 import Lifecycle
@@ -139,6 +140,28 @@ public enum JSONCodec {
                 if let i = e.item { f += fields(i).filter { !["id", "path"].contains($0.0) } }
                 return .object(f)
             }))]
+        case .update(let job): [("job", .int(job))]
+        case .songs(let songs): [("songs", .array(songs.map { .object(fields($0)) }))]
+        case .tagValues(let keys, let rows):
+            [("tags", .array(keys.map { .string($0.mpdName) })), ("values", .array(rows.map { .array($0.map(JSON.string)) }))]
+        case .counts(let group, let counts):
+            group == nil
+                ? [("songs", .int(counts.first?.songs ?? 0)), ("playtime", ms(counts.first?.playtime ?? 0))]
+                : [("group", .string(group!.mpdName)), ("counts", .array(counts.map {
+                    .object([("value", .string($0.value ?? "")), ("songs", .int($0.songs)), ("playtime", ms($0.playtime))])
+                }))]
+        case .library(let nodes):
+            [("entries", .array(nodes.map { n in
+                switch n {
+                case .directory(let d): .object([("kind", "directory"), ("path", .string(d.path)), ("modified", .string(iso8601(d.modified)))])
+                case .playlist(let p): .object([("kind", "playlist"), ("path", .string(p.path)), ("modified", .string(iso8601(p.modified)))])
+                case .song(let s): .object([("kind", "song")] + fields(s))
+                }
+            }))]
+        case .libraryStats(let s, let updating):
+            [("artists", .int(s.artists)), ("albums", .int(s.albums)), ("songs", .int(s.songs)), ("playtime", ms(s.playtime)),
+             ("updated", s.updated > 0 ? .string(iso8601(s.updated)) : .null), ("unreadable", .int(s.unreadable)),
+             ("updating", updating.map { .object(fields($0)) } ?? .null)]
         case .status(let s): fields(s)
         case .nowPlaying(let n): n.map(fields) ?? [("info", .null)]
         case .volume(let v): fields(v)
@@ -331,7 +354,36 @@ public enum JSONCodec {
         case .hook(let name, let status): [("hook", .string(name)), ("status", status.map { .int(Int($0)) } ?? .null)]
         case .shutdown: []
         case .playlists(let name): [("name", .string(name))]
+        case .update(let u): fields(u)
         }
+    }
+
+    /// A library song: its path (relative to the music directory), id, tags and what the file is.
+    static func fields(_ s: LibrarySong) -> [(String, JSON)] {
+        var f: [(String, JSON)] = [("path", .string(s.path)), ("songId", .int(s.id))]
+        if let t = s.first(.title) { f.append(("title", .string(t))) }
+        if let a = s.first(.artist) { f.append(("artist", .string(a))) }
+        if let a = s.first(.album) { f.append(("album", .string(a))) }
+        if let n = s.first(.track).flatMap({ Int($0) }) { f.append(("track", .int(n))) }
+        f.append(("duration", s.duration.map(ms) ?? .null))
+        if !s.tags.isEmpty { f.append(("tags", tags(s.tags))) }
+        f.append(("format", s.format.map(JSON.string) ?? .null))
+        f.append(("audioFormat", s.audioFormat.map(JSON.string) ?? .null))
+        f.append(("size", .int(s.size)))
+        f.append(("modified", .string(iso8601(s.modified))))
+        f.append(("added", .string(iso8601(s.added))))
+        if s.hasArtwork { f.append(("artwork", true)) }
+        return f
+    }
+
+    /// A library scan's progress or end.
+    static func fields(_ u: LibraryUpdate) -> [(String, JSON)] {
+        var f: [(String, JSON)] = [("job", .int(u.job)), ("path", .string(u.path)), ("rescan", .bool(u.rescan)), ("done", .bool(u.done)),
+                                   ("scanned", .int(u.scanned)), ("expected", u.expected.map(JSON.int) ?? .null),
+                                   ("added", .int(u.added)), ("updated", .int(u.updated)), ("removed", .int(u.removed)),
+                                   ("moved", .int(u.moved)), ("failed", .int(u.failed))]
+        if let e = u.error { f.append(("error", .string(e))) }
+        return f
     }
 
     static func lifecycleName(_ e: ApplicationEvent) -> String {
@@ -351,8 +403,11 @@ public enum JSONCodec {
     // MARK: - Numbers
 
     /// A date as ISO 8601 in UTC (`2026-11-23T15:04:05Z`), as MPD's `Last-Modified`.
-    static func iso8601(_ d: Date) -> String {
-        var t = time_t(d.timeIntervalSince1970)
+    static func iso8601(_ d: Date) -> String { iso8601(Int(d.timeIntervalSince1970)) }
+
+    /// Seconds since 1970 as ISO 8601 in UTC.
+    static func iso8601(_ seconds: Int) -> String {
+        var t = time_t(seconds)
         var tm = tm()
         gmtime_r(&t, &tm)
         return cFormat("%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)

@@ -38,6 +38,22 @@ public struct LibrarySong: Sendable, Equatable {
     /// The first value of `key`.
     public func first(_ key: TagKey) -> String? { tags.first { $0.key == key }?.value }
 
+    /// The tags as a decoder's metadata (the common fields filled in; no picture, no ReplayGain).
+    public var metadata: TrackMetadata {
+        var m = TrackMetadata()
+        m.tags = tags
+        m.title = first(.title)
+        m.artist = first(.artist)
+        m.album = first(.album)
+        m.albumArtist = first(.albumArtist)
+        m.trackNumber = first(.track).flatMap { Int($0) }
+        m.discNumber = first(.disc).flatMap { Int($0) }
+        m.genre = first(.genre)
+        m.composer = first(.composer)
+        m.year = first(.date)
+        return m
+    }
+
     /// MPD's `Format:` (`44100:16:2`), when known.
     public var audioFormat: String? {
         guard let rate, let channels else { return nil }
@@ -60,7 +76,7 @@ public struct LibraryPlaylist: Sendable, Equatable {
 }
 
 /// One entry of a directory listing or a walk.
-public enum LibraryEntry: Sendable, Equatable {
+public enum LibraryNode: Sendable, Equatable {
     case directory(LibraryDirectory)
     case song(LibrarySong)
     case playlist(LibraryPlaylist)

@@ -318,7 +318,7 @@ public final class MusicLibrary: Sendable {
     /// A directory's entries: its songs, its playlist files, its subdirectories (each followed
     /// by its own entries when `recursive`), as MPD walks the database.
     /// - Throws: `.notFound` when the library has no such directory.
-    public func entries(_ path: String, recursive: Bool, limit: Int = .max) throws(LibraryError) -> [LibraryEntry] {
+    public func entries(_ path: String, recursive: Bool, limit: Int = .max) throws(LibraryError) -> [LibraryNode] {
         let p = Self.normalize(path)
         guard try directory(p) != nil else { throw LibraryError(.notFound, "No such directory") }
         return try read { db throws(SQLiteError) in
@@ -339,7 +339,7 @@ public final class MusicLibrary: Sendable {
             var found: [(Int, LibraryDirectory)] = []
             while try st.step() { found.append((st.int(0), LibraryDirectory(path: st.text(1), modified: st.int(2)))) }
             dirs = found
-            var out: [LibraryEntry] = []
+            var out: [LibraryNode] = []
             let songsOf = try db.prepare("SELECT \(Self.songColumns) FROM songs s WHERE s.directory = ? AND s.error IS NULL ORDER BY s.sort_key, s.path")
             let listsOf = try db.prepare("SELECT path, mtime FROM playlists WHERE directory = ? ORDER BY path")
             for (i, (id, dir)) in dirs.enumerated() {

@@ -33,6 +33,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(name: .customLong("state-file"), help: "Saved state (default: $XDG_STATE_HOME/backline/state.json).")
     var stateFile: String?
 
+    @Option(name: .long, help: "The music library's database, or off (default: $XDG_STATE_HOME/backline/library.sqlite).")
+    var library: String?
+
     @Option(name: .long, help: "Config file (default: $XDG_CONFIG_HOME/backline/daemon.conf, if it exists).")
     var config: String?
 
@@ -81,6 +84,9 @@ struct DaemonCommand: ParsableCommand {
         if let musicDir { settings.musicDirectory = musicDir }
         if let stateFile { settings.stateFile = stateFile }
         if let device { settings.device = device }
+        if let library {
+            do { try settings.set("library", library) } catch { fail("--library: \(error.message)") }
+        }
         settings.mpdListen += mpdListen
         if noMPRIS { settings.mpris = false }
         if notify { settings.notify = true }

@@ -257,10 +257,31 @@ public struct ClearErrorCommand: ControlCommand {
 /// files reads them).
 public struct ListCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
-        Self.self, "list", .queue, "The queue with tags and durations, the current item marked.", executor: .offLoop)
+        Self.self, "list", .queue, "The queue with tags and durations, the current item marked; with tag: that tag's values in the library.",
+        [("tag", .string, "list this tag's values in the library instead (Artist, Album, …)"),
+         ("terms", .strings, "with tag: an MPD filter the songs must match"), ("group", .strings, "with tag: tags to group by, outermost first")],
+        executor: .offLoop)
+    /// Set: the library's values of a tag instead of the queue.
+    public var values: TagValuesCommand?
     public init() {}
-    public init(_ a: Arguments) {}
+    public init(tag: TagKey, terms: [String] = [], groups: [TagKey] = []) { values = TagValuesCommand(tag: tag, terms: terms, groups: groups) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let t = a.string("tag") else { return }
+        guard let tag = TagKey(mpdName: t) else { throw .badArgument("Unknown tag type: \(t)") }
+        var groups: [TagKey] = []
+        for g in a.strings("group") ?? [] {
+            guard let k = TagKey(mpdName: g) else { throw .badArgument("Unknown tag type: \(g)") }
+            guard k != tag, !groups.contains(k) else { throw .badArgument("Conflicting group") }
+            groups.append(k)
+        }
+        values = TagValuesCommand(tag: tag, terms: a.strings("terms") ?? [], groups: groups)
+    }
+    public var arguments: Arguments {
+        guard let v = values else { return Arguments() }
+        return Arguments(["tag": .string(v.tag.mpdName), "terms": .strings(v.terms), "group": .strings(v.groups.map(\.mpdName))])
+    }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        if let values { return try values.run(x) }
         let p = x.playback
         let (entries, current, version) = try x.locked { (p.queue.entries, p.queue.current?.id, p.queue.version) }
         return .queue(QueueListing(version: version, current: current, items: entries.enumerated().map { i, e in
