@@ -227,6 +227,14 @@ public final class Playback: Sendable {
     /// Whether the last `buffering` event said so.
     private let buffering = Mutex(false)
 
+    /// Seconds spent playing so far, and since when it has been playing (monotonic ns).
+    private let played = Mutex<(total: Double, since: Int?)>((0, nil))
+
+    /// How long the player has been playing since the start (MPD's `stats` `playtime`).
+    public var playedSeconds: Double {
+        played.withLock { p in p.total + (p.since.map { Double(monotonicNanos() - $0) / 1e9 } ?? 0) }
+    }
+
     /// Tells clients when playback starts or stops waiting for the network.
     private func bufferingChanged(_ on: Bool) {
         guard buffering.withLock({ b in defer { b = on }; return b != on }) else { return }
@@ -236,6 +244,10 @@ public final class Playback: Sendable {
     private func queueEvent(_ e: PlayQueueEvent) {
         switch e {
         case .state(let s):
+            played.withLock { p in
+                if s == .playing, p.since == nil { p.since = monotonicNanos() }
+                if s != .playing, let since = p.since { p.total += Double(monotonicNanos() - since) / 1e9; p.since = nil }
+            }
             // An end-of-item sleep timer has fired when the queue stops: cleared before the
             // state is told, so a client that reads the status on "stopped" sees it gone.
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }

@@ -92,6 +92,10 @@ public final class TagCache: Sendable {
     /// walked once need not stay in memory).
     public func peek(_ path: String) -> Info { cached(path) ?? read(path) }
 
+    /// The info read from the file now, whatever is cached or in the library (free-form
+    /// comments and ReplayGain, which the library does not keep).
+    public func readFile(_ path: String) -> Info { read(path) }
+
     /// The info if it was read already.
     public func cached(_ path: String) -> Info? { cache.withLock { $0[path] } }
 

@@ -53,7 +53,7 @@ extension SongFilter {
             case "modified-since": parts.append(.modifiedSince(try time(value)))
             case "added-since": parts.append(.addedSince(try time(value)))
             default:
-                guard let key = TagKey(mpdName: name) else { throw LibraryError(.badFilter, "Unknown filter type: \(name)") }
+                guard let key = TagKey(mpdName: name) else { throw LibraryError(.badFilter, "Unknown filter type") }  // (mpd's words)
                 parts.append(.tag(key, fold ? .contains : .equals, value, fold: fold))
             }
         }

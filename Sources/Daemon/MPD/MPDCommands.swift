@@ -77,13 +77,15 @@ struct MPDCommand: Sendable {
     /// Runs on the connection's event loop (touches no file: microseconds); otherwise on the
     /// server's pool.
     let inline: Bool
-    /// Whether `commands` lists it (the database commands answer "No database", as an mpd
-    /// built without one would not list them).
-    let listed: Bool
+    /// A database command: listed by `commands` only with a library (without one they answer
+    /// "No database", as an mpd built without a database would not list them).
+    let database: Bool
+    /// Whether `commands` lists it.
+    func listed(_ p: MPDProtocol) -> Bool { !database || p.playback.library != nil }
     let run: @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void
 
     init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
-         permission: Permission = .control, inline: Bool = false, listed: Bool = true,
+         permission: Permission = .control, inline: Bool = false, database: Bool = false,
          bytes run: @escaping @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void) {
         self.name = name
         minArguments = arity.lowerBound
@@ -91,15 +93,15 @@ struct MPDCommand: Sendable {
         self.arguments = arguments
         self.permission = permission
         self.inline = inline
-        self.listed = listed
+        self.database = database
         self.run = run
     }
 
     /// A command answered in text.
     init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
-         permission: Permission = .control, inline: Bool = false, listed: Bool = true,
+         permission: Permission = .control, inline: Bool = false, database: Bool = false,
          _ text: @escaping @Sendable (MPDProtocol, MPDRequest) throws(MPDError) -> String) {
-        self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, listed: listed,
+        self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, database: database,
                   bytes: { (p: MPDProtocol, r: MPDRequest, out: inout ByteBuffer) throws(MPDError) in
                       out.writeString(try text(p, r))
                   })
@@ -141,8 +143,8 @@ enum MPDCommandTable {
         MPDCommand("cleartagid", 1...2, [.unsigned]) { p, r throws(MPDError) in try p.editTags(r) },
         // `close`, `idle` (and `noidle`) are the connection's own; listed here for `commands`.
         MPDCommand("close", 0...0, unbounded: true, permission: .anyone, inline: true) { _, _ in "" },
-        MPDCommand("commands", 0...0, permission: .anyone, inline: true) { _, r in
-            MPDCommandTable.all.filter { $0.listed && r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
+        MPDCommand("commands", 0...0, permission: .anyone, inline: true) { p, r in
+            MPDCommandTable.all.filter { $0.listed(p) && r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
         },
         MPDCommand("config", 0...0, inline: true) { p, r throws(MPDError) in
             guard r.state.local else { throw MPDError(.permission, "Command only permitted to local clients") }
@@ -159,7 +161,7 @@ enum MPDCommandTable {
             _ = try p.run(ConsumeCommand(mode: mode))
             return ""
         },
-        MPDCommand("count", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("count", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.count(r) },
         MPDCommand("crossfade", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
             _ = try p.run(CrossfadeCommand(seconds: Double(min(Int(r.args[0])!, 3600))))
             return ""
@@ -184,11 +186,11 @@ enum MPDCommandTable {
         },
         MPDCommand("disableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in true }) },
         MPDCommand("enableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in false }) },
-        MPDCommand("find", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
-        MPDCommand("findadd", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("find", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.find(r, fold: false) },
+        MPDCommand("findadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: false) },
         MPDCommand("getvol", 0...0, inline: true) { p, _ in "volume: \(p.volumePercent)\n" },
         MPDCommand("idle", 0...0, unbounded: true, inline: true) { _, _ in "" },
-        MPDCommand("list", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("list", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.list(r) },
         MPDCommand("listall", 0...1) { p, r throws(MPDError) in
             try p.listing(r.args.first ?? "", recursive: true, info: false, r.state)
         },
@@ -236,8 +238,8 @@ enum MPDCommandTable {
             _ = try p.run(NextCommand())
             return ""
         },
-        MPDCommand("notcommands", 0...0, permission: .anyone, inline: true) { _, r in
-            MPDCommandTable.all.filter { $0.listed && !r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
+        MPDCommand("notcommands", 0...0, permission: .anyone, inline: true) { p, r in
+            MPDCommandTable.all.filter { $0.listed(p) && !r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
         },
         MPDCommand("outputs", 0...0, inline: true) { p, _ in
             let device = p.playback.configuration.device
@@ -346,11 +348,12 @@ enum MPDCommandTable {
             return ""
         },
         MPDCommand("replay_gain_status", 0...0, inline: true) { p, _ in "replay_gain_mode: \(p.playback.replayGain.mode.rawValue)\n" },
-        MPDCommand("rescan", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("rescan", 0...1, database: true) { p, r throws(MPDError) in try p.update(r) },
         MPDCommand("rm", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(PlaylistRemoveCommand(name: r.args[0])); return "" },
         MPDCommand("save", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(SavePlaylistCommand(name: r.args[0])); return "" },
-        MPDCommand("search", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
-        MPDCommand("searchadd", 1...1, unbounded: true, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("search", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.find(r, fold: true) },
+        MPDCommand("searchadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: true) },
+        MPDCommand("searchaddpl", 2...2, unbounded: true, database: true) { p, r throws(MPDError) in try p.searchAddPlaylist(r) },
         MPDCommand("seek", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
             try p.seek(id: try p.id(atPosition: Int(r.args[0])!), to: Double(r.args[1])!)
         },
@@ -372,9 +375,7 @@ enum MPDCommandTable {
         },
         MPDCommand("shuffle", 0...1, [.range], inline: true) { p, r throws(MPDError) in try p.shuffle(r) },
         MPDCommand("single", 1...1, inline: true) { p, r throws(MPDError) in try p.single(r) },
-        MPDCommand("stats", 0...0, inline: true) { _, _ in
-            "uptime: \(Int(ProcessInfo.processInfo.systemUptime - MPDProtocol.started))\nplaytime: 0\nartists: 0\nalbums: 0\nsongs: 0\ndb_playtime: 0\n"
-        },
+        MPDCommand("stats", 0...0) { p, _ throws(MPDError) in try p.stats() },
         MPDCommand("status", 0...0, inline: true, bytes: { p, _, out in p.status(into: &out) }),
         MPDCommand("stop", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(StopCommand()); return "" },
         MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelSubscribeCommand(channel: r.args[0]), r); return "" },
@@ -385,7 +386,7 @@ enum MPDCommandTable {
         MPDCommand("tagtypes", 0...0, unbounded: true, inline: true) { p, r throws(MPDError) in try p.tagTypes(r) },
         MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { !$0 }) },
         MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelUnsubscribeCommand(channel: r.args[0]), r); return "" },
-        MPDCommand("update", 0...1, listed: false) { _, _ throws(MPDError) in throw MPDError.noDatabase },
+        MPDCommand("update", 0...1, database: true) { p, r throws(MPDError) in try p.update(r) },
         MPDCommand("urlhandlers", 0...0, inline: true) { p, _ in
             // mpd lists its input plugins' schemes (file:// only for local clients); the stream
             // schemes when `add` takes them.
@@ -646,7 +647,7 @@ extension MPDProtocol {
         guard PathResolver.audioExtensions.contains(Path.extension(request).lowercased()),
               let (files, _) = try? playback.resolver.resolve(request), files.count == 1, let file = files.first
         else { throw MPDError(.noExist, "No such song") }
-        let info = playback.tags.peek(file)
+        let info = playback.tags.readFile(file)
         guard info.error == nil else { throw MPDError(.noExist, "No such song") }
         return info.metadata.comments.filter { (c: TagPair) -> Bool in
             guard let first = c.name.utf8.first, Self.isLetter(first),

@@ -2,6 +2,7 @@ import AudioEngine
 import Control
 import Media
 import FoundationEssentials
+import Library
 import NIOCore
 import Platform
 import PlayQueue
@@ -70,8 +71,8 @@ struct MPDProtocol: Sendable {
     static let tagTypes: [String] = TagKey.allCases.filter { $0 != .comment }.map(\.mpdName)
     /// Subsystem names for `idle`, and the command layer's subsystems they stand for.
     static let subsystems: [(String, Subsystems)] = [
-        ("database", []), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
-        ("mixer", .mixer), ("output", .output), ("options", .options), ("update", []), ("sticker", []),
+        ("database", .database), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
+        ("mixer", .mixer), ("output", .output), ("options", .options), ("update", .update), ("sticker", []),
         ("subscription", .subscription), ("message", .message), ("partition", []), ("neighbor", []), ("mount", []),
     ]
 
@@ -207,6 +208,7 @@ struct MPDProtocol: Sendable {
         let info = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path) }
         let total = QueueItem.playedLength(info?.duration, q.current?.entry.clip) ?? 0
         let stream = q.current.map { InputSources.isStream($0.entry.path) } ?? false
+        let updating = playback.library?.updating?.job
         // Every field but `error` has a bounded length (≤ 20 digits a number): 512 bytes hold them.
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 512) { raw in
             var w = ASCIIWriter(raw)
@@ -222,7 +224,10 @@ struct MPDProtocol: Sendable {
             w.put(q.state == .playing ? "\nstate: play\n" : q.state == .paused ? "\nstate: pause\n" : "\nstate: stop\n")
             if crossfade > 0 { w.put("xfade: "); w.put(Int(crossfade.rounded())); w.put("\n") }
             if mixRamp.delay > 0 { w.put("mixrampdelay: "); w.put(Self.number(mixRamp.delay)); w.put("\n") }
-            guard let (c, i) = q.current else { return w.count }
+            guard let (c, i) = q.current else {
+                if let updating { w.put("updating_db: "); w.put(updating); w.put("\n") }
+                return w.count
+            }
             w.put("song: "); w.put(i)
             w.put("\nsongid: "); w.put(c.id); w.put("\n")
             if q.state != .stopped {
@@ -237,6 +242,7 @@ struct MPDProtocol: Sendable {
                     w.put("audio: "); w.put(rate); w.put(":f:"); w.put(channels); w.put("\n")
                 }
             }
+            if let updating { w.put("updating_db: "); w.put(updating); w.put("\n") }
             if let (n, j) = q.next {
                 w.put("nextsong: "); w.put(j)
                 w.put("\nnextsongid: "); w.put(n.id); w.put("\n")
@@ -370,6 +376,7 @@ struct MPDProtocol: Sendable {
     /// directories; the root of `lsinfo` also lists the stored playlists, as mpd's does
     /// (`mpc lsplaylists` reads them there). A song's URI lists that song.
     func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
+        if let library = playback.library { return try libraryListing(library, uri, recursive: recursive, info: info, state) }
         let entries: [LibraryEntry]
         do throws(MPDError) {
             entries = try browse(uri, recursive: recursive, tags: info)

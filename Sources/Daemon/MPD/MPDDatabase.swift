@@ -1,0 +1,241 @@
+import Control
+import FoundationEssentials
+import Library
+import MediaCore
+import Platform
+import PlayQueue
+
+/// MPD's database commands over the music library: `find`, `search`, `findadd`, `searchadd`,
+/// `searchaddpl`, `list`, `count`, `lsinfo`, `listall`, `listallinfo`, `stats`, `update`,
+/// `rescan`, answered as mpd 0.23 answers them (`src/command/DatabaseCommands.cxx`). Without
+/// a library, each answers `No database`, as an mpd without one does.
+extension MPDProtocol {
+    /// The library, or mpd's answer without one.
+    func library() throws(MPDError) -> MusicLibrary {
+        guard let l = playback.library else { throw MPDError.noDatabase }
+        return l
+    }
+
+    /// A library failure in mpd's terms.
+    static func error(_ e: LibraryError) -> MPDError {
+        switch e.kind {
+        case .badFilter: MPDError(.arg, e.message)
+        case .notFound: MPDError(.noExist, e.message)
+        case .tooLarge: MPDError(.updateAlready, e.message)
+        case .newerSchema, .database: MPDError(.system, e.message)
+        }
+    }
+
+    /// What follows a filter: `sort TAG`, `window START:END` and (for the adding commands)
+    /// `position POS`, taken from the end as mpd does.
+    struct Selection {
+        var filter: SongFilter
+        var sort: SongSort?
+        var window: Range<Int>?
+        var position: Int?
+    }
+
+    func selection(_ r: MPDRequest, fold: Bool, position allowed: Bool = false, from start: Int = 0) throws(MPDError) -> Selection {
+        var args = Array(r.args.dropFirst(start))
+        var position: Int?
+        if allowed, args.count >= 2, args[args.count - 2] == "position" {
+            position = try self.position(args[args.count - 1])
+            args.removeLast(2)
+        }
+        var window: Range<Int>?
+        if args.count >= 2, args[args.count - 2] == "window" {
+            let w = args[args.count - 1]
+            try MPDArgument.range.check(w)
+            window = try range(w, count: Int(Int32.max), clamp: true)
+            args.removeLast(2)
+        }
+        var sort: SongSort?
+        if args.count >= 2, args[args.count - 2] == "sort" {
+            do { sort = try SongSort(mpd: args[args.count - 1]) } catch { throw Self.error(error) }
+            args.removeLast(2)
+        }
+        guard !args.isEmpty else { throw MPDError(.arg, "too few arguments for \"\(r.name)\"") }
+        do throws(LibraryError) {
+            return Selection(filter: try SongFilter.parse(args, fold: fold), sort: sort, window: window, position: position)
+        } catch { throw Self.error(error) }
+    }
+
+    func songs(_ s: Selection) throws(MPDError) -> [LibrarySong] {
+        let library = try library()
+        do throws(LibraryError) { return try library.songs(s.filter, sort: s.sort, window: s.window) } catch { throw Self.error(error) }
+    }
+
+    /// `find` / `search`: song blocks, in walk order or `sort`, cut to `window`.
+    func find(_ r: MPDRequest, fold: Bool) throws(MPDError) -> String {
+        _ = try library()
+        return try limited(songs(selection(r, fold: fold)).map { song($0, r.state) })
+    }
+
+    /// `findadd` / `searchadd`: queues what find/search takes (at `position`).
+    func findAdd(_ r: MPDRequest, fold: Bool) throws(MPDError) -> String {
+        _ = try library()
+        let s = try selection(r, fold: fold, position: true)
+        let found = try songs(s)
+        guard !found.isEmpty, let root = playback.resolver.root else { return "" }
+        if let p = s.position, p > playback.queue.entries.count { throw MPDError(.arg, "Number too large: \(p)") }
+        _ = try run(AddCommand(paths: found.map { root + "/" + $0.path }, position: s.position, partial: true))
+        return ""
+    }
+
+    /// `searchaddpl NAME FILTER…`: appends what search takes to a stored playlist (created if
+    /// need be; nothing found, nothing created).
+    func searchAddPlaylist(_ r: MPDRequest) throws(MPDError) -> String {
+        _ = try library()
+        let found = try songs(selection(r, fold: true, from: 1))
+        guard !found.isEmpty, let root = playback.resolver.root else { return "" }
+        _ = try runPlaylist(PlaylistAddCommand(name: r.args[0], paths: found.map { root + "/" + $0.path }))
+        return ""
+    }
+
+    /// `count FILTER [group TAG]` and `count group TAG`.
+    func count(_ r: MPDRequest) throws(MPDError) -> String {
+        let library = try library()
+        var args = r.args
+        var group: TagKey?
+        if args.count >= 2, args[args.count - 2] == "group" {
+            guard let k = TagKey(mpdName: args[args.count - 1]) else { throw MPDError(.arg, "Unknown tag type: \(args[args.count - 1])") }
+            group = k
+            args.removeLast(2)
+        }
+        do throws(LibraryError) {
+            let filter = args.isEmpty ? SongFilter.all : try SongFilter.parse(args, fold: false)
+            guard let group else {
+                let c = try library.count(filter)
+                return "songs: \(c.songs)\nplaytime: \(Int(c.playtime))\n"
+            }
+            return try library.counts(filter, group: group).map { "\(group.mpdName): \($0.value)\nsongs: \($0.songs)\nplaytime: \(Int($0.playtime))\n" }.joined()
+        } catch { throw Self.error(error) }
+    }
+
+    /// `list TAG [FILTER] [group TAG…]`: unique values in byte order, each group's value
+    /// printed once before the values under it (the last `group` is the outermost); `list file`
+    /// lists the songs' files in walk order; `list Album ARTIST` is mpd's old form.
+    func list(_ r: MPDRequest) throws(MPDError) -> String {
+        let library = try library()
+        var args = r.args
+        let tagName = args.removeFirst()
+        let isFile = tagName.lowercased() == "file"
+        guard let tag = TagKey(mpdName: tagName) ?? (isFile ? .title : nil) else { throw MPDError(.arg, "Unknown tag type: \(tagName)") }
+        var groups: [TagKey] = []
+        while args.count >= 2, args[args.count - 2] == "group" {
+            guard let g = TagKey(mpdName: args[args.count - 1]) else { throw MPDError(.arg, "Unknown tag type: \(args[args.count - 1])") }
+            guard g != tag || isFile, !groups.contains(g) else { throw MPDError(.arg, "Conflicting group") }
+            groups.append(g)
+            args.removeLast(2)
+        }
+        let out: [String]
+        do throws(LibraryError) {
+            var filter = SongFilter.all
+            if args.count == 1, !args[0].hasPrefix("(") {
+                // mpd's three-argument form: `list album ARTIST`.
+                guard tag == .album else { throw LibraryError(.badFilter, "should be \"Album\" for 3 arguments") }  // (mpd's words)
+                filter = .tag(.artist, .equals, args[0], fold: false)
+            } else if !args.isEmpty {
+                filter = try SongFilter.parse(args, fold: false)
+            }
+            if isFile {
+                out = try library.songs(filter).map { "file: \($0.path)\n" }
+            } else {
+                let rows = try library.values(tag, filter: filter, groups: groups)
+                let names = (groups + [tag]).map(\.mpdName)
+                var lines: [String] = []
+                var previous: [String]?
+                for row in rows {
+                    // A group's value once, before what is under it.
+                    let first = previous.map { p in zip(p, row).prefix(row.count - 1).prefix { $0.0 == $0.1 }.count } ?? 0
+                    for level in first..<row.count { lines.append("\(names[level]): \(row[level])\n") }
+                    previous = row
+                }
+                out = lines
+            }
+        } catch { throw Self.error(error) }
+        return try limited(out)
+    }
+
+    /// `lsinfo`, `listall`, `listallinfo` from the library: a directory's songs, playlist files
+    /// and subdirectories (recursively for the `listall`s); the root of `lsinfo` also lists the
+    /// stored playlists; a song's URI lists that song.
+    func libraryListing(_ library: MusicLibrary, _ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
+        let path = uri == "/" ? "" : uri
+        let nodes: [LibraryNode]
+        do throws(LibraryError) {
+            nodes = try library.entries(path, recursive: recursive, limit: 1_000_000)
+        } catch {
+            if error.kind == .notFound, !path.isEmpty, let s = try? library.song(path) {
+                return info ? song(s, state) : "file: \(s.path)\n"
+            }
+            throw Self.error(error)
+        }
+        var out: [String] = []
+        let top = path.split(separator: "/").joined(separator: "/")
+        if recursive, !top.isEmpty {
+            out.append("directory: \(top)\n")
+            if info, let d = try? library.directory(top) { out.append("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
+        }
+        for n in nodes {
+            switch n {
+            case .directory(let d): out.append("directory: \(d.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(d.modified))\n" : ""))
+            case .playlist(let p): out.append("playlist: \(p.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(p.modified))\n" : ""))
+            case .song(let s): out.append(info ? song(s, state) : "file: \(s.path)\n")
+            }
+        }
+        if !recursive, top.isEmpty, let store = playback.playlists {
+            out += store.all().map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }
+        }
+        return try limited(out)
+    }
+
+    /// The parts joined, unless they pass mpd's output limit: then mpd's error (mpd closes the
+    /// connection instead; an ACK tells the client why).
+    func limited(_ parts: [String]) throws(MPDError) -> String {
+        var size = 0
+        for p in parts {
+            size += p.utf8.count
+            if size > Self.maximumResponse { throw MPDError(.system, "Output buffer is full") }
+        }
+        return parts.joined()
+    }
+
+    /// `stats`, in mpd's order (`artists` and `albums` count distinct values, as mpd).
+    func stats() throws(MPDError) -> String {
+        let uptime = Int(ProcessInfo.processInfo.systemUptime - MPDProtocol.started)
+        let played = Int(playback.playedSeconds)
+        guard let library = playback.library else {
+            return "uptime: \(uptime)\nplaytime: \(played)\nartists: 0\nalbums: 0\nsongs: 0\ndb_playtime: 0\n"
+        }
+        let s: LibraryStats
+        do throws(LibraryError) { s = try library.stats() } catch { throw Self.error(error) }
+        return "uptime: \(uptime)\nplaytime: \(played)\nartists: \(s.artists)\nalbums: \(s.albums)\nsongs: \(s.songs)\n"
+            + "db_playtime: \(Int(s.playtime))\ndb_update: \(s.updated)\n"
+    }
+
+    /// `update [URI]` / `rescan [URI]`: `updating_db: JOB`.
+    func update(_ r: MPDRequest) throws(MPDError) -> String {
+        let library = try library()
+        var path = r.args.first ?? ""
+        if path == "/" { path = "" }
+        do throws(LibraryError) {
+            return "updating_db: \(try library.update(path, rescan: r.name == "rescan"))\n"
+        } catch {
+            throw error.kind == .tooLarge ? MPDError(.updateAlready, "Update queue is full") : Self.error(error)
+        }
+    }
+
+    /// A library song, as mpd prints a database song: `file`, `Last-Modified`, `Added`,
+    /// `Format`, the tags the client wants (in the file's order, one line per value), `Time`
+    /// and `duration`.
+    func song(_ s: LibrarySong, _ state: MPDClientState) -> String {
+        var out = "file: \(s.path)\nLast-Modified: \(JSONCodec.iso8601(s.modified))\nAdded: \(JSONCodec.iso8601(s.added))\n"
+        if let f = s.audioFormat { out += "Format: \(f)\n" }
+        for t in s.tags where state.tags.contains(t.key.mpdName) {
+            out += "\(t.key.mpdName): \(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)\n"
+        }
+        if let d = s.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
+        return out
+    }
+}
