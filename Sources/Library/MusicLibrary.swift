@@ -60,8 +60,16 @@ public final class MusicLibrary: Sendable {
     /// query later) and migrates it.
     private static func prepare(_ path: String) throws(Schema.Problem) {
         let db: SQLiteDatabase
+        let version: Int
         do throws(SQLiteError) {
             db = try SQLiteDatabase(path: path)
+            version = try db.integer("PRAGMA user_version") ?? 0
+        } catch {
+            throw .sqlite(error)
+        }
+        // A newer Backline's file is refused before anything is written to it (even WAL mode).
+        guard version <= Schema.version else { throw .newer(version) }
+        do throws(SQLiteError) {
             try Schema.configure(db)
             let check = try db.prepare("PRAGMA quick_check")
             if try check.step(), check.text(0) != "ok" {
@@ -100,7 +108,10 @@ public final class MusicLibrary: Sendable {
                 box = ConnectionBox(db)
             } catch { throw LibraryError(error) }
         }
-        defer { readers.withLock { if $0.count < 4 { $0.append(box) } } }
+        defer {
+            box.db.resetStatements()
+            readers.withLock { if $0.count < 4 { $0.append(box) } }
+        }
         do { return try body(box.db) } catch { throw LibraryError(error) }
     }
 

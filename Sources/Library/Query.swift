@@ -110,12 +110,15 @@ extension SongFilter {
     private static func tagMatch(_ chain: [TagKey], _ op: Operator, _ v: String, fold: Bool, absent: Bool,
                                  _ c: inout CompiledFilter) throws(LibraryError) -> String {
         guard let key = chain.first else { return absent ? "1" : "0" }
+        // (The parameters in the order their `?`s appear.)
         c.values.append(.int(key.rawValue))
         let cond = try compare(fold ? "t.folded" : "t.value", op, v, fold: fold, &c)
         let has = "EXISTS (SELECT 1 FROM tags t WHERE t.song = s.id AND t.key = ? AND \(cond))"
-        let rest = try tagMatch(Array(chain.dropFirst()), op, v, fold: fold, absent: absent, &c)
+        var later = CompiledFilter(sql: "", values: [], bases: [])
+        let rest = try tagMatch(Array(chain.dropFirst()), op, v, fold: fold, absent: absent, &later)
         if rest == "0" { return has }
         c.values.append(.int(key.rawValue))
+        c.values += later.values
         return "(\(has) OR (NOT EXISTS (SELECT 1 FROM tags t WHERE t.song = s.id AND t.key = ?) AND \(rest)))"
     }
 

@@ -105,9 +105,20 @@ final class SQLiteDatabase {
     /// The first column of the first row of `sql` as an integer (nil: no row or NULL).
     func integer(_ sql: String, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> Int? {
         let s = try cached(sql)
+        defer { s.reset() }
         try s.bind(bindings)
         guard try s.step(), !s.isNull(0) else { return nil }
         return s.int(0)
+    }
+
+    /// Resets every statement of the connection: one left inside its rows holds a read
+    /// transaction (an old snapshot, and a WAL that cannot be checkpointed past it).
+    func resetStatements() {
+        var stmt = sqlite3_next_stmt(handle, nil)
+        while let s = stmt {
+            sqlite3_reset(s)
+            stmt = sqlite3_next_stmt(handle, s)
+        }
     }
 
     var changes: Int { Int(sqlite3_changes(handle)) }

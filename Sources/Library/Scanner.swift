@@ -190,6 +190,7 @@ struct Scan {
                 try removeSubtree(top)
             }
             try finish(top)
+            db.resetStatements()
             try db.execute("COMMIT")
         } catch {
             try? db.execute("ROLLBACK")
@@ -444,6 +445,7 @@ struct Scan {
     private mutating func progress() throws(SQLiteError) {
         let t = monotonicNanos()
         if pending >= 500 || t - lastCommit > 1_000_000_000 {
+            db.resetStatements()
             try db.execute("COMMIT")
             try db.execute("BEGIN IMMEDIATE")
             pending = 0

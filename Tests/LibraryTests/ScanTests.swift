@@ -4,36 +4,152 @@ import Library
 import MediaCore
 import Testing
 
-/// Scans of generated trees, in process: what the database holds, incremental rescans,
-/// moves, special files, a kill mid-scan, damaged and newer databases.
+/// Scans of generated trees, in process: what the database holds, incremental rescans, moves,
+/// special files, damaged and newer databases.
 @Suite struct ScanTests {
-    func open(_ tree: URL) throws -> MusicLibrary {
-        let db = try Harness.makeTemporaryDirectory("backline-library").appendingPathComponent("library.sqlite")
-        return try MusicLibrary(path: db.path, musicDirectory: tree.path)
+    static func database() throws -> String {
+        try Harness.makeTemporaryDirectory("backline-library").appendingPathComponent("library.sqlite").path
     }
 
-    func scan(_ lib: MusicLibrary, _ path: String = "", rescan: Bool = false) throws -> LibraryUpdate {
+    func scan(_ lib: MusicLibrary, _ path: String = "", rescan: Bool = false,
+              sourceLocation: SourceLocation = #_sourceLocation) throws -> LibraryUpdate {
         let job = try lib.update(path, rescan: rescan)
-        #expect(lib.waitForUpdates(timeout: 300))
-        let last = try #require(lib.lastUpdate)
-        #expect(last.job == job)
-        #expect(last.error == nil)
+        #expect(lib.waitForUpdates(timeout: 300), sourceLocation: sourceLocation)
+        let last = try #require(lib.lastUpdate, sourceLocation: sourceLocation)
+        #expect(last.job == job, sourceLocation: sourceLocation)
+        #expect(last.error == nil, sourceLocation: sourceLocation)
         return last
     }
 
-    @Test func fullScan() throws {
+    @Test("a full scan: every song once with its tags; broken, special and unnamed files recorded with their reasons, none fatal")
+    func fullScan() throws {
         let tree = try MusicTree.shared(songs: 2000)
-        let lib = try open(tree)
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
         let u = try scan(lib)
+        #expect(u.done && u.added == 2002 && u.removed == 0)  // 2001 songs and the broken file
         let stats = try lib.stats()
         #expect(stats.songs == 2001)
-        #expect(u.added == 2002)  // (with the broken file, recorded as unreadable)
-        let bad = try lib.unreadable()
-        print(bad)
-        #expect(bad.contains { $0.path == "Singles/broken.flac" })
-        #expect(bad.contains { $0.path == "x.flac" && $0.reason.contains("FIFO") })
-        #expect(bad.contains { $0.path == "Singles/caf\\xE9.mp3" && $0.reason.contains("UTF-8") })
-        #expect(bad.contains { $0.path == "Singles/outside.flac" && $0.reason.contains("out of the music directory") })
-        #expect(bad.contains { $0.path == "Sigur Rós/loop" && $0.reason.contains("loop") })
+        #expect(stats.artists == 51)  // 50 artist names and Joe Dassin
+        let bad = Dictionary(try lib.unreadable().map { ($0.path, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        #expect(bad["Singles/broken.flac"]?.isEmpty == false)
+        #expect(bad["x.flac"] == "not a regular file (a FIFO)")
+        #expect(bad["Singles/caf\\xE9.mp3"] == "the file name is not valid UTF-8")
+        #expect(bad["Singles/outside.flac"] == "a symbolic link out of the music directory")
+        #expect(bad["Sigur Rós/loop"] == "a link to a directory already in the library (a loop)")
+        #expect(bad.count == 5)
+        // Two artists are two artists (a compilation's every third track).
+        let two = try lib.songs(.tag(.albumArtist, .equals, "Various Artists", fold: false)).filter { $0.values(.artist).count == 2 }
+        #expect(!two.isEmpty)
+        for s in two {
+            #expect(try lib.songs(.tag(.artist, .equals, s.values(.artist)[1], fold: false)).contains { $0.id == s.id })
+        }
+        // Two discs: CD1's tracks before CD2's, each by track number (walk order).
+        let discs = try lib.songs(.base("Miles Davis")).filter { $0.path.contains("/CD") }
+        #expect(!discs.isEmpty)
+        let order = discs.map { [Int($0.first(.disc) ?? "0")!, Int($0.first(.track) ?? "0")!] }
+        #expect(order == order.sorted { $0.lexicographicallyPrecedes($1) })
+        // A song without any tag is in the library, listed with "" for its tags.
+        #expect(try lib.values(.artist).contains([""]))
+    }
+
+    @Test("incremental: an unchanged tree is not read again; a file added, changed, removed and moved is found; ids and Added stay with a moved file")
+    func incremental() throws {
+        let tree = try MusicTree.fresh(songs: 60)
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        let first = try scan(lib)
+        #expect(first.added == 60)
+        let again = try scan(lib)
+        #expect(again.scanned == 60 && again.added == 0 && again.updated == 0 && again.removed == 0 && !again.changed)
+
+        let all = try lib.songs()
+        let flacs = all.filter { $0.path.hasSuffix(".flac") }
+        let moving = all[0], removing = all[1], changing = try #require(flacs.last)
+        let fm = FileManager.default
+        // Moved into another album's folder (same inode, size and time).
+        let target = (all.last!.path as NSString).deletingLastPathComponent + "/moved here.flac"
+        try fm.moveItem(atPath: tree.path + "/" + moving.path, toPath: tree.path + "/" + target)
+        try fm.removeItem(atPath: tree.path + "/" + removing.path)
+        // Changed: a new title, written by the reference tool (size and time change).
+        let changed = tree.path + "/" + changing.path
+        #expect(try runProcess("metaflac", ["--remove-tag=TITLE", "--set-tag=TITLE=Changed title", changed]).status == 0)
+        let mtime = Date().addingTimeInterval(5)
+        try fm.setAttributes([.modificationDate: mtime], ofItemAtPath: changed)
+        // Added: a copy of a song under a new name.
+        try fm.copyItem(atPath: tree.path + "/" + all[3].path, toPath: tree.path + "/" + all[3].path + ".copy." + (all[3].path as NSString).pathExtension)
+
+        let u = try scan(lib)
+        #expect(u.moved == 1 && u.removed == 1 && u.updated == 1 && u.added == 1, "\(u)")
+        let moved = try #require(try lib.song(target))
+        #expect(moved.id == moving.id && moved.added == moving.added && moved.tags == moving.tags)
+        #expect(try lib.song(moving.path) == nil && lib.song(removing.path) == nil)
+        let after = try #require(try lib.song(changing.path))
+        #expect(after.id == changing.id && after.first(.title) == "Changed title")
+        #expect(try lib.stats().songs == 60)
+
+        // A scan of one directory touches that directory only.
+        let dir = (all[10].path as NSString).deletingLastPathComponent
+        try fm.removeItem(atPath: tree.path + "/" + all[10].path)
+        let sub = try scan(lib, dir)
+        #expect(sub.removed == 1 && sub.scanned < 20)
+        // A directory removed: its songs leave.
+        let gone = (all[20].path as NSString).deletingLastPathComponent
+        let inIt = try lib.songs(.base(gone)).count
+        try fm.removeItem(atPath: tree.path + "/" + gone)
+        let removal = try scan(lib)
+        #expect(removal.removed == inIt && inIt > 0)
+        #expect(throws: LibraryError.self) { try lib.songs(.base(gone)) }
+        // A rescan reads every file again, changing nothing.
+        let re = try scan(lib, rescan: true)
+        #expect(re.updated == re.scanned && re.added == 0 && re.removed == 0)
+    }
+
+    @Test("a damaged database is moved aside and rebuilt; one from a newer schema is refused, untouched")
+    func damagedAndNewer() throws {
+        let tree = try MusicTree.fresh(songs: 12)
+        let path = try Self.database()
+        do {
+            let lib = try MusicLibrary(path: path, musicDirectory: tree.path)
+            _ = try scan(lib)
+            #expect(try lib.stats().songs == 12)
+            lib.stop()
+        }
+        // Garbage over its pages (the header kept: SQLite must find the damage itself).
+        let fd = open(path, O_WRONLY)
+        let junk = [UInt8](repeating: 0xA5, count: 8192)
+        _ = pwrite(fd, junk, junk.count, 4096)
+        close(fd)
+        let reopened = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(reopened.recovered == path + ".corrupt-1")
+        #expect(FileManager.default.fileExists(atPath: path + ".corrupt-1"))
+        _ = try scan(reopened)
+        #expect(try reopened.stats().songs == 12)
+
+        // A database of schema 99 (a newer Backline's).
+        let newer = try Self.database()
+        #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 99'); c.commit()", newer]).status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: newer))
+        #expect { try MusicLibrary(path: newer, musicDirectory: tree.path) } throws: { e in
+            (e as? LibraryError)?.kind == .newerSchema && "\(e)".contains("newer Backline (schema 99")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: newer)) == before)
+    }
+
+    @Test("filters: mpd's expressions and pairs parse, bad ones fail with mpd's words")
+    func filters() throws {
+        #expect(try SongFilter.parse(["(Artist == 'A B')"], fold: false) == .tag(.artist, .equals, "A B", fold: false))
+        #expect(try SongFilter.parse(["((artist == \"x\\\"y\") AND (!(Genre contains 'Rock')))"], fold: true)
+            == .and([.tag(.artist, .equals, "x\"y", fold: true), .not(.tag(.genre, .contains, "Rock", fold: true))]))
+        #expect(try SongFilter.parse(["(base 'a/b')"], fold: false) == .base("a/b"))
+        #expect(try SongFilter.parse(["(modified-since '2024-05-01T00:00:00Z')"], fold: false) == .modifiedSince(1_714_521_600))
+        #expect(try SongFilter.parse(["(modified-since '1714521600')"], fold: false) == .modifiedSince(1_714_521_600))
+        #expect(try SongFilter.parse(["artist", "X", "any", "y"], fold: true)
+            == .and([.tag(.artist, .contains, "X", fold: true), .tag(nil, .contains, "y", fold: true)]))
+        for (bad, message) in [("(foo == 'x')", "Unknown filter type: foo"), ("(artist == x)", "Quoted string expected"),
+                               ("(artist == 'x'", "')' expected"), ("()", "Word expected"), ("(artist 'x')", "Unknown filter operator"),
+                               ("((artist == 'x') and (album == 'y'))", "'AND' expected"), ("(artist == 'x", "Closing quote not found")] {
+            #expect { try SongFilter.parse([bad], fold: false) } throws: { ($0 as? LibraryError)?.message == message }
+        }
+        #expect(Fold.key("BJÖRK Ångström Ñandú") == "bjork angstrom nandu")
+        #expect(Fold.key("Ελένη") == "ελενη")
     }
 }
