@@ -270,6 +270,20 @@ public final class FFmpegDecoder: AudioDecoder {
         return MediaError(.unsupportedFormat, "DRM-protected audio (\(fourCC(tag))), which cannot be played", item: source.name)
     }
 
+    /// Tags in the order mpd's FFmpeg plugin reports them (`FfmpegScanDictionary`): the types
+    /// FFmpeg names as mpd does, in mpd's type order; then those under FFmpeg's own names
+    /// (`album_artist`, the sort tags); then MusicBrainz ids. Several values of a type keep
+    /// their order. (The library and MPD clients list a song's tags in this order.)
+    static func inMPDOrder(_ tags: [Tag]) -> [Tag] {
+        let aliases: [TagKey] = [.albumArtist, .albumSort, .artistSort, .albumArtistSort]
+        func rank(_ k: TagKey) -> Int {
+            if let i = aliases.firstIndex(of: k) { return 100 + i }
+            if k.mpdName.hasPrefix("MUSICBRAINZ_") { return 200 + k.rawValue }
+            return k.rawValue
+        }
+        return tags.enumerated().sorted { (rank($0.element.key), $0.offset) < (rank($1.element.key), $1.offset) }.map(\.element)
+    }
+
     /// Tags: the container's and the stream's metadata as `NAME=value` comments (FFmpeg's
     /// names are Vorbis comments' for the common ones); the cover from an attached picture.
     private func readTags() {
@@ -283,6 +297,7 @@ public final class FFmpegDecoder: AudioDecoder {
             }
         }
         VorbisComments.apply(comments, into: &metadata)
+        metadata.tags = Self.inMPDOrder(metadata.tags)
         guard let fc = formatContext else { return }
         for i in 0..<Int(fc.pointee.nb_streams) {
             guard let s = fc.pointee.streams[i], s.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0,

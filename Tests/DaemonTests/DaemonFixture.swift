@@ -86,15 +86,18 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// `bus`: the D-Bus session bus address the daemon sees (default: none, so no test daemon
     /// touches the bus of whoever runs the tests).
-    init(device: String, sinkEnvironment: [String: String] = [:], config: String = "", bus: String? = nil) throws {
+    /// `musicDirectory`: a music directory to use as it is (a generated tree) instead of a copy
+    /// of ``musicFiles()``.
+    init(device: String, sinkEnvironment: [String: String] = [:], config: String = "", bus: String? = nil,
+         musicDirectory: String? = nil) throws {
         dir = try Harness.makeTemporaryDirectory("backline-daemon")
         let d = dir.path
-        music = d + "/music"
+        music = musicDirectory ?? d + "/music"
         stateFile = d + "/state/backline/state.json"
         configFile = d + "/daemon.conf"
         socket = d + "/run/backline/control.sock"
         self.device = device
-        for (name, src) in try Self.musicFiles() {
+        for (name, src) in musicDirectory == nil ? try Self.musicFiles() : [] {
             let dst = music + "/" + name
             try FileManager.default.createDirectory(atPath: (dst as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: src.path, toPath: dst)
