@@ -59,7 +59,12 @@ public enum CtlRun {
         do {
             if case .command(let n, var members) = built {
                 name = n
-                if name == "add" || name == "insert" || name == "playlist-add" {
+                if name == "add", arguments == ["-"] {
+                    // `ctl search … | ctl add -`: paths one a line, relative to the music directory.
+                    let lines = String(decoding: standardInput(), as: UTF8.self).split(whereSeparator: \.isNewline).map(String.init)
+                    guard !lines.isEmpty else { throw usageFailure(CtlUsage("add", "nothing on standard input")) }
+                    members = members.map { $0.0 == "paths" ? ("paths", .array(lines.map(JSON.string))) : $0 }
+                } else if name == "add" || name == "insert" || name == "playlist-add" {
                     let music = try client.request("status")["musicDirectory"]?.string
                     members = relativeToWorkingDirectory(members, musicDirectory: music)
                 }
@@ -67,6 +72,9 @@ public enum CtlRun {
                     _ = try client.request("subscribe", [("events", .array([.string("failed")]))])
                 }
                 sent = .object(members)
+                if name == "update", waitsForUpdate(ctl) {
+                    _ = try client.request("subscribe", [("events", .array([.string("update")]))])
+                }
                 reply = try client.request(name, members)
             } else {
                 guard let raw = arguments.first else { throw usageFailure(CtlUsage("send", "give a JSON object")) }
@@ -102,6 +110,9 @@ public enum CtlRun {
                 CtlOutput.error("backline ctl: nothing plays\(why)")
             }
         }
+        if name == "update", reply["ok"]?.bool == true, waitsForUpdate(ctl), let job = reply["job"]?.int {
+            return try followUpdate(client, job: job, ctl)
+        }
         if ctl.json {
             print(reply.text)
         } else if let format = ctl.format {
@@ -111,6 +122,52 @@ public enum CtlRun {
                   terminator: "")
         }
         if nothingPlays { throw CtlExit(1) }
+    }
+
+    /// Everything on standard input.
+    static func standardInput() -> [UInt8] {
+        var all: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return all }
+            all += chunk[..<n]
+        }
+    }
+
+    /// Whether `ctl update` waits for its scan: with `--wait`, or on a terminal (with a bar).
+    static func waitsForUpdate(_ ctl: CtlInvocation) -> Bool {
+        ctl.arguments.contains("--wait") || (!ctl.json && isatty(STDOUT_FILENO) != 0)
+    }
+
+    /// Follows scan `job` to its end: on a terminal a bar redrawn in place (files scanned of
+    /// those the last scan saw), then what changed; `--json`: its events as sent. Exit 1 when
+    /// the scan failed.
+    private static func followUpdate(_ client: ControlClient, job: Int, _ ctl: CtlInvocation) throws {
+        let terminal = isatty(STDOUT_FILENO) != 0 && !ctl.json
+        var drawn = false
+        while true {
+            guard let e = try client.nextEvent(timeout: 3600) else {
+                CtlOutput.error("backline ctl: the daemon went away before update \(job) ended")
+                throw CtlExit(1)
+            }
+            guard e["event"]?.string == "update", let j = e["job"]?.int, j >= job else { continue }
+            if ctl.json { print(e.text) }
+            // A later job: this one ended unseen (merged or replaced), as far as this run can tell.
+            if j > job, !ctl.json { print(CtlText.updateLine(e)); return }
+            if e["done"]?.bool == true {
+                if terminal, drawn { print("\r\u{1B}[K", terminator: "") }
+                if !ctl.json { print(CtlText.updateLine(e)) }
+                if e["error"] != nil { throw CtlExit(1) }
+                return
+            }
+            if terminal {
+                print("\r\u{1B}[K" + CtlText.updateBar(e), terminator: "")
+                fflush(nil)  // (every stream: `stdout` is a C global Swift 6 will not touch)
+                drawn = true
+            }
+        }
     }
 
     /// Prints a usage error with the command's usage; exit 1.
@@ -222,8 +279,10 @@ public enum CtlCommands {
             return .command(name: "play", members: [("item", .int(try itemID(s, cmd)))])
         case "status" where a == ["--verbose"]:
             return .command(name: command, members: [])
+        case "list" where !a.isEmpty:
+            return nil  // a tag's values in the library: the typed builder's
         case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
-             "version", "channels":
+             "version", "channels", "stats":
             try atMost(0)
             return .command(name: command, members: [])
         case "replay-gain":

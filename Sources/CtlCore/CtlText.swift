@@ -74,6 +74,7 @@ public enum CtlText {
             let status = e["status"]?.int.map { "exited \($0)" } ?? "could not run or timed out"
             return "hook: \(str("hook")) \(status)"
         case "playlists": return "playlist changed: \(str("name"))"
+        case "update": return updateLine(e)
         case "shutdown": return "the daemon is stopping"
         default:
             guard case .object(let fields) = e else { return kind }
@@ -207,6 +208,29 @@ public enum CtlText {
         return out + rest
     }
 
+    /// A library scan's event in words.
+    public static func updateLine(_ e: JSON) -> String {
+        let job = e["job"]?.int ?? 0
+        let path = e["path"]?.string ?? ""
+        let what = path.isEmpty ? "" : " of \(path)"
+        if let error = e["error"]?.string { return "update \(job)\(what) failed: \(error)" }
+        guard e["done"]?.bool == true else { return "update \(job)\(what): \(e["scanned"]?.int ?? 0) files scanned" }
+        var parts: [String] = []
+        for (k, word) in [("added", "added"), ("updated", "updated"), ("moved", "moved"), ("removed", "removed"), ("failed", "unreadable")] {
+            if let n = e[k]?.int, n > 0 { parts.append("\(n) \(word)") }
+        }
+        return "update \(job)\(what) done: \(e["scanned"]?.int ?? 0) files; " + (parts.isEmpty ? "nothing changed" : parts.joined(separator: ", "))
+    }
+
+    /// A scan in progress as a bar: files scanned of those the last scan saw.
+    public static func updateBar(_ e: JSON) -> String {
+        let n = e["scanned"]?.int ?? 0
+        guard let total = e["expected"]?.int, total > 0 else { return "updating: \(n) files" }
+        let width = 30
+        let filled = min(width, n * width / total)
+        return "updating [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(n)/\(total) files"
+    }
+
     /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
     public static func human(_ name: String, _ r: JSON, sent: JSON? = nil, verbose: Bool = false) -> String {
         switch name {
@@ -248,7 +272,7 @@ public enum CtlText {
                 out += "  output \(r["output"]?.string ?? "(device closed)")\n"
             }
             return out
-        case "list":
+        case "list" where r["tags"] == nil:
             guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
             let width = String(items.count).count
             return items.enumerated().map { n, i in
@@ -289,13 +313,56 @@ public enum CtlText {
             guard !items.isEmpty else { return "(the playlist is empty)\n" }
             let width = String(items.count).count
             return items.enumerated().map { "\(String($0 + 1).leftPad(width)). \($1.string ?? "")\n" }.joined()
+        case "update":
+            return "updating the library (job \(r["job"]?.int ?? 0))\n"
+        case "find", "search":
+            let songs = r["songs"]?.array ?? []
+            return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
+        case "list" where r["tags"] != nil:
+            // A tag's values: each group's value once, what is under it indented.
+            let names = r["tags"]?.array?.compactMap(\.string) ?? []
+            var out = ""
+            var previous: [String] = []
+            for row in r["values"]?.array ?? [] {
+                let v = row.array?.compactMap(\.string) ?? []
+                let same = zip(previous, v).prefix(max(0, v.count - 1)).prefix { $0.0 == $0.1 }.count
+                for level in same..<v.count {
+                    let value = v[level].isEmpty ? "(no \(names.indices.contains(level) ? names[level] : "value"))" : v[level]
+                    out += String(repeating: "  ", count: level) + value + "\n"
+                }
+                previous = v
+            }
+            return out.isEmpty ? "(nothing)\n" : out
+        case "count":
+            if let counts = r["counts"]?.array {
+                return counts.map { c in
+                    let v = c["value"]?.string ?? ""
+                    return "\(v.isEmpty ? "(none)" : v): \(c["songs"]?.int ?? 0) songs, \(time(c["playtime"]?.number))\n"
+                }.joined()
+            }
+            return "\(r["songs"]?.int ?? 0) songs, \(time(r["playtime"]?.number))\n"
+        case "ls":
+            return (r["entries"]?.array ?? []).map { e in
+                let path = e["path"]?.string ?? ""
+                switch e["kind"]?.string {
+                case "directory": return "\(path)/\n"
+                case "playlist": return "\(path)\n"
+                default: return "\(path)  \(itemLine(e))\n"
+                }
+            }.joined()
+        case "stats":
+            var out = "\(r["songs"]?.int ?? 0) songs, \(r["artists"]?.int ?? 0) artists, \(r["albums"]?.int ?? 0) albums, \(time(r["playtime"]?.number))\n"
+            out += "updated \(r["updated"]?.string ?? "never")"
+            if let n = r["unreadable"]?.int, n > 0 { out += "; \(n) files unreadable" }
+            if let u = r["updating"], u != .null { out += "; updating now (job \(u["job"]?.int ?? 0))" }
+            return out + "\n"
         case "browse":
             return (r["entries"]?.array ?? []).map { e in
                 let path = e["path"]?.string ?? ""
                 guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
                 return "\(path)  \(itemLine(e))\n"
             }.joined()
-        case "add", "insert", "load":
+        case "add", "insert", "load", "findadd":
             let ids = (r["items"]?.array ?? []).compactMap(\.int)
             var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
                 : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"

@@ -245,6 +245,37 @@ struct Ctl: ParsableCommand {
             var values: [String: ArgumentValue] = ["recursive": .boolean(recursive)]
             if let p = a.first { values["path"] = .string(p) }
             return try make("browse", values)
+        case "update":
+            let rescan = flag("--rescan")
+            _ = flag("--wait")  // (CtlRun waits)
+            try atMost(1)
+            return UpdateCommand(path: a.first ?? "", rescan: rescan)
+        case "find", "search":
+            let sort = try option("--sort")
+            let window = try option("--window")
+            guard !a.isEmpty else { throw CtlUsage(cmd, "give a filter: TAG VALUE… or one expression \"(Artist == 'X')\"") }
+            var values: [String: ArgumentValue] = ["terms": .strings(a)]
+            if let sort { values["sort"] = .string(sort) }
+            if let window { values["window"] = .string(window) }
+            return try make(command, values)
+        case "findadd", "searchadd":
+            let at = try option("--at").map(position)
+            guard !a.isEmpty else { throw CtlUsage(cmd, "give a filter: TAG VALUE… or one expression") }
+            return FindAddCommand(terms: a, search: command == "searchadd", position: at)
+        case "list":
+            var groups: [String] = []
+            while let g = try option("--group") { groups.append(g) }
+            let tag = try required("a tag (Artist, Album, Genre…)")
+            return try make("list", ["tag": .string(tag), "terms": .strings(a), "group": .strings(groups)])
+        case "count":
+            let group = try option("--group")
+            var values: [String: ArgumentValue] = ["terms": .strings(a)]
+            if let group { values["group"] = .string(group) }
+            return try make("count", values)
+        case "ls":
+            let recursive = flag("--recursive")
+            try atMost(1)
+            return LsCommand(path: a.first ?? "", recursive: recursive)
         case "send":
             try atMost(1)
             return nil
