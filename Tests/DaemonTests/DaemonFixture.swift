@@ -111,11 +111,12 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// A daemon playing in real time into the test process's shared PulseAudio server, on its
     /// second sink, which no test records.
-    static func onSharedSink(config: String, bus: String? = nil) throws -> DaemonFixture {
+    static func onSharedSink(config: String, bus: String? = nil, musicDirectory: String? = nil) throws -> DaemonFixture {
         let sink = try PulseNullSink.shared()
         // Played into the server's second, never-recorded sink: real-time pacing, and a test
         // recording the first one (holding it exclusively) in parallel never hears this daemon.
-        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.unheardEnvironment, config: config, bus: bus)
+        return try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.unheardEnvironment, config: config, bus: bus,
+                                 musicDirectory: musicDirectory)
     }
 
     /// Starts the daemon and waits until it answers `ping`.

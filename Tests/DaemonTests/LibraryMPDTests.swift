@@ -12,8 +12,11 @@ struct LibraryMPDTests {
     static var mpdAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") }
 
     /// A daemon on `tree` with an MPD port, its first scan done.
-    static func daemon(_ tree: URL, config: String = DaemonFixture.foreground) throws -> (DaemonFixture, Int) {
-        let d = try DaemonFixture(device: "null", config: config, musicDirectory: tree.path)
+    /// `realTime`: playing through the shared PulseAudio sink (a test that plays short songs
+    /// and reads what plays); otherwise into ALSA's `null` device.
+    static func daemon(_ tree: URL, config: String = DaemonFixture.foreground, realTime: Bool = false) throws -> (DaemonFixture, Int) {
+        let d = realTime ? try DaemonFixture.onSharedSink(config: config, musicDirectory: tree.path)
+            : try DaemonFixture(device: "null", config: config, musicDirectory: tree.path)
         let port = HardeningTests.port()
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
         let c = try TCPLineClient.mpd(port: port)
