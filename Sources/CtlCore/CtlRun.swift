@@ -115,6 +115,9 @@ public enum CtlRun {
         }
         if ctl.json {
             print(reply.text)
+        } else if name == "find" || name == "search", isatty(STDOUT_FILENO) == 0 {
+            // Piped: one path a line, for `ctl add -` (or any tool).
+            for s in reply["songs"]?.array ?? [] { print(s["path"]?.string ?? "") }
         } else if let format = ctl.format {
             print(CtlText.formatted(format, reply))
         } else {
