@@ -27,8 +27,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var libraryPath: String?
     /// Whether the library's database was set (else it follows the state file).
     private var libraryPathSet = false
-    /// Scan the music directory at every start (`update-on-start`; a new library is scanned anyway).
-    public var updateOnStart = false
+    /// Scan the music directory at start (`update-on-start`): `auto` (default) when the library
+    /// is new, `yes` at every start, `no` never (a scan waits for `update` or a change).
+    public var updateOnStart = "auto"
     /// Watch the music directory with inotify and scan what changes (`auto-update`).
     public var autoUpdate = true
     /// Seconds of quiet after a change before its directory is scanned (`auto-update-delay`).
@@ -169,7 +170,9 @@ public struct DaemonConfig: Sendable, Equatable {
         case "library":
             libraryPathSet = true
             libraryPath = value == "off" || value.isEmpty ? nil : path
-        case "update-on-start": updateOnStart = try flag()
+        case "update-on-start":
+            guard ["auto", "yes", "no"].contains(value) else { throw BadValue(message: "update-on-start: expected auto, yes or no, got '\(value)'") }
+            updateOnStart = value
         case "auto-update": autoUpdate = try flag()
         case "auto-update-delay": autoUpdateDelay = try number(0.05, 3600)
         case "device": device = value

@@ -168,7 +168,7 @@ public final class DaemonCore: Sendable {
             }
         }
         let stats = try? library.stats()
-        if config.updateOnStart || (stats?.updated ?? 0) == 0 && (stats?.songs ?? 0) == 0 {
+        if config.updateOnStart == "yes" || config.updateOnStart == "auto" && (stats?.updated ?? 0) == 0 && (stats?.songs ?? 0) == 0 {
             _ = try? library.update("")
         }
         if config.autoUpdate {

@@ -114,8 +114,10 @@ public final class LibraryWatcher: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         var lastFallback = monotonicNanos()
         while !state.withLock({ $0.stopping }) {
-            let pending = state.withLock { s -> Int? in s.dirty.isEmpty ? nil : s.lastChange }
-            var timeout: Int32 = 1000
+            let (pending, exhausted) = state.withLock { s -> (Int?, Bool) in (s.dirty.isEmpty ? nil : s.lastChange, s.exhausted) }
+            // Asleep until something changes (an idle daemon must not wake for nothing), but for
+            // a pending debounce, or the fallback's periodic scan.
+            var timeout: Int32 = exhausted ? 60_000 : -1
             if let last = pending { timeout = Int32(max(0, min(1000, (last + Int(delay * 1e9) - monotonicNanos()) / 1_000_000))) }
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, 2, timeout)

@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -64,6 +64,7 @@ struct Bench: ParsableCommand {
         try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("streams") { try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("titles") { try TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor) }
+        try onDevice("library") { try LibraryBench.run(executable: me, device: $0) }
         if json {
             for r in results { print(r.json) }
         } else {
