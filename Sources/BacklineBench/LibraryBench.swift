@@ -45,7 +45,7 @@ public enum LibraryBench {
                 database = dir + "/library.sqlite"
                 // No scan at start (the bench asks for it, timed) and no inotify (nothing changes).
                 try "update-on-start = no\nauto-update = no\n".write(toFile: dir + "/daemon.conf", atomically: true, encoding: .utf8)
-                child = try Child(executable, ["daemon", "--socket", dir + "/control.sock", "--music-dir", music, "--state-file", dir + "/state.json",
+                child = try Child(executable, ["daemon", "--socket", dir + "/run/control.sock", "--music-dir", music, "--state-file", dir + "/state.json",
                                                "--library", database, "--device", device, "--config", dir + "/daemon.conf", "--mpd-listen", socket,
                                                "--no-mpris"],
                                   environment: ["XDG_RUNTIME_DIR": dir + "/rt", "XDG_CACHE_HOME": dir + "/cache"])

@@ -146,6 +146,8 @@ struct Scan {
     private var walked = Set<[UInt64]>()
     /// Songs that were not where the database had them (maybe moved; removed at the end).
     private var missing = Set<Int>()
+    /// The names in the directory being walked.
+    private var currentNames = Set<String>()
     private let now = Int(time(nil))
 
     init(library: MusicLibrary, db: SQLiteDatabase, job: LibraryUpdate) {
@@ -249,6 +251,7 @@ struct Scan {
             names.append(name)
         }
         closedir(d)
+        currentNames = Set(names)
 
         // What the database has here.
         var known: [String: (id: Int, size: Int, mtime: Int)] = [:]
@@ -320,7 +323,7 @@ struct Scan {
                 if k.size == size, k.mtime == mtime, !job.rescan { try progress(); continue }
                 try store(path: path, rel: relPath, name: name, directory: id, dirRel: rel, st: st, existing: k.id)
                 job.updated += 1
-            } else if let moved = try movedSong(st, to: relPath) {
+            } else if let moved = try movedSong(st, to: relPath, directory: id) {
                 try db.cached("UPDATE songs SET path = ?, directory = ?, name = ? WHERE id = ?")
                     .run([.text(relPath), .int(id), .text(name), .int(moved)])
                 try db.cached("UPDATE songs SET sort_key = ? WHERE id = ?").run([.text(try songSortKey(moved, dirRel: rel, name: name)), .int(moved)])
@@ -368,13 +371,25 @@ struct Scan {
 
     /// A song elsewhere in the database that is this file (same device, inode, size and time)
     /// and is no longer at its own path: it moved here.
-    private func movedSong(_ st: stat, to rel: String) throws(SQLiteError) -> Int? {
-        let q = try db.cached("SELECT id, path, size, mtime FROM songs WHERE device = ? AND inode = ?")
+    private func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> Int? {
+        let q = try db.cached("SELECT id, path, size, mtime, directory FROM songs WHERE device = ? AND inode = ?")
         try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
         let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
         var candidates: [(Int, String)] = []
         while try q.step() {
-            if q.int(2) == Int(st.st_size) && q.int(3) == mtime { candidates.append((q.int(0), q.text(1))) }
+            guard q.int(2) == Int(st.st_size) && q.int(3) == mtime else { continue }
+            let id = q.int(0)
+            if missing.contains(id) { return id }  // not where it was: moved here
+            // In a directory this walk has reached and not missing there: seen, or about to be
+            // (hard links of one file are each a song of their own).
+            let old = q.text(1)
+            if q.int(4) == directory {
+                // Renamed within this directory: moved when its old name is gone from it.
+                if !currentNames.contains(Path.lastComponent(old)) { return id }
+                continue
+            }
+            if visited.contains(q.int(4)) { continue }
+            candidates.append((id, old))
         }
         for (id, old) in candidates where old != rel {
             var ost = stat()

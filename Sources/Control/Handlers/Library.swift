@@ -129,13 +129,21 @@ struct SongQuery: Sendable, Equatable {
         do { return try SongFilter.parse(terms, fold: fold) } catch { throw CommandError(error) }
     }
 
-    func songs(_ x: CommandContext, fold: Bool) throws(CommandError) -> [LibrarySong] {
+    /// The most songs one reply carries (about 10 MB of JSON): past it, ask for a `window`.
+    static let maximumSongs = 20_000
+
+    func songs(_ x: CommandContext, fold: Bool, limited: Bool = true) throws(CommandError) -> [LibrarySong] {
         let library = try x.library()
         let filter = try filter(fold: fold)
+        let found: [LibrarySong]
         do throws(LibraryError) {
             let order = try sort.map { (s: String) throws(LibraryError) in try SongSort(mpd: s) }
-            return try library.songs(filter, sort: order, window: window)
+            found = try library.songs(filter, sort: order, window: window)
         } catch { throw CommandError(error) }
+        if limited, found.count > Self.maximumSongs {
+            throw .tooLarge("\(found.count) songs match: more than \(Self.maximumSongs) in one reply (give a window, START:END)")
+        }
+        return found
     }
 }
 
@@ -188,7 +196,7 @@ public struct FindAddCommand: ControlCommand {
         return Arguments(v)
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        let songs = try query.songs(x, fold: search)
+        let songs = try query.songs(x, fold: search, limited: false)
         guard !songs.isEmpty, let root = x.playback.resolver.root else { return .added(ids: [], skipped: []) }
         return try AddCommand(paths: songs.map { root + "/" + $0.path }, position: position, partial: true).run(x)
     }
