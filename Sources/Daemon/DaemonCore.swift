@@ -105,7 +105,8 @@ public final class DaemonCore: Sendable {
         MemoryTrimmer.limitArenas()
         self.config = config
         self.logger = logger
-        trimmer = MemoryTrimmer(queue: work)
+        let library = Mutex<MusicLibrary?>(nil)
+        trimmer = MemoryTrimmer(queue: work) { library.withLock { $0 }?.releaseMemory() }
         do {
             var configuration = PlaybackConfiguration(
                 device: config.device, bufferMilliseconds: config.bufferMilliseconds,
@@ -121,7 +122,9 @@ public final class DaemonCore: Sendable {
                 try? FileManager.default.createDirectory(atPath: Path.deletingLastComponent(l), withIntermediateDirectories: true,
                                                          attributes: [.posixPermissions: 0o700])
             }
-            playback = try Playback(configuration: configuration)
+            let made = try Playback(configuration: configuration)
+            library.withLock { $0 = made.library }
+            playback = made
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade
         } catch {
@@ -157,8 +160,9 @@ public final class DaemonCore: Sendable {
         if let moved = library.recovered {
             logger.warning("the library database was damaged: moved aside and rebuilt", metadata: ["moved-to": "\(moved)"])
         }
-        library.observe { [logger] u in
+        library.observe { [logger, trimmer] u in
             guard u.done else { return }
+            trimmer.noteActivity()  // what the scan read and wrote is freed: given back soon
             if let e = u.error {
                 logger.error("library update failed", metadata: ["job": "\(u.job)", "error": "\(e)"])
             } else {

@@ -15,9 +15,13 @@ final class MemoryTrimmer: Sendable {
     private let queue: DispatchQueue
     private let scheduled = Atomic<Bool>(false)
 
-    init(queue: DispatchQueue, delay: DispatchTimeInterval = .seconds(5)) {
+    /// Called just before each trim (caches that can go: the library's idle connections).
+    private let before: @Sendable () -> Void
+
+    init(queue: DispatchQueue, delay: DispatchTimeInterval = .seconds(5), before: @escaping @Sendable () -> Void = {}) {
         self.queue = queue
         self.delay = delay
+        self.before = before
     }
 
     /// Limits malloc to two arenas (per-thread arenas multiply the free memory each keeps;
@@ -31,6 +35,7 @@ final class MemoryTrimmer: Sendable {
         guard scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         queue.asyncAfter(deadline: .now() + delay) { [self] in
             scheduled.store(false, ordering: .releasing)
+            before()
             _ = malloc_trim(0)
         }
     }

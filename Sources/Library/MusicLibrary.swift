@@ -115,9 +115,11 @@ public final class MusicLibrary: Sendable {
         do { return try body(box.db) } catch { throw LibraryError(error) }
     }
 
-    /// Lets cached connections go (their page caches: the daemon's memory after a big query).
-    public func releaseMemory() {
+    /// Lets idle connections go (their page caches: the daemon's memory after big queries);
+    /// with `answers`, the kept answers too.
+    public func releaseMemory(answers dropAnswers: Bool = false) {
         readers.withLock { $0.removeAll() }
+        if dropAnswers { answers.withLock { $0.removeAll() } }
     }
 
     // MARK: - Rows
@@ -207,85 +209,94 @@ public final class MusicLibrary: Sendable {
 
     /// The values of `tag` (after its fallbacks; "" for a song without it) over the songs
     /// `filter` takes, grouped by `groups` (the outermost first): each row is the group values
-    /// then the value, sorted in byte order, unique. `nil` tag: the songs' paths, in walk order.
+    /// then the value, sorted in byte order, unique. Answers are kept until the library changes
+    /// (clients ask the same `list Artist` again and again).
     public func values(_ tag: TagKey, filter: SongFilter = .all, groups: [TagKey] = []) throws(LibraryError) -> [[String]] {
-        let c = try filter.compile()
-        try checkBases(c.bases)
+        let key = "values \(tag.rawValue) \(groups.map(\.rawValue)) \(filter)"
+        if let hit = cached(key, as: [[String]].self) { return hit }
+        let generation = self.generation.load(ordering: .acquiring)
         let keys = groups + [tag]
-        let wanted = Set(keys.flatMap { [$0] + fallbacks($0) })
-        let keyList = wanted.map { String($0.rawValue) }.joined(separator: ",")
-        let rows: [[String]] = try read { db throws(SQLiteError) in
-            // Every value of the wanted tags of the songs taken, song by song.
-            let st = try db.prepare("""
-                SELECT s.id, t.key, t.value FROM songs s LEFT JOIN tags t ON t.song = s.id AND t.key IN (\(keyList))
-                WHERE s.error IS NULL AND \(c.sql) ORDER BY s.id, t.seq
-                """)
-            try st.bind(c.values)
-            var out = Set<[String]>()
-            var current = -1
-            var tags: [TagKey: [String]] = [:]
-            func flush() {
-                guard current >= 0 else { return }
-                // The cross product of each key's effective values (a song with two artists counts under both).
-                var combos: [[String]] = [[]]
-                for k in keys {
-                    let vs = ([k] + fallbacks(k)).lazy.compactMap { tags[$0] }.first ?? [""]
-                    combos = combos.flatMap { c in vs.map { c + [$0] } }
-                }
-                out.formUnion(combos)
+        var out = Set<[String]>()
+        try eachSong(filter, keys: keys) { _, _, tags in
+            // The cross product of each key's effective values (a song with two artists counts under both).
+            var combos: [[String]] = [[]]
+            for k in keys {
+                let vs = ([k] + fallbacks(k)).lazy.compactMap { tags[$0] }.first ?? [""]
+                combos = vs.count == 1 ? combos.map { $0 + [vs[0]] } : combos.flatMap { c in vs.map { c + [$0] } }
             }
-            while try st.step() {
-                let id = st.int(0)
-                if id != current {
-                    flush()
-                    current = id
-                    tags = [:]
-                }
-                if !st.isNull(1), let k = TagKey(rawValue: st.int(1)) { tags[k, default: []].append(st.text(2)) }
-            }
-            flush()
-            return Array(out)
+            out.formUnion(combos)
         }
-        return rows.sorted { a, b in
+        let rows = out.sorted { a, b in
             for (x, y) in zip(a, b) where x != y { return x.utf8.lexicographicallyPrecedes(y.utf8) }
             return false
         }
+        remember(key, rows, generation: generation)
+        return rows
     }
 
     /// Song counts and total durations per value of `group` (after fallbacks; "" for songs
     /// without it), in byte order of the value.
     public func counts(_ filter: SongFilter = .all, group: TagKey) throws(LibraryError) -> [(value: String, songs: Int, playtime: Double)] {
+        let key = "counts \(group.rawValue) \(filter)"
+        if let hit = cached(key, as: [(value: String, songs: Int, playtime: Double)].self) { return hit }
+        let generation = self.generation.load(ordering: .acquiring)
+        let chain = [group] + fallbacks(group)
+        var sums: [String: (Int, Double)] = [:]
+        try eachSong(filter, keys: [group]) { _, duration, tags in
+            let vs = chain.lazy.compactMap { tags[$0] }.first ?? [""]
+            for v in Set(vs) {
+                let old = sums[v] ?? (0, 0)
+                sums[v] = (old.0 + 1, old.1 + duration)
+            }
+        }
+        let rows = sums.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        remember(key, rows, generation: generation)
+        return rows
+    }
+
+    /// Calls `body` for each song `filter` takes, with its duration and its values of `keys`
+    /// (and their fallbacks): the songs in id order merged with one pass over the tags in their
+    /// primary key's order (song, type, position).
+    private func eachSong(_ filter: SongFilter, keys: [TagKey],
+                          _ body: (Int, Double, [TagKey: [String]]) -> Void) throws(LibraryError) {
         let c = try filter.compile()
         try checkBases(c.bases)
-        let chain = [group] + fallbacks(group)
-        let keyList = chain.map { String($0.rawValue) }.joined(separator: ",")
-        var sums: [String: (Int, Double)] = [:]
+        let wanted = Set(keys.flatMap { [$0] + fallbacks($0) }).map { String($0.rawValue) }.joined(separator: ",")
         try read { db throws(SQLiteError) in
-            let st = try db.prepare("""
-                SELECT s.id, s.duration, t.key, t.value FROM songs s LEFT JOIN tags t ON t.song = s.id AND t.key IN (\(keyList))
-                WHERE s.error IS NULL AND \(c.sql) ORDER BY s.id, t.seq
-                """)
-            try st.bind(c.values)
-            var current = -1
-            var duration = 0.0
-            var tags: [TagKey: [String]] = [:]
-            func flush() {
-                guard current >= 0 else { return }
-                let vs = chain.lazy.compactMap { tags[$0] }.first ?? [""]
-                for v in Set(vs) { sums[v, default: (0, 0)].0 += 1; sums[v, default: (0, 0)].1 += duration }
-            }
-            while try st.step() {
-                if st.int(0) != current {
-                    flush()
-                    current = st.int(0)
-                    duration = st.optionalDouble(1) ?? 0
-                    tags = [:]
+            let songs = try db.prepare("SELECT s.id, s.duration FROM songs s WHERE s.error IS NULL AND \(c.sql) ORDER BY s.id")
+            try songs.bind(c.values)
+            let tags = try db.prepare("SELECT song, key, value FROM tags NOT INDEXED WHERE key IN (\(wanted)) ORDER BY song, key, seq")
+            var more = try tags.step()
+            while try songs.step() {
+                let id = songs.int(0)
+                var values: [TagKey: [String]] = [:]
+                while more, tags.int(0) <= id {
+                    if tags.int(0) == id, let k = TagKey(rawValue: tags.int(1)) { values[k, default: []].append(tags.text(2)) }
+                    more = try tags.step()
                 }
-                if !st.isNull(2), let k = TagKey(rawValue: st.int(2)) { tags[k, default: []].append(st.text(3)) }
+                body(id, songs.optionalDouble(1) ?? 0, values)
             }
-            flush()
         }
-        return sums.map { ($0.key, $0.value.0, $0.value.1) }.sorted { $0.value.utf8.lexicographicallyPrecedes($1.value.utf8) }
+    }
+
+    // MARK: - Answers kept until the library changes
+
+    /// Bumped by every scan's commit: cached answers from an older generation are stale.
+    let generation = Atomic<Int>(0)
+    private let answers = Mutex<[String: (generation: Int, value: any Sendable)]>([:])
+
+    private func cached<T>(_ key: String, as: T.Type) -> T? {
+        answers.withLock { a in
+            guard let e = a[key], e.generation == generation.load(ordering: .acquiring) else { return nil }
+            return e.value as? T
+        }
+    }
+
+    private func remember(_ key: String, _ value: some Sendable, generation g: Int) {
+        answers.withLock { a in
+            if a.count >= 32 { a.removeAll() }  // (a handful of distinct questions in practice)
+            a[key] = (g, value)
+        }
     }
 
     /// The directory `path` (relative; "" the root), if the library has it.

@@ -97,8 +97,9 @@ extension SongFilter {
         case .file(let op, let v, let fold):
             return try Self.compare(fold ? "bl_fold(s.path)" : "s.path", op, v, fold: fold, &c)
         case .tag(nil, let op, let v, let fold):
-            let cond = try Self.compare(fold ? "t.folded" : "t.value", op, v, fold: fold, &c)
-            return "EXISTS (SELECT 1 FROM tags t WHERE t.song = s.id AND \(cond))"
+            // (`IN` a subquery: one pass over the tags, or their index, not one lookup a song.)
+            let cond = try Self.compare(fold ? Self.folded : "t.value", op, v, fold: fold, &c)
+            return "s.id IN (SELECT t.song FROM tags t WHERE \(cond))"
         case .tag(let key?, let op, let v, let fold):
             let absent = try Self.matches("", op, v, fold: fold)
             return try Self.tagMatch([key] + fallbacks(key), op, v, fold: fold, absent: absent, &c)
@@ -112,14 +113,23 @@ extension SongFilter {
         guard let key = chain.first else { return absent ? "1" : "0" }
         // (The parameters in the order their `?`s appear.)
         c.values.append(.int(key.rawValue))
-        let cond = try compare(fold ? "t.folded" : "t.value", op, v, fold: fold, &c)
-        let has = "EXISTS (SELECT 1 FROM tags t WHERE t.song = s.id AND t.key = ? AND \(cond))"
+        let cond = try compare(fold ? folded : "t.value", op, v, fold: fold, &c)
+        let has = "s.id IN (SELECT t.song FROM tags t WHERE t.key = ? AND \(cond))"
         var later = CompiledFilter(sql: "", values: [], bases: [])
         let rest = try tagMatch(Array(chain.dropFirst()), op, v, fold: fold, absent: absent, &later)
         if rest == "0" { return has }
         c.values.append(.int(key.rawValue))
         c.values += later.values
-        return "(\(has) OR (NOT EXISTS (SELECT 1 FROM tags t WHERE t.song = s.id AND t.key = ?) AND \(rest)))"
+        return "(\(has) OR (s.id NOT IN (SELECT t.song FROM tags t WHERE t.key = ?) AND \(rest)))"
+    }
+
+    /// A tag's folded value: stored only where it differs from the value.
+    static let folded = "coalesce(t.folded, t.value)"
+
+    /// What goes in the `folded` column for `value`: nil when folding changes nothing.
+    static func storedFold(_ value: String) -> String? {
+        let f = Fold.key(value)
+        return f == value ? nil : f
     }
 
     /// An SQL comparison of `column` with `v`.
@@ -160,7 +170,7 @@ extension SongFilter {
 private extension String {
     /// A regular expression is matched on the value itself (case folded by the expression).
     var replacingFolded: String {
-        self == "t.folded" ? "t.value" : self == "bl_fold(s.path)" ? "s.path" : self
+        self == SongFilter.folded ? "t.value" : self == "bl_fold(s.path)" ? "s.path" : self
     }
 }
 

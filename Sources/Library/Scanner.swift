@@ -8,6 +8,21 @@ import Synchronization
 import Glibc
 #endif
 
+/// Tag reads filled in by two threads, each its own indices (joined before `all` is read).
+final class ReadResults: @unchecked Sendable {
+    private let slots: UnsafeMutableBufferPointer<Scan.Read?>
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+    func set(_ i: Int, _ r: Scan.Read) { slots[i] = r }
+    var all: [Scan.Read] { slots.map { $0 ?? Scan.Read(info: nil, plugin: nil, failure: "not read") } }
+}
+
 /// The scan thread's queue: jobs waiting, the one running, the last to end.
 struct JobState {
     var nextJob = 1
@@ -194,6 +209,7 @@ struct Scan {
             try finish(top)
             db.resetStatements()
             try db.execute("COMMIT")
+            library.generation.add(1, ordering: .releasing)
         } catch {
             try? db.execute("ROLLBACK")
             throw error
@@ -269,6 +285,7 @@ struct Scan {
 
         var subdirs: [(String, String, Int)] = []
         var seenLists = Set<String>()
+        var toRead: [Pending] = []
         for name in names {
             guard !library.isStopping else { return }
             let path = dir + "/" + name
@@ -321,21 +338,21 @@ struct Scan {
             let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
             if let k = known.removeValue(forKey: name) {
                 if k.size == size, k.mtime == mtime, !job.rescan { try progress(); continue }
-                try store(path: path, rel: relPath, name: name, directory: id, dirRel: rel, st: st, existing: k.id)
-                job.updated += 1
+                toRead.append(Pending(path: path, rel: relPath, name: name, st: st, existing: k.id))
             } else if let moved = try movedSong(st, to: relPath, directory: id) {
                 try db.cached("UPDATE songs SET path = ?, directory = ?, name = ? WHERE id = ?")
                     .run([.text(relPath), .int(id), .text(name), .int(moved)])
                 try db.cached("UPDATE songs SET sort_key = ? WHERE id = ?").run([.text(try songSortKey(moved, dirRel: rel, name: name)), .int(moved)])
+                try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(relPath)])
                 missing.remove(moved)
                 job.moved += 1
+                try progress()
             } else {
-                try store(path: path, rel: relPath, name: name, directory: id, dirRel: rel, st: st, existing: nil)
-                job.added += 1
+                toRead.append(Pending(path: path, rel: relPath, name: name, st: st, existing: nil))
             }
-            try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(relPath)])
-            try progress()
+            if toRead.count >= Self.batch { try storeAll(&toRead, directory: id, dirRel: rel) }
         }
+        try storeAll(&toRead, directory: id, dirRel: rel)
         // What is no longer here.
         for (_, k) in known { missing.insert(k.id) }
         for p in knownLists.subtracting(seenLists) { try db.cached("DELETE FROM playlists WHERE path = ?").run([.text(p)]) }
@@ -399,22 +416,66 @@ struct Scan {
         return nil
     }
 
-    /// Reads a file's tags and writes its row (new, or replacing `existing`'s tags; its id and
-    /// `added` kept).
-    private mutating func store(path: String, rel: String, name: String, directory: Int, dirRel: String,
-                                st: stat, existing: Int?) throws(SQLiteError) {
+    /// A file to read: new (`existing` nil) or changed.
+    struct Pending {
+        var path: String
+        var rel: String
+        var name: String
+        var st: stat
+        var existing: Int?
+    }
+
+    /// What a file's tag reader said.
+    struct Read: Sendable {
         var info: TrackInfo?
         var plugin: String?
         var failure: String?
-        do {
-            let source = try InputSources.open(path, beneath: library.root)
-            let p = try library.registry.plugin(for: source)
-            plugin = p.name
-            info = try p.info(source)
-        } catch {
-            failure = error.reason
-            job.failed += 1
+    }
+
+    /// Files read at once (their tags held until written).
+    static let batch = 32
+
+    /// Reads `files`' tags, on two threads when there are several (the decoders' tag readers
+    /// open and parse each file: the scan's cost), then writes them in order.
+    private mutating func storeAll(_ files: inout [Pending], directory: Int, dirRel: String) throws(SQLiteError) {
+        guard !files.isEmpty else { return }
+        let reads = Self.read(files.map(\.path), library)
+        for (f, r) in zip(files, reads) {
+            try store(f, r, directory: directory, dirRel: dirRel)
+            if f.existing == nil { job.added += 1 } else { job.updated += 1 }
+            try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(f.rel)])
+            try progress()
         }
+        files.removeAll(keepingCapacity: true)
+    }
+
+    static func read(_ paths: [String], _ library: MusicLibrary) -> [Read] {
+        @Sendable func one(_ path: String) -> Read {
+            do throws(MediaError) {
+                let source = try InputSources.open(path, beneath: library.root)
+                let p = try library.registry.plugin(for: source)
+                return Read(info: try p.info(source), plugin: p.name, failure: nil)
+            } catch {
+                return Read(info: nil, plugin: nil, failure: error.reason)
+            }
+        }
+        guard paths.count >= 2 else { return paths.map(one) }
+        let results = ReadResults(count: paths.count)
+        let half = paths.count / 2
+        let other = PlatformThread.start(name: "bl-library-read") {
+            for i in half..<paths.count { results.set(i, one(paths[i])) }
+        }
+        for i in 0..<half { results.set(i, one(paths[i])) }
+        other.join()
+        return results.all
+    }
+
+    /// Writes a file's row (new, or replacing `existing`'s tags; its id and `added` kept).
+    private mutating func store(_ f: Pending, _ r: Read, directory: Int, dirRel: String) throws(SQLiteError) {
+        let (path, rel, name, st, existing) = (f.path, f.rel, f.name, f.st, f.existing)
+        _ = path
+        let (info, plugin, failure) = (r.info, r.plugin, r.failure)
+        if failure != nil { job.failed += 1 }
         let m = info?.metadata ?? TrackMetadata()
         let values: [SQLiteValue] = [
             .text(rel), .int(directory), .text(name), .text(SortKey.song(dirRel: dirRel, name: name, metadata: m)),
@@ -442,7 +503,7 @@ struct Scan {
         }
         let insert = try db.cached("INSERT INTO tags(song, key, seq, value, folded) VALUES (?, ?, ?, ?, ?)")
         for (seq, t) in m.tags.enumerated() {
-            try insert.run([.int(id), .int(t.key.rawValue), .int(seq), .text(t.value), .text(Fold.key(t.value))])
+            try insert.run([.int(id), .int(t.key.rawValue), .int(seq), .text(t.value), SongFilter.storedFold(t.value).map { .text($0) } ?? .null])
         }
         pending += 1
     }
@@ -462,6 +523,7 @@ struct Scan {
         if pending >= 500 || t - lastCommit > 1_000_000_000 {
             db.resetStatements()
             try db.execute("COMMIT")
+            library.generation.add(1, ordering: .releasing)
             try db.execute("BEGIN IMMEDIATE")
             pending = 0
             lastCommit = t

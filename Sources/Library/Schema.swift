@@ -50,11 +50,10 @@ enum Schema {
             key INTEGER NOT NULL,
             seq INTEGER NOT NULL,
             value TEXT NOT NULL,
-            folded TEXT NOT NULL,               -- Fold.key(value)
+            folded TEXT,                        -- Fold.key(value), where it differs from value
             PRIMARY KEY(song, key, seq)
         ) WITHOUT ROWID;
         CREATE INDEX tags_value ON tags(key, value);
-        CREATE INDEX tags_folded ON tags(key, folded);
         CREATE TABLE playlists(
             path TEXT PRIMARY KEY,
             directory INTEGER NOT NULL,

@@ -186,17 +186,17 @@ enum MPDCommandTable {
         },
         MPDCommand("disableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in true }) },
         MPDCommand("enableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in false }) },
-        MPDCommand("find", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.find(r, fold: false) },
+        MPDCommand("find", 1...1, unbounded: true, database: true, bytes: { p, r, out throws(MPDError) in try p.find(r, fold: false, into: &out) }),
         MPDCommand("findadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: false) },
         MPDCommand("getvol", 0...0, inline: true) { p, _ in "volume: \(p.volumePercent)\n" },
         MPDCommand("idle", 0...0, unbounded: true, inline: true) { _, _ in "" },
         MPDCommand("list", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.list(r) },
-        MPDCommand("listall", 0...1) { p, r throws(MPDError) in
-            try p.listing(r.args.first ?? "", recursive: true, info: false, r.state)
-        },
-        MPDCommand("listallinfo", 0...1) { p, r throws(MPDError) in
-            try p.listing(r.args.first ?? "", recursive: true, info: true, r.state)
-        },
+        MPDCommand("listall", 0...1, bytes: { p, r, out throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: true, info: false, r.state, into: &out)
+        }),
+        MPDCommand("listallinfo", 0...1, bytes: { p, r, out throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: true, info: true, r.state, into: &out)
+        }),
         MPDCommand("listfiles", 0...1) { p, r throws(MPDError) in try p.listFiles(r.args.first ?? "") },
         MPDCommand("listmounts", 0...0, inline: true) { p, r in
             // The music directory is the one mount, at the root (its path only for local clients, as mpd).
@@ -214,9 +214,9 @@ enum MPDCommandTable {
             _ = try p.runPlaylist(LoadPlaylistCommand(name: r.args[0], range: range, position: position))
             return ""
         },
-        MPDCommand("lsinfo", 0...1) { p, r throws(MPDError) in
-            try p.listing(r.args.first ?? "", recursive: false, info: true, r.state)
-        },
+        MPDCommand("lsinfo", 0...1, bytes: { p, r, out throws(MPDError) in
+            try p.listing(r.args.first ?? "", recursive: false, info: true, r.state, into: &out)
+        }),
         // Kept and reported as mpd does; never used: items never overlap.
         MPDCommand("mixrampdb", 1...1, [.float], inline: true) { p, r in
             p.core.mixRamp.withLock { $0.db = Double(r.args[0])! }
@@ -351,7 +351,7 @@ enum MPDCommandTable {
         MPDCommand("rescan", 0...1, database: true) { p, r throws(MPDError) in try p.update(r) },
         MPDCommand("rm", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(PlaylistRemoveCommand(name: r.args[0])); return "" },
         MPDCommand("save", 1...1) { p, r throws(MPDError) in _ = try p.runPlaylist(SavePlaylistCommand(name: r.args[0])); return "" },
-        MPDCommand("search", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.find(r, fold: true) },
+        MPDCommand("search", 1...1, unbounded: true, database: true, bytes: { p, r, out throws(MPDError) in try p.find(r, fold: true, into: &out) }),
         MPDCommand("searchadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: true) },
         MPDCommand("searchaddpl", 2...2, unbounded: true, database: true) { p, r throws(MPDError) in try p.searchAddPlaylist(r) },
         MPDCommand("seek", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in

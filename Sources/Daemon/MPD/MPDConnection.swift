@@ -195,6 +195,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         let (codec, state, client) = (codec, state, client)
         blocking.submit { _ in
             let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
+            // A big answer (a library listing, a search) leaves freed memory behind: given back soon.
+            if response.readableBytes > 64 << 10 { codec.core.trimmer.noteActivity() }
             loop.execute {
                 let (handler, context) = bound.value
                 handler.busy = false

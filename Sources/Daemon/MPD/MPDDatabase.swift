@@ -2,7 +2,12 @@ import Control
 import FoundationEssentials
 import Library
 import MediaCore
+import NIOCore
 import Platform
+
+#if canImport(Glibc)
+import Glibc
+#endif
 import PlayQueue
 
 /// MPD's database commands over the music library: `find`, `search`, `findadd`, `searchadd`,
@@ -66,9 +71,22 @@ extension MPDProtocol {
     }
 
     /// `find` / `search`: song blocks, in walk order or `sort`, cut to `window`.
-    func find(_ r: MPDRequest, fold: Bool) throws(MPDError) -> String {
+    func find(_ r: MPDRequest, fold: Bool, into out: inout ByteBuffer) throws(MPDError) {
         _ = try library()
-        return try limited(songs(selection(r, fold: fold)).map { song($0, r.state) })
+        let found = try songs(selection(r, fold: fold))
+        let start = out.writerIndex
+        for s in found {
+            write(s, r.state, into: &out)
+            try check(&out, from: start)
+        }
+    }
+
+    /// mpd's output limit, checked as a reply is written: past it, what was written goes and
+    /// the command fails with mpd's words.
+    func check(_ out: inout ByteBuffer, from start: Int) throws(MPDError) {
+        guard out.writerIndex - start > Self.maximumResponse else { return }
+        out.moveWriterIndex(to: start)
+        throw MPDError(.system, "Output buffer is full")
     }
 
     /// `findadd` / `searchadd`: queues what find/search takes (at `position`).
@@ -157,37 +175,49 @@ extension MPDProtocol {
         return try limited(out)
     }
 
+    /// `lsinfo`, `listall`, `listallinfo`: from the library when there is one, else the music
+    /// directory itself.
+    func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState, into out: inout ByteBuffer) throws(MPDError) {
+        guard let library = playback.library else {
+            out.writeString(try listing(uri, recursive: recursive, info: info, state))
+            return
+        }
+        try libraryListing(library, uri, recursive: recursive, info: info, state, into: &out)
+    }
+
     /// `lsinfo`, `listall`, `listallinfo` from the library: a directory's songs, playlist files
     /// and subdirectories (recursively for the `listall`s); the root of `lsinfo` also lists the
     /// stored playlists; a song's URI lists that song.
-    func libraryListing(_ library: MusicLibrary, _ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
+    func libraryListing(_ library: MusicLibrary, _ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState,
+                        into out: inout ByteBuffer) throws(MPDError) {
         let path = uri == "/" ? "" : uri
         let nodes: [LibraryNode]
         do throws(LibraryError) {
             nodes = try library.entries(path, recursive: recursive, limit: 1_000_000)
         } catch {
             if error.kind == .notFound, !path.isEmpty, let s = try? library.song(path) {
-                return info ? song(s, state) : "file: \(s.path)\n"
+                if info { write(s, state, into: &out) } else { out.writeString("file: \(s.path)\n") }
+                return
             }
             throw Self.error(error)
         }
-        var out: [String] = []
+        let start = out.writerIndex
         let top = path.split(separator: "/").joined(separator: "/")
         if recursive, !top.isEmpty {
-            out.append("directory: \(top)\n")
-            if info, let d = try? library.directory(top) { out.append("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
+            out.writeString("directory: \(top)\n")
+            if info, let d = try? library.directory(top) { out.writeString("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
         }
         for n in nodes {
             switch n {
-            case .directory(let d): out.append("directory: \(d.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(d.modified))\n" : ""))
-            case .playlist(let p): out.append("playlist: \(p.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(p.modified))\n" : ""))
-            case .song(let s): out.append(info ? song(s, state) : "file: \(s.path)\n")
+            case .directory(let d): out.writeString("directory: \(d.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(d.modified))\n" : ""))
+            case .playlist(let p): out.writeString("playlist: \(p.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(p.modified))\n" : ""))
+            case .song(let s): if info { write(s, state, into: &out) } else { out.writeString("file: \(s.path)\n") }
             }
+            try check(&out, from: start)
         }
         if !recursive, top.isEmpty, let store = playback.playlists {
-            out += store.all().map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }
+            for p in store.all() { out.writeString("playlist: \(p.name)\nLast-Modified: \(JSONCodec.iso8601(p.modified))\n") }
         }
-        return try limited(out)
     }
 
     /// The parts joined, unless they pass mpd's output limit: then mpd's error (mpd closes the
@@ -228,14 +258,55 @@ extension MPDProtocol {
 
     /// A library song, as mpd prints a database song: `file`, `Last-Modified`, `Added`,
     /// `Format`, the tags the client wants (in the file's order, one line per value), `Time`
-    /// and `duration`.
-    func song(_ s: LibrarySong, _ state: MPDClientState) -> String {
-        var out = "file: \(s.path)\nLast-Modified: \(JSONCodec.iso8601(s.modified))\nAdded: \(JSONCodec.iso8601(s.added))\n"
-        if let f = s.audioFormat { out += "Format: \(f)\n" }
-        for t in s.tags where state.tags.contains(t.key.mpdName) {
-            out += "\(t.key.mpdName): \(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)\n"
+    /// and `duration`; written straight into the reply (a `search` writes thousands).
+    func write(_ s: LibrarySong, _ state: MPDClientState, into out: inout ByteBuffer) {
+        out.writeStaticString("file: ")
+        out.writeString(s.path)
+        out.writeStaticString("\nLast-Modified: ")
+        Self.writeTime(s.modified, into: &out)
+        out.writeStaticString("\nAdded: ")
+        Self.writeTime(s.added, into: &out)
+        out.writeStaticString("\n")
+        if let rate = s.rate, let channels = s.channels {
+            out.writeStaticString("Format: ")
+            out.writeString("\(rate):\(s.bits ?? "f"):\(channels)\n")
         }
-        if let d = s.duration { out += "Time: \(Int(d.rounded()))\nduration: \(Self.seconds(d))\n" }
-        return out
+        let all = state.tags.count == Self.tagTypes.count
+        for t in s.tags {
+            let name = t.key.mpdName
+            guard all || state.tags.contains(name) else { continue }
+            out.writeString(name)
+            out.writeStaticString(": ")
+            out.writeString(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)
+            out.writeStaticString("\n")
+        }
+        if let d = s.duration {
+            out.writeWithUnsafeMutableBytes(minimumWritableBytes: 96) { raw in
+                var w = ASCIIWriter(raw)
+                w.put("Time: "); w.put(Int(d.rounded())); w.put("\nduration: "); w.putSeconds(d); w.put("\n")
+                return w.count
+            }
+        }
+    }
+
+    /// A song as text (one song: `lsinfo URI`).
+    func song(_ s: LibrarySong, _ state: MPDClientState) -> String {
+        var out = ByteBuffer()
+        write(s, state, into: &out)
+        return String(buffer: out)
+    }
+
+    /// Seconds since 1970 as ISO 8601 in UTC (`2026-11-23T15:04:05Z`), without a `String`.
+    static func writeTime(_ seconds: Int, into out: inout ByteBuffer) {
+        var t = time_t(seconds)
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: 64) { raw in  // (ASCIIWriter wants 20 free for a number)
+            var w = ASCIIWriter(raw)
+            func two(_ n: Int32) { if n < 10 { w.put("0") }; w.put(Int(n)) }
+            w.put(Int(tm.tm_year + 1900)); w.put("-"); two(tm.tm_mon + 1); w.put("-"); two(tm.tm_mday)
+            w.put("T"); two(tm.tm_hour); w.put(":"); two(tm.tm_min); w.put(":"); two(tm.tm_sec); w.put("Z")
+            return w.count
+        }
     }
 }

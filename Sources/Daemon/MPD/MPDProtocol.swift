@@ -376,7 +376,6 @@ struct MPDProtocol: Sendable {
     /// directories; the root of `lsinfo` also lists the stored playlists, as mpd's does
     /// (`mpc lsplaylists` reads them there). A song's URI lists that song.
     func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
-        if let library = playback.library { return try libraryListing(library, uri, recursive: recursive, info: info, state) }
         let entries: [LibraryEntry]
         do throws(MPDError) {
             entries = try browse(uri, recursive: recursive, tags: info)
