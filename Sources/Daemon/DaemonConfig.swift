@@ -32,6 +32,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var updateOnStart = "auto"
     /// Watch the music directory with inotify and scan what changes (`auto-update`).
     public var autoUpdate = true
+    /// Scans run on a thread of the daemon instead of a `library-scan` process of their own
+    /// (`scan-in-process`; for embedding, where the executable has no `library-scan`).
+    public var scanInProcess = false
     /// Seconds of quiet after a change before its directory is scanned (`auto-update-delay`).
     public var autoUpdateDelay: Double = 1
     /// ALSA device name.
@@ -175,6 +178,7 @@ public struct DaemonConfig: Sendable, Equatable {
             updateOnStart = value
         case "auto-update": autoUpdate = try flag()
         case "auto-update-delay": autoUpdateDelay = try number(0.05, 3600)
+        case "scan-in-process": scanInProcess = try flag()
         case "device": device = value
         case "buffer-ms": bufferMilliseconds = Int(try number(20, 5000))
         case "channels": maxChannels = Int(try number(2, 8))

@@ -171,6 +171,10 @@ public final class DaemonCore: Sendable {
                     "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)"])
             }
         }
+        // Scans in a process of their own: this executable's `library-scan`.
+        if let me = PathResolver.realPath("/proc/self/exe"), config.scanInProcess == false {
+            library.runScans(in: [me, "library-scan"])
+        }
         let stats = try? library.stats()
         if config.updateOnStart == "yes" || config.updateOnStart == "auto" && (stats?.updated ?? 0) == 0 && (stats?.songs ?? 0) == 0 {
             _ = try? library.update("")

@@ -28,6 +28,8 @@ public final class MusicLibrary: Sendable {
     let jobs = Mutex<JobState>(JobState())
     /// Told of every scan's progress (a quarter second apart at most), start and end.
     let observers = Mutex<[@Sendable (LibraryUpdate) -> Void]>([])
+    /// The scanner process's command line (nil: scans run in this process).
+    let scanner = Mutex<[String]?>(nil)
 
     /// What happened while opening: a damaged database moved aside (its new name), for the log.
     public let recovered: String?

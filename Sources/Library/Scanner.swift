@@ -31,6 +31,8 @@ struct JobState {
     var last: LibraryUpdate?
     var thread: PlatformThread?
     var stopping = false
+    /// The scanner process of the scan running, when scans run in one.
+    var child: ChildProcess?
 }
 
 extension MusicLibrary {
@@ -88,6 +90,7 @@ extension MusicLibrary {
         let t = jobs.withLock { s -> PlatformThread? in
             s.stopping = true
             s.queue.removeAll()
+            s.child?.kill(SIGTERM)  // (what it committed stays; the rest is the next scan's)
             return s.thread
         }
         t?.join()
@@ -124,13 +127,17 @@ extension MusicLibrary {
                 return s.running
             }) else { return }
             notify(job)
-            var scan = Scan(library: self, db: db, job: job)
-            do {
-                try scan.run()
-            } catch {
-                scan.job.error = "\(error)"
+            if let command = scanner.withLock({ $0 }) {
+                job = runExternal(job, command)
+            } else {
+                var scan = Scan(library: self, db: db, job: job)
+                do {
+                    try scan.run()
+                } catch {
+                    scan.job.error = "\(error)"
+                }
+                job = scan.job
             }
-            job = scan.job
             job.done = true
             jobs.withLock { s in
                 s.last = job
@@ -141,6 +148,110 @@ extension MusicLibrary {
     }
 
     var isStopping: Bool { jobs.withLock { $0.stopping } }
+
+    /// Runs scans in a child process (`command` and its arguments, then `--library PATH
+    /// --music-dir DIR --path P [--rescan]`), at a lower priority: the decoders' tag readers
+    /// (FFmpeg's hundred libraries among them) and the scan's memory stay out of this process,
+    /// a file that crashes a reader fails that scan only, and the process answering clients
+    /// keeps the CPU it needs. Nil: scans run on the library's own thread (tests, `play`).
+    public func runScans(in command: [String]?) {
+        scanner.withLock { $0 = command }
+    }
+
+    /// Runs `job` in the scanner process, following its progress lines (``Scan/progressLine``).
+    private func runExternal(_ job: LibraryUpdate, _ command: [String]) -> LibraryUpdate {
+        var job = job
+        var arguments = Array(command.dropFirst()) + ["--library", path, "--music-dir", musicDirectory, "--path", job.path]
+        if job.rescan { arguments.append("--rescan") }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(path: command[0], arguments: arguments, environment: ProcessInfo.environment)
+        } catch {
+            job.error = "cannot start the scanner: \(error)"
+            return job
+        }
+        jobs.withLock { $0.child = child }
+        defer { jobs.withLock { $0.child = nil } }
+        var last: String?
+        while let line = child.readLine(until: monotonicNanos() + 3600 * 1_000_000_000) {
+            if let u = Scan.parse(line, into: job) {
+                job = u
+                generation.add(1, ordering: .releasing)
+                if !u.done { notify(job) }
+            } else {
+                last = String(line)
+            }
+            if child.outputEnded { break }
+        }
+        let status = child.wait(until: monotonicNanos() + 10_000_000_000) ?? -1
+        generation.add(1, ordering: .releasing)
+        if status != 0, job.error == nil {
+            job.error = isStopping ? "stopped" : "the scanner exited with status \(status)" + (last.map { ": \($0)" } ?? "")
+        }
+        return job
+    }
+}
+
+/// The environment, for the scanner process.
+enum ProcessInfo {
+    static var environment: [String: String] {
+        var out: [String: String] = [:]
+        var p = environ
+        while let e = p.pointee {
+            let s = String(cString: e)
+            if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return out
+    }
+}
+
+extension Scan {
+    /// A scan's progress as the scanner process prints it: `progress|done SCANNED EXPECTED
+    /// ADDED UPDATED REMOVED MOVED FAILED` (EXPECTED -1 when unknown), or `error MESSAGE`.
+    static func progressLine(_ u: LibraryUpdate) -> String {
+        if let e = u.error { return "error \(e)" }
+        return "\(u.done ? "done" : "progress") \(u.scanned) \(u.expected ?? -1) \(u.added) \(u.updated) \(u.removed) \(u.moved) \(u.failed)"
+    }
+
+    /// `job` with what a progress line says; nil for another line.
+    static func parse(_ line: Substring, into job: LibraryUpdate) -> LibraryUpdate? {
+        var u = job
+        if line.hasPrefix("error ") {
+            u.error = String(line.dropFirst(6))
+            return u
+        }
+        let f = line.split(separator: " ")
+        guard f.count == 8, f[0] == "progress" || f[0] == "done" else { return nil }
+        let n = f.dropFirst().compactMap { Int($0) }
+        guard n.count == 7 else { return nil }
+        (u.scanned, u.expected, u.added, u.updated, u.removed, u.moved, u.failed) = (n[0], n[1] < 0 ? nil : n[1], n[2], n[3], n[4], n[5], n[6])
+        return u
+    }
+}
+
+extension MusicLibrary {
+    /// A scan's progress as the scanner process prints it (see ``scanHere(_:rescan:progress:)``).
+    public static func progressLine(_ u: LibraryUpdate) -> String { Scan.progressLine(u) }
+
+    /// Runs one scan here and now, on this thread (the scanner process's work), telling
+    /// `progress` as it goes (four times a second at most) and at its end.
+    public func scanHere(_ path: String, rescan: Bool, progress: @escaping (LibraryUpdate) -> Void) -> LibraryUpdate {
+        var job = LibraryUpdate(job: 0, path: Self.normalize(path), rescan: rescan)
+        do {
+            let db = try SQLiteDatabase(path: self.path)
+            try Schema.configure(db, cacheKiB: 2048)
+            try SQLFunctions.register(db)
+            var scan = Scan(library: self, db: db, job: job)
+            scan.report = progress
+            do { try scan.run() } catch { scan.job.error = "\(error)" }
+            job = scan.job
+        } catch {
+            job.error = "\(error)"
+        }
+        job.done = true
+        return job
+    }
 }
 
 /// One scan: walks a directory of the music directory, compares each file's size and
@@ -164,6 +275,8 @@ struct Scan {
     /// The names in the directory being walked.
     private var currentNames = Set<String>()
     private let now = Int(time(nil))
+    /// Where progress goes (the scanner process's output); nil: the library's observers.
+    var report: ((LibraryUpdate) -> Void)?
 
     init(library: MusicLibrary, db: SQLiteDatabase, job: LibraryUpdate) {
         self.library = library
@@ -530,7 +643,7 @@ struct Scan {
         }
         if t - lastNotify > 250_000_000 {
             lastNotify = t
-            library.notify(job)
+            if let report { report(job) } else { library.notify(job) }
         }
     }
 

@@ -31,6 +31,8 @@ struct Backline: ParsableCommand {
             // `PlayOptions.init(fastParsing:)`); the rest, and any error, goes through it.
             let arguments = CommandLine.arguments
             if arguments.count > 1, arguments[1] == "bench" { BenchHandOff.exec() }
+            // The daemon's library scans, in a process of their own (not in the help: internal).
+            if arguments.count > 1, arguments[1] == "library-scan" { Glibc.exit(LibraryScan.run(arguments.dropFirst(2))) }
             if arguments.count > 1, arguments[1] == "play", let options = PlayOptions(fastParsing: arguments.dropFirst(2)),
                (try? options.validate()) != nil {
                 try options.run()

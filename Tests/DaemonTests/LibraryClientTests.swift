@@ -168,3 +168,28 @@ extension LibraryMPDTests {
         return try c.ask(command).split(separator: "\n").filter { $0.hasPrefix(key + ": ") }.map { String($0.dropFirst(key.count + 2)) }
     }
 }
+
+extension LibraryClientTests {
+    @Test("Cantata (Debian's Qt client) under Xvfb: connects, lists the whole library, plays a song from its Library page; its screenshot is kept (.build/test-artifacts/cantata-library.png)")
+    func cantata() throws {
+        guard ["cantata", "Xvfb", "xdotool", "sqlite3", "pnmtopng"].allSatisfy({ Harness.which($0) != nil })
+            || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let tree = try MusicTree.shared(songs: 2000)
+        let (d, port) = try LibraryMPDTests.daemon(tree, realTime: true)
+        defer { d.expectCleanStop() }
+        let artifacts = Harness.packageRoot.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        let shot = artifacts.appendingPathComponent("cantata-library.png")
+        try? FileManager.default.removeItem(at: shot)
+        // A display of this process's own (the pid keeps parallel runs apart).
+        let display = 100 + Int(getpid() % 400)
+        let r = try runProcess("/bin/bash", [Harness.packageRoot.appendingPathComponent("scripts/lib/cantata.sh").path, String(port), tree.path,
+                                             d.dir.appendingPathComponent("cantata").path, String(display), shot.path], timeout: 240)
+        #expect(r.status == 0, "\(r.stdoutText)\n\(r.stderr)")
+        #expect(r.stdoutText.contains("library: 2001 songs"), "\(r.stdoutText)")
+        #expect(r.stdoutText.contains("playing: "), "\(r.stdoutText)")
+        let size = (try? FileManager.default.attributesOfItem(atPath: shot.path)[.size] as? Int) ?? 0
+        #expect(size > 30_000, "the screenshot (\(shot.path)): \(size) bytes")
+        print("Cantata's library view: \(shot.path)")
+    }
+}

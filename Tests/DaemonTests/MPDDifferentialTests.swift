@@ -138,6 +138,8 @@ struct MPDDifferentialTests {
         let port = HardeningTests.port()
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
         let theirs = try TCPLineClient.mpd(port: mpd.port), ours = try TCPLineClient.mpd(port: port)
+        // Both libraries scanned before the script (mpd's was, by MPDServer).
+        #expect(eventually(timeout: 60) { (try? ours.ask("status"))?.contains("updating_db") == false })
         var differences: [String] = []
         var deliberateSeen: Set<String> = []
         for line in Self.script {
