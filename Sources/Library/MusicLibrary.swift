@@ -258,7 +258,7 @@ public final class MusicLibrary: Sendable {
 
     /// Calls `body` for each song `filter` takes, with its duration and its values of `keys`
     /// (and their fallbacks): the songs in id order merged with one pass over the tags in their
-    /// primary key's order (song, type, position).
+    /// primary key's order (song, position).
     private func eachSong(_ filter: SongFilter, keys: [TagKey],
                           _ body: (Int, Double, [TagKey: [String]]) -> Void) throws(LibraryError) {
         let c = try filter.compile()
@@ -267,7 +267,7 @@ public final class MusicLibrary: Sendable {
         try read { db throws(SQLiteError) in
             let songs = try db.prepare("SELECT s.id, s.duration FROM songs s WHERE s.error IS NULL AND \(c.sql) ORDER BY s.id")
             try songs.bind(c.values)
-            let tags = try db.prepare("SELECT song, key, value FROM tags NOT INDEXED WHERE key IN (\(wanted)) ORDER BY song, key, seq")
+            let tags = try db.prepare("SELECT song, key, value FROM tags NOT INDEXED WHERE key IN (\(wanted)) ORDER BY song, seq")
             var more = try tags.step()
             while try songs.step() {
                 let id = songs.int(0)
@@ -344,7 +344,10 @@ public final class MusicLibrary: Sendable {
     /// - Throws: `.notFound` when the library has no such directory.
     public func entries(_ path: String, recursive: Bool, limit: Int = .max) throws(LibraryError) -> [LibraryNode] {
         let p = Self.normalize(path)
-        guard try directory(p) != nil else { throw LibraryError(.notFound, "No such directory") }
+        guard try directory(p) != nil else {
+            if p.isEmpty { return [] }  // (a library not scanned yet: its root is empty)
+            throw LibraryError(.notFound, "No such directory")
+        }
         return try read { db throws(SQLiteError) in
             // Every directory of the walk, in walk order (the sort keys are walk order).
             let dirs: [(id: Int, dir: LibraryDirectory)]

@@ -274,6 +274,36 @@ struct Scan {
     private var missing = Set<Int>()
     /// The names in the directory being walked.
     private var currentNames = Set<String>()
+    /// What the database had under the scanned path when the scan began, by directory: one
+    /// query each instead of three a directory (a rescan with nothing changed is mostly this).
+    private var known: Known?
+
+    struct Known {
+        var directories: [String: (id: Int, mtime: Int)] = [:]
+        var songs: [Int: [String: (id: Int, size: Int, mtime: Int)]] = [:]
+        var playlists: [Int: Set<String>] = [:]
+        var children: [Int: [String: Int]] = [:]
+    }
+
+    /// Reads ``known`` for the subtree `top` ("" all of it).
+    private mutating func loadKnown(_ top: String) throws(SQLiteError) {
+        var k = Known()
+        let range: [SQLiteValue] = [.text(top), .text(top + "/"), .text(top + "0")]
+        let under = "(?1 = '' OR path = ?1 OR (path >= ?2 AND path < ?3))"
+        let d = try db.prepare("SELECT id, path, mtime, parent FROM directories WHERE \(under)")
+        try d.bind(range)
+        while try d.step() {
+            k.directories[d.text(1)] = (d.int(0), d.int(2))
+            if !d.isNull(3) { k.children[d.int(3), default: [:]][d.text(1)] = d.int(0) }
+        }
+        let s = try db.prepare("SELECT id, directory, name, size, mtime FROM songs WHERE \(under)")
+        try s.bind(range)
+        while try s.step() { k.songs[s.int(1), default: [:]][s.text(2)] = (s.int(0), s.int(3), s.int(4)) }
+        let p = try db.prepare("SELECT directory, path FROM playlists WHERE \(under)")
+        try p.bind(range)
+        while try p.step() { k.playlists[p.int(0), default: []].insert(p.text(1)) }
+        known = k
+    }
     private let now = Int(time(nil))
     /// Where progress goes (the scanner process's output); nil: the library's observers.
     var report: ((LibraryUpdate) -> Void)?
@@ -302,6 +332,7 @@ struct Scan {
             while try orphans.step() { missing.insert(orphans.int(0)) }
             // Reasons are found again as the walk meets the files.
             try db.cached("DELETE FROM skipped WHERE ?1 = '' OR path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')").run([.text(top)])
+            try loadKnown(top)
             // Directories above the path must exist in the database (and on disk).
             var parent: Int? = try directoryID("", parent: nil, mtime: mtime(root))
             var rel = ""
@@ -339,6 +370,11 @@ struct Scan {
 
     /// The id of the directory `rel`, inserted or updated.
     private mutating func directoryID(_ rel: String, parent: Int?, mtime: Int) throws(SQLiteError) -> Int {
+        if let (id, old) = known?.directories[rel] {
+            if old != mtime { try db.cached("UPDATE directories SET mtime = ? WHERE id = ?").run([.int(mtime), .int(id)]) }
+            visited.insert(id)
+            return id
+        }
         let find = try db.cached("SELECT id, mtime FROM directories WHERE path = ?")
         try find.bind([.text(rel)])
         if try find.step() {
@@ -382,19 +418,10 @@ struct Scan {
         closedir(d)
         currentNames = Set(names)
 
-        // What the database has here.
-        var known: [String: (id: Int, size: Int, mtime: Int)] = [:]
-        let q = try db.cached("SELECT id, name, size, mtime FROM songs WHERE directory = ?")
-        try q.bind([.int(id)])
-        while try q.step() { known[q.text(1)] = (q.int(0), q.int(2), q.int(3)) }
-        var knownLists = Set<String>()
-        let ql = try db.cached("SELECT path FROM playlists WHERE directory = ?")
-        try ql.bind([.int(id)])
-        while try ql.step() { knownLists.insert(ql.text(0)) }
-        var knownDirs: [String: Int] = [:]
-        let qd = try db.cached("SELECT id, path FROM directories WHERE parent = ?")
-        try qd.bind([.int(id)])
-        while try qd.step() { knownDirs[qd.text(1)] = qd.int(0) }
+        // What the database has here (read once for the whole walk).
+        var known = self.known?.songs.removeValue(forKey: id) ?? [:]
+        let knownLists = self.known?.playlists.removeValue(forKey: id) ?? []
+        let knownDirs = self.known?.children.removeValue(forKey: id) ?? [:]
 
         var subdirs: [(String, String, Int)] = []
         var seenLists = Set<String>()
@@ -452,7 +479,9 @@ struct Scan {
             if let k = known.removeValue(forKey: name) {
                 if k.size == size, k.mtime == mtime, !job.rescan { try progress(); continue }
                 toRead.append(Pending(path: path, rel: relPath, name: name, st: st, existing: k.id))
-            } else if let moved = try movedSong(st, to: relPath, directory: id) {
+            } else if let (moved, from, oldPath) = try movedSong(st, to: relPath, directory: id) {
+                // Not in its old directory's rows any more (read at the start of the walk).
+                if from == id { known[Path.lastComponent(oldPath)] = nil } else { self.known?.songs[from]?[Path.lastComponent(oldPath)] = nil }
                 try db.cached("UPDATE songs SET path = ?, directory = ?, name = ? WHERE id = ?")
                     .run([.text(relPath), .int(id), .text(name), .int(moved)])
                 try db.cached("UPDATE songs SET sort_key = ? WHERE id = ?").run([.text(try songSortKey(moved, dirRel: rel, name: name)), .int(moved)])
@@ -501,30 +530,29 @@ struct Scan {
 
     /// A song elsewhere in the database that is this file (same device, inode, size and time)
     /// and is no longer at its own path: it moved here.
-    private func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> Int? {
+    private func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
         let q = try db.cached("SELECT id, path, size, mtime, directory FROM songs WHERE device = ? AND inode = ?")
         try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
         let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
-        var candidates: [(Int, String)] = []
+        var candidates: [(Int, Int, String)] = []
         while try q.step() {
             guard q.int(2) == Int(st.st_size) && q.int(3) == mtime else { continue }
-            let id = q.int(0)
-            if missing.contains(id) { return id }  // not where it was: moved here
+            let (id, dir, old) = (q.int(0), q.int(4), q.text(1))
+            if missing.contains(id) { return (id, dir, old) }  // not where it was: moved here
             // In a directory this walk has reached and not missing there: seen, or about to be
             // (hard links of one file are each a song of their own).
-            let old = q.text(1)
-            if q.int(4) == directory {
+            if dir == directory {
                 // Renamed within this directory: moved when its old name is gone from it.
-                if !currentNames.contains(Path.lastComponent(old)) { return id }
+                if !currentNames.contains(Path.lastComponent(old)) { return (id, dir, old) }
                 continue
             }
-            if visited.contains(q.int(4)) { continue }
-            candidates.append((id, old))
+            if visited.contains(dir) { continue }
+            candidates.append((id, dir, old))
         }
-        for (id, old) in candidates where old != rel {
+        for (id, dir, old) in candidates where old != rel {
             var ost = stat()
             let gone = library.root.map { lstat($0 + "/" + old, &ost) != 0 || ost.st_ino != st.st_ino } ?? true
-            if gone { return id }
+            if gone { return (id, dir, old) }
         }
         return nil
     }

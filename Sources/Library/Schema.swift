@@ -51,7 +51,7 @@ enum Schema {
             seq INTEGER NOT NULL,
             value TEXT NOT NULL,
             folded TEXT,                        -- Fold.key(value), where it differs from value
-            PRIMARY KEY(song, key, seq)
+            PRIMARY KEY(song, seq)              -- a song's tags in the file's order
         ) WITHOUT ROWID;
         CREATE INDEX tags_value ON tags(key, value);
         CREATE TABLE playlists(

@@ -28,8 +28,13 @@ enum LibraryScan {
             say("error --library and --music-dir are required")
             return 2
         }
+        // Nothing of the daemon's stays open here (its listening sockets, its lock): a scan the
+        // daemon outlives, or one still running after a kill -9, must not hold them.
+        closeInheritedDescriptors()
         // The daemon answering its clients comes first.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        // And when it goes, the scan goes (what it committed stays).
+        let parent = getppid()
         nameCurrentThread("bl-library-scan")
         let lib: MusicLibrary
         do {
@@ -38,12 +43,28 @@ enum LibraryScan {
             say("error \(error)")
             return 1
         }
-        let end = lib.scanHere(path, rescan: rescan) { say(progressLine($0)) }
+        let end = lib.scanHere(path, rescan: rescan) { u in
+            if getppid() != parent { exit(1) }
+            say(progressLine(u))
+        }
         say(progressLine(end))
         return end.error == nil ? 0 : 1
     }
 
     static func progressLine(_ u: LibraryUpdate) -> String { MusicLibrary.progressLine(u) }
+
+    /// Closes every descriptor but standard input, output and error.
+    static func closeInheritedDescriptors() {
+        guard let d = opendir("/proc/self/fd") else { return }
+        var open: [Int32] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let fd = Int32(name), fd > 2 { open.append(fd) }
+        }
+        let own = dirfd(d)
+        closedir(d)
+        for fd in open where fd != own { close(fd) }
+    }
 
     /// One line to standard output, at once (the daemon follows it).
     static func say(_ line: String) {

@@ -207,7 +207,8 @@ struct CtlTests {
         #expect(try ctl("status", "--format", "%artist%|%title%|%album%|%state%|%id%|%file%|%elapsed%|%duration%|%position%|%nope%")
                 == "|c.mp3||paused|2|album/c.mp3|0:02|0:05|1|%nope%\n")
         #expect(try ctl("--format", "%title% (%elapsed%)", "status") == "c.mp3 (0:02)\n")
-        #expect(try ctl("list", "--format", "%title%", status: 1) == "backline ctl list: --format goes with status\nusage: backline ctl list (or queue)\n")
+        #expect(try ctl("list", "--format", "%title%", status: 1)
+                == "backline ctl list: --format goes with status\nusage: backline ctl list (or queue) | list TAG [FILTER] [--group TAG]…\n")
         // Argument errors name the command and show its usage.
         #expect(try ctl("seek", "abc", status: 1) == "backline ctl seek: expected SECONDS, +SECONDS, -SECONDS or M:SS, got 'abc'\nusage: backline ctl seek SECONDS|+SECONDS|-SECONDS|M:SS\n")
         #expect(try ctl("remove", "abc", status: 1) == "backline ctl remove: expected an item id (a number list shows as [id N]), got 'abc'\nusage: backline ctl remove ID…\n")

@@ -86,6 +86,16 @@ import Testing
         #expect(after.id == changing.id && after.first(.title) == "Changed title")
         #expect(try lib.stats().songs == 60)
 
+        // Renamed within its directory: the same song; hard links: a song each.
+        let renaming = all[5]
+        let renamed = (renaming.path as NSString).deletingLastPathComponent + "/renamed." + (renaming.path as NSString).pathExtension
+        try fm.moveItem(atPath: tree.path + "/" + renaming.path, toPath: tree.path + "/" + renamed)
+        try fm.linkItem(atPath: tree.path + "/" + all[6].path, toPath: tree.path + "/" + all[6].path + ".link." + (all[6].path as NSString).pathExtension)
+        let r = try scan(lib)
+        #expect(r.moved == 1 && r.added == 1 && r.removed == 0, "\(r)")
+        #expect(try lib.song(renamed)?.id == renaming.id)
+        #expect(try lib.song(all[6].path)?.id == all[6].id)
+
         // A scan of one directory touches that directory only.
         let dir = (all[10].path as NSString).deletingLastPathComponent
         try fm.removeItem(atPath: tree.path + "/" + all[10].path)
