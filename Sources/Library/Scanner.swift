@@ -272,8 +272,9 @@ struct Scan {
     private var walked = Set<[UInt64]>()
     /// Songs that were not where the database had them (maybe moved; removed at the end).
     private var missing = Set<Int>()
-    /// The names in the directory being walked.
-    private var currentNames = Set<String>()
+    /// The names in the directory being walked (as a set once a move is looked for).
+    private var currentNameList: [String] = []
+    private var currentNames: Set<String>?
     /// What the database had under the scanned path when the scan began, by directory: one
     /// query each instead of three a directory (a rescan with nothing changed is mostly this).
     private var known: Known?
@@ -407,16 +408,18 @@ struct Scan {
             guard raw.first != 46 else { continue }  // hidden, ".", ".."
             guard let name = String(validating: raw, as: UTF8.self) else {
                 let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
-                let ext = Path.extension(String(decoding: raw, as: UTF8.self)).lowercased()
-                if library.registry.suffixes.contains(ext) || e.pointee.d_type == UInt8(DT_DIR) {
+                let ext = Self.suffix(String(decoding: raw, as: UTF8.self))
+                if library.suffixes.contains(ext) || e.pointee.d_type == UInt8(DT_DIR) {
                     try skip(rel.isEmpty ? shown : rel + "/" + shown, "the file name is not valid UTF-8")
                 }
                 continue
             }
             names.append(name)
         }
-        closedir(d)
-        currentNames = Set(names)
+        defer { closedir(d) }
+        let dfd = dirfd(d)
+        currentNameList = names
+        currentNames = nil
 
         // What the database has here (read once for the whole walk).
         var known = self.known?.songs.removeValue(forKey: id) ?? [:]
@@ -431,7 +434,8 @@ struct Scan {
             let path = dir + "/" + name
             let relPath = rel.isEmpty ? name : rel + "/" + name
             var lst = stat()
-            guard lstat(path, &lst) == 0 else { continue }
+            // (Relative to the open directory: no path walk a file.)
+            guard fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
             var st = lst
             if lst.st_mode & S_IFMT == S_IFLNK {
                 // A link: followed when it stays in the music directory.
@@ -459,14 +463,14 @@ struct Scan {
                 }
                 continue
             }
-            let ext = Path.extension(name).lowercased()
+            let ext = Self.suffix(name)
             if ["m3u", "m3u8", "pls"].contains(ext), kind == S_IFREG {
                 seenLists.insert(relPath)
                 try db.cached("INSERT OR REPLACE INTO playlists(path, directory, mtime) VALUES (?, ?, ?)")
                     .run([.text(relPath), .int(id), .int(Int(st.st_mtim.tv_sec))])
                 continue
             }
-            guard library.registry.suffixes.contains(ext) else { continue }
+            guard library.suffixes.contains(ext) else { continue }
             guard kind == S_IFREG else {
                 // A FIFO, socket or device named like music would hang whoever reads it.
                 known[name] = nil
@@ -507,8 +511,15 @@ struct Scan {
         }
     }
 
+    /// The suffix of a file name, lower case (`FLAC` is `flac`), without `Path`'s index work.
+    static func suffix(_ name: String) -> String {
+        let u = name.utf8
+        guard let dot = u.lastIndex(of: UInt8(ascii: ".")) else { return "" }
+        return String(decoding: u[u.index(after: dot)...].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+
     private func isCandidate(_ name: String) -> Bool {
-        library.registry.suffixes.contains(Path.extension(name).lowercased())
+        library.suffixes.contains(Self.suffix(name))
     }
 
     static func kindName(_ mode: mode_t) -> String {
@@ -530,7 +541,7 @@ struct Scan {
 
     /// A song elsewhere in the database that is this file (same device, inode, size and time)
     /// and is no longer at its own path: it moved here.
-    private func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
+    private mutating func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
         let q = try db.cached("SELECT id, path, size, mtime, directory FROM songs WHERE device = ? AND inode = ?")
         try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
         let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
@@ -543,7 +554,8 @@ struct Scan {
             // (hard links of one file are each a song of their own).
             if dir == directory {
                 // Renamed within this directory: moved when its old name is gone from it.
-                if !currentNames.contains(Path.lastComponent(old)) { return (id, dir, old) }
+                if currentNames == nil { currentNames = Set(currentNameList) }
+                if currentNames?.contains(Path.lastComponent(old)) == false { return (id, dir, old) }
                 continue
             }
             if visited.contains(dir) { continue }

@@ -154,7 +154,7 @@ public final class LibraryWatcher: Sendable {
                     // Only what a scan would look at: directories, music, playlists.
                     let isDir = mask & UInt32(IN_ISDIR) != 0
                     let ext = Path.extension(name).lowercased()
-                    guard isDir || library.registry.suffixes.contains(ext) || ["m3u", "m3u8", "pls"].contains(ext) else { return }
+                    guard isDir || library.suffixes.contains(ext) || ["m3u", "m3u8", "pls"].contains(ext) else { return }
                     if s.dirty.isEmpty { s.firstChange = now }
                     s.dirty.insert(dir)
                     s.lastChange = now

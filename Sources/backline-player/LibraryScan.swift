@@ -31,8 +31,12 @@ enum LibraryScan {
         // Nothing of the daemon's stays open here (its listening sockets, its lock): a scan the
         // daemon outlives, or one still running after a kill -9, must not hold them.
         closeInheritedDescriptors()
-        // The daemon answering its clients comes first.
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+        // The daemon answering its clients comes first: the scan runs when nothing else wants
+        // the CPU (SCHED_IDLE; else nice 19).
+        var none = sched_param()
+        if sched_setscheduler(0, 5 /* SCHED_IDLE */, &none) != 0 {
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+        }
         // And when it goes, the scan goes (what it committed stays).
         let parent = getppid()
         nameCurrentThread("bl-library-scan")
