@@ -1,7 +1,7 @@
 import MediaCore
 
 /// Which songs a query takes: MPD's filter expressions (0.21+) and its older `TAG VALUE` pairs,
-/// as one tree. `find` compares exactly; `search` (``fold``) ignores case and diacritics.
+/// as one tree. `find` compares exactly; `search` (`fold`) ignores case and diacritics.
 public indirect enum SongFilter: Sendable, Equatable {
     /// How a value is compared.
     public enum Operator: String, Sendable, Equatable {

@@ -326,7 +326,7 @@ public final class MusicLibrary: Sendable {
     public func song(_ path: String) throws(LibraryError) -> LibrarySong? {
         let p = Self.normalize(path)
         return try read { db throws(SQLiteError) in
-            let st = try db.prepare("SELECT \(Self.songColumns) FROM songs s WHERE s.path = ? AND s.error IS NULL")
+            let st = try db.cached("SELECT \(Self.songColumns) FROM songs s WHERE s.path = ? AND s.error IS NULL")
             try st.bind([.text(p)])
             return try Self.songs(st, db).first
         }

@@ -158,14 +158,14 @@ extension MusicLibrary {
         scanner.withLock { $0 = command }
     }
 
-    /// Runs `job` in the scanner process, following its progress lines (``Scan/progressLine``).
+    /// Runs `job` in the scanner process, following its progress lines (`Scan.progressLine`).
     private func runExternal(_ job: LibraryUpdate, _ command: [String]) -> LibraryUpdate {
         var job = job
         var arguments = Array(command.dropFirst()) + ["--library", path, "--music-dir", musicDirectory, "--path", job.path]
         if job.rescan { arguments.append("--rescan") }
         let child: ChildProcess
         do {
-            child = try ChildProcess(path: command[0], arguments: arguments, environment: ProcessInfo.environment)
+            child = try ChildProcess(path: command[0], arguments: arguments, environment: CurrentEnvironment.variables)
         } catch {
             job.error = "cannot start the scanner: \(error)"
             return job
@@ -193,8 +193,8 @@ extension MusicLibrary {
 }
 
 /// The environment, for the scanner process.
-enum ProcessInfo {
-    static var environment: [String: String] {
+enum CurrentEnvironment {
+    static var variables: [String: String] {
         var out: [String: String] = [:]
         var p = environ
         while let e = p.pointee {

@@ -86,8 +86,8 @@ public struct UpdateCommand: ControlCommand {
     public init(_ a: Arguments) { self.init(path: a.string("path") ?? "", rescan: a.bool("rescan") ?? false) }
     public var arguments: Arguments { Arguments(["path": .string(path), "rescan": .boolean(rescan)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        do { return .update(job: try x.library().update(path, rescan: rescan)) } catch let e as LibraryError { throw CommandError(e) }
-        catch let e as CommandError { throw e } catch { throw .failed("\(error)") }
+        let library = try x.library()
+        do throws(LibraryError) { return .update(job: try library.update(path, rescan: rescan)) } catch { throw CommandError(error) }
     }
 }
 
@@ -224,14 +224,14 @@ public struct CountCommand: ControlCommand {
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let library = try x.library()
-        do {
-            let filter = try query.filter(fold: false)
+        let filter = try query.filter(fold: false)
+        do throws(LibraryError) {
             if let group {
                 return .counts(group: group, try library.counts(filter, group: group).map { LibraryCount(value: $0.value, songs: $0.songs, playtime: $0.playtime) })
             }
             let c = try library.count(filter)
             return .counts(group: nil, [LibraryCount(value: nil, songs: c.songs, playtime: c.playtime)])
-        } catch let e as LibraryError { throw CommandError(e) } catch let e as CommandError { throw e } catch { throw .failed("\(error)") }
+        } catch { throw CommandError(error) }
     }
 }
 
@@ -263,8 +263,8 @@ public struct LsCommand: ControlCommand {
     public init(_ a: Arguments) { self.init(path: a.string("path") ?? "", recursive: a.bool("recursive") ?? false) }
     public var arguments: Arguments { Arguments(["path": .string(path), "recursive": .boolean(recursive)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        do { return .library(try x.library().entries(path, recursive: recursive)) } catch let e as LibraryError { throw CommandError(e) }
-        catch let e as CommandError { throw e } catch { throw .failed("\(error)") }
+        let library = try x.library()
+        do throws(LibraryError) { return .library(try library.entries(path, recursive: recursive)) } catch { throw CommandError(error) }
     }
 }
 
@@ -275,7 +275,7 @@ public struct StatsCommand: ControlCommand {
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        do { return .libraryStats(try x.library().stats(), updating: x.playback.library?.updating) } catch let e as LibraryError { throw CommandError(e) }
-        catch let e as CommandError { throw e } catch { throw .failed("\(error)") }
+        let library = try x.library()
+        do throws(LibraryError) { return .libraryStats(try library.stats(), updating: library.updating) } catch { throw CommandError(error) }
     }
 }
