@@ -123,6 +123,37 @@ public enum LibraryBench {
         func stop() { child.stop() }
     }
 
+    /// One server's figures.
+    struct Figures {
+        var full: (seconds: Double, statusMicros: [Double])
+        var again: (seconds: Double, statusMicros: [Double])
+        var search: (p50: Double, p99: Double, lines: Int)
+        var list: (p50: Double, p99: Double, lines: Int)
+        var title: (p50: Double, p99: Double, lines: Int)
+        var answering: (rss: Double, peak: Double)
+        var steady: (rss: Double, peak: Double)
+        var database: Double
+        var song: String
+    }
+
+    /// A full scan, a rescan, the queries, then a song playing (`song`, else the first of
+    /// `find track 1`) for 7 s (the daemon gives memory back 5 s after the last big answer; mpd
+    /// keeps its database in memory whatever it does); the server is stopped after.
+    static func measure(_ s: Server, song: String?) throws -> Figures {
+        defer { s.stop() }
+        let full = try s.timedUpdate(), again = try s.timedUpdate()
+        let search = try s.latency("search any \"love\"", runs: queries)
+        let list = try s.latency("list album group albumartist", runs: queries)
+        let title = try s.latency("find title \"Kind night 922\"", runs: queries)
+        let answering = s.memory()
+        let first = try song ?? s.connect().exchange("find track 1 window 0:1").split(separator: "\n")
+            .first { $0.hasPrefix("file: ") }.map { String($0.dropFirst(6)) } ?? ""
+        for command in ["add \"\(first)\"", "repeat 1", "play"] { _ = try s.connect().exchange(command) }
+        Thread.sleep(forTimeInterval: 7)
+        return Figures(full: full, again: again, search: search, list: list, title: title, answering: answering,
+                       steady: s.memory(), database: s.databaseMiB, song: first)
+    }
+
     public static func run(executable: String, device: String) throws -> [BenchResult] {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") else { throw BenchError("library rows need mpd 0.23 (scripts/bootstrap --bench)") }
         let dir = NSTemporaryDirectory() + "backline-library-bench-\(getpid())"
@@ -135,39 +166,12 @@ public enum LibraryBench {
             results.append(BenchResult(name: name, value: ours, unit: unit, reference: theirs, referenceName: ref))
         }
 
-        // Each side alone on the machine: mpd first, then ours.
-        let m = try Server(ours: nil, music: ten, device: device, in: dir + "/mpd")
-        let mFull = try m.timedUpdate()
-        let mAgain = try m.timedUpdate()
-        let mSearch = try m.latency("search any \"love\"", runs: queries)
-        let mList = try m.latency("list album group albumartist", runs: queries)
-        let mTitle = try m.latency("find title \"Kind night 922\"", runs: queries)
-        let firstSong = try m.connect().exchange("find track 1 window 0:1").split(separator: "\n").first { $0.hasPrefix("file: ") }.map { String($0.dropFirst(6)) } ?? ""
-        _ = try m.connect().exchange("add \"\(firstSong)\"")
-        _ = try m.connect().exchange("repeat 1")
-        _ = try m.connect().exchange("play")
-        Thread.sleep(forTimeInterval: 7)
-        let mMemory = m.memory()
-        let mDB = m.databaseMiB
-        m.stop()
-
-        let ours = try Server(ours: executable, music: ten, device: device, in: dir + "/ours")
-        let oFull = try ours.timedUpdate()
-        let oAgain = try ours.timedUpdate()
-        let oSearch = try ours.latency("search any \"love\"", runs: queries)
-        let oList = try ours.latency("list album group albumartist", runs: queries)
-        let oTitle = try ours.latency("find title \"Kind night 922\"", runs: queries)
-        let oAnswering = ours.memory()
-        _ = try ours.connect().exchange("add \"\(firstSong)\"")
-        _ = try ours.connect().exchange("repeat 1")
-        _ = try ours.connect().exchange("play")
-        // Steady: 7 s on (the daemon gives memory back 5 s after the last big answer; mpd keeps
-        // its database in memory whatever it does).
-        Thread.sleep(forTimeInterval: 7)
-        let oMemory = ours.memory()
-        let oDB = ours.databaseMiB
-        ours.stop()
-        guard oSearch.lines == mSearch.lines || oSearch.lines > 0 else { throw BenchError("search answered nothing") }
+        // Each side alone on the machine: mpd first, then ours, the same steps.
+        let m = try measure(Server(ours: nil, music: ten, device: device, in: dir + "/mpd"), song: nil)
+        let o = try measure(Server(ours: executable, music: ten, device: device, in: dir + "/ours"), song: m.song)
+        let (mFull, mAgain, mSearch, mList, mTitle, mMemory, mDB) = (m.full, m.again, m.search, m.list, m.title, m.steady, m.database)
+        let (oFull, oAgain, oSearch, oList, oTitle, oAnswering, oMemory, oDB) = (o.full, o.again, o.search, o.list, o.title, o.answering, o.steady, o.database)
+        guard oSearch.lines > 0 else { throw BenchError("search answered nothing") }
 
         row("library: full scan, 10,000 files (s)", oFull.seconds, mFull.seconds, "s")
         row("library: rescan, nothing changed (s)", oAgain.seconds, mAgain.seconds, "s")
