@@ -79,7 +79,7 @@ public struct UpdateCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "update", .library, "Scan the music directory (or a directory of it) for new, changed, moved and removed files.",
         [("path", .string, "relative to the music directory (default: all of it)"), ("rescan", .boolean, "read unchanged files again (default: no)")],
-        executor: .offLoop)
+        executor: .offLoop, wakes: false)
     public var path: String
     public var rescan: Bool
     public init(path: String = "", rescan: Bool = false) { (self.path, self.rescan) = (path, rescan) }
@@ -150,7 +150,8 @@ struct SongQuery: Sendable, Equatable {
 /// `find` (exact) and `search` (ignoring case and diacritics): songs of the library.
 public struct FindCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
-        Self.self, "find", .library, "Songs of the library whose tags match exactly (an MPD filter).", SongQuery.arguments, executor: .offLoop)
+        Self.self, "find", .library, "Songs of the library whose tags match exactly (an MPD filter).", SongQuery.arguments,
+        executor: .offLoop, wakes: false)
     var query: SongQuery
     public init(terms: [String], sort: String? = nil, window: Range<Int>? = nil) { query = SongQuery(terms: terms, sort: sort, window: window) }
     public init(_ a: Arguments) throws(CommandError) { query = try SongQuery(a) }
@@ -162,7 +163,7 @@ public struct FindCommand: ControlCommand {
 public struct SearchCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "search", .library, "Songs of the library whose tags contain the values, ignoring case and accents.", SongQuery.arguments,
-        executor: .offLoop)
+        executor: .offLoop, wakes: false)
     var query: SongQuery
     public init(terms: [String], sort: String? = nil, window: Range<Int>? = nil) { query = SongQuery(terms: terms, sort: sort, window: window) }
     public init(_ a: Arguments) throws(CommandError) { query = try SongQuery(a) }
@@ -206,7 +207,7 @@ public struct FindAddCommand: ControlCommand {
 public struct CountCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "count", .library, "How many songs (and seconds) a filter takes, grouped by a tag's values.",
-        [SongQuery.arguments[0], ("group", .string, "a tag to group by")], executor: .offLoop)
+        [SongQuery.arguments[0], ("group", .string, "a tag to group by")], executor: .offLoop, wakes: false)
     var query: SongQuery
     public var group: TagKey?
     public init(terms: [String], group: TagKey? = nil) { query = SongQuery(terms: terms); self.group = group }
@@ -256,7 +257,7 @@ public struct LsCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "ls", .library, "A directory of the library: songs with their tags, playlist files, subdirectories.",
         [("path", .string, "relative to the music directory (default: its root)"), ("recursive", .boolean, "descend (default: no)")],
-        executor: .offLoop)
+        executor: .offLoop, wakes: false)
     public var path: String
     public var recursive: Bool
     public init(path: String = "", recursive: Bool = false) { (self.path, self.recursive) = (path, recursive) }
@@ -271,7 +272,8 @@ public struct LsCommand: ControlCommand {
 /// `stats`: the library's counts and when it was last updated.
 public struct StatsCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
-        Self.self, "stats", .library, "The library's artists, albums, songs and total time, and when it was last updated.", executor: .offLoop)
+        Self.self, "stats", .library, "The library's artists, albums, songs and total time, and when it was last updated.",
+        executor: .offLoop, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
