@@ -31,12 +31,10 @@ enum LibraryScan {
         // Nothing of the daemon's stays open here (its listening sockets, its lock): a scan the
         // daemon outlives, or one still running after a kill -9, must not hold them.
         closeInheritedDescriptors()
-        // The daemon answering its clients comes first: the scan runs when nothing else wants
-        // the CPU (SCHED_IDLE; else nice 19).
-        var none = sched_param()
-        if sched_setscheduler(0, 5 /* SCHED_IDLE */, &none) != 0 {
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        }
+        // The daemon answering its clients comes first: nice 10 (about a tenth of a busy
+        // CPU's share). Not SCHED_IDLE: on a machine busy with something else a scan at
+        // SCHED_IDLE never ends (seen: a first scan of 2,000 files starved for minutes).
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
         // And when it goes, the scan goes (what it committed stays).
         let parent = getppid()
         nameCurrentThread("bl-library-scan")

@@ -15,7 +15,7 @@ struct MPDTests {
         let socket = d.dir.path + "/mpd.sock"
         try d.start(["--mpd-listen", socket, "--mpd-listen", "127.0.0.1:\(port)"])
         // The library's first scan over before the test (mpc prints it: `Updating DB (#1)`).
-        guard eventually(timeout: 30, { (try? d.request("stats"))?["updating"] == .null }) else {
+        guard eventually(timeout: 120, { (try? d.request("stats"))?["updating"] == .null }) else {
             throw HarnessError("the first library scan did not end")
         }
         return (d, socket)
