@@ -289,13 +289,6 @@ extension MPDProtocol {
         }
     }
 
-    /// A song as text (one song: `lsinfo URI`).
-    func song(_ s: LibrarySong, _ state: MPDClientState) -> String {
-        var out = ByteBuffer()
-        write(s, state, into: &out)
-        return String(buffer: out)
-    }
-
     /// Seconds since 1970 as ISO 8601 in UTC (`2026-11-23T15:04:05Z`), without a `String`.
     static func writeTime(_ seconds: Int, into out: inout ByteBuffer) {
         var t = time_t(seconds)
