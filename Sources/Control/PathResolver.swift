@@ -380,9 +380,5 @@ public struct PathResolver: Sendable {
     }
 
     /// `p` with its symlinks resolved (`realpath`); nil when it does not exist.
-    public static func realPath(_ p: String) -> String? {
-        guard let r = realpath(p, nil) else { return nil }
-        defer { free(r) }
-        return String(cString: r)
-    }
+    public static func realPath(_ p: String) -> String? { Path.realPath(p) }
 }

@@ -44,7 +44,7 @@ public final class MusicLibrary: Sendable {
         self.musicDirectory = musicDirectory
         self.registry = registry
         suffixes = registry.suffixes
-        root = PathResolverLite.realPath(musicDirectory)
+        root = Path.realPath(musicDirectory)
         var moved: String? = nil
         do throws(Schema.Problem) {
             try Self.prepare(path)
@@ -441,13 +441,4 @@ public final class MusicLibrary: Sendable {
 final class ConnectionBox: @unchecked Sendable {
     let db: SQLiteDatabase
     init(_ db: SQLiteDatabase) { self.db = db }
-}
-
-/// `realpath` (the Library module has no Control dependency).
-enum PathResolverLite {
-    static func realPath(_ p: String) -> String? {
-        guard let r = realpath(p, nil) else { return nil }
-        defer { free(r) }
-        return String(cString: r)
-    }
 }

@@ -165,7 +165,7 @@ extension MusicLibrary {
         if job.rescan { arguments.append("--rescan") }
         let child: ChildProcess
         do {
-            child = try ChildProcess(path: command[0], arguments: arguments, environment: CurrentEnvironment.variables)
+            child = try ChildProcess(path: command[0], arguments: arguments, environment: currentEnvironment())
         } catch {
             job.error = "cannot start the scanner: \(error)"
             return job
@@ -189,20 +189,6 @@ extension MusicLibrary {
             job.error = isStopping ? "stopped" : "the scanner exited with status \(status)" + (last.map { ": \($0)" } ?? "")
         }
         return job
-    }
-}
-
-/// The environment, for the scanner process.
-enum CurrentEnvironment {
-    static var variables: [String: String] {
-        var out: [String: String] = [:]
-        var p = environ
-        while let e = p.pointee {
-            let s = String(cString: e)
-            if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
-            p += 1
-        }
-        return out
     }
 }
 
@@ -341,7 +327,7 @@ struct Scan {
             for c in top.split(separator: "/") {
                 rel = rel.isEmpty ? String(c) : rel + "/" + c
                 var st = stat()
-                guard let real = PathResolverLite.realPath(root + "/" + rel), real == root || real.hasPrefix(root + "/"),
+                guard let real = Path.realPath(root + "/" + rel), real == root || real.hasPrefix(root + "/"),
                       stat(real, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { ok = false; break }
                 parent = try directoryID(rel, parent: parent, mtime: Int(st.st_mtim.tv_sec))
             }
@@ -439,7 +425,7 @@ struct Scan {
             var st = lst
             if lst.st_mode & S_IFMT == S_IFLNK {
                 // A link: followed when it stays in the music directory.
-                guard let real = PathResolverLite.realPath(path) else {
+                guard let real = Path.realPath(path) else {
                     if isCandidate(name) { try skip(relPath, "a symbolic link to nothing") }
                     continue
                 }
@@ -625,8 +611,7 @@ struct Scan {
 
     /// Writes a file's row (new, or replacing `existing`'s tags; its id and `added` kept).
     private mutating func store(_ f: Pending, _ r: Read, directory: Int, dirRel: String) throws(SQLiteError) {
-        let (path, rel, name, st, existing) = (f.path, f.rel, f.name, f.st, f.existing)
-        _ = path
+        let (rel, name, st, existing) = (f.rel, f.name, f.st, f.existing)
         let (info, plugin, failure) = (r.info, r.plugin, r.failure)
         if failure != nil { job.failed += 1 }
         let m = info?.metadata ?? TrackMetadata()

@@ -14,6 +14,18 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(call): \(message) (errno \(code))" }
 }
 
+/// This process's environment (`environ`), for a child that should see it.
+public func currentEnvironment() -> [String: String] {
+    var out: [String: String] = [:]
+    var p = environ
+    while let e = p.pointee {
+        let s = String(cString: e)
+        if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+        p += 1
+    }
+    return out
+}
+
 /// A program started with `posix_spawn`, its standard input `/dev/null` and its standard
 /// output and error one pipe this process reads (what the daemon's hooks need of Foundation's
 /// `Process`). As `Process` did, it runs in a process group of its own (a `kill 0` in it, or

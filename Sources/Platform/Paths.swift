@@ -3,8 +3,15 @@ import Glibc
 #endif
 
 /// Path-string operations with `NSString`'s results for the paths Backline handles: plain
-/// `/`-separated strings, no file system access (but ``expandingTilde(_:)``'s home lookup).
+/// `/`-separated strings, no file system access (but ``expandingTilde(_:)``'s home lookup and ``realPath(_:)``).
 public enum Path {
+    /// `p` with its symbolic links resolved (`realpath`); nil when it does not exist.
+    public static func realPath(_ p: String) -> String? {
+        guard let r = realpath(p, nil) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
+    }
+
     /// The last component: `"/a/b.mp3"` → `"b.mp3"`, `"/a/b/"` → `"b"`, `"/"` → `"/"`, `""` → `""`.
     public static func lastComponent(_ path: String) -> String {
         let trimmed = withoutTrailingSlashes(path)
