@@ -168,7 +168,8 @@ let package = Package(
             dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
             swiftSettings: strictSettings
         ),
-        // `backline daemon`: the JSON protocol codec, control socket (SwiftNIO), persistence, hooks.
+        // `backline daemon`: one transport for every protocol (SwiftNIO), the JSON, MPD and HTTP/WebSocket
+        // codecs on it, persistence, hooks.
         .target(
             name: "Daemon",
             dependencies: [
@@ -176,6 +177,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -59,10 +59,16 @@ public func fileKind(_ mode: mode_t) -> String {
     }
 }
 
-/// The kinds of event the daemon sends (`subscribe`'s `events`, `ctl watch KIND…`).
+/// The kinds of event the daemon sends (`subscribe`'s `events`, `ctl watch KIND…`): the one
+/// list. The command layer's events name their kind with it (a new event is a new case here,
+/// or the daemon does not compile), the JSON codec writes its raw value, `ctl` checks and
+/// prints by it.
+public enum EventKind: String, CaseIterable, Sendable {
+    case state, buffering, current, queue, modes, failed, seeked, position, volume
+    case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, message
+}
+
+/// The kinds' names, in ``EventKind``'s order.
 public enum EventKinds {
-    public static let all: [String] = [
-        "state", "buffering", "current", "queue", "modes", "failed", "seeked", "position", "volume",
-        "session", "lifecycle", "sleep", "alarm", "hook", "shutdown", "playlists", "update", "message",
-    ]
+    public static let all: [String] = EventKind.allCases.map(\.rawValue)
 }

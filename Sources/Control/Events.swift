@@ -77,28 +77,31 @@ public enum ControlEvent: Sendable, Equatable {
     /// Every kind, as clients subscribe to them (the list `ctl watch` checks too).
     public static let kinds: [String] = EventKinds.all
 
-    /// This event's kind.
-    public var kind: String {
+    /// This event's kind (``EventKind``: the one list of kinds).
+    public var eventKind: EventKind {
         switch self {
-        case .state: "state"
-        case .buffering: "buffering"
-        case .current: "current"
-        case .queue: "queue"
-        case .modes: "modes"
-        case .failed: "failed"
-        case .seeked: "seeked"
-        case .position: "position"
-        case .volume: "volume"
-        case .session: "session"
-        case .lifecycle: "lifecycle"
-        case .sleep: "sleep"
-        case .alarm: "alarm"
-        case .hook: "hook"
-        case .shutdown: "shutdown"
-        case .playlists: "playlists"
-        case .update: "update"
+        case .state: .state
+        case .buffering: .buffering
+        case .current: .current
+        case .queue: .queue
+        case .modes: .modes
+        case .failed: .failed
+        case .seeked: .seeked
+        case .position: .position
+        case .volume: .volume
+        case .session: .session
+        case .lifecycle: .lifecycle
+        case .sleep: .sleep
+        case .alarm: .alarm
+        case .hook: .hook
+        case .shutdown: .shutdown
+        case .playlists: .playlists
+        case .update: .update
         }
     }
+
+    /// This event's kind's name.
+    public var kind: String { eventKind.rawValue }
 
     /// What it changed.
     public var subsystems: Subsystems {

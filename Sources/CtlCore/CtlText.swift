@@ -13,22 +13,23 @@ public enum CtlText {
         let kind = e["event"]?.string ?? "?"
         func str(_ k: String) -> String { e[k]?.string ?? "?" }
         func onOff(_ v: JSON?) -> String { v?.bool == true ? "on" : "off" }
-        switch kind {
-        case "state": return "state: \(str("state"))"
-        case "buffering": return e["buffering"]?.bool == true ? "buffering: waiting for the network" : "buffering: done, playing"
-        case "current":
+        // Exhaustive over the one list of kinds: a new kind is written here or ctl does not compile.
+        switch EventKind(rawValue: kind) {
+        case .state?: return "state: \(str("state"))"
+        case .buffering?: return e["buffering"]?.bool == true ? "buffering: waiting for the network" : "buffering: done, playing"
+        case .current?:
             guard let i = e["item"], i != .null else { return "current: nothing (the end of the queue)" }
             return "current: \(itemLine(i)) [id \(i["id"]?.int ?? 0)]"
-        case "queue":
+        case .queue?:
             let n = e["count"]?.int ?? 0
             return "queue: \(n) item\(n == 1 ? "" : "s") (version \(e["version"]?.int ?? 0))"
-        case "modes":
+        case .modes?:
             return "modes: repeat \(str("repeat")) · shuffle \(onOff(e["shuffle"])) · single \(onOff(e["stopAfterCurrent"])) · consume \(str("consume"))"
-        case "failed": return "failed: \(shown(str("path"), music: music)): \(str("reason")) [id \(e["item"]?.int ?? 0)]"
-        case "seeked": return "seeked: \(clock(e["time"]?.number)) [id \(e["item"]?.int ?? 0)]"
-        case "position": return "position: \(clock(e["elapsed"]?.number)) / \(clock(e["duration"]?.number)) [id \(e["item"]?.int ?? 0)]"
-        case "volume": return "volume: \(volumeText(e))"
-        case "session":
+        case .failed?: return "failed: \(shown(str("path"), music: music)): \(str("reason")) [id \(e["item"]?.int ?? 0)]"
+        case .seeked?: return "seeked: \(clock(e["time"]?.number)) [id \(e["item"]?.int ?? 0)]"
+        case .position?: return "position: \(clock(e["elapsed"]?.number)) / \(clock(e["duration"]?.number)) [id \(e["item"]?.int ?? 0)]"
+        case .volume?: return "volume: \(volumeText(e))"
+        case .session?:
             switch str("kind") {
             case "interruptionBegan": return "session: paused for another player"
             case "interruptionEnded":
@@ -45,7 +46,7 @@ public enum CtlText {
             case "duckingChanged": return e["ducked"]?.bool == true ? "session: lowered while another player plays" : "session: back to full volume"
             default: return "session: \(str("kind"))"
             }
-        case "lifecycle":
+        case .lifecycle?:
             let words: [String: String] = [
                 "willResignActive": "leaving the foreground", "didEnterBackground": "in the background",
                 "willEnterForeground": "coming to the foreground", "didBecomeActive": "in the foreground",
@@ -54,7 +55,7 @@ public enum CtlText {
                 "backgroundTaskLeaked": "background work left unfinished",
             ]
             return "daemon: \(words[str("kind")] ?? str("kind"))"
-        case "sleep":
+        case .sleep?:
             switch str("kind") {
             case "set":
                 if e["endOfItem"]?.bool == true { return "sleep: at the end of the item" }
@@ -63,20 +64,20 @@ public enum CtlText {
             case "fired": return "sleep: paused"
             default: return "sleep: \(str("kind"))"
             }
-        case "alarm":
+        case .alarm?:
             switch str("kind") {
             case "set": return "alarm set: \(alarmLine(e["alarm"] ?? .null))"
             case "cancelled": return "alarm \(e["id"]?.int ?? 0) cancelled"
             case "fired": return "alarm rang: \(alarmLine(e["alarm"] ?? .null))"
             default: return "alarm: \(str("kind"))"
             }
-        case "hook":
+        case .hook?:
             let status = e["status"]?.int.map { "exited \($0)" } ?? "could not run or timed out"
             return "hook: \(str("hook")) \(status)"
-        case "playlists": return "playlist changed: \(str("name"))"
-        case "update": return updateLine(e)
-        case "shutdown": return "the daemon is stopping"
-        default:
+        case .playlists?: return "playlist changed: \(str("name"))"
+        case .update?: return updateLine(e)
+        case .shutdown?: return "the daemon is stopping"
+        case .message?, nil:  // (a kind from a newer daemon: its fields as they come)
             guard case .object(let fields) = e else { return kind }
             return ([kind + ":"] + fields.filter { $0.0 != "event" && $0.0 != "seq" }.map { "\($0.0) \(short($0.1))" }).joined(separator: " ")
         }

@@ -71,6 +71,17 @@ public struct DaemonConfig: Sendable, Equatable {
     public var mpdListen: [String] = []
     /// The password MPD clients give with `password` first (on TCP listeners).
     public var mpdPassword: String?
+    /// HTTP listeners (`http-listen`, `--http-listen`, repeatable; none by default), `HOST:PORT`:
+    /// the web remote's page, its WebSocket (`/ws`: the JSON protocol), cover art and
+    /// `GET /status`. Loopback unless a host is named; any other host needs ``httpPassword``
+    /// (or ``token``).
+    public var httpListen: [String] = []
+    /// The web remote's login password (`http-password`): a login sets a session cookie.
+    /// Without it, loopback listeners ask for nothing (the `Host` must then be a loopback name).
+    public var httpPassword: String?
+    /// Where the page's files are (`web-root`; default: `Resources/web` found beside the
+    /// executable, else `/usr/share/backline/web`).
+    public var webRoot: String?
     /// Connections at once; more are refused with an error and closed.
     public var maxConnections = 256
     /// Longest request line (bytes); longer gets an error and the connection is closed.
@@ -214,6 +225,9 @@ public struct DaemonConfig: Sendable, Equatable {
         case "token": token = value.isEmpty ? nil : value
         case "mpd-listen": if !value.isEmpty { mpdListen.append(value) }
         case "mpd-password": mpdPassword = value.isEmpty ? nil : value
+        case "http-listen": if !value.isEmpty { httpListen.append(value) }
+        case "http-password": httpPassword = value.isEmpty ? nil : value
+        case "web-root": webRoot = value.isEmpty ? nil : value
         case "mpris":
             guard ["yes", "no"].contains(value) else { throw BadValue(message: "mpris: expected yes or no, got '\(value)'") }
             mpris = value == "yes"
@@ -243,15 +257,27 @@ public struct DaemonConfig: Sendable, Equatable {
         libraryPathSet ? libraryPath : Path.deletingLastComponent(stateFile) + "/library.sqlite"
     }
 
+    /// Whether `host` (a listener's) is this machine only.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "::1" || host == "localhost" || host.hasPrefix("127.")
+    }
+
     /// Checks settings that depend on each other.
     public func validate() throws(ParseError) {
         for addr in mpdListen where !addr.hasPrefix("/") {
             guard let (host, _) = try? ControlServer.split(addr) else {
                 throw ParseError(file: "config", line: 0, message: "mpd-listen: expected a socket path or HOST:PORT, got '\(addr)'")
             }
-            let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
-            if !loopback, (mpdPassword ?? "").isEmpty {
+            if !Self.isLoopback(host), (mpdPassword ?? "").isEmpty {
                 throw ParseError(file: "config", line: 0, message: "mpd-listen \(addr) is not loopback: it needs mpd-password")
+            }
+        }
+        for addr in httpListen {
+            guard let (host, _) = try? ControlServer.split(addr) else {
+                throw ParseError(file: "config", line: 0, message: "http-listen: expected HOST:PORT, got '\(addr)'")
+            }
+            if !Self.isLoopback(host), (httpPassword ?? "").isEmpty, (token ?? "").isEmpty {
+                throw ParseError(file: "config", line: 0, message: "http-listen \(addr) is not loopback: it needs http-password (or token)")
             }
         }
         if tcpListen != nil, (token ?? "").count < 16 {

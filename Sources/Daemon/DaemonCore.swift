@@ -33,11 +33,11 @@ public final class ClientContext: ConnectionContext {
     /// TCP clients must `auth` first; Unix-socket clients are the owner (peer uid checked).
     public let needsToken: Bool
     private let authed = Atomic<Bool>(false)
-    /// Enqueues a line (an event) for this client.
-    public let send: @Sendable (String) -> Void
+    /// Enqueues an event for this client (its transport renders and frames it).
+    public let send: @Sendable (PublishedEvent) -> Void
     private let hub: EventHub
 
-    public init(id: UInt64, needsToken: Bool, hub: EventHub, send: @escaping @Sendable (String) -> Void) {
+    public init(id: UInt64, needsToken: Bool, hub: EventHub, send: @escaping @Sendable (PublishedEvent) -> Void) {
         self.id = id
         self.needsToken = needsToken
         self.hub = hub
@@ -69,8 +69,6 @@ public final class DaemonCore: Sendable {
     public let hub = EventHub()
     /// The client-to-client channels (MPD's `subscribe`/`sendmessage`, the JSON `channel-…`).
     public var messages: ClientMessages { dispatcher.messages }
-    /// MPD's MixRamp settings: kept and reported as mpd does, never used (items never overlap).
-    let mixRamp = Mutex<(db: Double, delay: Double)>((0, -1))
     /// Timers, saving, observers.
     private let work = DispatchQueue(label: "backline.daemon")
     /// Returns what bursts of requests used to the system, a few seconds after them.
@@ -140,7 +138,7 @@ public final class DaemonCore: Sendable {
         playback.remote.receiveCommands(for: playback.session)
         // Subscribers see each event as it is posted (before the reply of the command that
         // caused it); saving, hooks and logging follow on the work queue.
-        playback.tap { [hub] e in hub.publish(e.kind, JSONCodec.fields(e)) }
+        playback.tap { [hub] e in hub.publish(.control(e)) }
         playback.addObserver(queue: work) { [weak self] e in self?.event(e) }
         playback.application.addSuspensionHook { [weak self] _ in self?.suspending() }
         do { try restore() } catch {
@@ -258,7 +256,7 @@ public final class DaemonCore: Sendable {
         }
         guard first else { return }
         saveNow("shutdown")
-        hub.publish("shutdown")
+        hub.publish(.control(.shutdown))
         mpris.withLock { m in
             m?.stop()
             m = nil

@@ -1,13 +1,41 @@
+import BacklineWire
+import Control
 import Synchronization
+
+/// What the hub carries, typed: the command layer's events, and client-to-client messages
+/// (delivered to one connection). Each protocol renders them (``JSONCodec/event(_:)`` for the
+/// JSON socket and the WebSocket).
+public enum HubEvent: Sendable, Equatable {
+    case control(ControlEvent)
+    /// A message on a channel the connection subscribed to.
+    case message(channel: String, text: String)
+
+    /// Its kind, as clients subscribe to it.
+    public var kind: EventKind {
+        switch self {
+        case .control(let e): e.eventKind
+        case .message: .message
+        }
+    }
+}
+
+/// An event with its place in the daemon's one sequence of events.
+public struct PublishedEvent: Sendable, Equatable {
+    /// Counts every event published (one sequence for every connection).
+    public let seq: UInt64
+    public let event: HubEvent
+}
 
 /// Fans daemon events out to the connections that subscribed, in one order for everyone: each
 /// event gets the next sequence number and is handed to every matching subscriber's `send`
-/// (which only enqueues) under one lock.
+/// (which only enqueues) under one lock. Protocol-neutral: each subscriber's transport renders
+/// and frames what it is handed.
 public final class EventHub: Sendable {
 
     private struct Subscriber {
         var kinds: Set<String>?
-        var send: @Sendable (String) -> Void
+        var send: @Sendable (PublishedEvent) -> Void
+        func wants(_ kind: EventKind) -> Bool { kinds?.contains(kind.rawValue) ?? true }
     }
 
     private struct State {
@@ -20,7 +48,7 @@ public final class EventHub: Sendable {
     public init() {}
 
     /// Subscribes `client` to `kinds` (nil: all); replaces an earlier subscription of it.
-    public func subscribe(_ client: UInt64, kinds: Set<String>?, send: @escaping @Sendable (String) -> Void) {
+    public func subscribe(_ client: UInt64, kinds: Set<String>?, send: @escaping @Sendable (PublishedEvent) -> Void) {
         state.withLock { $0.subscribers[client] = Subscriber(kinds: kinds, send: send) }
     }
 
@@ -28,31 +56,28 @@ public final class EventHub: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: client) }
     }
 
-    /// Sends `{"event": kind, "seq": n, …fields}` to `client` alone, if it subscribed to
-    /// `kind`; whether it did.
+    /// Sends `event` to `client` alone, if it subscribed to its kind; whether it did.
     @discardableResult
-    public func deliver(to client: UInt64, _ kind: String, _ fields: [(String, JSON)]) -> Bool {
+    public func deliver(to client: UInt64, _ event: HubEvent) -> Bool {
         state.withLock { s in
-            guard let w = s.subscribers[client], w.kinds?.contains(kind) ?? true else { return false }
+            guard let w = s.subscribers[client], w.wants(event.kind) else { return false }
             s.seq += 1
-            w.send(JSON.object([("event", .string(kind)), ("seq", .number(Double(s.seq)))] + fields).text + "\n")
+            w.send(PublishedEvent(seq: s.seq, event: event))
             return true
         }
     }
 
     /// Whether `client` subscribed to `kind`.
-    public func wants(_ client: UInt64, _ kind: String) -> Bool {
-        state.withLock { s in s.subscribers[client].map { $0.kinds?.contains(kind) ?? true } ?? false }
+    public func wants(_ client: UInt64, _ kind: EventKind) -> Bool {
+        state.withLock { s in s.subscribers[client]?.wants(kind) ?? false }
     }
 
-    /// Publishes `{"event": kind, "seq": n, …fields}` to the subscribers of `kind`.
-    public func publish(_ kind: String, _ fields: [(String, JSON)] = []) {
+    /// Publishes `event` to the subscribers of its kind.
+    public func publish(_ event: HubEvent) {
         state.withLock { s in
-            let wanted = s.subscribers.values.filter { $0.kinds?.contains(kind) ?? true }
             s.seq += 1
-            guard !wanted.isEmpty else { return }
-            let line = JSON.object([("event", .string(kind)), ("seq", .number(Double(s.seq)))] + fields).text + "\n"
-            for w in wanted { w.send(line) }
+            let published = PublishedEvent(seq: s.seq, event: event)
+            for w in s.subscribers.values where w.wants(event.kind) { w.send(published) }
         }
     }
 }

@@ -314,6 +314,16 @@ public enum JSONCodec {
 
     // MARK: - Events
 
+    /// An event as subscribers read it: `{"event": kind, "seq": n, …fields}`.
+    public static func event(_ p: PublishedEvent) -> JSON {
+        let members: [(String, JSON)]
+        switch p.event {
+        case .control(let e): members = fields(e)
+        case .message(let channel, let text): members = [("channel", .string(channel)), ("message", .string(text))]
+        }
+        return .object([("event", .string(p.event.kind.rawValue)), ("seq", .number(Double(p.seq)))] + members)
+    }
+
     /// An event's members (after `event` and `seq`).
     public static func fields(_ e: ControlEvent) -> [(String, JSON)] {
         switch e {

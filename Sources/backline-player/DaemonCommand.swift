@@ -48,6 +48,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(name: .customLong("mpd-listen"), help: "Also speak the MPD protocol on this Unix socket path or HOST:PORT (repeatable; for mpc, ncmpcpp and other MPD clients).")
     var mpdListen: [String] = []
 
+    @Option(name: .customLong("http-listen"), help: "Serve the web remote (a page, its WebSocket, cover art, GET /status) on HOST:PORT (repeatable; loopback unless a host is named, which needs http-password).")
+    var httpListen: [String] = []
+
     @Flag(name: .long, help: "Post a desktop notification when the current item changes (replacing the previous one).")
     var notify = false
 
@@ -88,6 +91,7 @@ struct DaemonCommand: ParsableCommand {
             do { try settings.set("library", library) } catch { fail("--library: \(error.message)") }
         }
         settings.mpdListen += mpdListen
+        settings.httpListen += httpListen
         if noMPRIS { settings.mpris = false }
         if notify { settings.notify = true }
         if let logLevel {

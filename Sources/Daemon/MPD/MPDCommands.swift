@@ -219,11 +219,11 @@ enum MPDCommandTable {
         }),
         // Kept and reported as mpd does; never used: items never overlap.
         MPDCommand("mixrampdb", 1...1, [.float], inline: true) { p, r in
-            p.core.mixRamp.withLock { $0.db = Double(r.args[0])! }
+            p.shared.mixRamp.withLock { $0.db = Double(r.args[0])! }
             return ""
         },
         MPDCommand("mixrampdelay", 1...1, [.float], inline: true) { p, r in
-            p.core.mixRamp.withLock { $0.delay = Double(r.args[0])! }
+            p.shared.mixRamp.withLock { $0.delay = Double(r.args[0])! }
             return ""
         },
         MPDCommand("move", 2...2, [.range, .integer]) { p, r throws(MPDError) in try p.move(r) },
@@ -447,7 +447,7 @@ extension MPDProtocol {
     }
 
     func password(_ r: MPDRequest) throws(MPDError) -> String {
-        guard let want = core.config.mpdPassword, DaemonCore.constantTimeEqual(r.args[0], want) else {
+        guard let want = shared.password, DaemonCore.constantTimeEqual(r.args[0], want) else {
             // A guess costs a second on this connection (its pool thread), and is logged.
             wrongPassword()
             sleepThread(seconds: 1)

@@ -4,6 +4,28 @@ import Logging
 import NIOCore
 import NIOPosix
 
+/// The MPD protocol on the transport: lines in, `key: value` responses out; its events are
+/// the play queue's changes as `idle` reports them (``MPDConnectionHandler``), not the hub's.
+struct MPDLineProtocol: WireProtocol {
+    let shared: MPDShared
+    var framing: Framing { .lines }
+
+    /// MPD clients expect no JSON: refused connections are closed without a word, as mpd's are.
+    func refusal(_ error: ProtocolError) -> String? { nil }
+
+    func serve(_ connection: AdmittedConnection, on channel: any Channel) throws {
+        let failures = connection.credentialFailures
+        let peer = connection.peer
+        let codec = MPDProtocol(dispatcher: connection.core.dispatcher, shared: shared,
+                                wrongPassword: { failures.record(from: peer) }, passwordAccepted: connection.authenticated)
+        try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
+            codec: codec, client: connection.client, local: connection.local, logger: connection.logger,
+            blocking: connection.blocking, authTimeout: connection.authTimeout))
+    }
+
+    func send(_ event: PublishedEvent, on channel: any Channel) {}  // (MPD clients never subscribe to the hub)
+}
+
 /// One MPD client's connection: the greeting, command lists, `idle`/`noidle` with the
 /// connection's pending subsystems, and the order of replies. Commands run on the connection's
 /// own serial queue (some read tags or the file system); replies are written on the event loop
@@ -76,7 +98,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 handler.reportIdle(context: context)
             }
         }
-        codec.core.messages.register(client.id) { changed in
+        codec.dispatcher.messages.register(client.id) { changed in
             loop.execute {
                 let (handler, context) = bound.value
                 handler.pending.formUnion(changed)
@@ -89,7 +111,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if let observer { codec.playback.removeObserver(observer) }
         observer = nil
-        codec.core.messages.remove(client.id)
+        codec.dispatcher.messages.remove(client.id)
         context.fireChannelInactive()
     }
 
@@ -196,7 +218,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         blocking.submit { _ in
             let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
             // A big answer (a library listing, a search) leaves freed memory behind: given back soon.
-            if response.readableBytes > 64 << 10 { codec.core.trimmer.noteActivity() }
+            if response.readableBytes > 64 << 10 { codec.shared.bigAnswer() }
             loop.execute {
                 let (handler, context) = bound.value
                 handler.busy = false
@@ -272,12 +294,6 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         // (Cancelled once closed: pending, it would keep the channel for its 10 s, ~1,000 of
         // them at 100 connections a second.)
         channel.closeFuture.whenComplete { _ in deadline.cancel() }
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        // Back-pressure: a client that does not read its replies is not read from either.
-        context.channel.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in }
-        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -38,6 +38,21 @@ struct MPDError: Error, Sendable {
     }
 }
 
+/// What every MPD connection shares that is mpd's own, not the player's: the password, and
+/// MixRamp's settings (kept and reported as mpd does, never used: items never overlap).
+final class MPDShared: Sendable {
+    /// `mpd-password`: what `password` must give on a listener that asks for it.
+    let password: String?
+    let mixRamp = Mutex<(db: Double, delay: Double)>((0, -1))
+    /// Told when an answer was big (a listing, a search): its memory is given back soon after.
+    let bigAnswer: @Sendable () -> Void
+
+    init(password: String?, bigAnswer: @escaping @Sendable () -> Void) {
+        self.password = password
+        self.bigAnswer = bigAnswer
+    }
+}
+
 /// One MPD connection's protocol state: its tag mask, whether it gave the password, whether it
 /// is local (a Unix socket: `config` and absolute paths).
 final class MPDClientState: @unchecked Sendable {
@@ -55,13 +70,15 @@ final class MPDClientState: @unchecked Sendable {
 /// renders them (`key: value` lines, `ACK [code@index] {command} message`, `changed:` lines).
 /// Commands that only read (status, songs, outputs) read the ``Playback`` façade.
 struct MPDProtocol: Sendable {
-    let core: DaemonCore
+    /// The command layer: every command runs through it; reads go through its ``Playback`` façade.
+    let dispatcher: CommandDispatcher
+    /// What MPD connections share that is mpd's own (the password, MixRamp).
+    let shared: MPDShared
     /// Told of every wrong password (the server logs them, rate-limited).
     var wrongPassword: @Sendable () -> Void = {}
     /// Told when the password is accepted (the connection no longer counts as unauthenticated).
     var passwordAccepted: @Sendable () -> Void = {}
-    var playback: Playback { core.playback }
-    var dispatcher: CommandDispatcher { core.dispatcher }
+    var playback: Playback { dispatcher.playback }
 
     /// The protocol version in the greeting (`OK MPD 0.23.5`).
     static let version = "0.23.5"
@@ -202,7 +219,7 @@ struct MPDProtocol: Sendable {
     /// in one pass (the round trip is what MPD status bars poll).
     func status(into buffer: inout ByteBuffer) {
         let q = playback.queue.status()
-        let mixRamp = core.mixRamp.withLock { $0 }
+        let mixRamp = shared.mixRamp.withLock { $0 }
         let crossfade = playback.crossfade
         let volume = volumePercent
         let info = q.current.flatMap { q.state == .stopped ? nil : playback.tags.lookup($0.entry.path) }
@@ -332,7 +349,7 @@ struct MPDProtocol: Sendable {
         if name == "readpicture" {
             found = playback.tags.info(file).metadata.artwork.map { ($0.data, $0.mimeType) }
         } else {
-            found = coverFile(beside: file).map { ($0, nil) }
+            found = playback.coverFile(beside: file).map { ($0, nil) }
             guard found != nil else { throw MPDError(.noExist, "No file exists") }
         }
         guard let (data, type) = found else { return [] }
@@ -340,22 +357,6 @@ struct MPDProtocol: Sendable {
         let chunk = data[offset..<min(data.count, offset + state.binaryLimit)]
         let header = "size: \(data.count)\n" + (type.map { "type: \($0)\n" } ?? "") + "binary: \(chunk.count)\n"
         return Array(header.utf8) + chunk + [UInt8(ascii: "\n")]
-    }
-
-    /// The names mpd looks for beside a song, in its order.
-    static let coverNames = ["cover.png", "cover.jpg", "cover.jpeg", "cover.webp", "cover.tiff", "cover.bmp"]
-
-    /// The first cover file in `file`'s directory, confined to the music directory.
-    private func coverFile(beside file: String) -> [UInt8]? {
-        let dir = Path.deletingLastComponent(file)
-        for n in Self.coverNames {
-            guard let real = PathResolver.realPath(dir + "/" + n), let root = playback.resolver.root,
-                  playback.resolver.allowAbsolutePaths || real.hasPrefix(root + "/"),
-                  case .success(let data) = readRegularFile(real, limit: 32 << 20,
-                                                            beneath: playback.resolver.allowAbsolutePaths ? nil : root) else { continue }
-            return [UInt8](data)
-        }
-        return nil
     }
 
     /// mpd's default `max_output_buffer_size`: a longer answer is an error, not a stall.

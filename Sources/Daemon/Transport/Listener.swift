@@ -26,6 +26,8 @@ final class Listener: Sendable {
     let crossProtocol: LogLimiter
     /// Unauthenticated connections closed to make room for a newer one.
     let evictions: LogLimiter
+    /// HTTP requests from another site (a web page driving the user's browser), refused.
+    let crossSite: LogLimiter
 
     init(name: String, maxConnections: Int, maxUnauthenticated: Int, logger: Logger) {
         self.name = name
@@ -36,6 +38,7 @@ final class Listener: Sendable {
         strangers = LogLimiter("connection refused: another user", logger: logger, metadata: ["listener": "\(name)"])
         crossProtocol = LogLimiter("HTTP request on a command socket (a web page?); connection closed, nothing run", logger: logger,
                                    metadata: ["listener": "\(name)"])
+        crossSite = LogLimiter("request from another site refused (a web page?)", logger: logger, metadata: ["listener": "\(name)"])
         evictions = LogLimiter("unauthenticated connection closed to make room for a newer one", logger: logger,
                                metadata: ["listener": "\(name)", "max-unauthenticated": "\(maxUnauthenticated)"])
     }

@@ -1,0 +1,149 @@
+import BacklineWire
+import Control
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// The web remote on the transport: HTTP/1.1 for the page, cover art, `GET /status` and the
+/// login (``WebHandler``), and the WebSocket at `/ws`, which carries the JSON protocol
+/// unchanged — one request, reply or event per text message — through the JSON codec's own
+/// handler (``WebSocketLines`` turns messages into its lines and back). No command code here.
+struct HTTPProtocol: WireProtocol {
+    let site: WebSite
+    var framing: Framing { .http }
+
+    /// An HTTP response that says why, then the connection is closed.
+    func refusal(_ error: ProtocolError) -> String? {
+        let status = switch error.code {
+        case "forbidden": "403 Forbidden"
+        case "timeout": "408 Request Timeout"
+        default: "503 Service Unavailable"
+        }
+        let body = error.message + "\n"
+        return "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+    }
+
+    func serve(_ connection: AdmittedConnection, on channel: any Channel) throws {
+        let config = connection.core.config
+        let web = WebHandler(site: site, connection: connection)
+        let deadline = HTTPDeadline(seconds: config.requestTimeout)
+        let aggregator = NIOHTTPServerRequestAggregator(maxContentLength: config.maxRequestBytes)
+        let maxBytes = config.maxRequestBytes
+        let bound = NIOLoopBound(web, eventLoop: channel.eventLoop)
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: maxBytes, automaticErrorHandling: true,
+            shouldUpgrade: { channel, head in
+                // The same checks as every request (Host, Origin, session): a page from
+                // elsewhere gets no WebSocket (the request then reaches the handler: 403).
+                channel.eventLoop.makeSucceededFuture(bound.value.mayOpenWebSocket(head) ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    if connection.client.needsToken, !connection.client.authenticated {
+                        connection.client.authenticated = true  // (a session was checked above)
+                        connection.authenticated()
+                    }
+                    let ops = channel.pipeline.syncOperations
+                    try ops.addHandler(NIOWebSocketFrameAggregator(
+                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024, maxAccumulatedFrameSize: maxBytes))
+                    try ops.addHandler(WebSocketLines())
+                    try JSONLineProtocol().serve(connection, on: channel)
+                }
+            })
+        let handlers = NIOLoopBound((deadline, aggregator, web), eventLoop: channel.eventLoop)
+        let ops = channel.pipeline.syncOperations
+        try ops.configureHTTPServerPipeline(
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                // A WebSocket now: the HTTP handlers go (a subscriber may be idle for hours).
+                let ops = context.pipeline.syncOperations
+                let (deadline, aggregator, web) = handlers.value
+                _ = ops.removeHandler(deadline)
+                _ = ops.removeHandler(aggregator)
+                _ = ops.removeHandler(web)
+            }),
+            withErrorHandling: true)
+        try ops.addHandler(deadline)
+        try ops.addHandler(aggregator)
+        try ops.addHandler(web)
+    }
+
+    /// Events reach a WebSocket as the JSON codec's lines (``WebSocketLines`` frames them).
+    func send(_ event: PublishedEvent, on channel: any Channel) {
+        JSONLineProtocol().send(event, on: channel)
+    }
+}
+
+/// HTTP's request deadline: a request must arrive whole within `seconds` of the connection
+/// opening or of the previous response (a client dripping its headers, or holding a
+/// keep-alive connection idle, is closed). Removed once the connection is a WebSocket.
+final class HTTPDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+    let seconds: Double
+    private var timer: Scheduled<Void>?
+
+    init(seconds: Double) { self.seconds = seconds }
+
+    func handlerAdded(context: ChannelHandlerContext) { restart(context) }
+    func handlerRemoved(context: ChannelHandlerContext) { timer?.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) {
+            timer?.cancel()  // whole: it is being answered
+            timer = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { restart(context) }
+        context.write(data, promise: promise)
+    }
+
+    private func restart(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) { channel.close(promise: nil) }
+    }
+}
+
+/// The WebSocket as lines for the JSON codec's handler: each text message in is one request
+/// line; each line out (a reply, an event) is one text message. Pings are answered; a close
+/// is answered and closes.
+final class WebSocketLines: ChannelDuplexHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = WebSocketFrame
+    private var closing = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            context.fireChannelRead(wrapInboundOut(frame.unmaskedData))
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .connectionClose:
+            guard !closing else { return context.close(promise: nil) }
+            closing = true
+            var data = context.channel.allocator.buffer(capacity: 2)
+            data.write(webSocketErrorCode: .normalClosure)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+                .whenComplete { _ in channel.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        var line = unwrapOutboundIn(data)
+        if line.readableBytesView.last == UInt8(ascii: "\n") { line.moveWriterIndex(to: line.writerIndex - 1) }
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: line)), promise: promise)
+    }
+}

@@ -1,0 +1,360 @@
+import BacklineWire
+import Control
+import FoundationEssentials
+import Logging
+import MediaCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Platform
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP connection's requests (before any upgrade to a WebSocket): the page's files, cover
+/// art (`/art/ID`), `GET /status`, the login. Every request is checked the same way first:
+///
+/// - `Host`: on a listener that asks for no login (loopback), it must name this machine
+///   (`localhost`, `127.x`, `[::1]`), so a page from elsewhere cannot reach it through DNS
+///   rebinding;
+/// - cross-site requests (`Sec-Fetch-Site: cross-site`, an `Origin` that is not the page's own)
+///   get 403, except a top-level navigation to a page;
+/// - everything but the login page and its style sheet needs a session (or `Authorization:
+///   Bearer` with the password or token) when logins are asked for.
+final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOHTTPServerRequestFull
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let site: WebSite
+    let connection: AdmittedConnection
+    /// Whether requests need a session here.
+    let needsLogin: Bool
+    private var authDeadline: Scheduled<Void>?
+    private var busy = false
+    private var pending: [NIOHTTPServerRequestFull] = []
+
+    init(site: WebSite, connection: AdmittedConnection) {
+        self.site = site
+        self.connection = connection
+        needsLogin = connection.client.needsToken
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // A connection that asks for a login has `auth-timeout` to bring a session (or log in).
+        guard needsLogin, let seconds = connection.authTimeout else { return }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        authDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+            let (handler, context) = bound.value
+            guard !handler.connection.client.authenticated, !handler.busy else { return }
+            context.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { authDeadline?.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let request = unwrapInboundIn(data)
+        if busy { pending.append(request); return }
+        handle(request, context: context)
+    }
+
+    // MARK: - Routing
+
+    private func handle(_ request: NIOHTTPServerRequestFull, context: ChannelHandlerContext) {
+        let head = request.head
+        let path = String(head.uri.prefix { $0 != "?" && $0 != "#" })
+        guard head.method == .GET || head.method == .HEAD || head.method == .POST else {
+            return respond(context, head, .methodNotAllowed, text: "method not allowed", extra: [("Allow", "GET, HEAD, POST")])
+        }
+        if let refusal = refusal(head) {
+            connection.listener.crossSite.record(from: connection.peer)
+            return respond(context, head, .forbidden, text: refusal)
+        }
+        let signedIn = authorized(head)
+        if signedIn, !connection.client.authenticated, needsLogin {
+            connection.client.authenticated = true
+            authDeadline?.cancel()
+            connection.authenticated()
+        }
+        switch (head.method, path) {
+        case (.POST, "/login"): return login(request, context: context)
+        case (.POST, "/logout"):
+            if let c = Self.cookie(head, WebSite.cookieName) { site.closeSession(c) }
+            return redirect(context, head, "/login.html", cookie: "\(WebSite.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+        case (.POST, _): return respond(context, head, .notFound, text: "not found")
+        case (_, "/login.html"), (_, "/app.css"), (_, "/favicon.svg"): return file(path, context: context, head: head)
+        default: break
+        }
+        guard signedIn else {
+            // A person gets the login page; a script, a status it can read.
+            if path == "/" || path == "/index.html" { return redirect(context, head, "/login.html") }
+            return respond(context, head, .unauthorized, text: "log in first (POST /login), or send Authorization: Bearer")
+        }
+        if path == "/status" { return status(context, head) }
+        if path.hasPrefix("/art/") { return art(String(path.dropFirst(5)), context: context, head: head) }
+        if path == "/ws" { return respond(context, head, .badRequest, text: "a WebSocket: send Upgrade: websocket") }
+        file(path == "/" ? "/index.html" : path, context: context, head: head)
+    }
+
+    /// Why `head` is refused before it is looked at, or nil.
+    private func refusal(_ head: HTTPRequestHead) -> String? {
+        let host = head.headers.first(name: "host") ?? ""
+        if !needsLogin, !Self.isLoopbackHost(host) {
+            return "this address answers only to localhost (Host: \(host))"
+        }
+        if let origin = head.headers.first(name: "origin"), !Self.sameOrigin(origin, host: host) {
+            return "requests from another site are refused (Origin: \(origin))"
+        }
+        let site = head.headers.first(name: "sec-fetch-site")
+        let navigation = head.headers.first(name: "sec-fetch-mode") == "navigate" && head.method == .GET
+        if site == "cross-site" || site == "same-site", !navigation {
+            return "requests from another site are refused"
+        }
+        return nil
+    }
+
+    /// Whether the request brings a session (or the password or token as a bearer), or none is needed.
+    private func authorized(_ head: HTTPRequestHead) -> Bool {
+        guard needsLogin else { return true }
+        if let c = Self.cookie(head, WebSite.cookieName), site.isSession(c) { return true }
+        if let auth = head.headers.first(name: "authorization"), auth.hasPrefix("Bearer ") {
+            return site.accepts(String(auth.dropFirst(7)))
+        }
+        return false
+    }
+
+    /// Whether the WebSocket may open for `head` (the upgrader asks before upgrading).
+    func mayOpenWebSocket(_ head: HTTPRequestHead) -> Bool {
+        refusal(head) == nil && authorized(head)
+    }
+
+    // MARK: - Login
+
+    private func login(_ request: NIOHTTPServerRequestFull, context: ChannelHandlerContext) {
+        let head = request.head
+        let peer = context.remoteAddress?.ipAddress ?? connection.peer
+        guard site.needsLogin else { return redirect(context, head, "/") }
+        guard site.mayTry(peer) else {
+            connection.credentialFailures.record(from: connection.peer)
+            return redirect(context, head, "/login.html?limited=1")
+        }
+        let body = request.body.map { String(buffer: $0) } ?? ""
+        let given = Self.form(body)["password"] ?? ""
+        if site.accepts(given) {
+            let session = site.openSession()
+            connection.client.authenticated = true
+            authDeadline?.cancel()
+            connection.authenticated()
+            let secure = ""  // (plain HTTP: a `Secure` cookie would never be sent back)
+            return redirect(context, head, "/", cookie: "\(WebSite.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(WebSite.sessionSeconds))\(secure)")
+        }
+        // A wrong password is answered after a second, as a wrong token is.
+        site.failed(peer)
+        connection.credentialFailures.record(from: connection.peer)
+        busy = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .seconds(1)) {
+            let (handler, context) = bound.value
+            handler.busy = false
+            handler.redirect(context, head, "/login.html?failed=1")
+            handler.drain(context)
+        }
+    }
+
+    // MARK: - Resources
+
+    private func status(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        let dispatcher = connection.core.dispatcher
+        let reply: JSON
+        switch dispatcher.execute(StatusCommand(), from: connection.client) {
+        case .success(let r): reply = .object(JSONCodec.fields(r))
+        case .failure(let e): reply = JSONCodec.failure(.null, JSONCodec.protocolError(e))
+        }
+        respond(context, head, .ok, body: Array((reply.text + "\n").utf8), type: "application/json",
+                extra: [("Cache-Control", "no-store")])
+    }
+
+    /// Cover art of queue item `id` (read off the event loop), with an `ETag`.
+    private func art(_ id: String, context: ChannelHandlerContext, head: HTTPRequestHead) {
+        guard let item = Int(id) else { return respond(context, head, .notFound, text: "no such item") }
+        let playback = connection.core.playback
+        offLoop(context, head) {
+            guard let art = playback.artwork(forItem: item) else { return (.notFound, Array("no artwork\n".utf8), "text/plain; charset=utf-8", []) }
+            return (.ok, art.data, art.mimeType, [("Cache-Control", "private, no-cache")])
+        }
+    }
+
+    /// A file of the page (read off the event loop): confined to the web root, regular files
+    /// only (no directory listings, no hidden names), with an `ETag`.
+    private func file(_ path: String, context: ChannelHandlerContext, head: HTTPRequestHead) {
+        guard let root = site.root else {
+            return respond(context, head, .notFound, text: "the web remote's files are not installed (set web-root)")
+        }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard !parts.isEmpty, parts.allSatisfy({ p in !p.hasPrefix(".") && p.utf8.allSatisfy(Self.isNameByte) }) else {
+            return respond(context, head, .notFound, text: "not found")
+        }
+        let full = root + "/" + parts.joined(separator: "/")
+        offLoop(context, head) {
+            guard let real = PathResolver.realPath(full), real.hasPrefix(root + "/"),
+                  case .success(let data) = readRegularFile(real, limit: 8 << 20, beneath: root)
+            else { return (.notFound, Array("not found\n".utf8), "text/plain; charset=utf-8", []) }
+            return (.ok, [UInt8](data), Self.contentType(real), [("Cache-Control", "no-cache")])
+        }
+    }
+
+    /// Runs `body` on the server's pool (files), then answers with what it returns; later
+    /// requests on this connection wait, so answers keep their order.
+    private func offLoop(_ context: ChannelHandlerContext, _ head: HTTPRequestHead,
+                         _ body: @escaping @Sendable () -> (HTTPResponseStatus, [UInt8], String, [(String, String)])) {
+        busy = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        connection.blocking.submit { _ in
+            let (status, bytes, type, extra) = body()
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.busy = false
+                if status == .ok {
+                    let tag = "\"" + Self.etag(bytes) + "\""
+                    if head.headers["if-none-match"].contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace() == tag } }) {
+                        handler.respond(context, head, .notModified, body: [], type: nil, extra: extra + [("ETag", tag)])
+                    } else {
+                        handler.respond(context, head, .ok, body: bytes, type: type, extra: extra + [("ETag", tag)])
+                    }
+                } else {
+                    handler.respond(context, head, status, body: bytes, type: type, extra: extra)
+                }
+                handler.drain(context)
+            }
+        }
+    }
+
+    private func drain(_ context: ChannelHandlerContext) {
+        while !busy, !pending.isEmpty, context.channel.isActive { handle(pending.removeFirst(), context: context) }
+    }
+
+    // MARK: - Responses
+
+    private func redirect(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ location: String, cookie: String? = nil) {
+        var extra = [("Location", location)]
+        if let cookie { extra.append(("Set-Cookie", cookie)) }
+        respond(context, head, .seeOther, body: [], type: nil, extra: extra)
+    }
+
+    private func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ status: HTTPResponseStatus, text: String,
+                         extra: [(String, String)] = []) {
+        respond(context, head, status, body: Array((text + "\n").utf8), type: "text/plain; charset=utf-8", extra: extra)
+    }
+
+    private func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, _ status: HTTPResponseStatus, body: [UInt8],
+                         type: String?, extra: [(String, String)] = []) {
+        guard context.channel.isActive else { return }
+        var headers = HTTPHeaders()
+        if let type { headers.add(name: "Content-Type", value: type) }
+        headers.add(name: "Content-Length", value: String(status == .notModified ? 0 : body.count))
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "Referrer-Policy", value: "no-referrer")
+        headers.add(name: "Content-Security-Policy",
+                    value: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+        for (k, v) in extra { headers.add(name: k, value: v) }
+        let keepAlive = request.isKeepAlive && status.code < 400
+        headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+        var head = HTTPResponseHead(version: request.version, status: status, headers: headers)
+        head.version = .http1_1
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if request.method != .HEAD, status != .notModified, !body.isEmpty {
+            var buf = context.channel.allocator.buffer(capacity: body.count)
+            buf.writeBytes(body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buf))), promise: nil)
+        }
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let channel = context.channel
+            done.whenComplete { _ in channel.close(promise: nil) }
+        }
+    }
+
+    // MARK: - Parsing
+
+    /// A cookie's value from the request's `Cookie` headers.
+    static func cookie(_ head: HTTPRequestHead, _ name: String) -> String? {
+        for line in head.headers["cookie"] {
+            for pair in line.split(separator: ";") {
+                let kv = pair.trimmingWhitespace().split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                if kv.count == 2, kv[0] == name { return String(kv[1]) }
+            }
+        }
+        return nil
+    }
+
+    /// An `application/x-www-form-urlencoded` body's fields.
+    static func form(_ body: String) -> [String: String] {
+        var out: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            out[percentDecoded(kv[0])] = kv.count == 2 ? percentDecoded(kv[1]) : ""
+        }
+        return out
+    }
+
+    static func percentDecoded(_ s: Substring) -> String {
+        var bytes: [UInt8] = []
+        var u = Array(s.utf8)[...]
+        while let b = u.popFirst() {
+            if b == UInt8(ascii: "+") { bytes.append(0x20); continue }
+            if b == UInt8(ascii: "%"), u.count >= 2, let v = UInt8(String(decoding: u.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(v)
+                u = u.dropFirst(2)
+                continue
+            }
+            bytes.append(b)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether `origin` (`http://host:port`) is the page's own (the request's `Host`).
+    static func sameOrigin(_ origin: String, host: String) -> Bool {
+        origin == "http://" + host || origin == "https://" + host
+    }
+
+    /// Whether a `Host` header names this machine.
+    static func isLoopbackHost(_ host: String) -> Bool {
+        var name = host
+        if name.hasPrefix("[") { name = String(name.prefix { $0 != "]" }.dropFirst()) } else if let c = name.lastIndex(of: ":") {
+            name = String(name[..<c])
+        }
+        return name == "localhost" || name == "::1" || name.hasPrefix("127.") && name.allSatisfy { $0.isNumber || $0 == "." }
+    }
+
+    static func isNameByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): true
+        default: false
+        }
+    }
+
+    static func contentType(_ path: String) -> String {
+        switch Path.extension(path).lowercased() {
+        case "html": "text/html; charset=utf-8"
+        case "css": "text/css; charset=utf-8"
+        case "js", "mjs": "text/javascript; charset=utf-8"
+        case "json", "webmanifest": "application/json"
+        case "svg": "image/svg+xml"
+        case "png": "image/png"
+        case "ico": "image/x-icon"
+        case "woff2": "font/woff2"
+        case "txt": "text/plain; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+
+    /// A strong validator for `bytes` (FNV-1a, 64 bits).
+    static func etag(_ bytes: [UInt8]) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return String(h, radix: 16) + "-" + String(bytes.count, radix: 16)
+    }
+}

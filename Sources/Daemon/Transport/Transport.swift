@@ -1,0 +1,235 @@
+import Control
+import Logging
+import NIOCore
+import NIOPosix
+
+/// One protocol the daemon speaks, as the transport sees it: a codec that turns a connection's
+/// requests into typed commands and their replies and events back into bytes. The transport
+/// (``ControlServer``) owns everything else, once for every protocol: listening, the
+/// connection cap, the unauthenticated cap and `auth-timeout`, the peer-uid check, request size
+/// and deadline, the cross-protocol guard, back-pressure and dropping subscribers that do not
+/// read. A new protocol is one type conforming to this plus one endpoint in
+/// ``ControlServer/endpoints(core:)``.
+protocol WireProtocol: Sendable {
+    /// How its requests are framed: lines (the transport splits, times and guards them) or HTTP
+    /// (its handlers parse them; the transport still admits, caps and back-pressures).
+    var framing: Framing { get }
+    /// What a connection refused before it is served is told (too many connections, another
+    /// uid, a request that did not arrive in time, one too long), or nil: closed without a word
+    /// (an MPD client expects no JSON; mpd closes such connections too).
+    func refusal(_ error: ProtocolError) -> String?
+    /// Adds the handlers that serve one admitted connection at the end of its pipeline.
+    func serve(_ connection: AdmittedConnection, on channel: any Channel) throws
+    /// Writes `event` to a subscriber (called on its event loop; the transport has checked that
+    /// the connection is active and keeps up).
+    func send(_ event: PublishedEvent, on channel: any Channel)
+}
+
+/// How a protocol's requests arrive.
+enum Framing: Sendable {
+    /// One request per line (`\n`; a trailing `\r` is the codec's to drop).
+    case lines
+    /// HTTP/1.1 (and what it upgrades to).
+    case http
+}
+
+/// How a listener's connections get in.
+enum Admission: Sendable, Equatable {
+    /// A Unix socket: the connecting process must be the daemon's user (`SO_PEERCRED`).
+    case owner
+    /// Credentials first (a token, a password, a session cookie): until then the connection
+    /// counts among ``DaemonConfig/maxUnauthenticated`` and has `auth-timeout` to give them.
+    case credentials
+    /// Nothing asked (loopback MPD without `mpd-password`, loopback HTTP without `http-password`).
+    case open
+}
+
+/// One listening address and the protocol spoken there.
+struct Endpoint: Sendable {
+    /// How logs name it: `control socket`, `TCP 127.0.0.1:7000`, `MPD /run/…/mpd.sock`, `HTTP 127.0.0.1:8080`.
+    let name: String
+    /// A Unix socket path (starts with `/`) or `HOST:PORT`.
+    let address: String
+    let admission: Admission
+    let codec: any WireProtocol
+    /// Refuses to replace a socket file whose directory is not private (the MPD sockets, whose
+    /// directory the user names; the control socket's is made private by ``ControlServer/claim()``).
+    var checkDirectory = false
+    /// Log line when bound, and the metadata key naming the address.
+    var announcement = "listening"
+    var logKey = "address"
+
+    var isUnix: Bool { address.hasPrefix("/") }
+}
+
+/// What the transport hands a protocol for one admitted connection.
+struct AdmittedConnection: Sendable {
+    let client: ClientContext
+    let core: DaemonCore
+    let listener: Listener
+    /// A Unix socket (the owner's: `config` and absolute paths for MPD clients).
+    let local: Bool
+    /// Seconds to authenticate in (``Admission/credentials``), else nil.
+    let authTimeout: Double?
+    /// Call once the client has authenticated: it no longer counts as unauthenticated.
+    let authenticated: @Sendable () -> Void
+    /// Wrong tokens and passwords, logged rate-limited.
+    let credentialFailures: LogLimiter
+    /// Where commands that touch files run (see ``ControlServer/blocking``).
+    let blocking: NIOThreadPool
+    let logger: Logger
+    /// The peer's address, for logs.
+    let peer: String
+}
+
+/// Back-pressure, for every protocol: a client that does not read its replies is not read
+/// from either (its requests wait in the kernel), so it costs at most the write buffer's high
+/// water mark (``DaemonConfig/maxOutputBytes``).
+final class BackPressure: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        context.channel.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in }
+        context.fireChannelWritabilityChanged()
+    }
+}
+
+/// Writes one refusal to a connection that is not served, and closes it (or closes it at once
+/// when the protocol says nothing).
+final class RefuseHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let text: String?
+    init(text: String?) { self.text = text }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { respond(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) { respond(context) }
+
+    private var done = false
+    private func respond(_ context: ChannelHandlerContext) {
+        guard !done else { return }
+        done = true
+        writeThenClose(context, text)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
+}
+
+/// Writes `text` (when there is one), then closes the connection.
+func writeThenClose(_ context: ChannelHandlerContext, _ text: String?) {
+    let channel = context.channel
+    guard let text else { return channel.close(promise: nil) }
+    var buf = channel.allocator.buffer(capacity: text.utf8.count)
+    buf.writeString(text)
+    context.writeAndFlush(NIOAny(buf)).whenComplete { _ in channel.close(promise: nil) }
+}
+
+/// Closes a connection whose request line, once begun, does not end within `seconds` (a client
+/// dripping a byte a second would otherwise hold its slot for ever). An idle connection (no
+/// partial line: a subscriber waiting for events) has no deadline.
+final class RequestDeadline: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let seconds: Double
+    let logger: Logger
+    let client: UInt64
+    /// What the client is told (nil: closed without a word).
+    let refusal: String?
+    private var timer: Scheduled<Void>?
+    /// A line has begun and not ended.
+    private var partial = false
+
+    init(seconds: Double, logger: Logger, client: UInt64, codec: any WireProtocol) {
+        (self.seconds, self.logger, self.client) = (seconds, logger, client)
+        refusal = codec.refusal(ProtocolError("timeout", "a request line must arrive within \(seconds) s of its first byte; closing"))
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        if bytes.readableBytes > 0 {
+            if bytes.readableBytesView.last == UInt8(ascii: "\n") {
+                partial = false
+                timer?.cancel()  // every line so far is complete
+                timer = nil
+            } else {
+                // A new line begun in this chunk restarts the clock; a line going on keeps it.
+                let begun = bytes.readableBytesView.lastIndex(of: UInt8(ascii: "\n")).map { $0 >= bytes.readerIndex } ?? false
+                partial = true
+                if begun || timer == nil { restart(context) }
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// Back-pressure stops reading while the client does not read its replies: the rest of a
+    /// begun line cannot arrive meanwhile, so its clock stops too, and starts afresh when
+    /// reading does.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable {
+            timer?.cancel()
+            timer = nil
+        } else if partial {
+            restart(context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func restart(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        guard context.channel.isWritable else { return }  // not reading: no clock (see above)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+            let (handler, context) = bound.value
+            handler.logger.warning("request not completed in time; connection closed",
+                                   metadata: ["client": "\(handler.client)", "seconds": "\(handler.seconds)"])
+            writeThenClose(context, handler.refusal)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Half-closed: whatever arrived is the last request (answered however long it takes).
+        if case ChannelEvent.inputClosed = event {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
+/// A request line was longer than allowed.
+struct RequestTooLarge: Error {}
+
+/// Splits the byte stream into lines (without the newline); a line longer than `maximum` is an error.
+struct LineDecoder: ByteToMessageDecoder {
+    typealias InboundOut = ByteBuffer
+    let maximum: Int
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        if let nl = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
+            let length = nl - buffer.readerIndex
+            guard length <= maximum else { throw RequestTooLarge() }
+            let line = buffer.readSlice(length: length)!
+            buffer.moveReaderIndex(forwardBy: 1)
+            context.fireChannelRead(wrapInboundOut(line))
+            return .continue
+        }
+        if buffer.readableBytes > maximum { throw RequestTooLarge() }
+        return .needMoreData
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0, let line = buffer.readSlice(length: buffer.readableBytes) {
+            context.fireChannelRead(wrapInboundOut(line))  // a last request without its newline
+        }
+        return .needMoreData
+    }
+}
