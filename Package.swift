@@ -258,7 +258,13 @@ let package = Package(
         ),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline-player", "BacklineTestSupport"],  // (as above)
+            dependencies: [
+                "Daemon", "Control", "PlayQueue", "MPRIS", "backline-player", "BacklineTestSupport",  // (as above)
+                // The codecs' own tests drive the transport's pipelines in memory.
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
         // README's snippets, compiled as written, and an iOS-style client (main actor, async API), run.

@@ -185,7 +185,7 @@ public final class ControlServer: Sendable {
         return r == 0
     }
 
-    private func listener(_ name: String) -> Listener {
+    func listener(_ name: String) -> Listener {
         Listener(name: name, maxConnections: config.maxConnections, maxUnauthenticated: config.maxUnauthenticated, logger: logger)
     }
 
@@ -257,7 +257,7 @@ public final class ControlServer: Sendable {
     /// Serves an admitted connection: its client (events reach it through the hub, framed by
     /// its protocol; a subscriber that stops reading is dropped), the transport's handlers, the
     /// protocol's.
-    private func accept(_ channel: any Channel, _ endpoint: Endpoint, core: DaemonCore, listener: Listener, peer: String,
+    func accept(_ channel: any Channel, _ endpoint: Endpoint, core: DaemonCore, listener: Listener, peer: String,
                         needsToken: Bool, authenticated: @escaping @Sendable () -> Void = {}) -> EventLoopFuture<Void> {
         let id = nextClient.wrappingAdd(1, ordering: .relaxed).oldValue
         let hub = core.hub

@@ -259,7 +259,8 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Content-Security-Policy",
                     value: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
         for (k, v) in extra { headers.add(name: k, value: v) }
-        let keepAlive = request.isKeepAlive && status.code < 400
+        // (A refusal closes the connection; a missing file does not.)
+        let keepAlive = request.isKeepAlive && ![400, 401, 403, 405, 408, 413].contains(status.code)
         headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
         var head = HTTPResponseHead(version: request.version, status: status, headers: headers)
         head.version = .http1_1

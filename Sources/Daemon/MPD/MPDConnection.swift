@@ -204,10 +204,11 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     }
 
     /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
-    /// command that touches no file (``MPDCommand/inline``) runs here on the event loop, as the
+    /// command that touches no file (``MPDCommand/inline``), or an unknown one, runs here on the event loop, as the
     /// JSON protocol's do (microseconds); the rest on the connection's queue.
     private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
-        if listOK == nil, commands.count == 1, let name = commands[0].first, MPDCommandTable.command(name)?.inline == true {
+        // (An unknown command is answered here too: there is nothing to run.)
+        if listOK == nil, commands.count == 1, let name = commands[0].first, MPDCommandTable.command(name)?.inline ?? true {
             write(Self.respond(commands, listOK: nil, codec: codec, state: state, client: client), context: context)
             return
         }
