@@ -235,6 +235,12 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         while !busy, !pending.isEmpty, context.channel.isActive { handle(pending.removeFirst(), context: context) }
     }
 
+    /// A request the HTTP handlers refused (too large: answered 413 by the aggregator; not
+    /// HTTP: 400) ends the connection: the rest of what it sends is not read.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
     // MARK: - Responses
 
     private func redirect(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ location: String, cookie: String? = nil) {

@@ -1,0 +1,108 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// The web remote in a real headless Chromium (Selenium and chromedriver,
+/// `scripts/lib/webremote.py`) against a real daemon playing into the PulseAudio null sink: what
+/// the page does is held against what the sink's monitor heard. Screenshots at phone and
+/// desktop sizes are kept in `.build/test-artifacts/`.
+@Suite("the web remote in a real browser, heard on the sink", .serialized, Harness.audioTools)
+struct WebRemoteRealtimeTests {
+    static var browserReady: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver")
+    }
+
+    /// A tagged MP3 of white noise (its every moment can be found in a recording) and its decode.
+    static func noise(_ name: String, title: String, seconds: Double) throws -> URL {
+        let w = try Fixtures.wav(name, seconds: seconds, synth: ["whitenoise"], effects: ["gain", "-10"])
+        return try Fixtures.mp3(from: w, name: name, lameArgs: ["-b", "128", "--tt", title, "--ta", "The Testers", "--tl", "Browser Album"])
+    }
+
+    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds")
+    func browser() throws {
+        guard Self.browserReady || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        try PulseNullSink.exclusive { sink in
+            let d = try DaemonFixture(device: sink.alsaDevice, sinkEnvironment: sink.environment, config: DaemonFixture.foreground,
+                                      musicDirectory: try Harness.makeTemporaryDirectory("web-music").path)
+            let first = try Self.noise("web-noise-1", title: "Web Noise", seconds: 24)
+            let files = [("01-web.mp3", first), ("02-second.mp3", try Self.noise("web-noise-2", title: "Second Noise", seconds: 12)),
+                         ("03-third.mp3", try Self.noise("web-noise-3", title: "Third Noise", seconds: 12)),
+                         ("04-glove.mp3", try Self.noise("web-noise-4", title: "Glove Song", seconds: 12))]
+            for (name, file) in files { try FileManager.default.copyItem(atPath: file.path, toPath: d.music + "/" + name) }
+            // The cover beside the songs (mpd's cover.png): a spectrogram of the first.
+            let wav = try Fixtures.wav("web-noise-1", seconds: 24, synth: ["whitenoise"], effects: ["gain", "-10"])
+            let sox = try runProcess("sox", [wav.path, "-n", "spectrogram", "-r", "-x", "300", "-y", "257", "-o", d.music + "/cover.png"])
+            try #require(sox.status == 0, "\(sox.stderr)")
+            let reference = try ReferenceDecoder.decodeS16(first)
+
+            let port = HardeningTests.port()
+            try d.start(["--http-listen", "127.0.0.1:\(port)"])
+            #expect(eventually(timeout: 30) { (try? d.request("stats"))?["songs"] == 4 }, "the library's first scan")
+            #expect(try d.request("add", [("paths", ["01-web.mp3", "02-second.mp3", "03-third.mp3"])]).ok)
+            #expect(try d.request("play").ok)
+
+            let artifacts = Harness.packageRoot.appendingPathComponent(".build/test-artifacts")
+            let script = Harness.packageRoot.appendingPathComponent("scripts/lib/webremote.py").path
+            let recording = try sink.startRecording()
+            let recordingStart = ProcessInfo.processInfo.systemUptime
+            let run = try runProcess("/usr/bin/python3", [script, "http://127.0.0.1:\(port)/", backline, d.socket, artifacts.path],
+                                     environment: ["HOME": d.dir.path], timeout: 180)
+            let heard = try recording.stop()
+            try #require(run.status == 0, "\(run.stderr.suffix(2000))")
+            let steps = Dictionary(run.stdoutText.split(separator: "\n").compactMap { try? JSON.parse(Array($0.utf8)) }
+                .map { ($0["step"]?.string ?? "", $0) }) { $1 }
+
+            // Shown: title, artist, a cover that loaded.
+            let shown = try #require(steps["shown"])
+            #expect(shown["title"] == "Web Noise" && shown["artist"]?.string?.contains("The Testers") == true
+                    && (shown["cover"]?.int ?? 0) > 0, "\(shown.text)")
+
+            // The recording, on the test's clock (parec's start is within tens of ms of `recordingStart`).
+            let rate = Double(PulseNullSink.rate)
+            func frame(_ t: Double) -> Int { Int((t - recordingStart) * rate) }
+            func rms(_ from: Double, _ to: Double) -> Double {
+                let a = max(0, frame(from) * 2), b = min(heard.count, frame(to) * 2)
+                return a < b ? PCM.rms(heard[a..<b]) : 0
+            }
+            let pause = try #require(steps["pause"]?["t"]?.number), play = try #require(steps["play"]?["t"]?.number)
+            #expect(rms(pause - 0.8, pause - 0.1) > 500, "sound before the click on pause")
+            #expect(rms(pause + 0.5, play - 0.05) < 5, "silence after it: \(rms(pause + 0.5, play - 0.05))")
+            #expect(rms(play + 0.5, play + 1.2) > 500, "sound again after play")
+
+            // The seek: what is heard from half a second after the drop is the item at the dropped place.
+            let seek = try #require(steps["seek"]), seekTime = try #require(seek["t"]?.number), target = try #require(seek["value"]?.number)
+            #expect(target > 5 && target < 20, "dropped at 60 % of 24 s: \(seek.text)")
+            let at = frame(seekTime + 0.6) * 2
+            try #require(at + 4096 < heard.count)
+            let expected = Int((target + 0.6) * rate) * 2
+            let found = PCM.locate(heard, at: at, length: 4096, in: reference, near: expected, radius: Int(0.6 * rate) * 2)
+            #expect(found.correlation > 0.9, "the audio after the drop is the item's: \(found.correlation)")
+            let heardAt = Double(found.index / 2) / rate
+            #expect(abs(heardAt - (target + 0.6)) < 0.3, "heard at \(heardAt) s, dropped at \(target) s (+0.6 s)")
+
+            // Another client's next: the page changed through its events.
+            let next = try #require(steps["next"])
+            #expect(next["title"] == "Second Noise", "\(next.text)")
+            if let ms = next["after_reply_ms"]?.number { print("web remote: the page showed another client's next \(Int(ms)) ms after its reply") }
+            #expect((next["after_command_ms"]?.number ?? 1e9) < 2000, "\(next.text)")
+
+            // The queue: the dragged row is first in the daemon's queue too.
+            let reorder = try #require(steps["reorder"])
+            let after = (reorder["after"]?.array ?? []).compactMap { $0.string.flatMap(Int.init) }
+            let daemon = (try d.request("list")["items"]?.array ?? []).compactMap { $0["id"]?.int }
+            #expect(after.count == 3 && after == daemon && after.first == (reorder["before"]?.array?.last?.string.flatMap(Int.init)),
+                    "\(reorder.text) daemon: \(daemon)")
+
+            // The search played what it found.
+            #expect(steps["search"]?["playing"]?.string?.contains("Glove Song") == true, "\(steps["search"]?.text ?? "")")
+            let current = try d.request("status")["current"]
+            #expect(current?["path"]?.string?.hasSuffix("04-glove.mp3") == true && current?["title"] == "Glove Song", "\(current?.text ?? "")")
+            #expect(steps["done"]?["errors"]?.array?.isEmpty == true, "the page logged no errors: \(steps["done"]?.text ?? "")")
+            for shot in ["web-remote-phone.png", "web-remote-desktop.png"] {
+                #expect(FileManager.default.fileExists(atPath: artifacts.appendingPathComponent(shot).path))
+            }
+            d.expectCleanStop()
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// The web remote's HTTP listener on real sockets, as a browser and an attacker use it: the
+/// page's files and cover art with their validators, what is refused (another site, no
+/// session, a wrong or guessed password, a huge request, a flood of idle connections, bytes
+/// that are not HTTP), and that the daemon and its Unix socket's clients are unaffected.
+@Suite("the web remote over HTTP: files, art, and what is refused")
+struct WebRemoteTests {
+    static let config = "background-grace = 60\n"
+
+    /// An HTTP request with `Connection: close`: the status, the headers and the body.
+    static func get(_ port: Int, _ path: String, _ headers: [String] = [], method: String = "GET", body: String = "") throws
+        -> (status: Int, headers: String, body: String)
+    {
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for h in headers { request += h + "\r\n" }
+        if method == "POST" { request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n" }
+        let r = try HardeningTests.raw(port: port, Array((request + "\r\n" + body).utf8), seconds: 5)
+        let parts = r.text.components(separatedBy: "\r\n\r\n")
+        return (Int(r.text.split(separator: " ").dropFirst().first ?? "") ?? 0, parts.first ?? "", parts.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    static func header(_ headers: String, _ name: String) -> String? {
+        headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ": ") }
+            .map { String($0.dropFirst(name.count + 2)) }
+    }
+
+    @Test("the page, its files and a queue item's cover art are served with ETags (304 when unchanged); no item or no art is 404; GET /status is the status reply; bytes that are not HTTP get 400 and run nothing")
+    func files() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let cover = try Fixtures.wav("web-cover-src", seconds: 1)
+        #expect(try runProcess("sox", [cover.path, "-n", "spectrogram", "-r", "-x", "128", "-y", "129", "-o", d.music + "/album/cover.png"]).status == 0)
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        #expect(try d.request("add", [("paths", ["album"])]).ok)
+        let ids = (try d.request("list")["items"]?.array ?? []).compactMap { $0["id"]?.int }
+        try #require(!ids.isEmpty)
+
+        let page = try Self.get(port, "/")
+        #expect(page.status == 200 && page.body.contains("<html") && Self.header(page.headers, "Content-Type") == "text/html; charset=utf-8",
+                "\(page.headers)")
+        let tag = try #require(Self.header(page.headers, "ETag"))
+        #expect(try Self.get(port, "/", ["If-None-Match: \(tag)"]).status == 304)
+        #expect(try Self.get(port, "/app.js").status == 200)
+        #expect(Self.header(try Self.get(port, "/app.js").headers, "Content-Type") == "text/javascript; charset=utf-8")
+
+        let art = try Self.get(port, "/art/\(ids[0])")
+        #expect(art.status == 200 && Self.header(art.headers, "Content-Type") == "image/png" && art.body.hasPrefix("\u{FFFD}PNG"), "\(art.headers)")
+        let artTag = try #require(Self.header(art.headers, "ETag"))
+        #expect(try Self.get(port, "/art/\(ids[0])", ["If-None-Match: \(artTag)"]).status == 304)
+        #expect(try Self.get(port, "/art/999999").status == 404)
+
+        let status = try Self.get(port, "/status")
+        let json = try JSON.parse(Array(status.body.utf8))
+        #expect(status.status == 200 && json["count"]?.int == ids.count, "\(status.body)")
+        #expect(try Self.get(port, "/nothing.js").status == 404)
+        #expect(try Self.get(port, "/.config").status == 404)
+
+        // Not HTTP: an MPD or JSON line sent to the HTTP port.
+        let line = try HardeningTests.raw(port: port, Array("{\"command\":\"clear\"}\nclear\n".utf8))
+        #expect(line.closed && line.text.hasPrefix("HTTP/1.1 400"), "\(line.text)")
+        #expect(try d.request("status")["count"]?.int == ids.count, "nothing ran")
+        d.expectCleanStop()
+    }
+
+    @Test("with http-password (or the token): no cookie, no page, status or WebSocket; a wrong password costs a second; five wrong in a minute and even the right one is refused; the right one sets an HttpOnly, SameSite=Strict session that opens them; a bearer token works for scripts")
+    func login() throws {
+        let token = "s3cret-token-0123456789"
+        let d = try DaemonFixture(device: "null", config: Self.config + "http-password = open sesame\ntoken = \(token)\n")
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        let page = try Self.get(port, "/")
+        #expect(page.status == 303 && Self.header(page.headers, "Location") == "/login.html")
+        #expect(try Self.get(port, "/login.html").status == 200)
+        #expect(try Self.get(port, "/status").status == 401)
+        #expect(try Self.get(port, "/status", ["Authorization: Bearer \(token)"]).status == 200, "a script with the token")
+
+        let origin = "Origin: http://127.0.0.1:\(port)"
+        let start = Date()
+        let wrong = try Self.get(port, "/login", [origin], method: "POST", body: "password=nope")
+        #expect(wrong.status == 303 && Self.header(wrong.headers, "Location") == "/login.html?failed=1")
+        #expect(Date().timeIntervalSince(start) >= 0.9, "a wrong password is answered after a second")
+        let right = try Self.get(port, "/login", [origin], method: "POST", body: "password=open%20sesame")
+        let cookie = try #require(Self.header(right.headers, "Set-Cookie"), "\(right.headers)")
+        #expect(right.status == 303 && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "\(cookie)")
+        let session = String(cookie.prefix { $0 != ";" })
+        #expect(try Self.get(port, "/status", ["Cookie: \(session)"]).status == 200)
+        #expect(try Self.get(port, "/", ["Cookie: \(session)"]).status == 200)
+        #expect(try Self.get(port, "/status", ["Cookie: backline_session=0123456789abcdef"]).status == 401, "a made-up session")
+        // The token logs in too; a login from another site is refused before the password is read.
+        #expect(Self.header(try Self.get(port, "/login", [origin], method: "POST", body: "password=\(token)").headers, "Set-Cookie") != nil)
+        #expect(try Self.get(port, "/login", ["Origin: http://evil.example"], method: "POST", body: "password=open%20sesame").status == 403)
+
+        // Guessing: after five wrong ones within a minute, every try is refused, the right one too.
+        for _ in 0..<4 { _ = try Self.get(port, "/login", [origin], method: "POST", body: "password=guess") }
+        let limited = try Self.get(port, "/login", [origin], method: "POST", body: "password=open%20sesame")
+        #expect(Self.header(limited.headers, "Location") == "/login.html?limited=1" && Self.header(limited.headers, "Set-Cookie") == nil,
+                "\(limited.headers)")
+        #expect(d.log().contains("wrong TCP token"), "wrong passwords are logged (rate-limited)")
+        #expect(try d.request("ping").ok)
+        d.expectCleanStop()
+    }
+
+    @Test("a 10 MB request gets 413 and a close; 300 idle connections past max-connections get 503; the Unix socket's clients are served meanwhile, and the HTTP listener again once they go; a loopback listener answers only to a loopback Host")
+    func limits() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 40\n")
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        let head = "POST /login HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10485760\r\n\r\n"
+        let big = try HardeningTests.raw(port: port, Array(head.utf8) + [UInt8](repeating: 0x61, count: 1 << 20))
+        #expect(big.closed && big.text.hasPrefix("HTTP/1.1 413"), "\(big.text.prefix(100))")
+
+        var held: [TCPLineClient] = []
+        for _ in 0..<300 { if let c = try? TCPLineClient(port: port) { held.append(c) } }
+        usleep(300_000)
+        #expect(try d.request("ping").ok, "the Unix socket serves")
+        #expect(try d.ctl(["status"]).status == 0)
+        let refused = try HardeningTests.raw(port: port, Array("GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), seconds: 3)
+        #expect(refused.closed && refused.text.hasPrefix("HTTP/1.1 503"), "\(refused.text.prefix(80))")
+        for c in held { c.close() }
+        #expect(eventually(timeout: 10) { (try? Self.get(port, "/status"))?.status == 200 }, "serving again")
+
+        let rebound = try HardeningTests.raw(port: port, Array("GET /status HTTP/1.1\r\nHost: evil.example:\(port)\r\nConnection: close\r\n\r\n".utf8))
+        #expect(rebound.text.hasPrefix("HTTP/1.1 403"), "DNS rebinding: \(rebound.text.prefix(80))")
+        d.expectCleanStop()
+    }
+
+    @Test("http-listen on a non-loopback address without http-password or token: the daemon refuses to start and says why")
+    func needsPassword() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config + "http-listen = 0.0.0.0:\(HardeningTests.port())\n")
+        #expect(throws: (any Error).self) { try d.start() }
+        #expect(d.log().contains("is not loopback: it needs http-password"), "\(d.log())")
+    }
+
+    @Test("a page from another site in a real browser (headless Chromium) cannot open the WebSocket or post to the web remote; nothing runs")
+    func crossSiteBrowser() throws {
+        guard let chromium = Harness.which("chromium") ?? (ProcessInfo.processInfo.environment["CI"] != nil ? "/usr/bin/chromium" : nil) else { return }
+        let ps = HardeningTests.ports(2)
+        let (port, evilPort) = (ps[0], ps[1])
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        #expect(try d.request("add", [("paths", ["album"])]).ok)
+        let site = try Harness.makeTemporaryDirectory("evil-site")
+        let page = """
+            <!doctype html><title>cats</title><body>loading
+            <script>
+            const out = [];
+            const ws = new WebSocket("ws://127.0.0.1:\(port)/ws");
+            ws.onopen = () => { out.push("ws-open"); ws.send('{"command":"clear"}'); };
+            ws.onerror = () => out.push("ws-error");
+            fetch("http://127.0.0.1:\(port)/status").then(r => r.text()).then(t => out.push("read:" + t.length), () => out.push("read-blocked"));
+            fetch("http://127.0.0.1:\(port)/login", {method: "POST", mode: "no-cors", body: "password=x"}).catch(() => {});
+            setTimeout(() => { document.body.textContent = "result:" + out.join(","); }, 3000);
+            </script>
+            """
+        try page.write(to: site.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)
+        let web = try SpawnedProcess("/usr/bin/python3", ["-m", "http.server", "--bind", "127.0.0.1", "--directory", site.path, String(evilPort)])
+        defer { web.signal(SIGKILL); _ = try? web.wait(timeout: 5) }
+        #expect(eventually(timeout: 10) { (try? HardeningTests.raw(port: evilPort, Array("HEAD / HTTP/1.0\r\n\r\n".utf8), seconds: 1))?.closed == true })
+        let profile = try Harness.makeTemporaryDirectory("chromium-profile")
+        let browser = try runProcess(chromium, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                                "--user-data-dir=" + profile.path, "--virtual-time-budget=10000",
+                                                "--dump-dom", "http://127.0.0.1:\(evilPort)/"],
+                                     environment: ["HOME": profile.path], timeout: 120)
+        let dom = browser.stdoutText
+        #expect(dom.contains("result:") && dom.contains("ws-error") && !dom.contains("ws-open") && dom.contains("read-blocked"),
+                "\(dom.prefix(400)) \(browser.stderr.suffix(300))")
+        #expect(try d.request("status")["count"]?.int ?? 0 > 0, "nothing ran")
+        #expect(d.log().contains("request from another site refused"), "\(d.log().suffix(500))")
+        d.expectCleanStop()
+    }
+}

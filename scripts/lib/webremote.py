@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Drives the daemon's web remote in a real headless Chromium (Selenium, chromedriver), for
+WebRemoteRealtimeTests. Plays the page as a person would, step by step, and prints one JSON line
+per step with the moment it happened (time.monotonic(): the test's clock too), so the test can
+hold each step against its recording of the sink:
+
+  webremote.py URL BACKLINE SOCKET ARTIFACTS_DIR
+
+Steps: the page shows the title and cover (screenshots at phone and desktop sizes); pause and
+play by clicking; a seek by dragging the progress bar; another client's `ctl next` reaching the
+page; a queue row dragged to the top; a search that plays what it finds. Exits 1 with
+"webremote.py: …" on stderr when a step fails (the test prints it).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+URL, BACKLINE, SOCKET, ARTIFACTS = sys.argv[1:5]
+
+
+def say(step, **fields):
+    print(json.dumps(dict(step=step, t=time.monotonic(), **fields)), flush=True)
+
+
+def fail(message):
+    print("webremote.py: " + message, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def until(what, check, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception:  # (an element replaced while read: try again)
+            pass
+        time.sleep(0.02)
+    fail("timed out waiting for " + what)
+
+
+options = webdriver.ChromeOptions()
+for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=390,844",
+             "--user-data-dir=" + os.path.join(ARTIFACTS, "chromium-profile")):
+    options.add_argument(flag)
+options.binary_location = "/usr/bin/chromium"
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver.set_script_timeout(10)
+try:
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    started = time.monotonic()
+    driver.get(URL)
+    title = until("the title", lambda: driver.find_element(By.ID, "title").text.strip() == "Web Noise" and "Web Noise")
+    cover = until("the cover", lambda: driver.execute_script(
+        "const i = document.getElementById('cover'); return i && i.complete && i.naturalWidth > 0 ? i.naturalWidth : 0"))
+    artist = driver.find_element(By.ID, "artist").text.strip()
+    say("shown", title=title, artist=artist, cover=cover, seconds=time.monotonic() - started)
+    driver.save_screenshot(os.path.join(ARTIFACTS, "web-remote-phone.png"))
+    driver.set_window_size(1280, 800)
+    time.sleep(0.5)
+    driver.save_screenshot(os.path.join(ARTIFACTS, "web-remote-desktop.png"))
+
+    def tab(name):
+        button = driver.find_element(By.ID, "tab-" + name)
+        if button.is_displayed():
+            button.click()
+
+    # Pause, then play, by clicking.
+    tab("now")
+    button = driver.find_element(By.ID, "play-pause")
+    time.sleep(1.0)
+    button.click()
+    say("pause", label=button.get_attribute("aria-label"))
+    until("the button to say Play", lambda: "play" in (button.get_attribute("aria-label") or "").lower())
+    time.sleep(2.0)
+    button.click()
+    say("play")
+    until("the button to say Pause", lambda: "pause" in (button.get_attribute("aria-label") or "").lower())
+    time.sleep(1.5)
+
+    # A seek by dragging the progress bar to 60 % of its width.
+    bar = driver.find_element(By.ID, "progress")
+    width = bar.size["width"]
+    actions = ActionChains(driver)
+    actions.move_to_element_with_offset(bar, int(width * 0.3) - width // 2, 0).click_and_hold()
+    actions.move_by_offset(int(width * 0.2), 0).move_by_offset(int(width * 0.1), 0).release().perform()
+    value = float(bar.get_attribute("value"))
+    say("seek", value=value, max=float(bar.get_attribute("max")))
+    time.sleep(2.0)
+
+    # Another client's `ctl next`: the page follows through its events (no polling).
+    driver.execute_script("""
+        window.__changed = null;
+        new MutationObserver(() => { if (window.__changed === null) window.__changed = performance.timeOrigin + performance.now(); })
+            .observe(document.getElementById('title'), {childList: true, characterData: true, subtree: true});""")
+    before = time.time() * 1000
+    subprocess.run([BACKLINE, "ctl", "--socket", SOCKET, "next"], check=True, capture_output=True)
+    answered = time.time() * 1000
+    new_title = until("the next title", lambda: (lambda t: t if t and t != "Web Noise" else None)(
+        driver.find_element(By.ID, "title").text.strip()))
+    changed = driver.execute_script("return window.__changed")
+    say("next", title=new_title, after_command_ms=changed - before, after_reply_ms=changed - answered)
+
+    # The queue: drag the last row's handle to the top.
+    tab("queue")
+    rows = lambda: [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")]
+    before_order = until("the queue", lambda: rows() if len(rows()) >= 3 else None)
+    last = driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")[-1]
+    first = driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")[0]
+    handle = last.find_element(By.CSS_SELECTOR, ".handle")
+    dy = first.location["y"] - last.location["y"] - 5
+    actions = ActionChains(driver)
+    actions.click_and_hold(handle)
+    for k in range(1, 9):
+        actions.move_by_offset(0, int(dy / 8))
+    actions.pause(0.2).release().perform()
+    after_order = until("the queue to change", lambda: rows() if rows() != before_order else None)
+    say("reorder", before=before_order, after=after_order)
+
+    # Search as you type, and play what it finds.
+    tab("library")
+    search = driver.find_element(By.ID, "search")
+    search.click()
+    search.send_keys("glove")
+    result = until("a search result", lambda: driver.find_elements(By.CSS_SELECTOR, "#results li"))[0]
+    text = result.text
+    result.find_element(By.CSS_SELECTOR, ".play-now").click()
+    tab("now")
+    playing = until("the found song to play", lambda: (lambda t: t if "Glove" in t else None)(
+        driver.find_element(By.ID, "title").text.strip()))
+    say("search", result=text, playing=playing)
+    driver.save_screenshot(os.path.join(ARTIFACTS, "web-remote-after.png"))
+    logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    say("done", errors=[e.get("message") for e in logs])
+finally:
+    driver.quit()
