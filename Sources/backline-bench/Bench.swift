@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, web, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -65,6 +65,7 @@ struct Bench: ParsableCommand {
         try onDevice("streams") { try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("titles") { try TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("library") { try LibraryBench.run(executable: me, device: $0) }
+        try onDevice("web") { try WebBench.run(executable: me, device: $0) }
         if json {
             for r in results { print(r.json) }
         } else {
