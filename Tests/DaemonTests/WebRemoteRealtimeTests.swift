@@ -66,9 +66,10 @@ struct WebRemoteRealtimeTests {
                 return a < b ? PCM.rms(heard[a..<b]) : 0
             }
             let pause = try #require(steps["pause"]?["t"]?.number), play = try #require(steps["play"]?["t"]?.number)
-            #expect(rms(pause - 0.8, pause - 0.1) > 500, "sound before the click on pause")
-            #expect(rms(pause + 0.5, play - 0.05) < 5, "silence after it: \(rms(pause + 0.5, play - 0.05))")
-            #expect(rms(play + 0.5, play + 1.2) > 500, "sound again after play")
+            // (RMS of full scale: the noise is about 0.15; silence on the monitor is 0.)
+            #expect(rms(pause - 0.8, pause - 0.1) > 0.05, "sound before the click on pause: \(rms(pause - 0.8, pause - 0.1))")
+            #expect(rms(pause + 0.5, play - 0.05) < 0.001, "silence after it: \(rms(pause + 0.5, play - 0.05))")
+            #expect(rms(play + 0.5, play + 1.2) > 0.05, "sound again after play: \(rms(play + 0.5, play + 1.2))")
 
             // The seek: what is heard from half a second after the drop is the item at the dropped place.
             let seek = try #require(steps["seek"]), seekTime = try #require(seek["t"]?.number), target = try #require(seek["value"]?.number)
@@ -90,8 +91,8 @@ struct WebRemoteRealtimeTests {
             // The queue: the dragged row is first in the daemon's queue too.
             let reorder = try #require(steps["reorder"])
             let after = (reorder["after"]?.array ?? []).compactMap { $0.string.flatMap(Int.init) }
-            let daemon = (try d.request("list")["items"]?.array ?? []).compactMap { $0["id"]?.int }
-            #expect(after.count == 3 && after == daemon && after.first == (reorder["before"]?.array?.last?.string.flatMap(Int.init)),
+            let daemon = (try d.request("list")["items"]?.array ?? []).compactMap { $0["id"]?.int }.prefix(3)  // (the search added a 4th)
+            #expect(after.count == 3 && after == Array(daemon) && after.first == (reorder["before"]?.array?.last?.string.flatMap(Int.init)),
                     "\(reorder.text) daemon: \(daemon)")
 
             // The search played what it found.

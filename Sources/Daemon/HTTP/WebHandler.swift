@@ -83,7 +83,8 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             if let c = Self.cookie(head, WebSite.cookieName) { site.closeSession(c) }
             return redirect(context, head, "/login.html", cookie: "\(WebSite.cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
         case (.POST, _): return respond(context, head, .notFound, text: "not found")
-        case (_, "/login.html"), (_, "/app.css"), (_, "/favicon.svg"): return file(path, context: context, head: head)
+        // The login page and what it loads (static, nothing of the daemon in them).
+        case (_, "/login.html"), (_, "/app.css"), (_, "/app.js"), (_, "/favicon.svg"): return file(path, context: context, head: head)
         default: break
         }
         guard signedIn else {
