@@ -104,7 +104,7 @@ struct WebRemoteTests {
         d.expectCleanStop()
     }
 
-    @Test("a 10 MB request gets 413 and a close; 300 idle connections past max-connections get 503; the Unix socket's clients are served meanwhile, and the HTTP listener again once they go; a loopback listener answers only to a loopback Host")
+    @Test("a 10 MB request gets 413 and a close; 500 idle connections past max-connections get 503; the Unix socket's clients are served meanwhile, and the HTTP listener again once they go; a loopback listener answers only to a loopback Host")
     func limits() throws {
         let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 40\n")
         let port = HardeningTests.port()
@@ -114,7 +114,7 @@ struct WebRemoteTests {
         #expect(big.closed && big.text.hasPrefix("HTTP/1.1 413"), "\(big.text.prefix(100))")
 
         var held: [TCPLineClient] = []
-        for _ in 0..<300 { if let c = try? TCPLineClient(port: port) { held.append(c) } }
+        for _ in 0..<500 { if let c = try? TCPLineClient(port: port) { held.append(c) } }
         usleep(300_000)
         #expect(try d.request("ping").ok, "the Unix socket serves")
         #expect(try d.ctl(["status"]).status == 0)
