@@ -13,8 +13,10 @@ page; a queue row dragged to the top; a search that plays what it finds. Exits 1
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from selenium import webdriver
@@ -47,9 +49,10 @@ def until(what, check, timeout=10.0):
     fail("timed out waiting for " + what)
 
 
+profile = tempfile.mkdtemp(prefix="webremote-profile-")
 options = webdriver.ChromeOptions()
 for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=390,844",
-             "--user-data-dir=" + os.path.join(ARTIFACTS, "chromium-profile")):
+             "--user-data-dir=" + profile):
     options.add_argument(flag)
 options.binary_location = "/usr/bin/chromium"
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
@@ -142,3 +145,4 @@ try:
     say("done", errors=[e.get("message") for e in logs])
 finally:
     driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
