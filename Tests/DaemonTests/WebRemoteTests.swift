@@ -59,6 +59,14 @@ struct WebRemoteTests {
         #expect(try Self.get(port, "/nothing.js").status == 404)
         #expect(try Self.get(port, "/.config").status == 404)
 
+        // The WebSocket: opened for the page's own origin, refused (403, said why) for another's.
+        let upgrade = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        let own = try HardeningTests.raw(port: port, Array((upgrade + "Origin: http://127.0.0.1:\(port)\r\n\r\n").utf8), seconds: 1)
+        #expect(own.text.hasPrefix("HTTP/1.1 101"), "\(own.text.prefix(80))")
+        let other = try HardeningTests.raw(port: port, Array((upgrade + "Origin: http://evil.example\r\n\r\n").utf8))
+        #expect(other.text.hasPrefix("HTTP/1.1 403") && other.text.contains("another site"), "\(other.text.prefix(200))")
+
         // Not HTTP: an MPD or JSON line sent to the HTTP port.
         let line = try HardeningTests.raw(port: port, Array("{\"command\":\"clear\"}\nclear\n".utf8))
         #expect(line.closed && line.text.hasPrefix("HTTP/1.1 400"), "\(line.text)")

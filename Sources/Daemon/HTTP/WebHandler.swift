@@ -6,6 +6,7 @@ import MediaCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOWebSocket
 import Platform
 
 #if canImport(Glibc)
@@ -31,8 +32,8 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Whether requests need a session here.
     let needsLogin: Bool
     private var authDeadline: Scheduled<Void>?
-    private var busy = false
-    private var pending: [NIOHTTPServerRequestFull] = []
+    /// Its requests in order (files and art are read off the event loop).
+    private var order = RequestOrder<NIOHTTPServerRequestFull>()
 
     init(site: WebSite, connection: AdmittedConnection) {
         self.site = site
@@ -46,7 +47,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         authDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
             let (handler, context) = bound.value
-            guard !handler.connection.client.authenticated, !handler.busy else { return }
+            guard !handler.connection.client.authenticated, !handler.order.busy else { return }
             context.close(promise: nil)
         }
     }
@@ -55,7 +56,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let request = unwrapInboundIn(data)
-        if busy { pending.append(request); return }
+        guard order.arrive(request) else { return }
         handle(request, context: context)
     }
 
@@ -153,11 +154,11 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         // A wrong password is answered after a second, as a wrong token is.
         site.failed(peer)
         connection.credentialFailures.record(from: connection.peer)
-        busy = true
+        order.suspend()
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: .seconds(1)) {
             let (handler, context) = bound.value
-            handler.busy = false
+            handler.order.resume()
             handler.redirect(context, head, "/login.html?failed=1")
             handler.drain(context)
         }
@@ -209,14 +210,14 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// requests on this connection wait, so answers keep their order.
     private func offLoop(_ context: ChannelHandlerContext, _ head: HTTPRequestHead,
                          _ body: @escaping @Sendable () -> (HTTPResponseStatus, [UInt8], String, [(String, String)])) {
-        busy = true
+        order.suspend()
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         connection.blocking.submit { _ in
             let (status, bytes, type, extra) = body()
             loop.execute {
                 let (handler, context) = bound.value
-                handler.busy = false
+                handler.order.resume()
                 if status == .ok {
                     let tag = "\"" + Self.etag(bytes) + "\""
                     if head.headers["if-none-match"].contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace() == tag } }) {
@@ -233,12 +234,15 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func drain(_ context: ChannelHandlerContext) {
-        while !busy, !pending.isEmpty, context.channel.isActive { handle(pending.removeFirst(), context: context) }
+        while context.channel.isActive, let next = order.next() { handle(next, context: context) }
     }
 
     /// A request the HTTP handlers refused (too large: answered 413 by the aggregator; not
-    /// HTTP: 400) ends the connection: the rest of what it sends is not read.
+    /// HTTP: 400) ends the connection: the rest of what it sends is not read. (A WebSocket
+    /// upgrade refused by ``mayOpenWebSocket(_:)`` is not one: its request comes here next and
+    /// is answered with why.)
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is NIOWebSocketUpgradeError { return }
         context.close(promise: nil)
     }
 

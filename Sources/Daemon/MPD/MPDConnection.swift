@@ -48,14 +48,12 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private var idling: Subsystems?
     /// Changes not reported to this client yet (every client hears every change, its own included).
     private var pending: Subsystems = []
-    /// A command runs on the pool: later lines wait here, so replies keep their order.
-    private var busy = false
-    private var queued: [ByteBuffer] = []
+    /// Its lines in order: while a command runs on the pool, later lines wait, so replies keep
+    /// their order. After the client's half-close (`mpc` closes first after its answer) the
+    /// connection closes once every command it sent is answered (otherwise it would stay in
+    /// CLOSE-WAIT for good, holding its slot and descriptor).
+    private var order = RequestOrder<ByteBuffer>()
     private var closing = false
-    /// The client closed its side (`mpc` closes first after its answer): the connection closes
-    /// once every command it sent is answered (otherwise it would stay in CLOSE-WAIT for good,
-    /// holding its slot and descriptor).
-    private var inputClosed = false
     /// The last write, for closing after it.
     private var lastWrite: EventLoopFuture<Void>?
 
@@ -117,7 +115,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let line = unwrapInboundIn(data)
-        if busy { queued.append(line); return }
+        guard order.arrive(line) else { return }
         handle(line, context: context)
     }
 
@@ -212,7 +210,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             write(Self.respond(commands, listOK: nil, codec: codec, state: state, client: client), context: context)
             return
         }
-        busy = true
+        order.suspend()
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let (codec, state, client) = (codec, state, client)
@@ -222,7 +220,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             if response.readableBytes > 64 << 10 { codec.shared.bigAnswer() }
             loop.execute {
                 let (handler, context) = bound.value
-                handler.busy = false
+                handler.order.resume()
                 handler.write(response, context: context)
                 handler.drain(context: context)
             }
@@ -249,16 +247,14 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     }
 
     private func drain(context: ChannelHandlerContext) {
-        while !busy, !queued.isEmpty, !closing {
-            handle(queued.removeFirst(), context: context)
-        }
+        while !closing, let next = order.next() { handle(next, context: context) }
         closeIfDone(context: context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event {
             // (The line decoder has passed on a last line without its newline before this.)
-            inputClosed = true
+            order.closeInput()
             closeIfDone(context: context)
             return
         }
@@ -268,7 +264,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// After the client's half-close: once nothing is left to answer, closes when the last
     /// answer is out (a client in `idle` that closes its side is done: closed at once).
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !busy, queued.isEmpty, !closing else { return }
+        guard order.done, !closing else { return }
         close(context: context)
     }
 

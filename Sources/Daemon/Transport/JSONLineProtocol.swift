@@ -47,14 +47,12 @@ final class ConnectionHandler: ChannelInboundHandler {
     let core: DaemonCore
     let client: ClientContext
     let logger: Logger
-    private var busy = false
+    /// Its requests in order (some run off the event loop), and its half-close.
+    private var order = RequestOrder<ByteBuffer>()
     /// Where this connection's off-loop requests run, one at a time (in request order anyway):
     /// the server's shared pool (see ``ControlServer/blocking``).
     let blocking: NIOThreadPool
-    private var pending: [ByteBuffer] = []
     private var closing = false
-    /// The client closed its write side: close once every reply is written.
-    private var inputClosed = false
     /// The last reply's write, for closing after it.
     private var lastWrite: EventLoopFuture<Void>?
 
@@ -94,7 +92,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let line = unwrapInboundIn(data)
-        if busy { pending.append(line); return }
+        guard order.arrive(line) else { return }
         handle(line, context: context)
     }
 
@@ -111,14 +109,14 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
         let prepared = core.prepare(request, client: client)
         if prepared.offLoop {
-            busy = true
+            order.suspend()
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let loop = context.eventLoop
             blocking.submit { _ in
                 let reply = prepared.run()
                 loop.execute {
                     let (handler, context) = bound.value
-                    handler.busy = false
+                    handler.order.resume()
                     handler.write(reply, context: context)
                     handler.drain(context: context)
                 }
@@ -135,7 +133,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                 // else is read meanwhile. A guessing loop gets one try per second per
                 // connection, and few connections (`max-unauthenticated`).
                 tokenFailures.record(from: context.remoteAddress.map { "\($0)" } ?? "?")
-                busy = true
+                order.suspend()
                 closing = true
                 context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
                 let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -151,16 +149,14 @@ final class ConnectionHandler: ChannelInboundHandler {
     }
 
     private func drain(context: ChannelHandlerContext) {
-        while !busy, !pending.isEmpty, context.channel.isActive {
-            handle(pending.removeFirst(), context: context)
-        }
+        while context.channel.isActive, let next = order.next() { handle(next, context: context) }
         closeIfDone(context: context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case ChannelEvent.inputClosed = event {
             // (The decoder has passed on a last line without its newline before this.)
-            inputClosed = true
+            order.closeInput()
             closeIfDone(context: context)
             return
         }
@@ -169,7 +165,7 @@ final class ConnectionHandler: ChannelInboundHandler {
 
     /// After a half-close: once nothing is left to answer, closes when the last reply is out.
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard inputClosed, !busy, pending.isEmpty, !closing else { return }
+        guard order.done, !closing else { return }
         closing = true
         closeAfterLastWrite(context)
     }

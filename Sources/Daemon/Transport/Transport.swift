@@ -233,3 +233,38 @@ struct LineDecoder: ByteToMessageDecoder {
         return .needMoreData
     }
 }
+
+/// A connection's requests in their order, for every codec's handler: one is answered at a
+/// time (some off the event loop, on the server's pool), later ones wait, so replies keep
+/// request order; after the client's half-close, the connection is done once the last one is
+/// answered. Used on the connection's event loop only.
+struct RequestOrder<Request> {
+    /// A request is being answered off the event loop.
+    private(set) var busy = false
+    private var waiting: [Request] = []
+    /// The client closed its side (`echo … | socat`, `mpc`): nothing more will come.
+    private(set) var inputClosed = false
+
+    /// Takes `request`: whether it may be answered now (else it waits its turn).
+    mutating func arrive(_ request: Request) -> Bool {
+        guard busy else { return true }
+        waiting.append(request)
+        return false
+    }
+
+    /// The request being answered goes off the event loop: later ones wait.
+    mutating func suspend() { busy = true }
+    /// Its answer is written: the next may run.
+    mutating func resume() { busy = false }
+
+    /// The next waiting request, when none is being answered.
+    mutating func next() -> Request? {
+        guard !busy, !waiting.isEmpty else { return nil }
+        return waiting.removeFirst()
+    }
+
+    mutating func closeInput() { inputClosed = true }
+
+    /// Everything the client sent before closing its side is answered.
+    var done: Bool { inputClosed && !busy && waiting.isEmpty }
+}
