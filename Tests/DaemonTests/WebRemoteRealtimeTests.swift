@@ -19,7 +19,7 @@ struct WebRemoteRealtimeTests {
         return try Fixtures.mp3(from: w, name: name, lameArgs: ["-b", "128", "--tt", title, "--ta", "The Testers", "--tl", "Browser Album"])
     }
 
-    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds")
+    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); the page sends nothing while it plays untouched (no polling); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds")
     func browser() throws {
         guard Self.browserReady || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         try PulseNullSink.exclusive { sink in
@@ -81,6 +81,10 @@ struct WebRemoteRealtimeTests {
             #expect(found.correlation > 0.9, "the audio after the drop is the item's: \(found.correlation)")
             let heardAt = Double(found.index / 2) / rate
             #expect(abs(heardAt - (target + 0.6)) < 0.3, "heard at \(heardAt) s, dropped at \(target) s (+0.6 s)")
+
+            // No polling: 3 s of playing untouched, nothing sent.
+            #expect(steps["idle"]?["sent"]?.int == 0, "the page sent requests while idle: \(steps["idle"]?.text ?? "")")
+            #expect((steps["done"]?["sent"]?.int ?? 0) > 0, "the count sees what the page sends (the reorder, the search)")
 
             // Another client's next: the page changed through its events.
             let next = try #require(steps["next"])

@@ -99,6 +99,16 @@ try:
     say("seek", value=value, max=float(bar.get_attribute("max")))
     time.sleep(2.0)
 
+    # No polling: while it plays untouched for 3 s, the page sends the daemon nothing (its bar
+    # runs from the last position it was told; position events re-anchor it).
+    driver.execute_script("""
+        window.__sent = 0;
+        const send = WebSocket.prototype.send;
+        WebSocket.prototype.send = function (data) { window.__sent += 1; return send.call(this, data); };""")
+    time.sleep(3.0)
+    say("idle", sent=driver.execute_script("return window.__sent"),
+        elapsed=driver.find_element(By.ID, "elapsed").text.strip())
+
     # Another client's `ctl next`: the page follows through its events (no polling).
     driver.execute_script("""
         window.__changed = null;
@@ -142,7 +152,7 @@ try:
     say("search", result=text, playing=playing)
     driver.save_screenshot(os.path.join(ARTIFACTS, "web-remote-after.png"))
     logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
-    say("done", errors=[e.get("message") for e in logs])
+    say("done", errors=[e.get("message") for e in logs], sent=driver.execute_script("return window.__sent"))
 finally:
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
