@@ -118,7 +118,9 @@ function connect() {
     return;
   }
   conn.ws = ws;
+  let opened = false;
   ws.addEventListener('open', () => {
+    opened = true;
     conn.delay = 250;
     setConnected(true);
     resync();
@@ -128,8 +130,20 @@ function connect() {
   ws.addEventListener('close', () => {
     if (conn.ws !== ws) return;
     conn.ws = null;
+    if (!opened) checkSession();
     lost();
   });
+}
+
+/** The socket was refused: if the session is gone (a restart of the daemon ends them all), the
+ *  login page; otherwise the daemon is away and reconnecting goes on. */
+async function checkSession() {
+  try {
+    const r = await fetch('/status', { cache: 'no-store' });
+    if (r.status === 401) location.assign('/login.html');
+  } catch {
+    // (the daemon is not answering at all: keep trying)
+  }
 }
 
 /** The socket closed or never opened: fail what waits, say so, try again later (250 ms → 5 s). */

@@ -30,8 +30,10 @@ extension Playback {
         return coverFile(beside: path).map { TrackMetadata.Artwork(data: $0, mimeType: Self.imageType($0)) }
     }
 
-    /// An image's MIME type from its first bytes (cover files have no tag to say it).
-    static func imageType(_ b: [UInt8]) -> String {
+    /// An image's MIME type from its first bytes (cover files have no tag to say it; a tag's
+    /// word is not trusted for what a browser is sent); `application/octet-stream` when it is
+    /// none of PNG, JPEG, WebP, GIF, BMP, TIFF.
+    public static func imageType(_ b: [UInt8]) -> String {
         if b.starts(with: [0x89, 0x50, 0x4E, 0x47]) { return "image/png" }
         if b.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
         if b.count >= 12, b[0..<4].elementsEqual(Array("RIFF".utf8)), b[8..<12].elementsEqual(Array("WEBP".utf8)) { return "image/webp" }

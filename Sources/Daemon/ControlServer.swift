@@ -89,10 +89,12 @@ public final class ControlServer: Sendable {
         if !config.httpListen.isEmpty {
             let root = WebSite.findRoot(configured: config.webRoot)
             if root == nil { logger.warning("the web remote's files were not found (set web-root): its pages answer 404") }
-            let http = HTTPProtocol(site: WebSite(root: root, password: config.httpPassword, token: config.token))
+            let site = WebSite(root: root, password: config.httpPassword, token: config.token)
             for addr in config.httpListen {
                 let host = (try? Self.split(addr).0) ?? ""
-                let open = DaemonConfig.isLoopback(host) && config.httpPassword == nil
+                let loopback = DaemonConfig.isLoopback(host)
+                let open = loopback && config.httpPassword == nil
+                let http = HTTPProtocol(site: site, loopback: loopback)
                 list.append(Endpoint(name: "HTTP \(addr)", address: addr, admission: open ? .open : .credentials, codec: http,
                                      announcement: "listening (web remote)"))
             }

@@ -259,7 +259,10 @@ public struct DaemonConfig: Sendable, Equatable {
 
     /// Whether `host` (a listener's) is this machine only.
     static func isLoopback(_ host: String) -> Bool {
-        host == "::1" || host == "localhost" || host.hasPrefix("127.")
+        if host == "::1" || host == "localhost" { return true }
+        // An IPv4 literal in 127/8 (not a name that merely starts so: `127.example.net`).
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { p in !p.isEmpty && p.count <= 3 && p.allSatisfy(\.isASCII) && UInt8(p) != nil }
     }
 
     /// Checks settings that depend on each other.

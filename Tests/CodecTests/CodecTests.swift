@@ -36,7 +36,9 @@ struct CodecTests {
             try config.set("library", "off")
             if let http { config.httpListen = [http] }
             config.httpPassword = password
-            core = try DaemonCore(config: config, logger: Logger(label: "codec-test"), version: "test")
+            // (A session registry of its own: not the user's, where sessions interrupt each other.)
+            core = try DaemonCore(config: config, logger: Logger(label: "codec-test"), version: "test",
+                                  registryDirectory: dir.path + "/sessions")
             server = ControlServer(config: config, logger: Logger(label: "codec-test"))
             endpoints = server.endpoints(core: core)
         }
@@ -203,6 +205,20 @@ struct CodecTests {
         }
         let put = try Self.http(try rig.connect("HTTP"), "PUT /status HTTP/1.1\r\nHost: localhost:8080\r\nContent-Length: 0\r\n\r\n")
         #expect(put.status == 405)
+    }
+
+    @Test("a link from another site may open the page (a top-level navigation) but nothing else: cover art, /status and the WebSocket answer 403; the WebSocket opens at /ws only; only 127/8 literals, ::1 and localhost are loopback")
+    func crossSiteNavigation() throws {
+        let rig = try Rig(http: "127.0.0.1:0")
+        let nav = "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
+        #expect(try Self.http(try rig.connect("HTTP"), "GET /art/1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status == 403)
+        #expect(try Self.http(try rig.connect("HTTP"), "GET /status HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status == 403)
+        #expect(try Self.http(try rig.connect("HTTP"), "GET /login.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status != 403)
+        let elsewhere = try Self.http(try rig.connect("HTTP"), Self.upgrade().replacingOccurrences(of: "GET /ws ", with: "GET /status ")
+                                      + "Origin: http://127.0.0.1:8080\r\n\r\n")
+        #expect(elsewhere.status == 200 && elsewhere.body.contains("\"state\""), "no WebSocket but at /ws: \(elsewhere.status)")
+        for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost"] { #expect(DaemonConfig.isLoopback(host), "\(host)") }
+        for host in ["127.example.net", "0.0.0.0", "10.0.0.1", "1270.0.0.1", "127.0.0"] { #expect(!DaemonConfig.isLoopback(host), "\(host)") }
     }
 
     /// A masked client text frame.

@@ -67,9 +67,11 @@ struct WebRemoteRealtimeTests {
             }
             let pause = try #require(steps["pause"]?["t"]?.number), play = try #require(steps["play"]?["t"]?.number)
             // (RMS of full scale: the noise is about 0.15; silence on the monitor is 0.)
-            #expect(rms(pause - 0.8, pause - 0.1) > 0.05, "sound before the click on pause: \(rms(pause - 0.8, pause - 0.1))")
-            #expect(rms(pause + 0.5, play - 0.05) < 0.001, "silence after it: \(rms(pause + 0.5, play - 0.05))")
-            #expect(rms(play + 0.5, play + 1.2) > 0.05, "sound again after play: \(rms(play + 0.5, play + 1.2))")
+            // (Each stamped just before its click; a quarter of a second of margin on either side
+            // of a window covers the recorder's start and the browser's own delay.)
+            #expect(rms(pause - 0.8, pause - 0.25) > 0.05, "sound before the click on pause: \(rms(pause - 0.8, pause - 0.25))")
+            #expect(rms(pause + 0.6, play - 0.25) < 0.001, "silence after it: \(rms(pause + 0.6, play - 0.25))")
+            #expect(rms(play + 0.6, play + 1.2) > 0.05, "sound again after play: \(rms(play + 0.6, play + 1.2))")
 
             // The seek: what is heard from half a second after the drop is the item at the dropped place.
             let seek = try #require(steps["seek"]), seekTime = try #require(seek["t"]?.number), target = try #require(seek["value"]?.number)

@@ -53,6 +53,19 @@ struct WebRemoteTests {
         #expect(try Self.get(port, "/art/\(ids[0])", ["If-None-Match: \(artTag)"]).status == 304)
         #expect(try Self.get(port, "/art/999999").status == 404)
 
+        // A crafted file whose picture says it is `text/html`: never sent as a page of this origin.
+        let html = d.dir.appendingPathComponent("evil.html")
+        try "<script>document.title = 'pwned'</script>".write(to: html, atomically: true, encoding: .utf8)
+        let tone = try Fixtures.wav("web-evil-tone", seconds: 1)
+        #expect(try runProcess("flac", ["-s", "-f", "-o", d.music + "/evil.flac", tone.path]).status == 0)
+        let tagged = try runProcess("metaflac", ["--import-picture-from=3|text/html||1x1x24|" + html.path, d.music + "/evil.flac"])
+        try #require(tagged.status == 0, "\(tagged.stderr)")
+        let evilID = try #require(try d.request("add", [("paths", ["evil.flac"])])["items"]?.array?.first?.int)
+        let evil = try Self.get(port, "/art/\(evilID)")
+        #expect(evil.status == 200 && Self.header(evil.headers, "Content-Type") == "application/octet-stream"
+                && Self.header(evil.headers, "Content-Security-Policy")?.contains("sandbox") == true, "\(evil.headers)")
+        _ = try d.request("remove", [("item", .number(Double(evilID)))])
+
         let status = try Self.get(port, "/status")
         let json = try JSON.parse(Array(status.body.utf8))
         #expect(status.status == 200 && json["count"]?.int == ids.count, "\(status.body)")
@@ -66,6 +79,15 @@ struct WebRemoteTests {
         #expect(own.text.hasPrefix("HTTP/1.1 101"), "\(own.text.prefix(80))")
         let other = try HardeningTests.raw(port: port, Array((upgrade + "Origin: http://evil.example\r\n\r\n").utf8))
         #expect(other.text.hasPrefix("HTTP/1.1 403") && other.text.contains("another site"), "\(other.text.prefix(200))")
+
+        // A client that sends its request and closes its side (keep-alive asked) is answered,
+        // then closed at once: not left in CLOSE-WAIT until the deadline.
+        let halfClosed = try TCPLineClient(port: port)
+        let request = Array("GET /status HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { Glibc.send(halfClosed.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Glibc.shutdown(halfClosed.fd, Int32(SHUT_WR))
+        #expect(halfClosed.closed(within: 3) && halfClosed.buffer.starts(with: Array("HTTP/1.1 200".utf8)),
+                "\(String(decoding: halfClosed.buffer.prefix(40), as: UTF8.self))")
 
         // Not HTTP: an MPD or JSON line sent to the HTTP port.
         let line = try HardeningTests.raw(port: port, Array("{\"command\":\"clear\"}\nclear\n".utf8))
@@ -85,6 +107,9 @@ struct WebRemoteTests {
         #expect(try Self.get(port, "/login.html").status == 200)
         #expect(try Self.get(port, "/status").status == 401)
         #expect(try Self.get(port, "/status", ["Authorization: Bearer \(token)"]).status == 200, "a script with the token")
+        let guessed = Date()
+        #expect(try Self.get(port, "/status", ["Authorization: Bearer guess"]).status == 401)
+        #expect(Date().timeIntervalSince(guessed) >= 0.9, "a wrong bearer is answered after a second, as a wrong password")
 
         let origin = "Origin: http://127.0.0.1:\(port)"
         let start = Date()
@@ -103,10 +128,13 @@ struct WebRemoteTests {
         #expect(try Self.get(port, "/login", ["Origin: http://evil.example"], method: "POST", body: "password=open%20sesame").status == 403)
 
         // Guessing: after five wrong ones within a minute, every try is refused, the right one too.
-        for _ in 0..<4 { _ = try Self.get(port, "/login", [origin], method: "POST", body: "password=guess") }
+        for _ in 0..<3 { _ = try Self.get(port, "/login", [origin], method: "POST", body: "password=guess") }  // (5 wrong with the bearer and `nope`)
         let limited = try Self.get(port, "/login", [origin], method: "POST", body: "password=open%20sesame")
         #expect(Self.header(limited.headers, "Location") == "/login.html?limited=1" && Self.header(limited.headers, "Set-Cookie") == nil,
                 "\(limited.headers)")
+        // A bearer is a password too: locked out the same (the right token refused now), and a
+        // wrong one costs a second.
+        #expect(try Self.get(port, "/status", ["Authorization: Bearer \(token)"]).status == 401, "the address is locked out")
         #expect(d.log().contains("wrong TCP token"), "wrong passwords are logged (rate-limited)")
         #expect(try d.request("ping").ok)
         d.expectCleanStop()
@@ -114,7 +142,8 @@ struct WebRemoteTests {
 
     @Test("a 10 MB request gets 413 and a close; 500 idle connections past max-connections get 503; the Unix socket's clients are served meanwhile, and the HTTP listener again once they go; a loopback listener answers only to a loopback Host")
     func limits() throws {
-        let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 40\n")
+        // (request-timeout 60: the held connections must outlast the 500 connects on a loaded machine.)
+        let d = try DaemonFixture(device: "null", config: Self.config + "max-connections = 40\nrequest-timeout = 60\n")
         let port = HardeningTests.port()
         try d.start(["--http-listen", "127.0.0.1:\(port)"])
         let head = "POST /login HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 10485760\r\n\r\n"
@@ -156,12 +185,16 @@ struct WebRemoteTests {
             <!doctype html><title>cats</title><body>loading
             <script>
             const out = [];
-            const ws = new WebSocket("ws://127.0.0.1:\(port)/ws");
-            ws.onopen = () => { out.push("ws-open"); ws.send('{"command":"clear"}'); };
-            ws.onerror = () => out.push("ws-error");
-            fetch("http://127.0.0.1:\(port)/status").then(r => r.text()).then(t => out.push("read:" + t.length), () => out.push("read-blocked"));
-            fetch("http://127.0.0.1:\(port)/login", {method: "POST", mode: "no-cors", body: "password=x"}).catch(() => {});
-            setTimeout(() => { document.body.textContent = "result:" + out.join(","); }, 3000);
+            const ws = new Promise((done) => {
+              const ws = new WebSocket("ws://127.0.0.1:\(port)/ws");
+              ws.onopen = () => { out.push("ws-open"); ws.send('{"command":"clear"}'); done(); };
+              ws.onerror = () => { out.push("ws-error"); done(); };
+            });
+            const read = fetch("http://127.0.0.1:\(port)/status").then(r => r.text())
+              .then(t => out.push("read:" + t.length), () => out.push("read-blocked"));
+            const post = fetch("http://127.0.0.1:\(port)/login", {method: "POST", mode: "no-cors", body: "password=x"}).catch(() => {});
+            // Written once every outcome is in (not on a timer: virtual time may outrun a handshake).
+            Promise.all([ws, read, post]).then(() => { document.body.textContent = "result:" + out.join(","); });
             </script>
             """
         try page.write(to: site.appendingPathComponent("index.html"), atomically: true, encoding: .utf8)

@@ -80,12 +80,12 @@ try:
     tab("now")
     button = driver.find_element(By.ID, "play-pause")
     time.sleep(1.0)
+    say("pause")  # (stamped before the click: the test's windows start after it)
     button.click()
-    say("pause", label=button.get_attribute("aria-label"))
     until("the button to say Play", lambda: "play" in (button.get_attribute("aria-label") or "").lower())
     time.sleep(2.0)
-    button.click()
     say("play")
+    button.click()
     until("the button to say Pause", lambda: "pause" in (button.get_attribute("aria-label") or "").lower())
     time.sleep(1.5)
 
@@ -129,11 +129,14 @@ try:
     last = driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")[-1]
     first = driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")[0]
     handle = last.find_element(By.CSS_SELECTOR, ".handle")
-    dy = first.location["y"] - last.location["y"] - 5
+    # Past the first row's middle by half a row, in eight steps whose sum is exactly that.
+    dy = first.location["y"] - last.location["y"] - first.size["height"] // 2
+    steps = [dy // 8] * 7
+    steps.append(dy - sum(steps))
     actions = ActionChains(driver)
     actions.click_and_hold(handle)
-    for k in range(1, 9):
-        actions.move_by_offset(0, int(dy / 8))
+    for step in steps:
+        actions.move_by_offset(0, step)
     actions.pause(0.2).release().perform()
     after_order = until("the queue to change", lambda: rows() if rows() != before_order else None)
     say("reorder", before=before_order, after=after_order)

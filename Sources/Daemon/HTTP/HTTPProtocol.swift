@@ -11,6 +11,9 @@ import NIOWebSocket
 /// handler (``WebSocketLines`` turns messages into its lines and back). No command code here.
 struct HTTPProtocol: WireProtocol {
     let site: WebSite
+    /// The listener is on a loopback address: every request must name this machine (`Host`),
+    /// login or not (a DNS-rebinding page can neither drive it nor lock its user out).
+    let loopback: Bool
     var framing: Framing { .http }
 
     /// An HTTP response that says why, then the connection is closed.
@@ -26,7 +29,7 @@ struct HTTPProtocol: WireProtocol {
 
     func serve(_ connection: AdmittedConnection, on channel: any Channel) throws {
         let config = connection.core.config
-        let web = WebHandler(site: site, connection: connection)
+        let web = WebHandler(site: site, connection: connection, loopback: loopback, peerAddress: channel.remoteAddress?.ipAddress)
         let deadline = HTTPDeadline(seconds: config.requestTimeout)
         let aggregator = NIOHTTPServerRequestAggregator(maxContentLength: config.maxRequestBytes)
         let maxBytes = config.maxRequestBytes
@@ -75,8 +78,9 @@ struct HTTPProtocol: WireProtocol {
 }
 
 /// HTTP's request deadline: a request must arrive whole within `seconds` of the connection
-/// opening or of the previous response (a client dripping its headers, or holding a
-/// keep-alive connection idle, is closed). Removed once the connection is a WebSocket.
+/// opening or of the previous response having been sent (a client dripping its headers, or
+/// holding a keep-alive connection idle, is closed; one reading a large answer slowly is not:
+/// the clock starts when the answer is out). Removed once the connection is a WebSocket.
 final class HTTPDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -99,8 +103,14 @@ final class HTTPDeadline: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { restart(context) }
-        context.write(data, promise: promise)
+        guard case .end = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        let written = promise ?? context.eventLoop.makePromise()
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        written.futureResult.whenSuccess {
+            let (handler, context) = bound.value
+            if context.channel.isActive { handler.restart(context) }
+        }
+        context.write(data, promise: written)
     }
 
     private func restart(_ context: ChannelHandlerContext) {

@@ -31,13 +31,21 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     let connection: AdmittedConnection
     /// Whether requests need a session here.
     let needsLogin: Bool
+    /// The listener is on a loopback address: requests must name this machine (`Host`).
+    let loopback: Bool
+    /// The peer's IP address (the login rate limit's key).
+    private var peerAddress: String
     private var authDeadline: Scheduled<Void>?
-    /// Its requests in order (files and art are read off the event loop).
+    /// Its requests in order (files and art are read off the event loop), and its half-close.
     private var order = RequestOrder<NIOHTTPServerRequestFull>()
+    /// The last response's write, for closing after it.
+    private var lastWrite: EventLoopFuture<Void>?
 
-    init(site: WebSite, connection: AdmittedConnection) {
+    init(site: WebSite, connection: AdmittedConnection, loopback: Bool, peerAddress: String?) {
         self.site = site
         self.connection = connection
+        self.loopback = loopback
+        self.peerAddress = peerAddress ?? connection.peer
         needsLogin = connection.client.needsToken
     }
 
@@ -72,7 +80,12 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             connection.listener.crossSite.record(from: connection.peer)
             return respond(context, head, .forbidden, text: refusal)
         }
-        let signedIn = authorized(head)
+        let given = credentials(head)
+        if given == .wrong {
+            // A wrong bearer is a wrong password: counted, logged, answered after a second.
+            return refuseCredentials(context, head)
+        }
+        let signedIn = given == .valid
         if signedIn, !connection.client.authenticated, needsLogin {
             connection.client.authenticated = true
             authDeadline?.cancel()
@@ -99,10 +112,14 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         file(path == "/" ? "/index.html" : path, context: context, head: head)
     }
 
+    /// The pages a link from another site may open (a top-level navigation): nothing else
+    /// answers a cross-site request, cover art included.
+    static let navigable: Set<String> = ["/", "/index.html", "/login.html"]
+
     /// Why `head` is refused before it is looked at, or nil.
     private func refusal(_ head: HTTPRequestHead) -> String? {
         let host = head.headers.first(name: "host") ?? ""
-        if !needsLogin, !Self.isLoopbackHost(host) {
+        if loopback, !Self.isLoopbackHost(host) {
             return "this address answers only to localhost (Host: \(host))"
         }
         if let origin = head.headers.first(name: "origin"), !Self.sameOrigin(origin, host: host) {
@@ -110,32 +127,52 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         let site = head.headers.first(name: "sec-fetch-site")
         let navigation = head.headers.first(name: "sec-fetch-mode") == "navigate" && head.method == .GET
+            && Self.navigable.contains(String(head.uri.prefix { $0 != "?" && $0 != "#" }))
         if site == "cross-site" || site == "same-site", !navigation {
             return "requests from another site are refused"
         }
         return nil
     }
 
-    /// Whether the request brings a session (or the password or token as a bearer), or none is needed.
-    private func authorized(_ head: HTTPRequestHead) -> Bool {
-        guard needsLogin else { return true }
-        if let c = Self.cookie(head, WebSite.cookieName), site.isSession(c) { return true }
-        if let auth = head.headers.first(name: "authorization"), auth.hasPrefix("Bearer ") {
-            return site.accepts(String(auth.dropFirst(7)))
-        }
-        return false
+    /// What a request brings.
+    enum Credentials { case none, valid, wrong }
+
+    /// A session cookie, or the password or token as a bearer (when logins are asked for; a
+    /// bearer from an address locked out by wrong passwords is wrong whatever it is).
+    private func credentials(_ head: HTTPRequestHead) -> Credentials {
+        guard needsLogin else { return .valid }
+        if let c = Self.cookie(head, WebSite.cookieName), site.isSession(c) { return .valid }
+        guard let auth = head.headers.first(name: "authorization"), auth.hasPrefix("Bearer ") else { return .none }
+        guard site.mayTry(peerAddress) else { return .wrong }
+        return site.accepts(String(auth.dropFirst(7))) ? .valid : .wrong
     }
 
-    /// Whether the WebSocket may open for `head` (the upgrader asks before upgrading).
+    /// Whether the WebSocket may open for `head` (the upgrader asks before upgrading): at
+    /// `/ws` only, with every request's checks.
     func mayOpenWebSocket(_ head: HTTPRequestHead) -> Bool {
-        refusal(head) == nil && authorized(head)
+        head.uri.prefix { $0 != "?" } == "/ws" && refusal(head) == nil && credentials(head) == .valid
+    }
+
+    /// A wrong bearer: counted against the address like a wrong login, logged, answered 401
+    /// after a second, then closed.
+    private func refuseCredentials(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        site.failed(peerAddress)
+        connection.credentialFailures.record(from: connection.peer)
+        order.suspend()
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .seconds(1)) {
+            let (handler, context) = bound.value
+            handler.order.resume()
+            handler.respond(context, head, .unauthorized, text: "wrong credentials")
+            handler.drain(context)
+        }
     }
 
     // MARK: - Login
 
     private func login(_ request: NIOHTTPServerRequestFull, context: ChannelHandlerContext) {
         let head = request.head
-        let peer = context.remoteAddress?.ipAddress ?? connection.peer
+        let peer = peerAddress
         guard site.needsLogin else { return redirect(context, head, "/") }
         guard site.mayTry(peer) else {
             connection.credentialFailures.record(from: connection.peer)
@@ -183,7 +220,12 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         let playback = connection.core.playback
         offLoop(context, head) {
             guard let art = playback.artwork(forItem: item) else { return (.notFound, Array("no artwork\n".utf8), "text/plain; charset=utf-8", []) }
-            return (.ok, art.data, art.mimeType, [("Cache-Control", "private, no-cache")])
+            // A picture's type as its tag says it is the file's word, not ours: only an image
+            // type is sent as such (never `text/html` from a crafted file), and the answer is
+            // sandboxed whatever it holds.
+            let type = Self.imageTypes.contains(art.mimeType.lowercased()) ? art.mimeType.lowercased() : Playback.imageType(art.data)
+            return (.ok, art.data, type, [("Cache-Control", "private, no-cache"),
+                                          ("Content-Security-Policy", "default-src 'none'; sandbox")])
         }
     }
 
@@ -215,11 +257,11 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         let loop = context.eventLoop
         connection.blocking.submit { _ in
             let (status, bytes, type, extra) = body()
+            let tag = "\"" + Self.etag(bytes) + "\""  // (here, not on the event loop: a cover may be megabytes)
             loop.execute {
                 let (handler, context) = bound.value
                 handler.order.resume()
                 if status == .ok {
-                    let tag = "\"" + Self.etag(bytes) + "\""
                     if head.headers["if-none-match"].contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace() == tag } }) {
                         handler.respond(context, head, .notModified, body: [], type: nil, extra: extra + [("ETag", tag)])
                     } else {
@@ -235,6 +277,24 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private func drain(_ context: ChannelHandlerContext) {
         while context.channel.isActive, let next = order.next() { handle(next, context: context) }
+        closeIfDone(context)
+    }
+
+    /// A client that closed its side (`curl … | …`, `nc -N`) is answered, then closed (not left
+    /// in CLOSE-WAIT until the deadline).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            order.closeInput()
+            closeIfDone(context)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func closeIfDone(_ context: ChannelHandlerContext) {
+        guard order.done else { return }
+        let channel = context.channel
+        (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// A request the HTTP handlers refused (too large: answered 413 by the aggregator; not
@@ -267,8 +327,10 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.add(name: "Content-Length", value: String(status == .notModified ? 0 : body.count))
         headers.add(name: "X-Content-Type-Options", value: "nosniff")
         headers.add(name: "Referrer-Policy", value: "no-referrer")
-        headers.add(name: "Content-Security-Policy",
-                    value: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+        if !extra.contains(where: { $0.0 == "Content-Security-Policy" }) {
+            headers.add(name: "Content-Security-Policy",
+                        value: "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+        }
         for (k, v) in extra { headers.add(name: k, value: v) }
         // (A refusal closes the connection; a missing file does not.)
         let keepAlive = request.isKeepAlive && ![400, 401, 403, 405, 408, 413].contains(status.code)
@@ -282,6 +344,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(buf))), promise: nil)
         }
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        lastWrite = done
         if !keepAlive {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
@@ -347,6 +410,9 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         default: false
         }
     }
+
+    /// The picture types cover art is sent as.
+    static let imageTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/tiff"]
 
     static func contentType(_ path: String) -> String {
         switch Path.extension(path).lowercased() {

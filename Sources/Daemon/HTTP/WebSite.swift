@@ -50,7 +50,7 @@ final class WebSite: Sendable {
             dir = Path.deletingLastComponent(dir)
         }
         for installed in ["/usr/local/share/backline/web", "/usr/share/backline/web"] where access(installed + "/index.html", R_OK) == 0 {
-            return installed
+            return PathResolver.realPath(installed)  // (resolved: files are checked against the resolved root)
         }
         return nil
     }
