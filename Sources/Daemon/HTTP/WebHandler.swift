@@ -60,7 +60,10 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) { authDeadline?.cancel() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        authDeadline?.cancel()
+        connection.core.trimmer.noteActivity()  // what its files and pictures used is free now: given back soon
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let request = unwrapInboundIn(data)
