@@ -19,7 +19,7 @@ struct WebRemoteRealtimeTests {
         return try Fixtures.mp3(from: w, name: name, lameArgs: ["-b", "128", "--tt", title, "--ta", "The Testers", "--tl", "Browser Album"])
     }
 
-    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); the page sends nothing while it plays untouched (no polling); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds")
+    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); the page sends nothing while it plays untouched (no polling); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds; the `p` key pauses and plays; every control has a name for screen readers")
     func browser() throws {
         guard Self.browserReady || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         try PulseNullSink.exclusive { sink in
@@ -105,6 +105,9 @@ struct WebRemoteRealtimeTests {
             #expect(steps["search"]?["playing"]?.string?.contains("Glove Song") == true, "\(steps["search"]?.text ?? "")")
             let current = try d.request("status")["current"]
             #expect(current?["path"]?.string?.hasSuffix("04-glove.mp3") == true && current?["title"] == "Glove Song", "\(current?.text ?? "")")
+            #expect(steps["keys"] != nil, "the `p` key paused and played through the daemon")
+            #expect(steps["accessible"]?["unnamed"]?.array?.isEmpty == true && (steps["accessible"]?["tabs"]?.int ?? 0) >= 4,
+                    "every control has a name for screen readers: \(steps["accessible"]?.text ?? "")")
             #expect(steps["done"]?["errors"]?.array?.isEmpty == true, "the page logged no errors: \(steps["done"]?.text ?? "")")
             for shot in ["web-remote-phone.png", "web-remote-desktop.png"] {
                 #expect(FileManager.default.fileExists(atPath: artifacts.appendingPathComponent(shot).path))

@@ -153,6 +153,24 @@ try:
     playing = until("the found song to play", lambda: (lambda t: t if "Glove" in t else None)(
         driver.find_element(By.ID, "title").text.strip()))
     say("search", result=text, playing=playing)
+    # The terminal player's keys: `p` pauses and plays again (the button follows the daemon's state).
+    body = driver.find_element(By.TAG_NAME, "body")
+    button = driver.find_element(By.ID, "play-pause")
+    body.send_keys("p")
+    until("`p` to pause", lambda: "play" in (button.get_attribute("aria-label") or "").lower())
+    body.send_keys("p")
+    until("`p` to play again", lambda: "pause" in (button.get_attribute("aria-label") or "").lower())
+    say("keys")
+
+    # For screen readers: every button and every control has a name, the tabs are tabs.
+    unnamed = driver.execute_script("""
+        const name = (e) => (e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') && 'x' || e.textContent || '').trim()
+            || (e.id && document.querySelector('label[for="' + e.id + '"]')) || e.closest('label');
+        return [...document.querySelectorAll('button, input, select, [role=button]')]
+            .filter((e) => !name(e)).map((e) => e.outerHTML.slice(0, 80));""")
+    tabs = driver.execute_script("return document.querySelectorAll('[role=tab]').length")
+    say("accessible", unnamed=unnamed, tabs=tabs)
+
     driver.save_screenshot(os.path.join(ARTIFACTS, "web-remote-after.png"))
     logs = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
     say("done", errors=[e.get("message") for e in logs], sent=driver.execute_script("return window.__sent"))
