@@ -82,6 +82,8 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // termios for `backline play`'s keys, with the crash handler that restores them (C storage only).
         .systemLibrary(name: "CTerminal"),
+        // libsoxr: the pipe output's resampler (items at other rates than the pipe's).
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         // SQLite: the music library's database.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (libsystemd): the session bus, for MPRIS.
@@ -138,7 +140,7 @@ let package = Package(
         .target(
             name: "AudioEngine",
             dependencies: [
-                "MediaCore", "Media", "CALSA", "CPulse", "RingBuffer", "Platform", "RenderKernel",
+                "MediaCore", "Media", "CALSA", "CPulse", "CSoxr", "RingBuffer", "Platform", "RenderKernel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

@@ -8,6 +8,7 @@ enum OutputDrivers {
     static let all: [any AudioOutput.Type] = [
         PacedOutput.self,  // `paced:NAME`: a device the test paces
         PulseStream.self,  // `pulse`, `pulse:SINK`
+        PipeOutput.self,   // `pipe:PATH`: a FIFO another program reads (snapserver)
         ALSAPCM.self,      // every other name: an ALSA PCM
     ]
 

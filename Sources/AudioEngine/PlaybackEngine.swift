@@ -450,7 +450,11 @@ public final class PlaybackEngine: Sendable {
 
     /// The error for a device failure with the errno-style `code` the output reported (ALSA's
     /// own, or the code a lost sound server maps to).
-    static func deviceError(_ code: Int32, device: String) -> MediaError {
+    static func deviceError(_ code: Int32, device: String, driver: any AudioOutput.Type = ALSAPCM.self) -> MediaError {
+        // A driver that can say why in its own words (a pipe: which FIFO, and what is wrong).
+        if let reason = driver.failureReason(device: device) {
+            return MediaError(.device, reason, code: code, item: "audio output (\(device))")
+        }
         let server = PulseStream.sink(forDevice: device) != nil
         return MediaError(.device, String(cString: snd_strerror(code)), library: server ? "PulseAudio" : "ALSA", code: code,
                           item: "audio output (\(device))")
@@ -720,7 +724,7 @@ public final class PlaybackEngine: Sendable {
                     s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, false, stalled, true))
                     s.pending.append((e.deviceFrame, stalled ? .stalled(id) : .stallEnded(id)))
                 case .deviceError:
-                    immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device)))
+                    immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device, driver: driver)))
                 case .deviceOpened:
                     let c = DeviceConfiguration(
                         rate: Int(e.rate), channels: Int((e.code >> 8) & 0xFF), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,

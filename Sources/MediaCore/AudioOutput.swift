@@ -144,9 +144,14 @@ public protocol AudioOutput: Sendable {
     /// its own pace): then the heard position is extrapolated between readings. False for a
     /// device the test paces: its position moves only when its clock does.
     static var playsInRealTime: Bool { get }
+    /// Why `device` fails now, in the driver's own words (asked after a failure, off the
+    /// output thread); nil: the code's own message says it.
+    static func failureReason(device: String) -> String?
 }
 
 extension AudioOutput {
+    /// The code's own message.
+    public static func failureReason(device: String) -> String? { nil }
     /// Real time, unless a driver says otherwise.
     public static var playsInRealTime: Bool { true }
     /// A device that plays what it is given in its own time.

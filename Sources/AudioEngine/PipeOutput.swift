@@ -1,0 +1,377 @@
+import CALSA  // (its headers declare poll and the signal sets this module uses)
+import CSoxr
+import MediaCore
+import Platform
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `pipe:PATH[?format=RATE:16:CHANNELS][&latency=MS]` driver: PCM into a FIFO another
+/// program reads — Snapcast's `snapserver` with a `pipe://` stream — as a sound card would play
+/// it. Its stream has one fixed format (snapserver's default `48000:16:2`); items at other rates
+/// are resampled with libsoxr (its high quality), a mono item is played on every channel, more
+/// channels are down-mixed by the decoder (``channelLimit(device:)``).
+///
+/// - The FIFO is never created here: the reader makes it (snapserver's `mode=create`), so no
+///   stale FIFO of ours is ever read (Snapcast #96). Missing, or with no reader, the device is
+///   unavailable; a reader that goes away is a lost device, as a sound server that goes away.
+/// - It is written at real-time pace: what the engine writes waits in this driver's buffer (its
+///   "device buffer", `buffer` ms) and goes into the FIFO as the clock reaches it, one period
+///   and 20 ms ahead, so the reader never starves between the output thread's wake-ups and the
+///   FIFO never holds more than that: a pause, a seek or a next drops what was not yet sent.
+/// - The heard position counts what waits here, what is in the FIFO, the resampler's delay,
+///   and `latency` (ms: the reader's own buffer and its clients', e.g. snapserver's `buffer`).
+struct PipeOutput: AudioOutput {
+    let configuration: DeviceConfiguration
+    let pipe: PipeStream
+
+    static func handles(_ device: String) -> Bool { device.hasPrefix("pipe:") }
+    static var channelOrder: ChannelOrder { .wave }
+
+    /// What a `pipe:` device names.
+    struct Target: Equatable {
+        var path: String
+        var rate = 48000
+        var channels = 2
+        var latencyMillis = 0
+    }
+
+    /// Parses `pipe:PATH[?format=RATE:16:CHANNELS][&latency=MS]`.
+    static func target(_ device: String) throws(MediaError) -> Target {
+        let spec = device.dropFirst(5)
+        let parts = spec.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let path = parts.first, path.hasPrefix("/") else {
+            throw MediaError(.device, "a pipe device is pipe:/ABSOLUTE/PATH[?format=48000:16:2], not '\(device)'", item: device)
+        }
+        var t = Target(path: String(path))
+        for option in parts.count > 1 ? parts[1].split(separator: "&") : [] {
+            let kv = option.split(separator: "=", maxSplits: 1)
+            switch (kv.first, kv.count == 2 ? kv[1] : nil) {
+            case ("format", let v?):
+                let f = v.split(separator: ":")
+                guard f.count == 3, let rate = Int(f[0]), (8000...384_000).contains(rate), f[1] == "16",
+                      let channels = Int(f[2]), (1...8).contains(channels) else {
+                    throw MediaError(.device, "pipe format must be RATE:16:CHANNELS (16-bit, as snapserver reads it), not '\(v)'", item: device)
+                }
+                (t.rate, t.channels) = (rate, channels)
+            case ("latency", let v?):
+                guard let ms = Int(v), (0...60_000).contains(ms) else {
+                    throw MediaError(.device, "pipe latency is milliseconds, 0…60000, not '\(v)'", item: device)
+                }
+                t.latencyMillis = ms
+            default:
+                throw MediaError(.device, "unknown pipe option '\(option)' (format=RATE:16:CHANNELS, latency=MS)", item: device)
+            }
+        }
+        return t
+    }
+
+    static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
+                     bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PipeOutput {
+        let t = try target(device)
+        let fd = try openFIFO(t.path, device: device)
+        let buffer = max(256, bufferMicros * rate / 1_000_000)
+        let period = min(max(64, periodMicros * rate / 1_000_000), buffer / 2)
+        // The same rate and channels: the engine converts to 16 bits itself (rounded, clipped:
+        // the S16 path every device has); otherwise float32 in, mapped and resampled here.
+        let direct = rate == t.rate && channels == t.channels
+        let stream: PipeStream
+        do {
+            stream = try PipeStream(fd: fd, target: t, inRate: rate, inChannels: min(channels, t.channels), direct: direct,
+                                    bufferFrames: buffer, periodFrames: period)
+        } catch {
+            Glibc.close(fd)
+            throw MediaError(.device, "libsoxr: \(error.message)", library: "libsoxr", item: device)
+        }
+        return PipeOutput(configuration: DeviceConfiguration(
+            rate: rate, channels: min(channels, t.channels), sampleFormat: direct ? .s16 : .float32, bufferFrames: buffer,
+            periodFrames: period, canPause: true, maxChannels: t.channels), pipe: stream)
+    }
+
+    /// Opens the FIFO for writing without blocking: it must exist (the reader made it) and have a
+    /// reader (else `ENXIO`, said as the device being gone).
+    static func openFIFO(_ path: String, device: String) throws(MediaError) -> Int32 {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw MediaError(.device, "\(path): no such FIFO (its reader makes it: start snapserver with mode=create first)",
+                             code: -ENODEV, item: device)
+        }
+        guard st.st_mode & S_IFMT == S_IFIFO else {
+            throw MediaError(.device, "\(path) is not a FIFO", code: -ENODEV, item: device)
+        }
+        let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            throw MediaError(.device, e == ENXIO ? "\(path): nobody reads the FIFO" : "\(path): \(String(cString: strerror(e)))",
+                             code: -ENODEV, item: device)
+        }
+        return fd
+    }
+
+    /// Which FIFO, and what is wrong with it (missing, not a FIFO, no reader), or nil.
+    static func failureReason(device: String) -> String? {
+        do throws(MediaError) {
+            let fd = try openFIFO(try target(device).path, device: device)
+            Glibc.close(fd)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    /// At most the pipe's channels (the decoder down-mixes the rest).
+    static func channelLimit(device: String) -> Int? { (try? target(device))?.channels }
+
+    /// Whether the FIFO is there with a reader (opened and closed at once).
+    static func probe(device: String) -> (available: Bool, soundServer: Bool) {
+        guard let t = try? target(device), let fd = try? openFIFO(t.path, device: device) else { return (false, true) }
+        Glibc.close(fd)
+        return (true, true)
+    }
+
+    // (Reading the device's position plays it on: the FIFO is fed whenever the output thread
+    // looks, as a sound card plays whether looked at or not — draining included.)
+    func state() -> OutputState { pipe.state }
+    var isLost: Bool { pipe.lost }
+    func delay() -> Int? { pipe.pump(); return pipe.delay() }
+    func avail() -> Int { pipe.pump(); return pipe.lost ? -Int(ENODEV) : pipe.room() }
+
+    func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 { pipe.waitForRoom(timeoutMillis: timeoutMillis, wake: wake) }
+
+    /// Paused, nothing is sent: only `wake` is watched.
+    func waitWhilePaused(wake: Int32) -> Bool {
+        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
+            fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+            _ = poll(fds.baseAddress, 1, -1)
+        }
+        return false
+    }
+
+    func beginDirectWrite(frames: Int) -> DirectWrite { .unsupported }
+    func commitDirectWrite(offset: Int, frames: Int) -> Int { -Int(EINVAL) }
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int { pipe.write(buffer, frames: frames) }
+    func discard() { pipe.discard() }
+    func stop() { pipe.discard() }
+    func prepare() -> Int32 { 0 }
+    func resume() -> Int32 { 0 }
+    func pause(_ on: Bool) -> Bool { pipe.pause(on); return true }
+    func startIfWaiting() {}
+    func drain() { pipe.drain() }
+    func close() { pipe.close() }
+}
+
+/// A libsoxr failure: its message.
+struct SoxrError: Error {
+    let message: String
+}
+
+/// The pipe output's state, touched by the output thread only (`@unchecked Sendable`): the FIFO,
+/// the audio waiting to be sent (16-bit, in the pipe's format), the clock that sends it, the
+/// resampler. Every buffer is allocated at open: writing allocates nothing.
+final class PipeStream: @unchecked Sendable {
+    let fd: Int32
+    let target: PipeOutput.Target
+    let inRate: Int, inChannels: Int
+    let bufferFrames: Int, periodFrames: Int
+    /// The engine's 16-bit frames go straight in (same rate and channels).
+    let direct: Bool
+    private let bytesPerFrame: Int
+    /// Audio not sent yet: `queued` bytes from `queue`'s start.
+    private let queue: UnsafeMutableRawPointer
+    private let queueCapacity: Int
+    private var queued = 0
+    /// The input mapped to the pipe's channels (float32), before resampling.
+    private let mapped: UnsafeMutablePointer<Float>
+    private let resampler: soxr_t?
+    /// When the clock started (0: stopped: nothing sent since the last start, pause or flush),
+    /// and the bytes sent since.
+    private var startNanos = 0
+    private var sentBytes = 0
+    /// How far ahead of the clock the FIFO is filled: a period and 20 ms (the output thread
+    /// wakes once a period: the reader never finds it empty between).
+    private let leadBytes: Int
+    private(set) var paused = false
+    private(set) var lost = false
+
+    init(fd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
+        throws(SoxrError) {
+        (self.fd, self.target, self.inRate, self.inChannels, self.direct) = (fd, target, inRate, inChannels, direct)
+        (self.bufferFrames, self.periodFrames) = (bufferFrames, periodFrames)
+        bytesPerFrame = 2 * target.channels
+        let pipeFrames = Self.pipeFrames(bufferFrames, from: inRate, to: target.rate) + target.rate / 5
+        queueCapacity = pipeFrames * bytesPerFrame
+        leadBytes = (Self.pipeFrames(periodFrames, from: inRate, to: target.rate) + target.rate / 50) * bytesPerFrame
+        if inRate != target.rate {
+            var error: soxr_error_t?
+            var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_INT16_I)
+            io.flags |= UInt(SOXR_NO_DITHER)  // (deterministic: the same input, the same output)
+            var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
+            let r = soxr_create(Double(inRate), Double(target.rate), UInt32(target.channels), &error, &io, &quality, nil)
+            if let error { throw SoxrError(message: String(cString: error)) }
+            resampler = r
+        } else {
+            resampler = nil
+        }
+        queue = .allocate(byteCount: queueCapacity, alignment: 16)
+        mapped = .allocate(capacity: max(1, bufferFrames) * target.channels)
+        // A reader that goes away makes write() fail with EPIPE; its SIGPIPE (sent to this
+        // thread) is blocked here, not fatal to the process.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    static func pipeFrames(_ frames: Int, from: Int, to: Int) -> Int { (frames * to + from - 1) / from }
+
+    var state: OutputState { paused ? .paused : startNanos == 0 && queued == 0 ? .prepared : .running }
+
+    /// Input frames that fit now.
+    func room() -> Int {
+        let heldPipe = queued / bytesPerFrame
+        let held = (heldPipe * inRate + target.rate - 1) / target.rate
+        return max(0, bufferFrames - held)
+    }
+
+    /// Input frames written and not yet heard: waiting here, in the FIFO, in the resampler, and
+    /// the reader's latency.
+    func delay() -> Int {
+        var inFIFO: Int32 = 0
+        if ioctl(fd, UInt(FIONREAD), &inFIFO) != 0 { inFIFO = 0 }
+        let resampling = resampler.map { soxr_delay($0) } ?? 0
+        let pipe = Double(queued + Int(inFIFO)) / Double(bytesPerFrame) + resampling
+        return Int((pipe * Double(inRate) / Double(target.rate)).rounded()) + target.latencyMillis * inRate / 1000
+    }
+
+    /// Sends what the clock has reached (and the lead ahead of it).
+    func pump() {
+        guard !paused, !lost, queued > 0 else {
+            if queued == 0 { startNanos = 0 }  // starved, or nothing yet: the clock starts again with the next audio
+            return
+        }
+        let now = monotonicNanos()
+        if startNanos == 0 { (startNanos, sentBytes) = (now, 0) }
+        let clockBytes = Int(Double(now - startNanos) * Double(target.rate) / 1e9) * bytesPerFrame
+        let due = min(queued, clockBytes + leadBytes - sentBytes)
+        guard due > 0 else { return }
+        let n = Glibc.write(fd, queue, due)
+        if n < 0 {
+            if errno == EPIPE || errno == EBADF {
+                lost = true
+                var set = sigset_t(), info = siginfo_t(), zero = timespec()
+                sigemptyset(&set)
+                sigaddset(&set, SIGPIPE)
+                _ = sigtimedwait(&set, &info, &zero)  // (the pending SIGPIPE: taken, not left)
+            }
+            return  // EAGAIN: the reader is behind; the rest goes next time
+        }
+        sentBytes += n
+        queued -= n
+        if queued > 0 { memmove(queue, queue + n, queued) }
+    }
+
+    /// Waits until a period fits, the timeout passes (1), `wake` is readable (0), or the reader
+    /// is gone (< 0), sending what comes due meanwhile.
+    func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 {
+        let deadline = monotonicNanos() + Int(timeoutMillis) * 1_000_000
+        while true {
+            pump()
+            if lost { return -ENODEV }
+            if room() >= periodFrames { return 1 }
+            let now = monotonicNanos()
+            guard now < deadline else { return 1 }
+            // Until a period's worth has gone out (at least 1 ms; the deadline at most).
+            let needBytes = Self.pipeFrames(periodFrames - room(), from: inRate, to: target.rate) * bytesPerFrame
+            let waitNanos = max(1_000_000, needBytes / bytesPerFrame * 1_000_000_000 / target.rate)
+            let millis = Int32(min(deadline - now, waitNanos) / 1_000_000)
+            let woke = withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds -> Bool in
+                fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+                return poll(fds.baseAddress, 1, max(1, millis)) > 0 && fds[0].revents & Int16(POLLIN) != 0
+            }
+            if woke { return 0 }
+        }
+    }
+
+    /// Takes `frames` frames of the engine's format into the queue (16-bit as they are; float32
+    /// mapped to the pipe's channels, then resampled or rounded to 16 bits).
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int {
+        if lost { return -Int(ENODEV) }
+        let n = min(frames, room())
+        guard n > 0 else { return 0 }
+        let free = queueCapacity - queued
+        if direct {
+            let bytes = min(n * bytesPerFrame, free / bytesPerFrame * bytesPerFrame)
+            (queue + queued).copyMemory(from: buffer, byteCount: bytes)
+            queued += bytes
+            pump()
+            return bytes / bytesPerFrame
+        }
+        // float32 in: each frame onto the pipe's channels (a mono item on all of them).
+        let input = buffer.assumingMemoryBound(to: Float.self)
+        let out = target.channels
+        for f in 0..<n {
+            for c in 0..<out { mapped[f * out + c] = input[f * inChannels + min(c, inChannels - 1)] }
+        }
+        let taken: Int
+        if let resampler {
+            var used = 0, made = 0
+            let err = soxr_process(resampler, mapped, n, &used, queue + queued, free / bytesPerFrame, &made)
+            if err != nil { return -Int(EIO) }
+            queued += made * bytesPerFrame
+            taken = used
+        } else {
+            let count = min(n, free / bytesPerFrame)
+            let dst = (queue + queued).assumingMemoryBound(to: Int16.self)
+            for i in 0..<(count * out) {
+                let v = (mapped[i] * 32768).rounded()
+                dst[i] = Int16(max(-32768, min(32767, v)))
+            }
+            queued += count * bytesPerFrame
+            taken = count
+        }
+        pump()
+        return taken
+    }
+
+    /// Drops what was not sent (and the resampler's history); the clock starts again with the
+    /// next audio.
+    func discard() {
+        queued = 0
+        startNanos = 0
+        if let resampler { soxr_clear(resampler) }
+    }
+
+    func pause(_ on: Bool) {
+        paused = on
+        startNanos = 0  // (resumed: the clock starts from what is queued then)
+    }
+
+    /// Sends the rest (the resampler's tail too) at real-time pace, then waits until the reader
+    /// has taken it from the FIFO (30 s at most).
+    func drain() {
+        if let resampler {
+            var made = 0
+            _ = soxr_process(resampler, nil, 0, nil, queue + queued, (queueCapacity - queued) / bytesPerFrame, &made)
+            queued += made * bytesPerFrame
+        }
+        paused = false
+        let deadline = monotonicNanos() + 30_000_000_000
+        while monotonicNanos() < deadline, !lost {
+            pump()
+            var inFIFO: Int32 = 0
+            if queued == 0, ioctl(fd, UInt(FIONREAD), &inFIFO) == 0, inFIFO == 0 { return }
+            usleep(5_000)
+        }
+    }
+
+    private var closed = false
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+        if let resampler { soxr_delete(resampler) }
+        queue.deallocate()
+        mapped.deallocate()
+    }
+}
