@@ -14,8 +14,12 @@ import Glibc
 /// channels are down-mixed by the decoder (``channelLimit(device:)``).
 ///
 /// - The FIFO is never created here: the reader makes it (snapserver's `mode=create`), so no
-///   stale FIFO of ours is ever read (Snapcast #96). Missing, or with no reader, the device is
-///   unavailable; a reader that goes away is a lost device, as a sound server that goes away.
+///   stale FIFO of ours is ever read (Snapcast #96); missing, the device is unavailable. It is
+///   opened for reading too, as mpd's `fifo` output does: snapserver opens its end only now and
+///   then while nothing writes (each time it finds the end of the file), so a writer alone would
+///   find no reader; and holding a read end lets a flush take back what the reader has not read.
+///   A reader that stops taking the audio (the FIFO full of it for a second) is a lost device, as
+///   a sound server that goes away.
 /// - It is written at real-time pace: what the engine writes waits in this driver's buffer (its
 ///   "device buffer", `buffer` ms) and goes into the FIFO as the clock reaches it, one period
 ///   and 20 ms ahead, so the reader never starves between the output thread's wake-ups and the
@@ -78,10 +82,11 @@ struct PipeOutput: AudioOutput {
         let direct = rate == t.rate && channels == t.channels
         let stream: PipeStream
         do {
-            stream = try PipeStream(fd: fd, target: t, inRate: rate, inChannels: min(channels, t.channels), direct: direct,
+            stream = try PipeStream(fd: fd.write, readEnd: fd.read, target: t, inRate: rate, inChannels: min(channels, t.channels), direct: direct,
                                     bufferFrames: buffer, periodFrames: period)
         } catch {
-            Glibc.close(fd)
+            Glibc.close(fd.read)
+            Glibc.close(fd.write)
             throw MediaError(.device, "libsoxr: \(error.message)", library: "libsoxr", item: device)
         }
         return PipeOutput(configuration: DeviceConfiguration(
@@ -89,9 +94,9 @@ struct PipeOutput: AudioOutput {
             periodFrames: period, canPause: true, maxChannels: t.channels), pipe: stream)
     }
 
-    /// Opens the FIFO for writing without blocking: it must exist (the reader made it) and have a
-    /// reader (else `ENXIO`, said as the device being gone).
-    static func openFIFO(_ path: String, device: String) throws(MediaError) -> Int32 {
+    /// Opens the FIFO without blocking, for reading (ours: see above) then for writing: it must
+    /// exist (the reader made it) and be a FIFO.
+    static func openFIFO(_ path: String, device: String) throws(MediaError) -> (read: Int32, write: Int32) {
         var st = stat()
         guard stat(path, &st) == 0 else {
             throw MediaError(.device, "\(path): no such FIFO (its reader makes it: start snapserver with mode=create first)",
@@ -100,20 +105,22 @@ struct PipeOutput: AudioOutput {
         guard st.st_mode & S_IFMT == S_IFIFO else {
             throw MediaError(.device, "\(path) is not a FIFO", code: -ENODEV, item: device)
         }
-        let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
+        let r = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let w = r >= 0 ? Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) : -1
+        guard w >= 0 else {
             let e = errno
-            throw MediaError(.device, e == ENXIO ? "\(path): nobody reads the FIFO" : "\(path): \(String(cString: strerror(e)))",
-                             code: -ENODEV, item: device)
+            if r >= 0 { Glibc.close(r) }
+            throw MediaError(.device, "\(path): \(String(cString: strerror(e)))", code: -ENODEV, item: device)
         }
-        return fd
+        return (r, w)
     }
 
     /// Which FIFO, and what is wrong with it (missing, not a FIFO, no reader), or nil.
     static func failureReason(device: String) -> String? {
         do throws(MediaError) {
             let fd = try openFIFO(try target(device).path, device: device)
-            Glibc.close(fd)
+            Glibc.close(fd.read)
+            Glibc.close(fd.write)
             return nil
         } catch {
             return error.message
@@ -123,11 +130,11 @@ struct PipeOutput: AudioOutput {
     /// At most the pipe's channels (the decoder down-mixes the rest).
     static func channelLimit(device: String) -> Int? { (try? target(device))?.channels }
 
-    /// Whether the FIFO is there with a reader (opened and closed at once).
+    /// Whether the FIFO is there (its reader made it).
     static func probe(device: String) -> (available: Bool, soundServer: Bool) {
-        guard let t = try? target(device), let fd = try? openFIFO(t.path, device: device) else { return (false, true) }
-        Glibc.close(fd)
-        return (true, true)
+        guard let t = try? target(device) else { return (false, true) }
+        var st = stat()
+        return (stat(t.path, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO, true)
     }
 
     // (Reading the device's position plays it on: the FIFO is fed whenever the output thread
@@ -171,6 +178,8 @@ struct SoxrError: Error {
 /// resampler. Every buffer is allocated at open: writing allocates nothing.
 final class PipeStream: @unchecked Sendable {
     let fd: Int32
+    /// Our own read end (see ``PipeOutput``): a flush reads back what the reader has not.
+    let readEnd: Int32
     let target: PipeOutput.Target
     let inRate: Int, inChannels: Int
     let bufferFrames: Int, periodFrames: Int
@@ -193,10 +202,12 @@ final class PipeStream: @unchecked Sendable {
     private let leadBytes: Int
     private(set) var paused = false
     private(set) var lost = false
+    /// Since when the FIFO has held much more than the lead (0: it does not): nobody reads it.
+    private var stuckSince = 0
 
-    init(fd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
+    init(fd: Int32, readEnd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
         throws(SoxrError) {
-        (self.fd, self.target, self.inRate, self.inChannels, self.direct) = (fd, target, inRate, inChannels, direct)
+        (self.fd, self.readEnd, self.target, self.inRate, self.inChannels, self.direct) = (fd, readEnd, target, inRate, inChannels, direct)
         (self.bufferFrames, self.periodFrames) = (bufferFrames, periodFrames)
         bytesPerFrame = 2 * target.channels
         let pipeFrames = Self.pipeFrames(bufferFrames, from: inRate, to: target.rate) + target.rate / 5
@@ -215,8 +226,8 @@ final class PipeStream: @unchecked Sendable {
         }
         queue = .allocate(byteCount: queueCapacity, alignment: 16)
         mapped = .allocate(capacity: max(1, bufferFrames) * target.channels)
-        // A reader that goes away makes write() fail with EPIPE; its SIGPIPE (sent to this
-        // thread) is blocked here, not fatal to the process.
+        // Our own read end keeps write() from failing with EPIPE; should it ever (the FIFO's
+        // ends closed under us), its SIGPIPE (sent to this thread) is blocked here, not fatal.
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGPIPE)
@@ -269,6 +280,13 @@ final class PipeStream: @unchecked Sendable {
         sentBytes += n
         queued -= n
         if queued > 0 { memmove(queue, queue + n, queued) }
+        // Nobody takes the audio: the FIFO holds the lead and a fifth of a second more, for a second.
+        var inFIFO: Int32 = 0
+        if ioctl(fd, UInt(FIONREAD), &inFIFO) == 0, Int(inFIFO) > leadBytes + target.rate / 5 * bytesPerFrame {
+            if stuckSince == 0 { stuckSince = now } else if now - stuckSince > 1_000_000_000 { lost = true }
+        } else {
+            stuckSince = 0
+        }
     }
 
     /// Waits until a period fits, the timeout passes (1), `wake` is readable (0), or the reader
@@ -334,12 +352,17 @@ final class PipeStream: @unchecked Sendable {
         return taken
     }
 
-    /// Drops what was not sent (and the resampler's history); the clock starts again with the
-    /// next audio.
+    /// Drops what was not sent, and what the reader has not read from the FIFO (read back
+    /// through our own end), and the resampler's history; the clock starts again with the next
+    /// audio.
     func discard() {
         queued = 0
         startNanos = 0
+        stuckSince = 0
         if let resampler { soxr_clear(resampler) }
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 16) { scratch in
+            while Glibc.read(readEnd, scratch.baseAddress, scratch.count) > 0 {}
+        }
     }
 
     func pause(_ on: Bool) {
@@ -370,6 +393,7 @@ final class PipeStream: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         Glibc.close(fd)
+        Glibc.close(readEnd)
         if let resampler { soxr_delete(resampler) }
         queue.deallocate()
         mapped.deallocate()
