@@ -370,14 +370,19 @@ final class PipeStream: @unchecked Sendable {
         startNanos = 0  // (resumed: the clock starts from what is queued then)
     }
 
-    /// Sends the rest (the resampler's tail too) at real-time pace, then waits until the reader
-    /// has taken it from the FIFO (30 s at most).
+    /// Sends the rest (the resampler's tail too, then 100 ms of silence) at real-time pace, then
+    /// waits until the reader has taken it from the FIFO (30 s at most).
     func drain() {
         if let resampler {
             var made = 0
             _ = soxr_process(resampler, nil, 0, nil, queue + queued, (queueCapacity - queued) / bytesPerFrame, &made)
             queued += made * bytesPerFrame
         }
+        // A reader takes its input in chunks (snapserver: 20 ms) and drops a partial one when the
+        // writer goes: a tenth of a second of silence after the end carries the last sound through.
+        let pad = min(queueCapacity - queued, target.rate / 10 * bytesPerFrame)
+        memset(queue + queued, 0, pad)
+        queued += pad
         paused = false
         let deadline = monotonicNanos() + 30_000_000_000
         while monotonicNanos() < deadline, !lost {

@@ -1,0 +1,116 @@
+import BacklineTestSupport
+import Daemon
+import Foundation
+import Testing
+
+/// Backline as a Snapcast source (issue 38): `backline daemon --device pipe:FIFO` feeding a real
+/// `snapserver` (Debian's 0.26, a private config on loopback), heard through a real `snapclient`
+/// writing what it plays to a file.
+@Suite("Backline as a Snapcast source: daemon → FIFO → snapserver → snapclient", .serialized)
+struct SnapcastTests {
+    /// A private snapserver whose one stream reads `fifo` (it makes the FIFO: `mode=create`).
+    final class SnapServer {
+        let dir: URL
+        let fifo: String
+        let streamPort: Int, controlPort: Int, httpPort: Int
+        let process: SpawnedProcess
+
+        init(in dir: URL) throws {
+            self.dir = dir
+            fifo = dir.appendingPathComponent("snapfifo").path
+            let ports = HardeningTests.ports(3)
+            (streamPort, controlPort, httpPort) = (ports[0], ports[1], ports[2])
+            let conf = dir.appendingPathComponent("snapserver.conf")
+            try """
+                [server]
+                datadir = \(dir.path)/data
+                [http]
+                enabled = true
+                bind_to_address = 127.0.0.1
+                port = \(httpPort)
+                doc_root =
+                [tcp]
+                enabled = true
+                bind_to_address = 127.0.0.1
+                port = \(controlPort)
+                [stream]
+                bind_to_address = 127.0.0.1
+                port = \(streamPort)
+                source = pipe://\(fifo)?name=default&mode=create
+                [logging]
+                """.write(to: conf, atomically: true, encoding: .utf8)
+            try FileManager.default.createDirectory(at: dir.appendingPathComponent("data"), withIntermediateDirectories: true)
+            process = try SpawnedProcess("snapserver", ["-c", conf.path])
+            guard eventually(timeout: 10, { FileManager.default.fileExists(atPath: self.fifo) }) else {
+                throw HarnessError("snapserver did not make its FIFO: \(process.stderr) \(process.stdout)")
+            }
+        }
+
+        /// A client that writes what it plays (16-bit stereo at 48 kHz, in real time) to `file`.
+        func client(_ name: String, file: String) throws -> SpawnedProcess {
+            try SpawnedProcess("snapclient", ["-h", "127.0.0.1", "-p", String(streamPort), "--hostID", name,
+                                              "--player", "file:filename=\(file)"])
+        }
+
+        func stop() {
+            process.signal(SIGTERM)
+            _ = try? process.wait(timeout: 10)
+        }
+    }
+
+    static var available: Bool { Harness.which("snapserver") != nil && Harness.which("snapclient") != nil }
+
+    /// A WAV's samples, as sox reads them.
+    static func samples(_ wav: URL) throws -> [Int16] {
+        let r = try runProcess("sox", [wav.path, "-t", "s16", "-"])
+        guard r.status == 0 else { throw HarnessError("sox: \(r.stderr)") }
+        return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// Where `needle` (interleaved samples) starts in `haystack`, searched from `from`.
+    static func find(_ needle: ArraySlice<Int16>, in haystack: [Int16], from: Int = 0) -> Int? {
+        guard let first = needle.first, needle.count <= haystack.count else { return nil }
+        var i = from - from % 2
+        while i + needle.count <= haystack.count {
+            if haystack[i] == first, haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 2
+        }
+        return nil
+    }
+
+    @Test("a room hears the daemon's queue sample for sample: two 48 kHz items, each exact and the second straight after the first (gapless through snapserver's FLAC stream), then silence; the daemon's status follows")
+    func exact() throws {
+        guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let dir = try Harness.makeTemporaryDirectory("snapcast")
+        let server = try SnapServer(in: dir)
+        defer { server.stop() }
+        let room = dir.appendingPathComponent("room1.raw").path
+        let client = try server.client("room1", file: room)
+        defer { client.signal(SIGTERM); _ = try? client.wait(timeout: 10) }
+
+        let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2", config: DaemonFixture.foreground,
+                                  musicDirectory: dir.appendingPathComponent("music").path)
+        try FileManager.default.createDirectory(atPath: d.music, withIntermediateDirectories: true)
+        let noise = try Fixtures.wav("snap-noise", rate: 48000, seconds: 3, synth: ["whitenoise"], effects: ["gain", "-10"])
+        let tone = try Fixtures.wav("snap-tone", rate: 48000, seconds: 2, synth: ["sine", "660"], effects: ["gain", "-6"])
+        try FileManager.default.copyItem(atPath: noise.path, toPath: d.music + "/1-noise.wav")
+        try FileManager.default.copyItem(atPath: tone.path, toPath: d.music + "/2-tone.wav")
+        try d.start(["--library", "off"])
+        #expect(try d.request("add", [("paths", ["1-noise.wav", "2-tone.wav"])]).ok)
+        #expect(try d.request("play").ok)
+        #expect(eventually(timeout: 20) { (try? d.request("status"))?["state"] == "stopped" }, "the queue played to its end")
+        Thread.sleep(forTimeInterval: 1.5)  // (what snapserver buffers reaches the room)
+        client.signal(SIGTERM)
+        _ = try? client.wait(timeout: 10)
+
+        let heard = try PCM.readS16(URL(fileURLWithPath: room))
+        let first = try Self.samples(noise)[...], second = try Self.samples(tone)[...]
+        let start = try #require(Self.find(first.prefix(512), in: heard), "the first item's start is in the room's recording")
+        let a = heard.dropFirst(start).prefix(first.count)
+        #expect(a.elementsEqual(first), "the first item, sample for sample")
+        let b = heard.dropFirst(start + first.count).prefix(second.count)
+        #expect(b.elementsEqual(second), "the second straight after it, sample for sample (\(zip(b, second).filter { $0 != $1 }.count) differ)")
+        #expect(heard.dropFirst(start + first.count + second.count).prefix(4800).allSatisfy { $0 == 0 }, "then silence")
+        d.expectCleanStop()
+    }
+}
