@@ -15,7 +15,9 @@ struct SnapcastTests {
         let streamPort: Int, controlPort: Int, httpPort: Int
         let process: SpawnedProcess
 
-        init(in dir: URL) throws {
+        /// `controlScript`: the stream's plugin (snapserver runs it; `meta_mpd.py` through a wrapper
+        /// that points it at our MPD listener).
+        init(in dir: URL, controlScript: String? = nil) throws {
             self.dir = dir
             fifo = dir.appendingPathComponent("snapfifo").path
             let ports = HardeningTests.ports(3)
@@ -36,7 +38,7 @@ struct SnapcastTests {
                 [stream]
                 bind_to_address = 127.0.0.1
                 port = \(streamPort)
-                source = pipe://\(fifo)?name=default&mode=create
+                source = pipe://\(fifo)?name=default&mode=create\(controlScript.map { "&controlscript=" + $0 } ?? "")
                 [logging]
                 """.write(to: conf, atomically: true, encoding: .utf8)
             try FileManager.default.createDirectory(at: dir.appendingPathComponent("data"), withIntermediateDirectories: true)
@@ -55,6 +57,23 @@ struct SnapcastTests {
         func stop() {
             process.signal(SIGTERM)
             _ = try? process.wait(timeout: 10)
+        }
+
+        /// One JSON-RPC call on the control port (notifications in between skipped).
+        func call(_ method: String, _ params: String = "{}", id: Int = 1) throws -> JSON {
+            let c = try TCPLineClient(port: controlPort)
+            defer { c.close() }
+            var reply = try c.send("{\"id\":\(id),\"jsonrpc\":\"2.0\",\"method\":\"\(method)\",\"params\":\(params)}")
+            while reply["id"]?.int != id {
+                guard let next = c.nextLine(within: 10) else { throw HarnessError("no reply to \(method)") }
+                reply = next
+            }
+            return reply
+        }
+
+        /// The default stream's properties, as snapserver reports them.
+        func streamProperties() throws -> JSON? {
+            try call("Server.GetStatus")["result"]?["server"]?["streams"]?.array?.first?["properties"]
         }
     }
 
@@ -111,6 +130,48 @@ struct SnapcastTests {
         let b = heard.dropFirst(start + first.count).prefix(second.count)
         #expect(b.elementsEqual(second), "the second straight after it, sample for sample (\(zip(b, second).filter { $0 != $1 }.count) differ)")
         #expect(heard.dropFirst(start + first.count + second.count).prefix(4800).allSatisfy { $0 == 0 }, "then silence")
+        d.expectCleanStop()
+    }
+
+    @Test("snapserver's stream plugin (meta_mpd.py, through our MPD listener): snapserver reports the daemon's title and album, and the next title after its Stream.Control next; its pause and play reach the daemon")
+    func control() throws {
+        guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let dir = try Harness.makeTemporaryDirectory("snapcast")
+        let mpdPort = HardeningTests.port()
+        // snapserver 0.26 starts the plugin with only --stream and --snapcast-port: a wrapper
+        // names our MPD listener (meta_mpd.py's own default is localhost:6600).
+        let wrapper = dir.appendingPathComponent("meta_backline.sh")
+        try "#!/bin/sh\nexec /usr/bin/python3 /usr/share/snapserver/plug-ins/meta_mpd.py --mpd-host=127.0.0.1 --mpd-port=\(mpdPort) \"$@\"\n"
+            .write(to: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper.path, 0o755)
+        let server = try SnapServer(in: dir, controlScript: wrapper.path)
+        defer { server.stop() }
+        let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2", config: DaemonFixture.foreground,
+                                  musicDirectory: dir.appendingPathComponent("music").path)
+        try FileManager.default.createDirectory(atPath: d.music, withIntermediateDirectories: true)
+        for (k, title) in ["Kitchen Radio", "Living Room Album"].enumerated() {
+            let wav = try Fixtures.wav("snap-control-\(k)", rate: 48000, seconds: 30, synth: ["sine", "\(440 + 220 * k)"], effects: ["gain", "-12"])
+            // (No ARTIST: with one, meta_mpd.py looks the album up on MusicBrainz, and offline its
+            // NetworkError, which it does not catch, stops its updates for good.)
+            let r = try runProcess("flac", ["-s", "-f", "-T", "TITLE=\(title)", "-T", "ALBUM=The Rooms", "-o", d.music + "/\(k).flac", wav.path])
+            try #require(r.status == 0, "\(r.stderr)")
+        }
+        try d.start(["--library", "off", "--mpd-listen", "127.0.0.1:\(mpdPort)"])
+        #expect(try d.request("add", [("paths", ["0.flac", "1.flac"])]).ok)
+        #expect(try d.request("play").ok)
+
+        #expect(eventually(timeout: 20) { (try? server.streamProperties())?["metadata"]?["title"] == "Kitchen Radio" },
+                "snapserver shows the title: \((try? server.streamProperties())?.text ?? "none")")
+        let metadata = try server.streamProperties()?["metadata"]
+        #expect(metadata?["album"] == "The Rooms", "\(metadata?.text ?? "")")
+
+        _ = try server.call("Stream.Control", "{\"id\":\"default\",\"command\":\"next\"}")
+        #expect(eventually(timeout: 10) { (try? d.request("status"))?["current"]?["title"] == "Living Room Album" }, "next reached the daemon")
+        #expect(eventually(timeout: 10) { (try? server.streamProperties())?["metadata"]?["title"] == "Living Room Album" })
+        _ = try server.call("Stream.Control", "{\"id\":\"default\",\"command\":\"pause\"}")
+        #expect(eventually(timeout: 10) { (try? d.request("status"))?["state"] == "paused" }, "pause reached the daemon")
+        _ = try server.call("Stream.Control", "{\"id\":\"default\",\"command\":\"play\"}")
+        #expect(eventually(timeout: 10) { (try? d.request("status"))?["state"] == "playing" }, "play reached the daemon")
         d.expectCleanStop()
     }
 }
