@@ -202,7 +202,7 @@ final class PipeStream: @unchecked Sendable {
     private let leadBytes: Int
     private(set) var paused = false
     private(set) var lost = false
-    /// Since when the FIFO has held much more than the lead (0: it does not): nobody reads it.
+    /// Since when audio has been due and the FIFO full (0: it is not): nobody reads it.
     private var stuckSince = 0
 
     init(fd: Int32, readEnd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
@@ -265,27 +265,28 @@ final class PipeStream: @unchecked Sendable {
         if startNanos == 0 { (startNanos, sentBytes) = (now, 0) }
         let clockBytes = Int(Double(now - startNanos) * Double(target.rate) / 1e9) * bytesPerFrame
         let due = min(queued, clockBytes + leadBytes - sentBytes)
-        guard due > 0 else { return }
+        guard due > 0 else {
+            stuckSince = 0
+            return
+        }
         let n = Glibc.write(fd, queue, due)
-        if n < 0 {
-            if errno == EPIPE || errno == EBADF {
+        if n > 0 {
+            sentBytes += n
+            queued -= n
+            if queued > 0 { memmove(queue, queue + n, queued) }
+            stuckSince = 0
+        } else {
+            if n < 0, errno == EPIPE || errno == EBADF {
                 lost = true
                 var set = sigset_t(), info = siginfo_t(), zero = timespec()
                 sigemptyset(&set)
                 sigaddset(&set, SIGPIPE)
                 _ = sigtimedwait(&set, &info, &zero)  // (the pending SIGPIPE: taken, not left)
+                return
             }
-            return  // EAGAIN: the reader is behind; the rest goes next time
-        }
-        sentBytes += n
-        queued -= n
-        if queued > 0 { memmove(queue, queue + n, queued) }
-        // Nobody takes the audio: the FIFO holds the lead and a fifth of a second more, for a second.
-        var inFIFO: Int32 = 0
-        if ioctl(fd, UInt(FIONREAD), &inFIFO) == 0, Int(inFIFO) > leadBytes + target.rate / 5 * bytesPerFrame {
+            // EAGAIN: the FIFO is full, the rest goes next time. Full for a second while audio is
+            // due: nobody takes it (the reader gone, the FIFO left behind).
             if stuckSince == 0 { stuckSince = now } else if now - stuckSince > 1_000_000_000 { lost = true }
-        } else {
-            stuckSince = 0
         }
     }
 

@@ -101,6 +101,20 @@ struct PipeOutputTests {
         #expect(abs(ratio - 1) < 0.01, "the same loudness: \(ratio)")
     }
 
+    @Test("a reader that stops taking the audio (snapserver killed; the FIFO stays) is a lost device within a couple of seconds")
+    func readerGone() throws {
+        let dir = try Harness.makeTemporaryDirectory("pipe")
+        let path = dir.appendingPathComponent("snapfifo").path
+        #expect(mkfifo(path, 0o600) == 0)
+        let engine = makeEngine(device: "pipe:\(path)")
+        defer { engine.shutdown() }
+        let log = EventLog(engine)
+        engine.enqueue([try Fixtures.tone("pipe-tone-long", seconds: 20).path])
+        #expect(log.wait(timeout: 10) { if case .itemStarted = $0 { true } else { false } } != nil, "\(log.all)")
+        let lost = log.wait(timeout: 10) { if case .deviceError = $0 { true } else { false } }
+        #expect(lost != nil, "nobody reads: \(log.all.suffix(3))")
+    }
+
     @Test("a FIFO that is not there (its reader not started): the device error names it, and nothing is created in its place")
     func missing() throws {
         let dir = try Harness.makeTemporaryDirectory("pipe")

@@ -174,4 +174,32 @@ struct SnapcastTests {
         #expect(eventually(timeout: 10) { (try? d.request("status"))?["state"] == "playing" }, "play reached the daemon")
         d.expectCleanStop()
     }
+
+    @Test("snapserver killed mid-play: the daemon pauses as for a lost device, where the audio stopped; once snapserver is back, play goes on from there")
+    func serverKilled() throws {
+        guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let dir = try Harness.makeTemporaryDirectory("snapcast")
+        var server = try SnapServer(in: dir)
+        defer { server.stop() }
+        let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2", config: DaemonFixture.foreground,
+                                  musicDirectory: dir.appendingPathComponent("music").path)
+        try FileManager.default.createDirectory(atPath: d.music, withIntermediateDirectories: true)
+        let wav = try Fixtures.wav("snap-long", rate: 48000, seconds: 30, synth: ["sine", "440"], effects: ["gain", "-12"])
+        try FileManager.default.copyItem(atPath: wav.path, toPath: d.music + "/long.wav")
+        try d.start(["--library", "off"])
+        #expect(try d.request("add", [("paths", ["long.wav"])]).ok)
+        #expect(try d.request("play").ok)
+        #expect(eventually(timeout: 10) { ((try? d.request("status"))?["elapsed"]?.number ?? 0) > 1.5 })
+        server.process.signal(SIGKILL)
+        _ = try? server.process.wait(timeout: 10)
+        #expect(eventually(timeout: 10) { (try? d.request("status"))?["state"] == "paused" }, "paused for the lost device")
+        let stoppedAt = try #require(try d.request("status")["elapsed"]?.number)
+        server = try SnapServer(in: dir)  // (the same FIFO)
+        #expect(try d.request("play").ok)
+        #expect(eventually(timeout: 10) { ((try? d.request("status"))?["elapsed"]?.number ?? 0) > stoppedAt + 1 },
+                "playing on from \(stoppedAt) s")
+        let resumed = try d.request("status")
+        #expect(resumed["state"] == "playing", "\(resumed.text)")
+        d.expectCleanStop()
+    }
 }
