@@ -2,6 +2,10 @@ import MediaCore
 import Synchronization
 import RingBuffer
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The output drivers, by device name: the first whose ``AudioOutput/handles(_:)`` takes the
 /// name plays it. Adding an output is its driver in one file and one line here.
 enum OutputDrivers {
@@ -35,5 +39,14 @@ enum OutputDrivers {
                                        consumer: consuming RingConsumer, markers: consuming RingConsumer,
                                        events: consuming RingProducer) -> any OutputThreadHandle {
         OutputThread<D>(shared: shared, settings: settings, consumer: consumer, markers: markers, events: events)
+    }
+}
+
+/// Waits with no timeout until `wake` is readable: a paused device that cannot itself speak
+/// (a paced device, a pipe) leaves only the control plane to wake the output thread.
+func waitForWake(_ wake: Int32) {
+    withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
+        fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
+        _ = poll(fds.baseAddress, 1, -1)
     }
 }

@@ -212,10 +212,7 @@ struct PacedOutput: AudioOutput {
 
     /// Paused, the clock hears nothing: only `wake` is watched (a paced device is never lost).
     func waitWhilePaused(wake: Int32) -> Bool {
-        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
-            fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
-            _ = poll(fds.baseAddress, 1, -1)
-        }
+        waitForWake(wake)
         return false
     }
 

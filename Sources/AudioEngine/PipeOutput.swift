@@ -148,10 +148,7 @@ struct PipeOutput: AudioOutput {
 
     /// Paused, nothing is sent: only `wake` is watched.
     func waitWhilePaused(wake: Int32) -> Bool {
-        withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
-            fds[0] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
-            _ = poll(fds.baseAddress, 1, -1)
-        }
+        waitForWake(wake)
         return false
     }
 

@@ -159,14 +159,22 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// A wrong bearer: counted against the address like a wrong login, logged, answered 401
     /// after a second, then closed.
     private func refuseCredentials(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        wrongCredentials(context) { handler, context in handler.respond(context, head, .unauthorized, text: "wrong credentials") }
+    }
+
+    /// A wrong password or bearer: counted against the address (the lockout), logged
+    /// (rate-limited), and answered with `answer` after a second, as a wrong token is; nothing
+    /// else on the connection is answered meanwhile.
+    private func wrongCredentials(_ context: ChannelHandlerContext,
+                                  _ answer: @escaping (WebHandler, ChannelHandlerContext) -> Void) {
         site.failed(peerAddress)
         connection.credentialFailures.record(from: connection.peer)
         order.suspend()
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let bound = NIOLoopBound((self, context, answer), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: .seconds(1)) {
-            let (handler, context) = bound.value
+            let (handler, context, answer) = bound.value
             handler.order.resume()
-            handler.respond(context, head, .unauthorized, text: "wrong credentials")
+            answer(handler, context)
             handler.drain(context)
         }
     }
@@ -191,17 +199,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             let secure = ""  // (plain HTTP: a `Secure` cookie would never be sent back)
             return redirect(context, head, "/", cookie: "\(WebSite.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(WebSite.sessionSeconds))\(secure)")
         }
-        // A wrong password is answered after a second, as a wrong token is.
-        site.failed(peer)
-        connection.credentialFailures.record(from: connection.peer)
-        order.suspend()
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: .seconds(1)) {
-            let (handler, context) = bound.value
-            handler.order.resume()
-            handler.redirect(context, head, "/login.html?failed=1")
-            handler.drain(context)
-        }
+        wrongCredentials(context) { handler, context in handler.redirect(context, head, "/login.html?failed=1") }
     }
 
     // MARK: - Resources
