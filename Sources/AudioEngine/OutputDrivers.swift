@@ -1,3 +1,4 @@
+import CALSA  // (its headers declare poll, which the clean build finds there first)
 import MediaCore
 import Synchronization
 import RingBuffer

@@ -54,11 +54,12 @@ struct PipeOutput: AudioOutput {
             switch (kv.first, kv.count == 2 ? kv[1] : nil) {
             case ("format", let v?):
                 let f = v.split(separator: ":")
-                guard f.count == 3, let rate = Int(f[0]), (8000...384_000).contains(rate), f[1] == "16",
-                      let channels = Int(f[2]), (1...8).contains(channels) else {
-                    throw MediaError(.device, "pipe format must be RATE:16:CHANNELS (16-bit, as snapserver reads it), not '\(v)'", item: device)
+                // (Stereo, as snapserver streams by default: a whole number of frames in every
+                // page of the FIFO, so a flush never splits one.)
+                guard f.count == 3, let rate = Int(f[0]), (8000...384_000).contains(rate), f[1] == "16", f[2] == "2" else {
+                    throw MediaError(.device, "pipe format must be RATE:16:2 (16-bit stereo, as snapserver reads it), not '\(v)'", item: device)
                 }
-                (t.rate, t.channels) = (rate, channels)
+                t.rate = rate
             case ("latency", let v?):
                 guard let ms = Int(v), (0...60_000).contains(ms) else {
                     throw MediaError(.device, "pipe latency is milliseconds, 0…60000, not '\(v)'", item: device)
@@ -105,12 +106,15 @@ struct PipeOutput: AudioOutput {
         guard st.st_mode & S_IFMT == S_IFIFO else {
             throw MediaError(.device, "\(path) is not a FIFO", code: -ENODEV, item: device)
         }
-        let r = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        // (Opened without following a link swapped in meanwhile, and checked again once open.)
+        let r = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
         let w = r >= 0 ? Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC) : -1
-        guard w >= 0 else {
+        var opened = stat()
+        guard w >= 0, fstat(w, &opened) == 0, opened.st_mode & S_IFMT == S_IFIFO else {
             let e = errno
             if r >= 0 { Glibc.close(r) }
-            throw MediaError(.device, "\(path): \(String(cString: strerror(e)))", code: -ENODEV, item: device)
+            if w >= 0 { Glibc.close(w) }
+            throw MediaError(.device, "\(path): \(w >= 0 ? "not a FIFO" : String(cString: strerror(e)))", code: -ENODEV, item: device)
         }
         return (r, w)
     }
@@ -201,6 +205,12 @@ final class PipeStream: @unchecked Sendable {
     private(set) var lost = false
     /// Since when audio has been due and the FIFO full (0: it is not): nobody reads it.
     private var stuckSince = 0
+    /// Something was sent since the open or the last flush: the device runs (a queue that
+    /// runs dry is a device playing what it was given, not one waiting to start).
+    private var started = false
+    /// When everything written had left this buffer and the FIFO (0: it has not): the reader's
+    /// latency runs down from then (what it buffered plays on).
+    private var emptiedAt = 0
 
     init(fd: Int32, readEnd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
         throws(SoxrError) {
@@ -221,6 +231,11 @@ final class PipeStream: @unchecked Sendable {
         } else {
             resampler = nil
         }
+        // The FIFO holds at least twice the lead: snapserver reads in real time, and a FIFO
+        // smaller than a period (64 KiB is 341 ms at 48 kHz) would run dry between wake-ups.
+        let want = Int32(max(65536, 2 * leadBytes))
+        let (getSize, setSize): (Int32, Int32) = (1032, 1031)  // F_GETPIPE_SZ, F_SETPIPE_SZ (Linux; not in the Swift overlay)
+        if fcntl(fd, getSize) < want { _ = fcntl(fd, setSize, want) }
         queue = .allocate(byteCount: queueCapacity, alignment: 16)
         mapped = .allocate(capacity: max(1, bufferFrames) * target.channels)
         // Our own read end keeps write() from failing with EPIPE; should it ever (the FIFO's
@@ -233,7 +248,7 @@ final class PipeStream: @unchecked Sendable {
 
     static func pipeFrames(_ frames: Int, from: Int, to: Int) -> Int { (frames * to + from - 1) / from }
 
-    var state: OutputState { paused ? .paused : startNanos == 0 && queued == 0 ? .prepared : .running }
+    var state: OutputState { paused ? .paused : started ? .running : .prepared }
 
     /// Input frames that fit now.
     func room() -> Int {
@@ -249,7 +264,16 @@ final class PipeStream: @unchecked Sendable {
         if ioctl(fd, UInt(FIONREAD), &inFIFO) != 0 { inFIFO = 0 }
         let resampling = resampler.map { soxr_delay($0) } ?? 0
         let pipe = Double(queued + Int(inFIFO)) / Double(bytesPerFrame) + resampling
-        return Int((pipe * Double(inRate) / Double(target.rate)).rounded()) + target.latencyMillis * inRate / 1000
+        // The reader's latency: whole while audio flows; once all is out, it plays down.
+        var latency = target.latencyMillis * inRate / 1000
+        if queued == 0, inFIFO == 0, started {
+            let now = monotonicNanos()
+            if emptiedAt == 0 { emptiedAt = now }
+            latency = max(0, latency - Int(Double(now - emptiedAt) * Double(inRate) / 1e9))
+        } else {
+            emptiedAt = 0
+        }
+        return Int((pipe * Double(inRate) / Double(target.rate)).rounded()) + latency
     }
 
     /// Sends what the clock has reached (and the lead ahead of it).
@@ -259,7 +283,12 @@ final class PipeStream: @unchecked Sendable {
             return
         }
         let now = monotonicNanos()
-        if startNanos == 0 { (startNanos, sentBytes) = (now, 0) }
+        if startNanos == 0 {
+            // The clock starts (again): what the FIFO still holds counts as sent ahead.
+            var inFIFO: Int32 = 0
+            if ioctl(fd, UInt(FIONREAD), &inFIFO) != 0 { inFIFO = 0 }
+            (startNanos, sentBytes) = (now, Int(inFIFO))
+        }
         let clockBytes = Int(Double(now - startNanos) * Double(target.rate) / 1e9) * bytesPerFrame
         let due = min(queued, clockBytes + leadBytes - sentBytes)
         guard due > 0 else {
@@ -272,6 +301,7 @@ final class PipeStream: @unchecked Sendable {
             queued -= n
             if queued > 0 { memmove(queue, queue + n, queued) }
             stuckSince = 0
+            started = true
         } else {
             if n < 0, errno == EPIPE || errno == EBADF {
                 lost = true
@@ -327,7 +357,9 @@ final class PipeStream: @unchecked Sendable {
         let input = buffer.assumingMemoryBound(to: Float.self)
         let out = target.channels
         for f in 0..<n {
-            for c in 0..<out { mapped[f * out + c] = input[f * inChannels + min(c, inChannels - 1)] }
+            for c in 0..<out {
+                mapped[f * out + c] = inChannels == 1 ? input[f] : c < inChannels ? input[f * inChannels + c] : 0
+            }
         }
         let taken: Int
         if let resampler {
@@ -357,15 +389,17 @@ final class PipeStream: @unchecked Sendable {
         queued = 0
         startNanos = 0
         stuckSince = 0
-        if let resampler { soxr_clear(resampler) }
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 16) { scratch in
-            while Glibc.read(readEnd, scratch.baseAddress, scratch.count) > 0 {}
-        }
+        emptiedAt = 0
+        started = false
+        paused = false  // (a flush ends a pause, as ALSA's drop does: the next audio plays)
+        if let resampler { soxr_clear(resampler) }  // (libsoxr re-initialises here: a flush, not the steady state)
+        while Glibc.read(readEnd, queue, queueCapacity) > 0 {}  // (the queue is free: read into it)
     }
 
     func pause(_ on: Bool) {
         paused = on
         startNanos = 0  // (resumed: the clock starts from what is queued then)
+        stuckSince = 0
     }
 
     /// Sends the rest (the resampler's tail too, then 100 ms of silence) at real-time pace, then
@@ -383,10 +417,18 @@ final class PipeStream: @unchecked Sendable {
         queued += pad
         paused = false
         let deadline = monotonicNanos() + 30_000_000_000
+        var last: Int32 = -1, movedAt = monotonicNanos()
         while monotonicNanos() < deadline, !lost {
             pump()
             var inFIFO: Int32 = 0
-            if queued == 0, ioctl(fd, UInt(FIONREAD), &inFIFO) == 0, inFIFO == 0 { return }
+            guard ioctl(fd, UInt(FIONREAD), &inFIFO) == 0 else { return }
+            if queued == 0, inFIFO == 0 { return }
+            // All sent and the reader not taking it for a second: gone.
+            let now = monotonicNanos()
+            if inFIFO != last { (last, movedAt) = (inFIFO, now) } else if queued == 0, now - movedAt > 1_000_000_000 {
+                lost = true
+                return
+            }
             usleep(5_000)
         }
     }

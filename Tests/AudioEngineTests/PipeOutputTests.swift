@@ -102,6 +102,31 @@ struct PipeOutputTests {
         #expect(abs(ratio - 1) < 0.01, "the same loudness: \(ratio)")
     }
 
+    @Test("with latency=1000 the queue still ends (the reader's latency plays down once all is out, and the end is reported after it); a paused item sought plays on when resumed; a mono pipe format is refused")
+    func latencyAndSeekWhilePaused() throws {
+        let dir = try Harness.makeTemporaryDirectory("pipe")
+        let reader = try FIFOReader(in: dir)
+        let engine = makeEngine(device: "pipe:\(reader.path)?format=44100:16:2&latency=1000", format: .s16)
+        let log = EventLog(engine)
+        engine.enqueue([try Fixtures.tone("pipe-tone", seconds: 3).path])
+        #expect(log.wait(timeout: 10) { if case .itemStarted = $0 { true } else { false } } != nil)
+        engine.pause()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(engine.seek(to: 1))
+        engine.resume()
+        #expect(log.waitForEnd(timeout: 20), "the end came, latency and all: \(log.all.suffix(3))")
+        engine.shutdown()
+        let (got, _) = reader.stop()
+        #expect(got.count > 2 * 44100, "the rest after the seek was sent: \(got.count / 2) frames")
+
+        let mono = makeEngine(device: "pipe:\(reader.path)?format=48000:16:1")
+        defer { mono.shutdown() }
+        let monoLog = EventLog(mono)
+        mono.enqueue([try Fixtures.tone("pipe-tone", seconds: 3).path])
+        #expect(monoLog.wait(timeout: 10) { if case .deviceError(let e) = $0 { e.message.contains("RATE:16:2") } else { false } } != nil,
+                "\(monoLog.all.suffix(2))")
+    }
+
     @Test("a reader that stops taking the audio (snapserver killed; the FIFO stays) is a lost device within a couple of seconds")
     func readerGone() throws {
         let dir = try Harness.makeTemporaryDirectory("pipe")

@@ -71,6 +71,15 @@ struct SnapcastTests {
             return reply
         }
 
+        /// Waits until snapserver answers on its control port (and `clients` clients are connected).
+        func waitUntilServing(clients: Int = 0) -> Bool {
+            eventually(timeout: 15) {
+                guard let groups = (try? self.call("Server.GetStatus"))?["result"]?["server"]?["groups"]?.array else { return false }
+                let connected = groups.flatMap { $0["clients"]?.array ?? [] }.filter { $0["connected"] == true }.count
+                return connected >= clients
+            }
+        }
+
         /// The default stream's properties, as snapserver reports them.
         func streamProperties() throws -> JSON? {
             try call("Server.GetStatus")["result"]?["server"]?["streams"]?.array?.first?["properties"]
@@ -106,6 +115,7 @@ struct SnapcastTests {
         let room = dir.appendingPathComponent("room1.raw").path
         let client = try server.client("room1", file: room)
         defer { client.signal(SIGTERM); _ = try? client.wait(timeout: 10) }
+        #expect(server.waitUntilServing(clients: 1), "the room is connected before anything plays")
 
         let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2", config: DaemonFixture.foreground,
                                   musicDirectory: dir.appendingPathComponent("music").path)
@@ -118,7 +128,14 @@ struct SnapcastTests {
         #expect(try d.request("add", [("paths", ["1-noise.wav", "2-tone.wav"])]).ok)
         #expect(try d.request("play").ok)
         #expect(eventually(timeout: 20) { (try? d.request("status"))?["state"] == "stopped" }, "the queue played to its end")
-        Thread.sleep(forTimeInterval: 1.5)  // (what snapserver buffers reaches the room)
+        // What snapserver buffers (1 s) reaches the room: wait until the room has heard the whole
+        // queue (5 s at 48 kHz, 4 bytes a frame) and half a second more.
+        _ = eventually(timeout: 15) {
+            let size = (try? FileManager.default.attributesOfItem(atPath: room)[.size] as? Int) ?? 0
+            guard let heard = try? PCM.readS16(URL(fileURLWithPath: room)), size > 0 else { return false }
+            guard let start = heard.firstIndex(where: { $0 != 0 }) else { return false }
+            return heard.count - start > (5 * 48000 + 24000) * 2
+        }
         client.signal(SIGTERM)
         _ = try? client.wait(timeout: 10)
 
@@ -195,6 +212,7 @@ struct SnapcastTests {
         #expect(eventually(timeout: 10) { (try? d.request("status"))?["state"] == "paused" }, "paused for the lost device")
         let stoppedAt = try #require(try d.request("status")["elapsed"]?.number)
         server = try SnapServer(in: dir)  // (the same FIFO)
+        #expect(server.waitUntilServing(), "snapserver is back")
         #expect(try d.request("play").ok)
         #expect(eventually(timeout: 10) { ((try? d.request("status"))?["elapsed"]?.number ?? 0) > stoppedAt + 1 },
                 "playing on from \(stoppedAt) s")
