@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, web, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, web, snapcast, startup).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -66,6 +66,7 @@ struct Bench: ParsableCommand {
         try onDevice("titles") { try TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("library") { try LibraryBench.run(executable: me, device: $0) }
         try onDevice("web") { try WebBench.run(executable: me, device: $0) }
+        if want("snapcast") { results += try SnapcastBench.run(executable: me) }
         if json {
             for r in results { print(r.json) }
         } else {
