@@ -37,7 +37,8 @@ struct PipeOutput: AudioOutput {
     struct Target: Equatable {
         var path: String
         var rate = 48000
-        var channels = 2
+        /// Stereo only (see ``target(_:)``).
+        let channels = 2
         var latencyMillis = 0
     }
 

@@ -220,13 +220,7 @@ public final class ControlServer: Sendable {
                     // one that brings the credentials.
                     let release = listener.waitForAuthentication(ObjectIdentifier(channel), peer: peer) {
                         channel.eventLoop.execute {
-                            guard channel.isActive else { return }
-                            // (HTTP's pipeline takes responses, not bytes: it is closed.)
-                            let text = codec.framing == .http ? nil : codec.refusal(ProtocolError("too-many-connections", "closed unauthenticated: a newer connection took its place"))
-                            guard let text else { return channel.close(promise: nil) }
-                            var buf = channel.allocator.buffer(capacity: text.utf8.count)
-                            buf.writeString(text)
-                            channel.writeAndFlush(buf).whenComplete { _ in channel.close(promise: nil) }
+                            closeRefused(channel, codec, ProtocolError("too-many-connections", "closed unauthenticated: a newer connection took its place"))
                         }
                     }
                     channel.closeFuture.whenComplete { _ in release() }
@@ -288,8 +282,18 @@ public final class ControlServer: Sendable {
         }
         let connection = AdmittedConnection(
             client: client, core: core, listener: listener, local: channel.localAddress?.protocol == .unix,
-            authTimeout: needsToken ? config.authTimeout : nil, authenticated: authenticated, credentialFailures: tokenFailures,
-            blocking: blocking, logger: logger, peer: peer)
+            authenticated: authenticated, credentialFailures: tokenFailures, blocking: blocking, logger: logger, peer: peer)
+        if needsToken {
+            // Credentials within `auth-timeout`, whatever the protocol (a token, a password, a
+            // session cookie), or the connection is refused and closed.
+            let seconds = config.authTimeout
+            let deadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+                guard channel.isActive, !client.authenticated else { return }
+                logger.info("client did not authenticate in time; closed", metadata: ["listener": "\(listener.name)", "client": "\(id)"])
+                closeRefused(channel, codec, ProtocolError("unauthorized", "authenticate within \(seconds) s; closing"))
+            }
+            channel.closeFuture.whenComplete { _ in deadline.cancel() }
+        }
         do {
             let pipeline = channel.pipeline.syncOperations
             if codec.framing == .lines {

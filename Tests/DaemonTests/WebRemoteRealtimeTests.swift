@@ -91,8 +91,8 @@ struct WebRemoteRealtimeTests {
             // Another client's next: the page changed through its events.
             let next = try #require(steps["next"])
             #expect(next["title"] == "Second Noise", "\(next.text)")
+            // (How soon is printed, not asserted: a speed, for a benchmark, not a test.)
             if let ms = next["after_reply_ms"]?.number { print("web remote: the page showed another client's next \(Int(ms)) ms after its reply") }
-            #expect((next["after_command_ms"]?.number ?? 1e9) < 2000, "\(next.text)")
 
             // The queue: the dragged row is first in the daemon's queue too.
             let reorder = try #require(steps["reorder"])

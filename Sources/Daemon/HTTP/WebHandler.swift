@@ -35,7 +35,6 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     let loopback: Bool
     /// The peer's IP address (the login rate limit's key).
     private var peerAddress: String
-    private var authDeadline: Scheduled<Void>?
     /// Its requests in order (files and art are read off the event loop), and its half-close.
     private var order = RequestOrder<NIOHTTPServerRequestFull>()
     /// The last response's write, for closing after it.
@@ -49,19 +48,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         needsLogin = connection.client.needsToken
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        // A connection that asks for a login has `auth-timeout` to bring a session (or log in).
-        guard needsLogin, let seconds = connection.authTimeout else { return }
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        authDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
-            let (handler, context) = bound.value
-            guard !handler.connection.client.authenticated, !handler.order.busy else { return }
-            context.close(promise: nil)
-        }
-    }
-
     func handlerRemoved(context: ChannelHandlerContext) {
-        authDeadline?.cancel()
         connection.core.trimmer.noteActivity()  // what its files and pictures used is free now: given back soon
     }
 
@@ -91,7 +78,6 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         let signedIn = given == .valid
         if signedIn, !connection.client.authenticated, needsLogin {
             connection.client.authenticated = true
-            authDeadline?.cancel()
             connection.authenticated()
         }
         switch (head.method, path) {
@@ -194,7 +180,6 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         if site.accepts(given) {
             let session = site.openSession()
             connection.client.authenticated = true
-            authDeadline?.cancel()
             connection.authenticated()
             let secure = ""  // (plain HTTP: a `Secure` cookie would never be sent back)
             return redirect(context, head, "/", cookie: "\(WebSite.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(Int(WebSite.sessionSeconds))\(secure)")

@@ -20,7 +20,7 @@ struct MPDLineProtocol: WireProtocol {
                                 wrongPassword: { failures.record(from: peer) }, passwordAccepted: connection.authenticated)
         try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
             codec: codec, client: connection.client, local: connection.local, logger: connection.logger,
-            blocking: connection.blocking, authTimeout: connection.authTimeout))
+            blocking: connection.blocking))
     }
 
     func send(_ event: PublishedEvent, on channel: any Channel) {}  // (MPD clients never subscribe to the hub)
@@ -57,18 +57,14 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// The last write, for closing after it.
     private var lastWrite: EventLoopFuture<Void>?
 
-    /// Seconds a client that must give the password has to give it.
-    private let authTimeout: Double?
     /// The most commands a list may hold (a list that never ends cannot grow without bound).
     static let maxListCommands = 10_000
 
     /// Where every MPD connection's change events arrive (and go straight on to its event loop).
     private static let events = DispatchQueue(label: "backline.mpd.events")
 
-    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, blocking: NIOThreadPool,
-         authTimeout: Double? = nil) {
+    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, blocking: NIOThreadPool) {
         self.codec = codec
-        self.authTimeout = authTimeout
         self.client = client
         self.state = MPDClientState(local: local)
         self.logger = logger
@@ -78,14 +74,6 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     func channelActive(context: ChannelHandlerContext) {
         write("OK MPD \(MPDProtocol.version)\n", context: context)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        if let authTimeout {
-            context.eventLoop.scheduleTask(in: .nanoseconds(Int64(authTimeout * 1e9))) {
-                let (handler, context) = bound.value
-                guard !handler.client.authenticated, !handler.closing else { return }
-                handler.logger.info("MPD client did not give the password in time; closed", metadata: ["client": "\(handler.client.id)"])
-                handler.close(context: context)
-            }
-        }
         let loop = context.eventLoop
         observer = codec.playback.addObserver(queue: Self.events) { event in
             let changed = event.subsystems

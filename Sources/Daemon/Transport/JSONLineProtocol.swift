@@ -59,7 +59,6 @@ final class ConnectionHandler: ChannelInboundHandler {
     let tokenFailures: LogLimiter
     /// Called once when a TCP client authenticates.
     let authenticated: @Sendable () -> Void
-    private var authDeadline: Scheduled<Void>?
 
     init(_ c: AdmittedConnection) {
         core = c.core
@@ -70,23 +69,7 @@ final class ConnectionHandler: ChannelInboundHandler {
         authenticated = c.authenticated
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        guard client.needsToken else { return }
-        // A TCP client authenticates within `auth-timeout` or is closed.
-        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let seconds = core.config.authTimeout
-        authDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
-            let (handler, context) = bound.value
-            guard !handler.client.authenticated, !handler.closing else { return }
-            handler.closing = true
-            handler.logger.info("TCP client did not authenticate in time; closed", metadata: ["client": "\(handler.client.id)"])
-            handler.write(DaemonCore.errorReply(.null, ProtocolError("unauthorized", "authenticate within \(seconds) s; closing")), context: context)
-            handler.closeAfterLastWrite(context)
-        }
-    }
-
     func handlerRemoved(context: ChannelHandlerContext) {
-        authDeadline?.cancel()
         core.trimmer.noteActivity()  // its buffers are free now
     }
 
@@ -126,7 +109,6 @@ final class ConnectionHandler: ChannelInboundHandler {
         let reply = prepared.run()
         if client.needsToken, prepared.presentsToken {
             if client.authenticated {
-                authDeadline?.cancel()
                 authenticated()
             } else {
                 // A wrong token: answered after a second, then the connection closes; nothing

@@ -69,8 +69,6 @@ struct AdmittedConnection: Sendable {
     let listener: Listener
     /// A Unix socket (the owner's: `config` and absolute paths for MPD clients).
     let local: Bool
-    /// Seconds to authenticate in (``Admission/credentials``), else nil.
-    let authTimeout: Double?
     /// Call once the client has authenticated: it no longer counts as unauthenticated.
     let authenticated: @Sendable () -> Void
     /// Wrong tokens and passwords, logged rate-limited.
@@ -115,6 +113,17 @@ final class RefuseHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}  // nothing it sends is read
+}
+
+/// Tells an admitted connection why it is refused, in its protocol's words (nothing for MPD;
+/// an HTTP connection, whose pipeline takes responses rather than bytes, is just closed), and
+/// closes it. On the connection's event loop.
+func closeRefused(_ channel: any Channel, _ codec: any WireProtocol, _ error: ProtocolError) {
+    guard channel.isActive else { return }
+    guard codec.framing == .lines, let text = codec.refusal(error) else { return channel.close(promise: nil) }
+    var buf = channel.allocator.buffer(capacity: text.utf8.count)
+    buf.writeString(text)
+    channel.writeAndFlush(buf).whenComplete { _ in channel.close(promise: nil) }
 }
 
 /// Writes `text` (when there is one), then closes the connection.
