@@ -65,7 +65,7 @@ public func fileKind(_ mode: mode_t) -> String {
 /// prints by it.
 public enum EventKind: String, CaseIterable, Sendable {
     case state, buffering, current, queue, modes, failed, seeked, position, volume
-    case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, message
+    case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, partitions, message
 }
 
 /// The kinds' names, in ``EventKind``'s order.

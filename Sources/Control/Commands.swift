@@ -104,7 +104,7 @@ public struct Arguments: Sendable, Equatable {
 
 /// The area a command belongs to (its handlers live in one file per area).
 public enum CommandArea: String, Sendable {
-    case transport, queue, playlists, library, mixer, options, session, sleep, info, connection
+    case transport, queue, playlists, library, mixer, options, session, sleep, partitions, info, connection
 }
 
 /// Who may run a command.
@@ -186,7 +186,9 @@ public enum CommandTable {
         LsCommand.descriptor, StatsCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
-        SleepCommand.descriptor, AlarmCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor,
+        SleepCommand.descriptor, AlarmCommand.descriptor,
+        NewPartitionCommand.descriptor, PartitionCommand.descriptor, ListPartitionsCommand.descriptor, DeletePartitionCommand.descriptor,
+        MoveOutputCommand.descriptor, OutputsCommand.descriptor, SubscribeCommand.descriptor, UnsubscribeCommand.descriptor,
         ChannelSubscribeCommand.descriptor, ChannelUnsubscribeCommand.descriptor, ChannelsCommand.descriptor, ChannelSendCommand.descriptor,
         ChannelReadCommand.descriptor, AuthCommand.descriptor,
         PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,

@@ -17,6 +17,18 @@ public protocol ConnectionContext: AnyObject, Sendable {
     func subscribe(kinds: Set<String>?)
     /// Receives no more events.
     func unsubscribe()
+    /// The partition its commands run in (``Partitions``; `default` until it chooses one).
+    var partition: String { get set }
+}
+
+/// A connection's partition, for ``ConnectionContext`` implementations to keep.
+public final class PartitionChoice: Sendable {
+    private let name: Mutex<String>
+    public init(_ name: String = Partitions.defaultName) { self.name = Mutex(name) }
+    public var value: String {
+        get { name.withLock { $0 } }
+        set { name.withLock { $0 = newValue } }
+    }
 }
 
 /// A connection within the process (tests, the remote command center): trusted; it has no
@@ -28,8 +40,16 @@ public final class LocalConnection: ConnectionContext {
         get { true }
         set {}
     }
+    private let choice: PartitionChoice
+    public var partition: String {
+        get { choice.value }
+        set { choice.value = newValue }
+    }
 
-    public init(id: UInt64 = 0) { self.id = id }
+    public init(id: UInt64 = 0, partition: String = Partitions.defaultName) {
+        self.id = id
+        choice = PartitionChoice(partition)
+    }
     public func subscribe(kinds: Set<String>?) {}
     public func unsubscribe() {}
 }
@@ -53,7 +73,10 @@ public struct CommandContext: Sendable {
 public final class CommandDispatcher: Sendable {
     /// The client-to-client channels every protocol's clients share.
     public let messages = ClientMessages()
+    /// The default partition's playback (the daemon's own device, the remote command center's).
     public let playback: Playback
+    /// Every partition (``Partitions``): a connection's commands run in the one it chose.
+    public let partitions: Partitions
     /// The daemon's version (for `version`).
     public let version: String
     /// Checks a token (`auth`); nil: tokens are not used.
@@ -61,8 +84,9 @@ public final class CommandDispatcher: Sendable {
     let commandLock = Mutex(())
     private let local = LocalConnection()
 
-    public init(playback: Playback, version: String, checkToken: (@Sendable (String) -> Bool)? = nil) {
+    public init(playback: Playback, version: String, outputs: [OutputDefinition] = [], checkToken: (@Sendable (String) -> Bool)? = nil) {
         self.playback = playback
+        partitions = Partitions(base: playback, outputs: outputs)
         self.version = version
         self.checkToken = checkToken
         bindRemoteCommands()
@@ -89,7 +113,7 @@ public final class CommandDispatcher: Sendable {
         if d.wakes, playback.application.applicationState == .suspended {
             playback.application.resume(reason: "command \(d.name)")
         }
-        let context = CommandContext(playback: playback, connection: connection, dispatcher: self)
+        let context = CommandContext(playback: playback(for: connection), connection: connection, dispatcher: self)
         do throws(CommandError) {
             if d.executor == .offLoop { return .success(try command.run(context)) }
             return .success(try commandLock.withLock { _ throws(CommandError) in try command.run(context) })
@@ -101,6 +125,21 @@ public final class CommandDispatcher: Sendable {
     /// Runs `command` as the process itself (tests, remote commands).
     public func execute(_ command: any ControlCommand) -> Result<Reply, CommandError> {
         execute(command, from: local)
+    }
+
+    /// Runs `command` as the process itself, in partition `partition`.
+    public func execute(_ command: any ControlCommand, in partition: String) -> Result<Reply, CommandError> {
+        partition == Partitions.defaultName ? execute(command, from: local) : execute(command, from: LocalConnection(partition: partition))
+    }
+
+    /// The playback of the partition `connection` is in; a partition deleted meanwhile puts it
+    /// back in the default one.
+    public func playback(for connection: any ConnectionContext) -> Playback {
+        let name = connection.partition
+        if name == Partitions.defaultName { return playback }
+        if let p = partitions.playback(named: name) { return p }
+        connection.partition = Partitions.defaultName
+        return playback
     }
 
     // MARK: - The remote command center: the same commands

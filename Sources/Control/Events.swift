@@ -40,6 +40,8 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let database = Subsystems(rawValue: 1 << 13)
     /// A library scan started, progressed or ended.
     public static let update = Subsystems(rawValue: 1 << 14)
+    /// A partition was made or deleted, or an output moved between partitions.
+    public static let partition = Subsystems(rawValue: 1 << 15)
 }
 
 /// What the sleep timer did.
@@ -73,6 +75,8 @@ public enum ControlEvent: Sendable, Equatable {
     case playlists(name: String)
     /// A library scan started, progressed or ended (`done`), with its counts.
     case update(LibraryUpdate)
+    /// A partition was made or deleted, or an output moved (``Partitions``).
+    case partitions
 
     /// Every kind, as clients subscribe to them (the list `ctl watch` checks too).
     public static let kinds: [String] = EventKinds.all
@@ -97,6 +101,17 @@ public enum ControlEvent: Sendable, Equatable {
         case .shutdown: .shutdown
         case .playlists: .playlists
         case .update: .update
+        case .partitions: .partitions
+        }
+    }
+
+    /// Whether it concerns one partition (its player, queue, options, volume, sleep timer) and
+    /// reaches only that partition's clients; the others (the session, the app, the library,
+    /// stored playlists, partitions, the daemon) reach every client.
+    public var isPartitionScoped: Bool {
+        switch self {
+        case .state, .buffering, .current, .queue, .modes, .failed, .seeked, .position, .volume, .sleep: true
+        case .session, .lifecycle, .alarm, .hook, .shutdown, .playlists, .update, .partitions: false
         }
     }
 
@@ -121,6 +136,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .position: .position
         case .playlists: .storedPlaylist
         // MPD tells a scan's start and end only (progress is the JSON event's).
+        case .partitions: [.partition, .output]
         case .update(let u): u.done ? (u.changed ? [.update, .database] : .update) : u.scanned == 0 ? .update : []
         }
     }

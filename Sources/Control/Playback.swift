@@ -57,6 +57,8 @@ public struct PlaybackConfiguration: Sendable {
 /// resolver and the sleep timer, and reports what happens as typed ``ControlEvent``s.
 public final class Playback: Sendable {
     public let configuration: PlaybackConfiguration
+    /// The partition it plays for (``Partitions``; `default` for the daemon's own).
+    public let partition: String
     public let session: AudioSession
     public let application: Application
     public let player: QueuePlayer
@@ -142,31 +144,41 @@ public final class Playback: Sendable {
     let alarmAction = Mutex<(@Sendable (Alarm) -> Void)?>(nil)
 
     /// Builds the player, queue and session (nothing plays yet).
-    public init(configuration: PlaybackConfiguration) throws(CommandError) {
+    /// - Parameters:
+    ///   - base: Another partition's playback (see ``Partitions``) whose session, app, tag
+    ///     cache, stored playlists and library this one shares (nil: its own).
+    ///   - partition: The partition's name.
+    public init(configuration: PlaybackConfiguration, sharing base: Playback? = nil,
+                partition: String = Partitions.defaultName) throws(CommandError) {
         self.configuration = configuration
-        session = AudioSession(registryDirectory: configuration.registryDirectory)
-        do {
-            try session.setCategory(configuration.category)
-        } catch {
-            throw .sessionError("category: \(error)")
-        }
-        application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
-                                  handlerQueue: DispatchQueue(label: "backline.application.handlers"))
-        resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths,
-                                allowStreams: configuration.allowStreams)
-        // What a client queued is opened only beneath the music directory (checked on the opened
-        // descriptor: a link swapped in after `add` cannot lead out of it).
-        let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
-        if let path = configuration.libraryPath {
-            do {
-                library = try MusicLibrary(path: path, musicDirectory: configuration.musicDirectory)
-            } catch {
-                throw .failed(error.message)
-            }
+        self.partition = partition
+        if let base {
+            (session, application, resolver, library, tags) = (base.session, base.application, base.resolver, base.library, base.tags)
         } else {
-            library = nil
+            session = AudioSession(registryDirectory: configuration.registryDirectory)
+            do {
+                try session.setCategory(configuration.category)
+            } catch {
+                throw .sessionError("category: \(error)")
+            }
+            application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
+                                      handlerQueue: DispatchQueue(label: "backline.application.handlers"))
+            resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths,
+                                    allowStreams: configuration.allowStreams)
+            if let path = configuration.libraryPath {
+                do {
+                    library = try MusicLibrary(path: path, musicDirectory: configuration.musicDirectory)
+                } catch {
+                    throw .failed(error.message)
+                }
+            } else {
+                library = nil
+            }
+            // What a client queued is opened only beneath the music directory (checked on the
+            // opened descriptor: a link swapped in after `add` cannot lead out of it).
+            tags = TagCache(confinement: configuration.allowAbsolutePaths ? nil : resolver.root, library: library)
         }
-        tags = TagCache(confinement: confinement, library: library)
+        let confinement = configuration.allowAbsolutePaths ? nil : resolver.root
         var output = OutputSettings(device: configuration.device, bufferMillis: configuration.bufferMilliseconds,
                                     preferredFormat: configuration.preferredFormat)
         output.maxChannels = configuration.maxChannels
@@ -185,18 +197,30 @@ public final class Playback: Sendable {
         // Handlers on a queue of their own: `play` keeps the main thread in its loop, and the
         // daemon's main thread waits for the service, so neither runs the main queue.
         remote = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "backline.remote"), application: application)
-        playlists = configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
+        playlists = base?.playlists ?? configuration.playlistDirectory.map { [resolver] in PlaylistStore(directory: $0, musicRoot: resolver.root) }
         _ = queue.addObserver(queue: work) { [weak self] e in self?.queueEvent(e) }
         _ = player.addObserver(queue: work) { [weak self] e in
             if case .timeControlStatusChanged(let status, let reason) = e {
                 self?.bufferingChanged(status == .waitingToPlayAtSpecifiedRate && reason == .toMinimizeStalls)
             }
         }
+        // The session, the app and the library are told once, by the partition that owns them.
+        guard base == nil else { return }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
         library?.observe { [weak self] u in self?.post(.update(u)) }
         _ = application.addObserver(queue: work) { [weak self] e in
             guard let self else { return }
             post(.lifecycle(e, state: application.applicationState))
+        }
+    }
+
+    /// Whether it has an output to play through (a new partition has none until one moves in).
+    public var hasOutput: Bool { !configuration.device.isEmpty }
+
+    /// Fails unless it has an output.
+    func requireOutput() throws(CommandError) {
+        guard hasOutput else {
+            throw .outputUnavailable("partition \"\(partition)\" has no output: move one into it (moveoutput)")
         }
     }
 
@@ -417,6 +441,18 @@ public final class Playback: Sendable {
     }
 
     // MARK: - Shutdown
+
+    /// Stops a partition that shares another's app: its timers, its player and its engine's
+    /// threads (the app goes on).
+    public func close() {
+        timers.withLock { t in
+            t.stopped = true
+            t.sleep?.timer?.cancel()
+            t.fading?.cancel()
+        }
+        player.pause()
+        player.engine.shutdown()
+    }
 
     /// Cancels the timers, pauses and lets go of the device; the app terminates.
     public func shutdown() {

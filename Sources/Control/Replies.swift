@@ -198,6 +198,10 @@ public enum Reply: Sendable, Equatable {
     case channels([String])
     /// Client-to-client messages, in arrival order.
     case messages([ClientMessages.Message])
+    /// The partitions, and the one this connection is in.
+    case partitions([PartitionInfo], current: String)
+    /// The outputs.
+    case outputs([OutputInfo])
     case pong
     case version(String, protocol: Int)
     case help([String])

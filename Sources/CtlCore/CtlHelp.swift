@@ -59,6 +59,14 @@ public enum CtlHelp {
             Entry(name: "playlist-rename", usage: "playlist-rename NAME NEW", summary: "Rename a playlist."),
             Entry(name: "browse", usage: "browse [PATH] [--recursive]", summary: "List a folder of the music directory, with tags."),
         ]),
+        ("Partitions (zones: each its own queue, player and output; --partition NAME runs any command in one)", [
+            Entry(name: "partitions", usage: "partitions", summary: "The partitions: state, queue length, output; > marks this one."),
+            Entry(name: "newpartition", usage: "newpartition NAME [OUTPUT]",
+                  summary: "Make a partition; it plays through the configured output named like it (or OUTPUT)."),
+            Entry(name: "delpartition", usage: "delpartition NAME", summary: "Delete a partition: it stops, its output is free."),
+            Entry(name: "moveoutput", usage: "moveoutput OUTPUT --partition NAME", summary: "Move a configured output into the partition."),
+            Entry(name: "outputs", usage: "outputs", summary: "The outputs and the partition each plays in."),
+        ]),
         ("The library (FILTER: TAG VALUE… pairs, or one MPD expression \"(Artist == 'X')\")", [
             Entry(name: "update", usage: "update [PATH] [--rescan] [--wait]",
                   summary: "Scan the music directory (or PATH in it) for new, changed, moved and removed files; --rescan reads every file again. On a terminal (or with --wait) it waits, with a bar."),
@@ -106,7 +114,7 @@ public enum CtlHelp {
     /// Every command, grouped, each usage then its summary.
     public static func all() -> String {
         var out = """
-            usage: backline ctl [--socket PATH] [--json] COMMAND [ARGUMENTS]
+            usage: backline ctl [--socket PATH] [--partition NAME] [--json] COMMAND [ARGUMENTS]
             One command in detail: backline ctl help COMMAND
 
 

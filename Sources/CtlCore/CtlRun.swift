@@ -52,6 +52,14 @@ public enum CtlRun {
             CtlOutput.error("backline ctl: \(error)")
             throw CtlExit(3)
         }
+        if let partition = ctl.partition {
+            // This connection's commands and events are the partition's.
+            let r = try? client.request("partition", [("name", .string(partition))])
+            guard r?["ok"]?.bool == true else {
+                CtlOutput.error("backline ctl: \(r?["error"]?["message"]?.string ?? "cannot use partition \(partition)")")
+                throw CtlExit(1)
+            }
+        }
         if command == "watch" { return try watch(client, ctl) }
         var name = "send"
         var sent: JSON?
@@ -285,7 +293,7 @@ public enum CtlCommands {
         case "list" where !a.isEmpty:
             return nil  // a tag's values in the library: the typed builder's
         case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
-             "version", "channels", "stats":
+             "version", "channels", "stats", "listpartitions", "outputs":
             try atMost(0)
             return .command(name: command, members: [])
         case "replay-gain":
@@ -308,6 +316,15 @@ public enum CtlCommands {
             try atMost(1)
             guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }
             return .command(name: command, members: [("on", .bool(on))])
+        case "partitions":
+            try atMost(0)
+            return .command(name: "listpartitions", members: [])
+        case "newpartition":
+            guard (1...2).contains(a.count) else { throw CtlUsage(cmd, "expected NAME [OUTPUT]") }
+            return .command(name: command, members: [("name", .string(a[0]))] + (a.count > 1 ? [("output", .string(a[1]))] : []))
+        case "delpartition", "moveoutput", "partition":
+            guard a.count == 1 else { throw CtlUsage(cmd, "expected NAME") }
+            return .command(name: command, members: [("name", .string(a[0]))])
         case "channel-send":
             guard a.count >= 2 else { throw CtlUsage(cmd, "expected CHANNEL TEXT…") }
             return .command(name: command, members: [("channel", .string(a[0])), ("message", .string(a.dropFirst().joined(separator: " ")))])

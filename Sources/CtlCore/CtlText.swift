@@ -77,6 +77,7 @@ public enum CtlText {
         case .playlists?: return "playlist changed: \(str("name"))"
         case .update?: return updateLine(e)
         case .shutdown?: return "the daemon is stopping"
+        case .partitions?: return "partitions or outputs changed"
         case .message?, nil:  // (a kind from a newer daemon: its fields as they come)
             guard case .object(let fields) = e else { return kind }
             return ([kind + ":"] + fields.filter { $0.0 != "event" && $0.0 != "seq" }.map { "\($0.0) \(short($0.1))" }).joined(separator: " ")
@@ -306,6 +307,18 @@ public enum CtlText {
             line("id", r["item"]?.int.map(String.init))
             if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
             return out
+        case "listpartitions", "newpartition", "delpartition", "partition":
+            let current = r["current"]?.string
+            return (r["partitions"]?.array ?? []).map { p in
+                let name = p["name"]?.string ?? ""
+                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
+                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
+            }.joined()
+        case "outputs", "moveoutput":
+            return (r["outputs"]?.array ?? []).map { o in
+                let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
+                return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
+            }.joined()
         case "playlists":
             let all = r["playlists"]?.array ?? []
             return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()

@@ -7,31 +7,35 @@ import Glibc
 /// The version `backline --version`, `backline daemon` and `ctl version` report.
 public let backlineVersion = "0.3.0"
 
-/// `backline ctl [--socket PATH] [--json] [--format F] COMMAND [ARGUMENTS…]`, as given.
+/// `backline ctl [--socket PATH] [--partition NAME] [--json] [--format F] COMMAND [ARGUMENTS…]`, as given.
 public struct CtlInvocation: Sendable {
     public var socket: String?
+    /// The partition the command runs in (nil: the default one).
+    public var partition: String?
     public var json: Bool
     public var format: String?
     public var command: String
     public var arguments: [String]
 
-    public init(socket: String?, json: Bool, format: String?, command: String, arguments: [String]) {
+    public init(socket: String?, partition: String? = nil, json: Bool, format: String?, command: String, arguments: [String]) {
         (self.socket, self.json, self.format, self.command, self.arguments) = (socket, json, format, command, arguments)
+        self.partition = partition
     }
 
     /// The words after `ctl` when they are in the plain form every use takes (options before
-    /// the command: `--json`, `--socket PATH`, `--socket=PATH`, `--format F`, `--format=F`, each
+    /// the command: `--json`, `--socket PATH`, `--socket=PATH`, `--partition NAME`, `--format F`, `--format=F`, each
     /// at most once, values not starting with `-`; then a command not starting with `-`).
     /// Nil for anything else (`-h`, an unknown option, a missing value…): the full parser's
     /// answer is the one given there (the front end hands such a line to `backline-player`).
     public static func plain(_ words: [String]) -> CtlInvocation? {
-        var socket: String?, format: String?, json = false
+        var socket: String?, format: String?, partition: String?, json = false
         var i = 0
         func value(_ v: String) -> String? { v.isEmpty || v.hasPrefix("-") ? nil : v }
         while i < words.count {
             let w = words[i]
             if !w.hasPrefix("-") {
-                return CtlInvocation(socket: socket, json: json, format: format, command: w, arguments: Array(words[(i + 1)...]))
+                return CtlInvocation(socket: socket, partition: partition, json: json, format: format, command: w,
+                                     arguments: Array(words[(i + 1)...]))
             }
             if w == "--json" {
                 guard !json else { return nil }
@@ -53,6 +57,7 @@ public struct CtlInvocation: Sendable {
             switch name {
             case "--socket" where socket == nil: socket = v
             case "--format" where format == nil: format = v
+            case "--partition" where partition == nil: partition = v
             default: return nil
             }
             i += 1
@@ -67,11 +72,15 @@ public struct CtlInvocation: Sendable {
             arguments.remove(at: i)
             json = true
         }
-        for name in ["--socket", "--format"] {
+        for name in ["--socket", "--format", "--partition"] {
             guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { continue }
             let value = arguments[i + 1]
             arguments.removeSubrange(i...(i + 1))
-            if name == "--socket" { socket = value } else { format = value }
+            switch name {
+            case "--socket": socket = value
+            case "--format": format = value
+            default: partition = value
+            }
         }
         if command == "queue" { command = "list" }
     }

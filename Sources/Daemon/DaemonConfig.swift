@@ -1,3 +1,4 @@
+import Control
 import MediaCore
 import FoundationEssentials
 import Platform
@@ -76,6 +77,9 @@ public struct DaemonConfig: Sendable, Equatable {
     /// `GET /status`. Loopback unless a host is named; any other host needs ``httpPassword``
     /// (or ``token``).
     public var httpListen: [String] = []
+    /// Named outputs partitions play through (`output = NAME DEVICE`, `--output NAME=DEVICE`,
+    /// repeatable): a partition takes the one named like it (a snapserver stream per room).
+    public var outputs: [OutputDefinition] = []
     /// The web remote's login password (`http-password`): a login sets a session cookie.
     /// Without it, loopback listeners ask for nothing (the `Host` must then be a loopback name).
     public var httpPassword: String?
@@ -226,6 +230,15 @@ public struct DaemonConfig: Sendable, Equatable {
         case "mpd-listen": if !value.isEmpty { mpdListen.append(value) }
         case "mpd-password": mpdPassword = value.isEmpty ? nil : value
         case "http-listen": if !value.isEmpty { httpListen.append(value) }
+        case "output":
+            // NAME DEVICE (the config file) or NAME=DEVICE (the command line).
+            let cut = value.firstIndex { $0 == " " || $0 == "\t" || $0 == "=" }
+            guard let cut, case let name = String(value[..<cut]), Partitions.isValidName(name),
+                  case let device = String(value[value.index(after: cut)...].trimmingWhitespace()), !device.isEmpty else {
+                throw BadValue(message: "output: expected NAME DEVICE (a name of letters, digits, - and _), got '\(value)'")
+            }
+            guard !outputs.contains(where: { $0.name == name }) else { throw BadValue(message: "output: \(name) is named twice") }
+            outputs.append(OutputDefinition(name: name, device: device))
         case "http-password": httpPassword = value.isEmpty ? nil : value
         case "web-root": webRoot = value.isEmpty ? nil : value
         case "mpris":

@@ -33,6 +33,7 @@ public final class ClientContext: ConnectionContext {
     /// TCP clients must `auth` first; Unix-socket clients are the owner (peer uid checked).
     public let needsToken: Bool
     private let authed = Atomic<Bool>(false)
+    private let choice = PartitionChoice()
     /// Enqueues an event for this client (its transport renders and frames it).
     public let send: @Sendable (PublishedEvent) -> Void
     private let hub: EventHub
@@ -49,7 +50,12 @@ public final class ClientContext: ConnectionContext {
         set { authed.store(newValue, ordering: .releasing) }
     }
 
-    public func subscribe(kinds: Set<String>?) { hub.subscribe(id, kinds: kinds, send: send) }
+    public var partition: String {
+        get { choice.value }
+        set { choice.value = newValue }
+    }
+
+    public func subscribe(kinds: Set<String>?) { hub.subscribe(id, kinds: kinds, partition: choice, send: send) }
     public func unsubscribe() { hub.unsubscribe(id) }
 }
 
@@ -129,7 +135,8 @@ public final class DaemonCore: Sendable {
             throw ProtocolError("bad-config", error.message)
         }
         let token = config.token
-        dispatcher = CommandDispatcher(playback: playback, version: version, checkToken: { given in
+        dispatcher = CommandDispatcher(playback: playback, version: version,
+                                       outputs: config.outputs, checkToken: { given in
             guard let token, !token.isEmpty else { return false }
             return DaemonCore.constantTimeEqual(given, token)
         })
@@ -138,8 +145,13 @@ public final class DaemonCore: Sendable {
         playback.remote.receiveCommands(for: playback.session)
         // Subscribers see each event as it is posted (before the reply of the command that
         // caused it); saving, hooks and logging follow on the work queue.
-        playback.tap { [hub] e in hub.publish(.control(e)) }
+        // A partition's player and queue reach the clients in that partition.
+        dispatcher.partitions.tap { [hub] name, e in hub.publish(.control(e), partition: e.isPartitionScoped ? name : nil) }
         playback.addObserver(queue: work) { [weak self] e in self?.event(e) }
+        dispatcher.partitions.addObserver(queue: work) { [weak self] name, e in
+            guard name != Partitions.defaultName else { return }
+            self?.partitionEvent(e)
+        }
         playback.application.addSuspensionHook { [weak self] _ in self?.suspending() }
         do { try restore() } catch {
             throw ProtocolError("state-file", "\(error): not starting, which would save over it (fix its owner or permissions, or move it away)")
@@ -198,6 +210,15 @@ public final class DaemonCore: Sendable {
             if let rg = saved.replayGain { playback.replayGain = rg }
             if let seconds = saved.crossfade { playback.crossfade = seconds }
             queue.restore(saved.queue, play: config.restorePlaying)
+            for p in saved.partitions ?? [] {
+                do {
+                    try dispatcher.partitions.create(p.name, output: p.output, restoring: p.queue, volume: p.volume, muted: p.muted,
+                                                     play: config.restorePlaying)
+                    playback.tags.prefetch(p.queue.entries.map(\.path))
+                } catch {
+                    logger.warning("partition not restored", metadata: ["partition": "\(p.name)", "reason": "\(error.message)"])
+                }
+            }
             playback.restoreAlarms(saved.alarms ?? [])
             playback.tags.prefetch(saved.queue.entries.map(\.path))
             logger.info("state restored", metadata: [
@@ -218,11 +239,16 @@ public final class DaemonCore: Sendable {
     @discardableResult
     public func saveNow(_ why: String) -> Bool {
         let alarms = playback.alarms
-        let state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
+        var state = SavedState(queue: queue.snapshot(), volume: playback.volumeToSave, muted: player.isMuted,
                                alarms: alarms.isEmpty ? nil : alarms,
                                // Saved once changed at run time: until then the config file's stand (edits to it apply).
                                replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain,
                 crossfade: playback.crossfade == config.crossfade ? nil : playback.crossfade)
+        let others = dispatcher.partitions.others
+        state.partitions = others.isEmpty ? nil : others.map { o in
+            SavedPartition(name: o.name, output: o.output, queue: o.playback.queue.snapshot(), volume: o.playback.player.volume,
+                           muted: o.playback.player.isMuted)
+        }
         do {
             try store.save(state)
             let failed = timers.withLock { t -> String? in
@@ -266,6 +292,7 @@ public final class DaemonCore: Sendable {
             w = nil
         }
         playback.library?.stop()
+        dispatcher.partitions.closeAll()
         playback.shutdown()
         logger.info("stopped")
     }
@@ -322,14 +349,14 @@ public final class DaemonCore: Sendable {
 
     private func event(_ e: ControlEvent) {
         switch e {
-        case .state(let s):
-            updateTicker(playing: s == .playing)
+        case .state:
+            updateTicker()
             scheduleSave()
         case .current(let item?):
             scheduleSave()
             mpris.withLock { $0 }?.refresh()
             notifyNowPlaying(item)
-        case .current, .queue, .modes, .seeked, .volume:
+        case .current, .queue, .modes, .seeked, .volume, .partitions:
             scheduleSave()
             mpris.withLock { $0 }?.refresh()  // (what the now-playing info does not carry: modes, volume, the queue)
         case .failed(let item, let path, let reason):
@@ -346,6 +373,19 @@ public final class DaemonCore: Sendable {
                 notifications.withLock { $0 }?.present(LocalNotification(alertTitle: "Alarm \(alarm.time)",
                                                                          alertBody: alarm.playlist.map { "Playing \($0)" } ?? "Playing"))
             }
+        default:
+            break
+        }
+    }
+
+    /// Another partition's event: saved as the default partition's are; its position ticks.
+    private func partitionEvent(_ e: ControlEvent) {
+        switch e {
+        case .state:
+            updateTicker()
+            scheduleSave()
+        case .current, .queue, .modes, .seeked, .volume, .failed, .partitions:
+            scheduleSave()
         default:
             break
         }
@@ -395,8 +435,9 @@ public final class DaemonCore: Sendable {
         }
     }
 
-    /// While playing: position events and periodic saves. Nothing runs while idle.
-    private func updateTicker(playing: Bool) {
+    /// While any partition plays: position events and periodic saves. Nothing runs while idle.
+    private func updateTicker() {
+        let playing = ([playback] + dispatcher.partitions.others.map(\.playback)).contains { $0.queue.playbackState == .playing }
         timers.withLock { t in
             if !playing {
                 t.ticker?.cancel()
@@ -416,9 +457,12 @@ public final class DaemonCore: Sendable {
     private func tick() {
         let now = Self.now()
         let (savedAt, positionAt) = timers.withLock { ($0.lastSave, $0.lastPosition) }
-        if now - positionAt >= config.positionInterval - 0.01, let c = queue.current {
+        if now - positionAt >= config.positionInterval - 0.01 {
             timers.withLock { $0.lastPosition = now }
-            playback.post(.position(item: c.id, elapsed: queue.elapsed, duration: player.currentItem?.duration))
+            for p in [playback] + dispatcher.partitions.others.map(\.playback) {
+                guard let c = p.queue.current, p.queue.playbackState == .playing else { continue }
+                p.post(.position(item: c.id, elapsed: p.queue.elapsed, duration: p.player.currentItem?.duration))
+            }
         }
         if now - savedAt >= config.saveInterval - 0.01 { saveNow("periodic") }
     }

@@ -34,8 +34,14 @@ public final class EventHub: Sendable {
 
     private struct Subscriber {
         var kinds: Set<String>?
+        /// The partition the connection is in (it hears that partition's player and queue).
+        var partition: PartitionChoice?
         var send: @Sendable (PublishedEvent) -> Void
         func wants(_ kind: EventKind) -> Bool { kinds?.contains(kind.rawValue) ?? true }
+        func hears(_ partition: String?) -> Bool {
+            guard let partition else { return true }
+            return (self.partition?.value ?? Partitions.defaultName) == partition
+        }
     }
 
     private struct State {
@@ -47,9 +53,11 @@ public final class EventHub: Sendable {
 
     public init() {}
 
-    /// Subscribes `client` to `kinds` (nil: all); replaces an earlier subscription of it.
-    public func subscribe(_ client: UInt64, kinds: Set<String>?, send: @escaping @Sendable (PublishedEvent) -> Void) {
-        state.withLock { $0.subscribers[client] = Subscriber(kinds: kinds, send: send) }
+    /// Subscribes `client` to `kinds` (nil: all); replaces an earlier subscription of it. It
+    /// hears the events of the partition `partition` names when each is published.
+    public func subscribe(_ client: UInt64, kinds: Set<String>?, partition: PartitionChoice? = nil,
+                          send: @escaping @Sendable (PublishedEvent) -> Void) {
+        state.withLock { $0.subscribers[client] = Subscriber(kinds: kinds, partition: partition, send: send) }
     }
 
     public func unsubscribe(_ client: UInt64) {
@@ -72,12 +80,12 @@ public final class EventHub: Sendable {
         state.withLock { s in s.subscribers[client]?.wants(kind) ?? false }
     }
 
-    /// Publishes `event` to the subscribers of its kind.
-    public func publish(_ event: HubEvent) {
+    /// Publishes `event` to the subscribers of its kind (of one partition's: to those in it).
+    public func publish(_ event: HubEvent, partition: String? = nil) {
         state.withLock { s in
             s.seq += 1
             let published = PublishedEvent(seq: s.seq, event: event)
-            for w in s.subscribers.values where w.wants(event.kind) { w.send(published) }
+            for w in s.subscribers.values where w.wants(event.kind) && w.hears(partition) { w.send(published) }
         }
     }
 }

@@ -171,6 +171,16 @@ public enum JSONCodec {
         case .subscribed(let kinds): [("events", .array(kinds.map(JSON.string)))]
         case .channels(let names): [("channels", .array(names.map(JSON.string)))]
         case .messages(let all): [("messages", .array(all.map { .object([("channel", .string($0.channel)), ("message", .string($0.text))]) }))]
+        case .partitions(let all, let current):
+            [("partitions", .array(all.map { p in
+                .object([("name", .string(p.name)), ("output", p.output.map(JSON.string) ?? .null),
+                         ("device", p.device.map(JSON.string) ?? .null), ("state", .string(p.state.rawValue)), ("count", .int(p.count))])
+            })), ("current", .string(current))]
+        case .outputs(let all):
+            [("outputs", .array(all.map { o in
+                .object([("id", .int(o.id)), ("name", .string(o.name)), ("device", .string(o.device)),
+                         ("partition", o.partition.map(JSON.string) ?? .null)])
+            }))]
         case .pong: [("pong", true)]
         case .version(let v, let p): [("version", .string(v)), ("protocol", .int(p))]
         case .help(let names): [("commands", .array(names.compactMap(CommandTable.descriptor).map(help)))]
@@ -362,7 +372,7 @@ public enum JSONCodec {
             case .fired: [("kind", "fired")]
             }
         case .hook(let name, let status): [("hook", .string(name)), ("status", status.map { .int(Int($0)) } ?? .null)]
-        case .shutdown: []
+        case .shutdown, .partitions: []
         case .playlists(let name): [("name", .string(name))]
         case .update(let u): fields(u)
         }

@@ -10,6 +10,18 @@ import Glibc
 
 /// What the daemon saves: the play queue (entries, current item, position, modes, history),
 /// volume and mute.
+/// A partition as saved: its name, output, queue and volume.
+public struct SavedPartition: Codable, Sendable, Equatable {
+    public var name: String
+    public var output: String?
+    public var queue: PlayQueueSnapshot
+    public var volume: Float
+    public var muted: Bool
+    public init(name: String, output: String?, queue: PlayQueueSnapshot, volume: Float, muted: Bool) {
+        (self.name, self.output, self.queue, self.volume, self.muted) = (name, output, queue, volume, muted)
+    }
+}
+
 public struct SavedState: Codable, Sendable, Equatable {
     /// Marks the file as ours ("backline-state"); anything else is foreign.
     public var format = SavedState.formatName
@@ -24,6 +36,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     public var replayGain: ReplayGainSettings?
     /// Crossfade, seconds (absent in files from before it, or while the configuration's stands).
     public var crossfade: Double?
+    /// The partitions but the default (absent in files from before them, or when there are none).
+    public var partitions: [SavedPartition]?
 
     public static let formatName = "backline-state"
 
@@ -46,31 +60,17 @@ public struct SavedState: Codable, Sendable, Equatable {
             }
         }
         if let c = crossfade, !(c.isFinite && (0...3600).contains(c)) { return "crossfade: not within 0…3600 s" }
-        let q = queue
-        guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
-            return "queue.position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
-        }
-        guard q.entries.count <= Limits.queueLength else {
-            return "queue.entries: \(q.entries.count) entries, more than \(Limits.queueLength)"
-        }
-        var ids = Set<Int>()
-        for (n, e) in q.entries.enumerated() {
-            guard (1...PlayQueue.maximumID).contains(e.id) else { return "queue.entries[\(n)].id: \(e.id) is not a valid id" }
-            guard ids.insert(e.id).inserted else { return "queue.entries[\(n)].id: \(e.id) appears twice" }
-            // An absolute path, or a stream's URL (http, https).
-            let stream = e.path.hasPrefix("http://") || e.path.hasPrefix("https://")
-            guard e.path.hasPrefix("/") || stream, !e.path.contains("\0"), e.path.utf8.count <= (stream ? 8192 : Int(PATH_MAX)) else {
-                return "queue.entries[\(n)].path: not an absolute path or an http(s) URL"
+        if let problem = Self.problem(queue, "queue") { return problem }
+        if let partitions {
+            guard partitions.count < Partitions.limit else { return "partitions: more than \(Partitions.limit - 1)" }
+            var names = Set<String>()
+            for (n, p) in partitions.enumerated() {
+                guard Partitions.isValidName(p.name), p.name != Partitions.defaultName else { return "partitions[\(n)].name: not a partition name" }
+                guard names.insert(p.name).inserted else { return "partitions[\(n)].name: \(p.name) appears twice" }
+                guard p.volume.isFinite, (0...1).contains(p.volume) else { return "partitions[\(n)].volume: not within 0…1" }
+                if let problem = Self.problem(p.queue, "partitions[\(n)].queue") { return problem }
             }
-            guard (0...255).contains(e.priority) else { return "queue.entries[\(n)].priority: \(e.priority) is not within 0…255" }
         }
-        guard (1...Int(Int32.max)).contains(q.nextID) else { return "queue.nextID: \(q.nextID) is not within 1…\(Int32.max)" }
-        if let c = q.current, !ids.contains(c) { return "queue.current: \(c) is not in the queue" }
-        if let bad = q.shuffleOrder.first(where: { !ids.contains($0) }) { return "queue.shuffleOrder: \(bad) is not in the queue" }
-        guard Set(q.shuffleOrder).count == q.shuffleOrder.count else { return "queue.shuffleOrder: an id appears twice" }
-        if let bad = q.history.first(where: { !ids.contains($0) }) { return "queue.history: \(bad) is not in the queue" }
-        guard q.history.count <= Limits.queueLength else { return "queue.history: more than \(Limits.queueLength) entries" }
-        guard q.version >= 0 else { return "queue.version: \(q.version) is negative" }
         if let alarms {
             guard alarms.count <= Limits.alarms else { return "alarms: \(alarms.count) alarms, more than \(Limits.alarms)" }
             var alarmIDs = Set<Int>()
@@ -79,6 +79,35 @@ public struct SavedState: Codable, Sendable, Equatable {
                 guard alarmIDs.insert(a.id).inserted else { return "alarms[\(n)].id: \(a.id) appears twice" }
             }
         }
+        return nil
+    }
+
+    /// The first field of a saved queue that is out of range, named under `field`.
+    static func problem(_ q: PlayQueueSnapshot, _ field: String) -> String? {
+        guard q.position.isFinite, (0...Self.maximumPosition).contains(q.position) else {
+            return "\(field).position: \(q.position) s is not within 0…\(Int(Self.maximumPosition))"
+        }
+        guard q.entries.count <= Limits.queueLength else {
+            return "\(field).entries: \(q.entries.count) entries, more than \(Limits.queueLength)"
+        }
+        var ids = Set<Int>()
+        for (n, e) in q.entries.enumerated() {
+            guard (1...PlayQueue.maximumID).contains(e.id) else { return "\(field).entries[\(n)].id: \(e.id) is not a valid id" }
+            guard ids.insert(e.id).inserted else { return "\(field).entries[\(n)].id: \(e.id) appears twice" }
+            // An absolute path, or a stream's URL (http, https).
+            let stream = e.path.hasPrefix("http://") || e.path.hasPrefix("https://")
+            guard e.path.hasPrefix("/") || stream, !e.path.contains("\0"), e.path.utf8.count <= (stream ? 8192 : Int(PATH_MAX)) else {
+                return "\(field).entries[\(n)].path: not an absolute path or an http(s) URL"
+            }
+            guard (0...255).contains(e.priority) else { return "\(field).entries[\(n)].priority: \(e.priority) is not within 0…255" }
+        }
+        guard (1...Int(Int32.max)).contains(q.nextID) else { return "\(field).nextID: \(q.nextID) is not within 1…\(Int32.max)" }
+        if let c = q.current, !ids.contains(c) { return "\(field).current: \(c) is not in the queue" }
+        if let bad = q.shuffleOrder.first(where: { !ids.contains($0) }) { return "\(field).shuffleOrder: \(bad) is not in the queue" }
+        guard Set(q.shuffleOrder).count == q.shuffleOrder.count else { return "\(field).shuffleOrder: an id appears twice" }
+        if let bad = q.history.first(where: { !ids.contains($0) }) { return "\(field).history: \(bad) is not in the queue" }
+        guard q.history.count <= Limits.queueLength else { return "\(field).history: more than \(Limits.queueLength) entries" }
+        guard q.version >= 0 else { return "\(field).version: \(q.version) is negative" }
         return nil
     }
 
@@ -92,7 +121,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         self.crossfade = crossfade
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade, partitions }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -107,6 +136,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         alarms = try c.decodeIfPresent([Alarm].self, forKey: .alarms)
         replayGain = try c.decodeIfPresent(ReplayGainSettings.self, forKey: .replayGain)
         crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade)
+        partitions = try c.decodeIfPresent([SavedPartition].self, forKey: .partitions)
     }
 }
 

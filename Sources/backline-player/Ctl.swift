@@ -12,7 +12,7 @@ struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ctl",  // (given: deriving it reflects on the type, a conformance scan at start-up)
         abstract: "Control a running `backline daemon`.",
-        usage: "backline ctl [--socket PATH] [--json] [--format F] COMMAND [ARGUMENTS…]",
+        usage: "backline ctl [--socket PATH] [--partition NAME] [--json] [--format F] COMMAND [ARGUMENTS…]",
         discussion: """
             The commands and their arguments: backline ctl help
             One command in detail:            backline ctl help COMMAND
@@ -30,6 +30,9 @@ struct Ctl: ParsableCommand {
     @Option(name: .long, help: "Control socket (default: $XDG_RUNTIME_DIR/backline/control.sock).")
     var socket: String?
 
+    @Option(name: .long, help: "Run the command in this partition (zone) of the daemon.")
+    var partition: String?
+
     @Flag(name: .long, help: "Print the daemon's JSON reply (or events) instead of text.")
     var json = false
 
@@ -43,7 +46,7 @@ struct Ctl: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        var ctl = CtlInvocation(socket: socket, json: json, format: format, command: command, arguments: arguments)
+        var ctl = CtlInvocation(socket: socket, partition: partition, json: json, format: format, command: command, arguments: arguments)
         ctl.takeTrailingOptions()
         do {
             try CtlRun.perform(ctl, build: Self.build)

@@ -51,6 +51,9 @@ struct DaemonCommand: ParsableCommand {
     @Option(name: .customLong("http-listen"), help: "Serve the web remote (a page, its WebSocket, cover art, GET /status) on HOST:PORT (repeatable; loopback unless a host is named, which needs http-password).")
     var httpListen: [String] = []
 
+    @Option(name: .customLong("output"), help: "A named output partitions can play through, NAME=DEVICE (repeatable): a partition takes the one named like it (pipe:/run/snapfifo-kitchen for a snapserver stream per room).")
+    var outputs: [String] = []
+
     @Flag(name: .long, help: "Post a desktop notification when the current item changes (replacing the previous one).")
     var notify = false
 
@@ -92,6 +95,9 @@ struct DaemonCommand: ParsableCommand {
         }
         settings.mpdListen += mpdListen
         settings.httpListen += httpListen
+        for o in outputs {
+            do { try settings.set("output", o) } catch { fail("--output: \(error.message)") }
+        }
         if noMPRIS { settings.mpris = false }
         if notify { settings.notify = true }
         if let logLevel {

@@ -172,9 +172,9 @@ enum MPDDifferences {
 
     /// Whole replies that differ on purpose, by the script line that asks for them.
     static let deliberate: [String: String] = [
-        "commands": "No mounts (mount, unmount), one partition (partition, newpartition, delpartition, listpartitions, moveoutput), no `kill` (an MPD client cannot stop the daemon; SIGTERM or `ctl` can), no `getfingerprint` (no Chromaprint)",
+        "commands": "No mounts (mount, unmount), no `kill` (an MPD client cannot stop the daemon; SIGTERM or `ctl` can), no `getfingerprint` (no Chromaprint)",
         "consume oneshot": "`consume oneshot` is accepted (mpd 0.24's, and the JSON protocol's); mpd 0.23 takes 0 or 1",
-        "outputs": "The one output is the daemon's device (its name, `alsa` or `pulse`), not mpd's configured outputs",
+        "outputs": "Output 0 is the daemon's device (its name, `alsa`, `pulse` or `fifo`), then the `output` lines partitions play through, not mpd's configured outputs",
         "urlhandlers": "The schemes of Backline's own inputs: http:// and https:// (libcurl), where mpd's curl plugin also lists ftp, gopher and the rest of libcurl's",
         "decoders": "Backline's own plugins (its registry: mpg123, flac, vorbis, opus, wave, aiff, ffmpeg), with their suffixes and MIME types, not mpd's build's list",
         "listallinfo Beta": "Songs carry `Added:` (mpd 0.24's field: when the library first saw the file)",

@@ -92,7 +92,7 @@ public struct AlarmCommand: ControlCommand {
         }
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        let p = x.playback
+        let p = x.dispatcher.playback  // alarms are the default partition's (saved and fired there)
         switch action {
         case .list: break
         case .cancel(let id):

@@ -15,6 +15,7 @@ public struct PlayCommand: ControlCommand {
     public var arguments: Arguments { Arguments(item.map { ["item": .integer($0)] } ?? [:]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
+        try x.playback.requireOutput()
         do throws(PlayQueueError) {
             if let item { try q.play(id: item) } else { try q.play() }
         } catch { throw CommandError(error) }
@@ -37,6 +38,7 @@ public struct ToggleCommand: ControlCommand {
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.playback.requireOutput()
         do throws(PlayQueueError) { try x.playback.queue.toggle() } catch { throw CommandError(error) }
         return .state(x.playback.queue.playbackState)
     }

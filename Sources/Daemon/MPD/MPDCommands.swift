@@ -242,15 +242,55 @@ enum MPDCommandTable {
             MPDCommandTable.all.filter { $0.listed(p) && !r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
         },
         MPDCommand("outputs", 0...0, inline: true) { p, _ in
-            let device = p.playback.configuration.device
-            let plugin = device.hasPrefix("pulse") ? "pulse" : "alsa"
-            return "outputid: 0\noutputname: \(device)\nplugin: \(plugin)\noutputenabled: \(p.playback.player.isMuted ? 0 : 1)\n"
+            // Every output; those of other partitions (or of none) as mpd shows them: `dummy`, off.
+            let here = p.playback
+            return p.dispatcher.partitions.outputList.map { o in
+                let mine = o.partition == here.partition
+                let plugin = !mine ? "dummy" : o.device.hasPrefix("pulse") ? "pulse" : o.device.hasPrefix("pipe:") ? "fifo" : "alsa"
+                return "outputid: \(o.id)\noutputname: \(o.name)\nplugin: \(plugin)\noutputenabled: \(mine && !here.player.isMuted ? 1 : 0)\n"
+            }.joined()
         },
-        MPDCommand("outputset", 3...3, [.unsigned], inline: true) { _, r throws(MPDError) in
-            guard Int(r.args[0]) == 0 else { throw MPDError(.noExist, "No such audio output") }
+        MPDCommand("outputset", 3...3, [.unsigned], inline: true) { p, r throws(MPDError) in
+            guard p.dispatcher.partitions.outputList.contains(where: { $0.id == Int(r.args[0]) }) else {
+                throw MPDError(.noExist, "No such audio output")
+            }
             guard !r.args[1].isEmpty, r.args[1].utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (48...57).contains($0)
                 || (65...90).contains($0) || (97...122).contains($0) }) else { throw MPDError(.arg, "Illegal attribute name") }
             throw MPDError(.arg, "Unsupported attribute")  // the one output has no attributes (as mpd's null output)
+        },
+        MPDCommand("partition", 1...1, inline: true) { p, r throws(MPDError) in
+            switch p.dispatcher.execute(PartitionCommand(name: r.args[0]), from: r.connection) {
+            case .success: return ""
+            case .failure: throw MPDError(.noExist, "partition does not exist")
+            }
+        },
+        MPDCommand("listpartitions", 0...0, inline: true) { p, _ in
+            p.dispatcher.partitions.names.map { "partition: \($0)\n" }.joined()
+        },
+        MPDCommand("newpartition", 1...1) { p, r throws(MPDError) in
+            guard Partitions.isValidName(r.args[0]) else { throw MPDError(.arg, "bad name") }
+            switch p.perform(NewPartitionCommand(name: r.args[0])) {
+            case .success: return ""
+            case .failure(.exists): throw MPDError(.exist, "name already exists")
+            case .failure(.tooLarge): throw MPDError(.unknown, "too many partitions")
+            case .failure(let e): throw MPDError(e)
+            }
+        },
+        MPDCommand("delpartition", 1...1) { p, r throws(MPDError) in
+            switch p.perform(DeletePartitionCommand(name: r.args[0])) {
+            case .success: return ""
+            case .failure(.notFound): throw MPDError(.noExist, "no such partition")
+            case .failure(.forbidden): throw MPDError(.unknown, "cannot delete the default partition")
+            case .failure(let e): throw MPDError(e)
+            }
+        },
+        MPDCommand("moveoutput", 1...1) { p, r throws(MPDError) in
+            switch p.perform(MoveOutputCommand(name: r.args[0])) {
+            case .success: return ""
+            case .failure(.notFound): throw MPDError(.noExist, "No such output")
+            case .failure(.forbidden(let m)): throw MPDError(.unknown, m)
+            case .failure(let e): throw MPDError(e)
+            }
         },
         MPDCommand("password", 1...1, permission: .anyone) { p, r throws(MPDError) in try p.password(r) },
         MPDCommand("pause", 0...1, [.boolean], inline: true) { p, r throws(MPDError) in
@@ -399,7 +439,7 @@ enum MPDCommandTable {
             _ = try p.run(VolumeCommand(change: .by(Double(d))))
             return ""
         },
-    ]
+    ].sorted { $0.name < $1.name }
 
     private static let byName: [String: MPDCommand] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
@@ -427,7 +467,7 @@ extension MPDProtocol {
     func add(_ r: MPDRequest) throws(MPDError) -> String {
         let position = try r.args.count > 1 ? self.position(r.args[1]) : nil
         let reply: Reply
-        switch dispatcher.execute(AddCommand(paths: [try uri(r.args[0], r.state)], position: position)) {
+        switch perform(AddCommand(paths: [try uri(r.args[0], r.state)], position: position)) {
         case .success(let x): reply = x
         case .failure(.notFound): throw MPDError(.noExist, "No such directory")  // mpd's words, for a file too
         case .failure(let e): throw MPDError(e)
@@ -478,8 +518,12 @@ extension MPDProtocol {
     }
 
     func output(_ r: MPDRequest, mute: (Bool) -> Bool) throws(MPDError) -> String {
-        guard Int(r.args[0]) == 0 else { throw MPDError(.noExist, "No such audio output") }
-        // The one output: disabling it mutes the player (its volume is kept).
+        let here = playback.partition
+        guard let o = dispatcher.partitions.outputList.first(where: { $0.id == Int(r.args[0]) }) else {
+            throw MPDError(.noExist, "No such audio output")
+        }
+        guard o.partition == here else { return "" }  // another partition's: a dummy here, as in mpd
+        // The partition's one output: disabling it mutes the player (its volume is kept).
         _ = try run(MuteCommand(on: mute(playback.player.isMuted)))
         return ""
     }

@@ -16,7 +16,7 @@ struct MPDLineProtocol: WireProtocol {
     func serve(_ connection: AdmittedConnection, on channel: any Channel) throws {
         let failures = connection.credentialFailures
         let peer = connection.peer
-        let codec = MPDProtocol(dispatcher: connection.core.dispatcher, shared: shared,
+        let codec = MPDProtocol(dispatcher: connection.core.dispatcher, shared: shared, client: connection.client,
                                 wrongPassword: { failures.record(from: peer) }, passwordAccepted: connection.authenticated)
         try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
             codec: codec, client: connection.client, local: connection.local, logger: connection.logger,
@@ -75,7 +75,10 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         write("OK MPD \(MPDProtocol.version)\n", context: context)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
-        observer = codec.playback.addObserver(queue: Self.events) { event in
+        let client = client
+        // Every partition's events; those of one partition only while the client is in it.
+        observer = codec.dispatcher.partitions.addObserver(queue: Self.events) { name, event in
+            guard !event.isPartitionScoped || name == client.partition else { return }
             let changed = event.subsystems
             guard !changed.isEmpty else { return }
             loop.execute {
@@ -95,7 +98,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if let observer { codec.playback.removeObserver(observer) }
+        if let observer { codec.dispatcher.partitions.removeObserver(observer) }
         observer = nil
         codec.dispatcher.messages.remove(client.id)
         context.fireChannelInactive()
@@ -225,7 +228,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 try codec.execute(words, state: state, connection: client, into: &out)
                 if listOK == true { out.writeStaticString("list_OK\n") }
             } catch {
-                let name = error.ack == .unknown ? "" : words[0]  // mpd: `ACK [5@i] {} unknown command`
+                // mpd: `ACK [5@i] {} unknown command`; a known command's own failure names it.
+                let name = error.ack == .unknown && MPDCommandTable.command(words[0]) == nil ? "" : words[0]
                 out.writeString("ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n")
                 return out
             }

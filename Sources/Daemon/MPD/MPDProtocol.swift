@@ -74,11 +74,19 @@ struct MPDProtocol: Sendable {
     let dispatcher: CommandDispatcher
     /// What MPD connections share that is mpd's own (the password, MixRamp).
     let shared: MPDShared
+    /// The connection it serves (its partition: every command runs in it).
+    let client: any ConnectionContext
     /// Told of every wrong password (the server logs them, rate-limited).
     var wrongPassword: @Sendable () -> Void = {}
     /// Told when the password is accepted (the connection no longer counts as unauthenticated).
     var passwordAccepted: @Sendable () -> Void = {}
-    var playback: Playback { dispatcher.playback }
+    /// The playback of the connection's partition.
+    var playback: Playback { dispatcher.playback(for: client) }
+
+    /// Runs `command` in the connection's partition (as the daemon: MPD's permissions are its own).
+    func perform(_ command: any ControlCommand) -> Result<Reply, CommandError> {
+        dispatcher.execute(command, in: playback.partition)
+    }
 
     /// The protocol version in the greeting (`OK MPD 0.23.5`).
     static let version = "0.23.5"
@@ -90,7 +98,7 @@ struct MPDProtocol: Sendable {
     static let subsystems: [(String, Subsystems)] = [
         ("database", .database), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
         ("mixer", .mixer), ("output", .output), ("options", .options), ("update", .update), ("sticker", []),
-        ("subscription", .subscription), ("message", .message), ("partition", []), ("neighbor", []), ("mount", []),
+        ("subscription", .subscription), ("message", .message), ("partition", .partition), ("neighbor", []), ("mount", []),
     ]
 
     // MARK: - Requests
@@ -175,7 +183,7 @@ struct MPDProtocol: Sendable {
 
     /// A stored-playlist command, its errors in mpd's words (`No such playlist`, …).
     func runPlaylist(_ command: any ControlCommand, badIndex: Bool = false) throws(MPDError) -> Reply {
-        switch dispatcher.execute(command) {
+        switch perform(command) {
         case .success(let r): return r
         case .failure(.notFound): throw MPDError(.noExist, "No such playlist")
         case .failure(.exists): throw MPDError(.exist, "Playlist already exists")
@@ -195,7 +203,7 @@ struct MPDProtocol: Sendable {
     }
 
     func run(_ command: any ControlCommand) throws(MPDError) -> Reply {
-        switch dispatcher.execute(command) {
+        switch perform(command) {
         case .success(let r): return r
         case .failure(let e): throw MPDError(e)
         }
@@ -234,7 +242,7 @@ struct MPDProtocol: Sendable {
             w.put(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
             w.put(q.repeatMode == .one || q.stopAfterEach ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
             w.put(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
-            w.put("\npartition: default\nplaylist: "); w.put(q.version)
+            w.put("\npartition: "); w.put(playback.partition); w.put("\nplaylist: "); w.put(q.version)
             w.put("\nplaylistlength: "); w.put(q.count)
             w.put("\nmixrampdb: ")
             if mixRamp.db == 0 { w.put("0") } else { w.put(Self.number(mixRamp.db)) }
@@ -383,7 +391,7 @@ struct MPDProtocol: Sendable {
         } catch {
             // A song named by its URI.
             guard !uri.isEmpty,
-                  case .success(.directory(let parent)) = dispatcher.execute(BrowseCommand(path: Path.deletingLastComponent(uri), tags: info)),
+                  case .success(.directory(let parent)) = perform(BrowseCommand(path: Path.deletingLastComponent(uri), tags: info)),
                   let e = parent.first(where: { $0.listed.path == uri.trimming("/") && $0.listed.kind == .audio })
             else { throw error }
             return info ? song(e.item!, state, withID: false, modified: e.listed.modified, info: e.info) : "file: \(e.listed.path)\n"

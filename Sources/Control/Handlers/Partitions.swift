@@ -1,0 +1,107 @@
+// Partitions (zones): several queues in one daemon, as mpd's. Making, deleting and rebuilding a
+// partition starts or stops a player's threads: off the event loop, under the command lock.
+
+/// Makes a partition (its own queue, player state and output).
+public struct NewPartitionCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "newpartition", .partitions,
+        "Make a partition: its own queue and player, playing through the configured output of its name (or `output`).",
+        [("name", .string, "letters, digits, - and _"), ("output", .string, "a configured output (default: the one named like the partition)")],
+        executor: .offLoop)
+    public var name: String
+    public var output: String?
+    public init(name: String, output: String? = nil) { (self.name, self.output) = (name, output) }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let n = a.string("name") else { throw .badArgument("newpartition: \"name\" is required") }
+        (name, output) = (n, a.string("output"))
+    }
+    public var arguments: Arguments {
+        var v: [String: ArgumentValue] = ["name": .string(name)]
+        if let output { v["output"] = .string(output) }
+        return Arguments(v)
+    }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.locked { () throws(CommandError) in
+            if let output, !x.dispatcher.partitions.outputs.contains(where: { $0.name == output }) {
+                throw .notFound("newpartition: no output \"\(output)\"")
+            }
+            _ = try x.dispatcher.partitions.create(name, output: output)
+        }
+        return .partitions(x.dispatcher.partitions.list, current: x.connection.partition)
+    }
+}
+
+/// Puts this connection in another partition: its later commands and events are that one's.
+public struct PartitionCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "partition", .partitions, "Use a partition from now on (this connection's commands and events).",
+        [("name", .string, "")], wakes: false)
+    public var name: String
+    public init(name: String) { self.name = name }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let n = a.string("name") else { throw .badArgument("partition: \"name\" is required") }
+        name = n
+    }
+    public var arguments: Arguments { Arguments(["name": .string(name)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        guard x.dispatcher.partitions.playback(named: name) != nil else { throw .notFound("no partition \"\(name)\"") }
+        x.connection.partition = name
+        return .partitions(x.dispatcher.partitions.list, current: name)
+    }
+}
+
+/// The partitions.
+public struct ListPartitionsCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "listpartitions", .partitions, "The partitions: each one's output, state and queue length.", wakes: false)
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply { .partitions(x.dispatcher.partitions.list, current: x.connection.partition) }
+}
+
+/// Deletes a partition (not the default): it stops, its output is free again.
+public struct DeletePartitionCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "delpartition", .partitions, "Delete a partition: it stops, and its output is free for another.",
+        [("name", .string, "")], executor: .offLoop)
+    public var name: String
+    public init(name: String) { self.name = name }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let n = a.string("name") else { throw .badArgument("delpartition: \"name\" is required") }
+        name = n
+    }
+    public var arguments: Arguments { Arguments(["name": .string(name)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.locked { () throws(CommandError) in try x.dispatcher.partitions.delete(name) }
+        return .partitions(x.dispatcher.partitions.list, current: x.dispatcher.playback(for: x.connection).partition)
+    }
+}
+
+/// Moves an output into this connection's partition.
+public struct MoveOutputCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "moveoutput", .partitions,
+        "Move a configured output into this connection's partition (which then plays through it).",
+        [("name", .string, "the output")], executor: .offLoop)
+    public var name: String
+    public init(name: String) { self.name = name }
+    public init(_ a: Arguments) throws(CommandError) {
+        guard let n = a.string("name") else { throw .badArgument("moveoutput: \"name\" is required") }
+        name = n
+    }
+    public var arguments: Arguments { Arguments(["name": .string(name)]) }
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let partition = x.playback.partition
+        try x.locked { () throws(CommandError) in try x.dispatcher.partitions.move(output: name, into: partition) }
+        return .outputs(x.dispatcher.partitions.outputList)
+    }
+}
+
+/// The outputs and the partition each plays in.
+public struct OutputsCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(
+        Self.self, "outputs", .partitions, "The outputs: the daemon's device, the configured ones, and whose each is.", wakes: false)
+    public init() {}
+    public init(_ a: Arguments) {}
+    public func run(_ x: CommandContext) -> Reply { .outputs(x.dispatcher.partitions.outputList) }
+}
