@@ -122,6 +122,11 @@ struct DispatcherTests {
             }
             func subscribe(kinds k: Set<String>?) { kinds.withLock { $0 = .some(k) } }
             func unsubscribe() { kinds.withLock { $0 = nil } }
+            let choice = PartitionChoice()
+            var partition: String {
+                get { choice.value }
+                set { choice.value = newValue }
+            }
         }
         let c = Remote()
         #expect(d.execute(StatusCommand(), from: c) == .failure(.unauthorized("authenticate first")))
@@ -234,12 +239,13 @@ struct DispatcherTests {
         #expect(Set(names).count == names.count)
         // (Reading the library, or scanning it, wakes nothing: a phone browsing does not resume the daemon.)
         #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted()
-                == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help", "ls",
-                    "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
-        // Off the event loop: what touches the file system (paths, tags, stored playlists, the library).
+                == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help",
+                    "listpartitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
+        // Off the event loop: what touches the file system (paths, tags, stored playlists, the library), and
+        // what starts or stops a partition's player.
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
                 == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name)
-                    + CommandTable.all.filter { $0.area == .library }.map(\.name))
+                    + CommandTable.all.filter { $0.area == .library }.map(\.name) + ["newpartition", "delpartition", "moveoutput"])
         #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number, .integer])
         // Every command's arguments round-trip: built from what it reports, it reports the same.
         let samples: [any ControlCommand] = [
@@ -287,5 +293,65 @@ extension DispatcherTests {
         #expect(stamped.map { $0 >= 0 && $0 <= 0.051 } == true && np?.info.playbackDuration.map { abs($0 - 2) < 0.01 } == true,
                 "now playing: \(String(describing: stamped)) of \(String(describing: np?.info.playbackDuration))")
         d.playback.shutdown()
+    }
+
+    @Test("partitions: each its own queue and player on its own output (the device it paces is the one written to); events carry the partition; moveoutput rebuilds a partition on the new device with its queue, still playing; one left without an output cannot play; deleting a partition puts its connections back in the default one")
+    func partitions() throws {
+        let music = try Harness.makeTemporaryDirectory("backline-partitions").path
+        let tone = try Fixtures.tone("control-partitions", seconds: 60, frequency: 550)
+        try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/long.mp3")
+        let clocks = (0..<3).map { _ in PacedClock.named("partition-\(UUID().uuidString)") }
+        let playback = try Playback(configuration: PlaybackConfiguration(
+            device: clocks[0].device, musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path))
+        let d = CommandDispatcher(playback: playback, version: "test",
+                                  outputs: [OutputDefinition(name: "kitchen", device: clocks[1].device),
+                                            OutputDefinition(name: "bath", device: clocks[2].device)])
+        let seen = Mutex<[(String, ControlEvent)]>([])
+        d.partitions.tap { name, e in seen.withLock { $0.append((name, e)) } }
+
+        #expect(d.execute(NewPartitionCommand(name: "bad/name")) == .failure(.badArgument("partition names are 1 to 64 letters, digits, '-' and '_'")))
+        guard case .success(.partitions(let list, _)) = d.execute(NewPartitionCommand(name: "kitchen")) else { Issue.record("newpartition"); return }
+        #expect(list.map(\.name) == ["default", "kitchen"] && list[1].output == "kitchen")
+        #expect(d.execute(NewPartitionCommand(name: "kitchen")) == .failure(.exists("partition \"kitchen\" exists already")))
+        #expect(seen.withLock { $0.contains { $0.1 == .partitions } }, "told")
+
+        let c = LocalConnection()
+        #expect(d.execute(PartitionCommand(name: "nope"), from: c) == .failure(.notFound("no partition \"nope\"")))
+        _ = d.execute(PartitionCommand(name: "kitchen"), from: c)
+        #expect(c.partition == "kitchen")
+        _ = d.execute(AddCommand(paths: ["long.mp3"]), from: c)
+        #expect(d.execute(PlayCommand(item: nil), from: c) == .success(.state(.playing)))
+        #expect(clocks[1].waitUntilHolding(1), "the kitchen's device is written to")
+        let heard = clocks[1].advance(frames: 4800)
+        #expect(heard > 0)
+        #expect(!clocks[0].waitUntilHolding(1, timeout: 0.5), "the default partition's device is not")
+        guard case .success(.status(let main)) = d.execute(StatusCommand()) else { Issue.record("status"); return }
+        #expect(main.state == .stopped && main.count == 0, "the default partition's queue is its own")
+        #expect(eventually(timeout: 5) { seen.withLock { $0.contains { $0.0 == "kitchen" && $0.1 == .state(.playing) } } },
+                "the kitchen's events carry its name")
+        #expect(!seen.withLock { $0.contains { $0.0 == "default" && $0.1 == .state(.playing) } })
+
+        // The bath's output moves into the kitchen: rebuilt on it, the queue and playing kept.
+        _ = d.execute(NewPartitionCommand(name: "bath"))
+        #expect(d.execute(MoveOutputCommand(name: "nope"), from: c) == .failure(.notFound("no output \"nope\"")))
+        #expect(d.execute(MoveOutputCommand(name: "bath")) == .failure(.forbidden(
+            "the default partition plays through the daemon's device; move outputs between other partitions")))
+        guard case .success(.outputs(let outputs)) = d.execute(MoveOutputCommand(name: "bath"), from: c) else { Issue.record("moveoutput"); return }
+        #expect(outputs.map(\.partition) == ["default", nil, "kitchen"], "\(outputs)")
+        #expect(clocks[2].waitUntilHolding(1), "the kitchen now plays through the bath's device")
+        guard case .success(.status(let k)) = d.execute(StatusCommand(), from: c) else { Issue.record("status"); return }
+        #expect(k.state == .playing && k.count == 1, "its queue kept")
+        #expect(abs(k.elapsed - Double(heard) / 44100) < 0.03, "and its place: \(k.elapsed) s, \(heard) frames were heard")
+        let bath = LocalConnection(partition: "bath")
+        _ = d.execute(AddCommand(paths: ["long.mp3"]), from: bath)
+        #expect(d.execute(PlayCommand(item: nil), from: bath)
+                == .failure(.outputUnavailable("partition \"bath\" has no output: move one into it (moveoutput)")))
+
+        #expect(d.execute(DeletePartitionCommand(name: "default")) == .failure(.forbidden("the default partition cannot be deleted")))
+        _ = d.execute(DeletePartitionCommand(name: "kitchen"))
+        guard case .success(.status(let back)) = d.execute(StatusCommand(), from: c) else { Issue.record("status"); return }
+        #expect(back.count == 0 && c.partition == "default", "its connection is back in the default partition")
+        d.partitions.closeAll()
+        playback.shutdown()
     }
 }

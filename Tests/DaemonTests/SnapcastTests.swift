@@ -8,7 +8,8 @@ import Testing
 /// writing what it plays to a file.
 @Suite("Backline as a Snapcast source: daemon → FIFO → snapserver → snapclient", .serialized)
 struct SnapcastTests {
-    /// A private snapserver whose one stream reads `fifo` (it makes the FIFO: `mode=create`).
+    /// A private snapserver whose streams each read a FIFO it makes (`mode=create`): `default`
+    /// reads ``fifo``, any other stream `snapfifo-NAME`.
     final class SnapServer {
         let dir: URL
         let fifo: String
@@ -17,7 +18,7 @@ struct SnapcastTests {
 
         /// `controlScript`: the stream's plugin (snapserver runs it; `meta_mpd.py` through a wrapper
         /// that points it at our MPD listener).
-        init(in dir: URL, controlScript: String? = nil) throws {
+        init(in dir: URL, controlScript: String? = nil, streams: [String] = ["default"]) throws {
             self.dir = dir
             fifo = dir.appendingPathComponent("snapfifo").path
             let ports = HardeningTests.ports(3)
@@ -38,14 +39,30 @@ struct SnapcastTests {
                 [stream]
                 bind_to_address = 127.0.0.1
                 port = \(streamPort)
-                source = pipe://\(fifo)?name=default&mode=create\(controlScript.map { "&controlscript=" + $0 } ?? "")
+                \(streams.map { "source = pipe://\(Self.fifo(dir, $0))?name=\($0)&mode=create" + (controlScript.map { "&controlscript=" + $0 } ?? "") }
+                    .joined(separator: "\n"))
                 [logging]
                 """.write(to: conf, atomically: true, encoding: .utf8)
             try FileManager.default.createDirectory(at: dir.appendingPathComponent("data"), withIntermediateDirectories: true)
             process = try SpawnedProcess("snapserver", ["-c", conf.path])
-            guard eventually(timeout: 10, { FileManager.default.fileExists(atPath: self.fifo) }) else {
+            guard eventually(timeout: 10, { streams.allSatisfy { FileManager.default.fileExists(atPath: Self.fifo(dir, $0)) } }) else {
                 throw HarnessError("snapserver did not make its FIFO: \(process.stderr) \(process.stdout)")
             }
+        }
+
+        /// The FIFO stream `stream` reads.
+        static func fifo(_ dir: URL, _ stream: String) -> String {
+            dir.appendingPathComponent(stream == "default" ? "snapfifo" : "snapfifo-\(stream)").path
+        }
+
+        /// Puts the client `host` (its group) on stream `stream` (what a room hears: Snapweb's choice).
+        func setStream(host: String, _ stream: String) throws {
+            let groups = try call("Server.GetStatus")["result"]?["server"]?["groups"]?.array ?? []
+            let group = try #require(groups.first { g in (g["clients"]?.array ?? []).contains { $0["host"]?["name"]?.string == host || $0["id"]?.string == host } },
+                                     "\(host)'s group")
+            let id = try #require(group["id"]?.string)
+            let r = try call("Group.SetStream", "{\"id\":\"\(id)\",\"stream_id\":\"\(stream)\"}")
+            guard r["error"] == nil else { throw HarnessError("Group.SetStream: \(r.text)") }
         }
 
         /// A client that writes what it plays (16-bit stereo at 48 kHz, in real time) to `file`.
@@ -218,6 +235,110 @@ struct SnapcastTests {
                 "playing on from \(stoppedAt) s")
         let resumed = try d.request("status")
         #expect(resumed["state"] == "playing", "\(resumed.text)")
+        d.expectCleanStop()
+    }
+
+    /// What a room has recorded so far (interleaved 16-bit stereo).
+    static func heard(_ room: String) -> [Int16] { (try? PCM.readS16(URL(fileURLWithPath: room))) ?? [] }
+
+    /// Waits until `room` has heard `needle` (after sample `from`); where it starts.
+    static func waitToHear(_ room: String, _ needle: ArraySlice<Int16>, from: Int = 0, timeout: Double = 20) -> Int? {
+        var found: Int?
+        _ = eventually(timeout: timeout) {
+            found = find(needle, in: heard(room), from: from)
+            return found != nil
+        }
+        return found
+    }
+
+    @Test("two partitions, each feeding its own snapserver stream: each room hears its partition's queue sample for sample; next in the kitchen changes only the kitchen; a room moved to the other stream (Group.SetStream) hears the other partition; after a restart both partitions are back and the kitchen plays on where it was")
+    func partitions() throws {
+        guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        let dir = try Harness.makeTemporaryDirectory("snapcast")
+        let server = try SnapServer(in: dir, streams: ["default", "kitchen"])
+        defer { server.stop() }
+        let (living, kitchen) = (dir.appendingPathComponent("living.raw").path, dir.appendingPathComponent("kitchen.raw").path)
+        let room1 = try server.client("living", file: living)
+        defer { room1.signal(SIGTERM); _ = try? room1.wait(timeout: 10) }
+        let room2 = try server.client("kitchen", file: kitchen)
+        defer { room2.signal(SIGTERM); _ = try? room2.wait(timeout: 10) }
+        #expect(server.waitUntilServing(clients: 2), "both rooms are connected")
+        try server.setStream(host: "kitchen", "kitchen")
+
+        let pipe = "?format=48000:16:2"
+        let d = try DaemonFixture(device: "pipe:\(server.fifo)\(pipe)", config: DaemonFixture.foreground,
+                                  musicDirectory: dir.appendingPathComponent("music").path)
+        try FileManager.default.createDirectory(atPath: d.music, withIntermediateDirectories: true)
+        var items: [String: [Int16]] = [:]
+        for (name, synth) in [("album", "whitenoise"), ("radio-1", "pinknoise"), ("radio-2", "brownnoise")] {
+            let wav = try Fixtures.wav("snap-zone-\(name)", rate: 48000, seconds: 20, synth: [synth], effects: ["gain", "-8"])
+            try FileManager.default.copyItem(atPath: wav.path, toPath: d.music + "/\(name).wav")
+            items[name] = try Self.samples(wav)
+        }
+        let album = items["album"]![...], radio1 = items["radio-1"]![...], radio2 = items["radio-2"]![...]
+        try d.start(["--library", "off", "--output", "kitchen=pipe:\(SnapServer.fifo(dir, "kitchen"))\(pipe)"])
+
+        // The kitchen's own connection: its partition from `partition` on.
+        let k = try d.client()
+        let made = try k.request("newpartition", [("name", "kitchen")])
+        #expect(made["partitions"]?.array?.last?["output"] == "kitchen", "the partition takes the output of its name: \(made.text)")
+        #expect(try k.request("partition", [("name", "kitchen")])["current"] == "kitchen")
+        #expect(try k.request("add", [("paths", ["radio-1.wav", "radio-2.wav"])]).ok)
+        #expect(try k.request("play").ok)
+        #expect(try d.request("add", [("paths", ["album.wav"])]).ok)
+        #expect(try d.request("play").ok)
+
+        let inLiving = try #require(Self.waitToHear(living, album.prefix(512)), "the living room hears the album")
+        let inKitchen = try #require(Self.waitToHear(kitchen, radio1.prefix(512)), "the kitchen hears its radio")
+        _ = Self.waitToHear(living, album.dropFirst(96_000).prefix(512), from: inLiving)
+        _ = Self.waitToHear(kitchen, radio1.dropFirst(96_000).prefix(512), from: inKitchen)
+        let (l, kk) = (Self.heard(living), Self.heard(kitchen))
+        #expect(l.dropFirst(inLiving).prefix(96_000).elementsEqual(album.prefix(96_000)), "the album's first second, sample for sample")
+        #expect(kk.dropFirst(inKitchen).prefix(96_000).elementsEqual(radio1.prefix(96_000)), "the radio's first second, sample for sample")
+        #expect(Self.find(radio1.prefix(512), in: l) == nil && Self.find(album.prefix(512), in: kk) == nil, "each room hears only its own")
+
+        // `next` in the kitchen: only the kitchen changes.
+        let albumAt = try d.request("status")["current"]?["id"]
+        #expect(try k.request("next").ok)
+        #expect(try k.request("status")["current"]?["title"] == "radio-2.wav")
+        let main = try d.request("status")
+        #expect(main["current"]?["id"] == albumAt && main["state"] == "playing", "the living room plays on: \(main.text)")
+        #expect(Self.waitToHear(kitchen, radio2.prefix(512), from: inKitchen) != nil, "the kitchen hears the next item")
+        #expect(Self.find(radio2.prefix(512), in: Self.heard(living)) == nil, "the living room does not")
+
+        // The kitchen's room joins the living room's stream: it hears the default partition.
+        try server.setStream(host: "kitchen", "default")
+        let switched = Self.heard(kitchen).count
+        #expect(eventually(timeout: 15) {
+            let h = Self.heard(kitchen)
+            guard h.count > switched + 96_000 + 1024 else { return false }
+            let chunk = h[(switched + 96_000 - switched % 2)...].prefix(1024)
+            return Self.find(chunk, in: items["album"]!) != nil
+        }, "after Group.SetStream the kitchen's room hears the album")
+
+        // Restart: both partitions are back, each with its queue and place.
+        try server.setStream(host: "kitchen", "kitchen")
+        #expect(try k.request("pause").ok)
+        let before = try k.request("status")
+
+        d.expectCleanStop()
+        try d.start(["--library", "off", "--output", "kitchen=pipe:\(SnapServer.fifo(dir, "kitchen"))\(pipe)"])
+        let list = try d.request("listpartitions")["partitions"]?.array ?? []
+        #expect(list.map { $0["name"]?.string ?? "" } == ["default", "kitchen"], "\(list)")
+        #expect(list.last?["output"] == "kitchen" && list.last?["count"] == 2)
+        let k2 = try d.client()
+        _ = try k2.request("partition", [("name", "kitchen")])
+        let after = try k2.request("status")
+        #expect(after["current"]?["id"] == before["current"]?["id"] && after["state"] == "paused", "\(after.text)")
+        let mark = Self.heard(kitchen).count
+        #expect(try k2.request("play").ok)
+        #expect(eventually(timeout: 15) {
+            let h = Self.heard(kitchen)
+            guard let start = h[mark...].firstIndex(where: { $0 != 0 }), h.count > start + 48_000 + 1024 else { return false }
+            let chunk = h[(start + 48_000 - start % 2)...].prefix(1024)
+            return Self.find(chunk, in: items["radio-2"]!) != nil
+        }, "the kitchen plays its item on after the restart")
+
         d.expectCleanStop()
     }
 }
