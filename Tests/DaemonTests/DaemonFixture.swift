@@ -278,7 +278,7 @@ final class TCPLineClient {
         textLine(within: seconds).flatMap { try? JSON.parse(Array($0.utf8)) }
     }
 
-    private func write(_ line: String) throws {
+    func write(_ line: String) throws {
         let bytes = Array((line + "\n").utf8)
         guard bytes.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
             throw HarnessError("send failed: errno \(errno)")
