@@ -212,6 +212,8 @@ final class PipeStream: @unchecked Sendable {
     /// When everything written had left this buffer and the FIFO (0: it has not): the reader's
     /// latency runs down from then (what it buffered plays on).
     private var emptiedAt = 0
+    /// Sending the rest at the end: a run may start with less than the lead.
+    private var draining = false
 
     init(fd: Int32, readEnd: Int32, target: PipeOutput.Target, inRate: Int, inChannels: Int, direct: Bool, bufferFrames: Int, periodFrames: Int)
         throws(SoxrError) {
@@ -285,6 +287,10 @@ final class PipeStream: @unchecked Sendable {
         }
         let now = monotonicNanos()
         if startNanos == 0 {
+            // A run starts with the whole lead queued (after a seek the decoder is still filling
+            // it): a reader that gets a few frames and then nothing (snapserver) resyncs its
+            // stream at the next ones, a drop-out of a second (Snapcast #433).
+            guard draining || queued >= min(leadBytes, queueCapacity / 2) else { return }
             // The clock starts (again): what the FIFO still holds counts as sent ahead.
             var inFIFO: Int32 = 0
             if ioctl(fd, UInt(FIONREAD), &inFIFO) != 0 { inFIFO = 0 }
@@ -392,6 +398,7 @@ final class PipeStream: @unchecked Sendable {
         stuckSince = 0
         emptiedAt = 0
         started = false
+        draining = false
         paused = false  // (a flush ends a pause, as ALSA's drop does: the next audio plays)
         if let resampler { soxr_clear(resampler) }  // (libsoxr re-initialises here: a flush, not the steady state)
         while Glibc.read(readEnd, queue, queueCapacity) > 0 {}  // (the queue is free: read into it)
@@ -417,6 +424,8 @@ final class PipeStream: @unchecked Sendable {
         memset(queue + queued, 0, pad)
         queued += pad
         paused = false
+        draining = true
+        defer { draining = false }
         let deadline = monotonicNanos() + 30_000_000_000
         var last: Int32 = -1, movedAt = monotonicNanos()
         while monotonicNanos() < deadline, !lost {

@@ -78,14 +78,22 @@ public final class PulseNullSink: @unchecked Sendable {
     private static let sharedLock = NSLock()
     nonisolated(unsafe) private static var _shared: PulseNullSink?  // guarded by sharedLock
 
+    /// This server's sinks' rate (``rate`` unless another was asked for).
+    public let sampleRate: Int
+
     /// Starts a new server and waits until it answers.
-    public init() throws {
+    /// - Parameters:
+    ///   - sampleRate: The sinks' rate.
+    ///   - modules: More `default.pa` lines, after the sinks (remap sinks onto the recorded one).
+    public init(sampleRate: Int = PulseNullSink.rate, modules: [String] = []) throws {
+        self.sampleRate = sampleRate
         directory = try Harness.makeTemporaryDirectory("backline-pulse")
         let d = directory.path
         let config = """
             load-module module-native-protocol-unix auth-anonymous=1 socket=\(d)/native
-            load-module module-null-sink sink_name=\(sinkName) rate=\(Self.rate) channels=2 norewinds=1
-            load-module module-null-sink sink_name=\(unheardSinkName) rate=\(Self.rate) channels=2 norewinds=1
+            load-module module-null-sink sink_name=\(sinkName) rate=\(sampleRate) channels=2 norewinds=1
+            load-module module-null-sink sink_name=\(unheardSinkName) rate=\(sampleRate) channels=2 norewinds=1
+            \(modules.joined(separator: "\n"))
             set-default-sink \(sinkName)
 
             """
@@ -105,7 +113,7 @@ public final class PulseNullSink: @unchecked Sendable {
               --disallow-exit --log-target=file:"\(d)/log" &
             pa=$!
             for i in $(seq 100); do pactl info >/dev/null 2>&1 && break; sleep 0.1; done
-            pacat --playback --raw --format=s16le --rate=\(Self.rate) --channels=2 --latency-msec=100 \
+            pacat --playback --raw --format=s16le --rate=\(sampleRate) --channels=2 --latency-msec=100 \
               --stream-name=keepalive /dev/zero &
             k=$!
             while kill -0 \(getpid()) 2>/dev/null && kill -0 $pa 2>/dev/null; do sleep 0.5 & wait $!; done
@@ -131,9 +139,9 @@ public final class PulseNullSink: @unchecked Sendable {
     /// new null sink stall for up to ~2 s, and this takes that stall out of the tests' timings.
     private func warmUp() throws {
         let silence = directory.appendingPathComponent("warmup.raw")
-        try Data(count: 44100 * 4 * 3 / 10).write(to: silence)
+        try Data(count: sampleRate * 4 * 3 / 10).write(to: silence)
         for _ in 0..<2 {
-            try runProcess("pacat", ["--playback", "--raw", "--format=s16le", "--rate=44100", "--channels=2",
+            try runProcess("pacat", ["--playback", "--raw", "--format=s16le", "--rate=\(sampleRate)", "--channels=2",
                                      silence.path], environment: environment)
         }
     }
@@ -177,7 +185,7 @@ public final class PulseNullSink: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Starts recording the sink's monitor (S16LE stereo at ``rate``) into a raw file.
+    /// Starts recording the sink's monitor (S16LE stereo at ``sampleRate``) into a raw file.
     public func startRecording() throws -> MonitorRecording {
         try MonitorRecording(sink: self)
     }
@@ -206,7 +214,7 @@ public final class MonitorRecording: @unchecked Sendable {
         process = try SpawnedProcess(
             "parec",
             [
-                "-d", "\(sink.sinkName).monitor", "--raw", "--format=s16le", "--rate=\(PulseNullSink.rate)",
+                "-d", "\(sink.sinkName).monitor", "--raw", "--format=s16le", "--rate=\(sink.sampleRate)",
                 "--channels=2", "--latency-msec=20", file.path,
             ], environment: sink.environment)
         // Wait until the recorder is actually connected (its stream shows up as a source output).

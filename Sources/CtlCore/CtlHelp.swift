@@ -60,7 +60,9 @@ public enum CtlHelp {
             Entry(name: "browse", usage: "browse [PATH] [--recursive]", summary: "List a folder of the music directory, with tags."),
         ]),
         ("Partitions (zones: each its own queue, player and output; --partition NAME runs any command in one)", [
-            Entry(name: "partitions", usage: "partitions", summary: "The partitions: state, queue length, output; > marks this one."),
+            Entry(name: "listpartitions", usage: "listpartitions (or partitions)",
+                  summary: "The partitions: state, queue length, output; > marks this one."),
+            Entry(name: "partition", usage: "partition NAME", summary: "Whether partition NAME exists (--partition NAME uses it)."),
             Entry(name: "newpartition", usage: "newpartition NAME [OUTPUT]",
                   summary: "Make a partition; it plays through the configured output named like it (or OUTPUT)."),
             Entry(name: "delpartition", usage: "delpartition NAME", summary: "Delete a partition: it stops, its output is free."),
@@ -114,7 +116,7 @@ public enum CtlHelp {
     /// Every command, grouped, each usage then its summary.
     public static func all() -> String {
         var out = """
-            usage: backline ctl [--socket PATH] [--partition NAME] [--json] COMMAND [ARGUMENTS]
+            usage: backline ctl [--socket PATH] [--json] COMMAND [ARGUMENTS]
             One command in detail: backline ctl help COMMAND
 
 

@@ -84,7 +84,7 @@ public final class ControlServer: Sendable {
         for addr in config.mpdListen {
             let admission: Admission = addr.hasPrefix("/") ? .owner : config.mpdPassword == nil ? .open : .credentials  // (open: loopback only, validated)
             list.append(Endpoint(name: "MPD \(addr)", address: addr, admission: admission, codec: mpd, checkDirectory: true,
-                                 announcement: "listening (MPD protocol)"))
+                                 announcement: "listening (MPD protocol)", partition: config.mpdListenPartition[addr]))
         }
         if !config.httpListen.isEmpty {
             let root = WebSite.findRoot(configured: config.webRoot)
@@ -275,6 +275,7 @@ public final class ControlServer: Sendable {
                 codec.send(event, on: channel)
             }
         }
+        if let partition = endpoint.partition { client.partition = partition }
         clients.withLock { $0[id] = channel }
         channel.closeFuture.whenComplete { [self] _ in
             hub.unsubscribe(id)

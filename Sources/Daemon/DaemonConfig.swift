@@ -70,6 +70,10 @@ public struct DaemonConfig: Sendable, Equatable {
     /// MPD-protocol listeners: Unix socket paths or `HOST:PORT` (loopback unless a host is
     /// named; any other host needs ``mpdPassword``).
     public var mpdListen: [String] = []
+    /// The partition an MPD listener's clients start in (`mpd-listen = ADDRESS PARTITION`): a
+    /// snapserver stream's plugin (`meta_mpd.py`, which knows no partitions) on the listener of
+    /// its room's partition shows and controls that partition. Made at start if need be.
+    public var mpdListenPartition: [String: String] = [:]
     /// The password MPD clients give with `password` first (on TCP listeners).
     public var mpdPassword: String?
     /// HTTP listeners (`http-listen`, `--http-listen`, repeatable; none by default), `HOST:PORT`:
@@ -227,7 +231,14 @@ public struct DaemonConfig: Sendable, Equatable {
             category = value
         case "tcp": tcpListen = value.isEmpty ? nil : value
         case "token": token = value.isEmpty ? nil : value
-        case "mpd-listen": if !value.isEmpty { mpdListen.append(value) }
+        case "mpd-listen":
+            let words = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            guard let address = words.first else { break }
+            guard words.count <= 2, words.count == 1 || Partitions.isValidName(words[1]) else {
+                throw BadValue(message: "mpd-listen: expected ADDRESS [PARTITION], got '\(value)'")
+            }
+            mpdListen.append(address)
+            if words.count == 2 { mpdListenPartition[address] = words[1] }
         case "mpd-password": mpdPassword = value.isEmpty ? nil : value
         case "http-listen": if !value.isEmpty { httpListen.append(value) }
         case "output":

@@ -156,6 +156,12 @@ public final class DaemonCore: Sendable {
         do { try restore() } catch {
             throw ProtocolError("state-file", "\(error): not starting, which would save over it (fix its owner or permissions, or move it away)")
         }
+        // The partitions MPD listeners start their clients in.
+        for name in Set(config.mpdListenPartition.values).sorted() where dispatcher.partitions.playback(named: name) == nil {
+            do { try dispatcher.partitions.create(name) } catch {
+                throw ProtocolError("bad-config", "mpd-listen: partition \(name): \(error.message)")
+            }
+        }
         if config.startInBackground {
             application.resignActive()
             application.enterBackground()

@@ -12,7 +12,7 @@ struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ctl",  // (given: deriving it reflects on the type, a conformance scan at start-up)
         abstract: "Control a running `backline daemon`.",
-        usage: "backline ctl [--socket PATH] [--partition NAME] [--json] [--format F] COMMAND [ARGUMENTS…]",
+        usage: "backline ctl [--socket PATH] [--json] [--format F] COMMAND [ARGUMENTS…]",
         discussion: """
             The commands and their arguments: backline ctl help
             One command in detail:            backline ctl help COMMAND

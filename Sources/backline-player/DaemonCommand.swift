@@ -93,7 +93,9 @@ struct DaemonCommand: ParsableCommand {
         if let library {
             do { try settings.set("library", library) } catch { fail("--library: \(error.message)") }
         }
-        settings.mpdListen += mpdListen
+        for m in mpdListen {
+            do { try settings.set("mpd-listen", m) } catch { fail("--mpd-listen: \(error.message)") }
+        }
         settings.httpListen += httpListen
         for o in outputs {
             do { try settings.set("output", o) } catch { fail("--output: \(error.message)") }

@@ -341,4 +341,172 @@ struct SnapcastTests {
 
         d.expectCleanStop()
     }
+
+    /// One channel of interleaved stereo.
+    static func channel(_ s: [Int16], _ c: Int) -> [Int16] { stride(from: c, to: s.count - 1, by: 2).map { s[$0] } }
+
+    /// Where `needle` starts in the mono `haystack`, from `from`, each sample within `tolerance`
+    /// (PulseAudio's float mixing in a remap sink rounds a sample one step either way).
+    static func findMono(_ needle: ArraySlice<Int16>, in haystack: [Int16], from: Int = 0, tolerance: Int = 1) -> Int? {
+        guard let first = needle.first, needle.count <= haystack.count else { return nil }
+        func near(_ a: Int16, _ b: Int16) -> Bool { abs(Int(a) - Int(b)) <= tolerance }
+        var i = max(0, from)
+        while i + needle.count <= haystack.count {
+            if near(haystack[i], first), zip(haystack[i..<(i + needle.count)], needle).allSatisfy(near) { return i }
+            i += 1
+        }
+        return nil
+    }
+
+    @Test("two rooms through PulseAudio (a room a channel of one recorded sink): each carries the queue (within PulseAudio's rounding) and they are aligned within 1 ms; pause silences both; a seek is heard at its target in both, next likewise; a room whose snapclient is killed and started again rejoins in sync")
+    func rooms() throws {
+        guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
+        // Each room's sink is one channel of the recorded sink: the left is room 1, the right room 2.
+        let pulse = try PulseNullSink(sampleRate: 48000, modules: [
+            "load-module module-remap-sink sink_name=room1 master=backline_null channels=1 master_channel_map=front-left channel_map=mono remix=no",
+            "load-module module-remap-sink sink_name=room2 master=backline_null channels=1 master_channel_map=front-right channel_map=mono remix=no",
+        ])
+        defer { pulse.stop() }
+        let dir = try Harness.makeTemporaryDirectory("snapcast")
+        let server = try SnapServer(in: dir)
+        defer { server.stop() }
+        func room(_ n: Int) throws -> SpawnedProcess {
+            try SpawnedProcess("snapclient", ["-h", "127.0.0.1", "-p", String(server.streamPort), "--hostID", "room\(n)",
+                                              "--player", "pulse:buffer_time=50", "-s", "room\(n)"], environment: pulse.environment)
+        }
+        let room1 = try room(1)
+        defer { room1.signal(SIGTERM); _ = try? room1.wait(timeout: 10) }
+        var room2 = try room(2)
+        defer { room2.signal(SIGTERM); _ = try? room2.wait(timeout: 10) }
+        #expect(server.waitUntilServing(clients: 2), "both rooms are connected")
+
+        let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2&latency=1000", config: DaemonFixture.foreground,
+                                  musicDirectory: dir.appendingPathComponent("music").path)
+        try FileManager.default.createDirectory(atPath: d.music, withIntermediateDirectories: true)
+        // The same in both channels: a mono room hears exactly it.
+        let a = try Fixtures.wav("snap-rooms-a", rate: 48000, seconds: 14, synth: ["whitenoise"], effects: ["remix", "1", "1", "gain", "-8"])
+        let b = try Fixtures.wav("snap-rooms-b", rate: 48000, seconds: 12, synth: ["pinknoise"], effects: ["remix", "1", "1", "gain", "-6"])
+        try FileManager.default.copyItem(atPath: a.path, toPath: d.music + "/a.wav")
+        try FileManager.default.copyItem(atPath: b.path, toPath: d.music + "/b.wav")
+        let itemA = Self.channel(try Self.samples(a), 0), itemB = Self.channel(try Self.samples(b), 0)
+        try d.start(["--library", "off"])
+
+        let recording = try pulse.startRecording()
+        // Read as it grows (only what is new), at most ten times a second: the test's own CPU
+        // stays out of the rooms' timing.
+        final class Rooms {
+            let file: URL
+            var left: [Int16] = [], right: [Int16] = []
+            var read: UInt64 = 0
+            init(_ file: URL) { self.file = file }
+            func update() {
+                guard let h = try? FileHandle(forReadingFrom: file) else { return }
+                defer { try? h.close() }
+                try? h.seek(toOffset: read)
+                var data = (try? h.readToEnd()) ?? Data()
+                data.count -= data.count % 4
+                read += UInt64(data.count)
+                data.withUnsafeBytes { raw in
+                    let s = raw.bindMemory(to: Int16.self)
+                    for i in stride(from: 0, to: s.count - 1, by: 2) {
+                        left.append(s[i])
+                        right.append(s[i + 1])
+                    }
+                }
+            }
+        }
+        let heard = Rooms(recording.file)
+        func rooms() -> ([Int16], [Int16]) {
+            heard.update()
+            return (heard.left, heard.right)
+        }
+        func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            repeat {
+                if condition() { return true }
+                usleep(100_000)
+            } while Date() < deadline
+            return false
+        }
+        // snapclient keeps a room in sync by now and then playing a sample twice or leaving one out:
+        // the item is looked for as short needles (10 ms), any of several.
+        func needles(_ item: [Int16], at start: Int) -> [(offset: Int, needle: ArraySlice<Int16>)] {
+            (0..<8).map { k in (k * 960, item[(start + k * 960)...].prefix(480)) }
+        }
+        /// Waits until both rooms have heard `item` from `start` on, after `from`; where each
+        /// heard `start` (found through the first needle both rooms heard).
+        func bothHear(_ item: [Int16], at start: Int, after from: Int, _ what: String,
+                      sourceLocation: SourceLocation = #_sourceLocation) -> (left: Int, right: Int)? {
+            var found: (Int, Int)?
+            var scanned = from  // each poll looks at what is new (and a needle's length before it)
+            _ = waitFor(20) {
+                let (l, r) = rooms()
+                defer { scanned = max(from, min(l.count, r.count) - 480) }
+                for (offset, needle) in needles(item, at: start) {
+                    guard let x = Self.findMono(needle, in: l, from: scanned), let y = Self.findMono(needle, in: r, from: max(0, scanned - 4800))
+                    else { continue }
+                    found = (x - offset, y - offset)
+                    return true
+                }
+                return false
+            }
+            guard let (x, y) = found else {
+                Issue.record("\(what): not heard in both rooms", sourceLocation: sourceLocation)
+                return nil
+            }
+            #expect(abs(x - y) <= 48, "\(what): the rooms \(abs(x - y)) samples apart (at most 48: 1 ms)", sourceLocation: sourceLocation)
+            return (x, y)
+        }
+
+        #expect(try d.request("add", [("paths", ["a.wav", "b.wav"])]).ok)
+        #expect(try d.request("play").ok)
+        guard let started = bothHear(itemA, at: 0, after: 0, "the first item's start") else { return }
+        #expect(waitFor(10) { let (l, r) = rooms(); return min(l.count, r.count) > max(started.left, started.right) + 96_000 })
+        let (l1, r1) = rooms()
+        for (n, (heard, at)) in [(l1, started.left), (r1, started.right)].enumerated() {
+            // Every 0.1 s of the first two seconds, 10 ms of the item where it belongs (give or
+            // take snapclient's corrections), each sample within one step of the decode.
+            let there = (0..<20).filter { k in
+                let needle = itemA[(k * 4800)...].prefix(480)
+                let near = Array(heard[max(0, at + k * 4800 - 48)...].prefix(480 + 96))
+                return Self.findMono(needle, in: near) != nil
+            }.count
+            #expect(there >= 18, "room \(n + 1) carries the item: \(there) of 20 places")
+        }
+
+        // Pause: both rooms fall silent (after what snapserver had buffered), and stay so.
+        #expect(try d.request("pause").ok)
+        let pausedAt = rooms().0.count
+        #expect(waitFor(10) {
+            let (l, r) = rooms()
+            guard l.count > pausedAt + 48_000 * 3 else { return false }
+            return l.suffix(24_000).allSatisfy { $0 == 0 } && r.suffix(24_000).allSatisfy { $0 == 0 }
+        }, "both rooms silent after the pause")
+        let silent = rooms().0.count
+
+        // A seek to 8 s (while paused), then play: both rooms hear the item from 8 s.
+        #expect(try d.request("seek", [("position", 8)]).ok)
+        #expect(try d.request("play").ok)
+        let sought = bothHear(itemA, at: 8 * 48000, after: silent - 48_000, "the seek's target")
+        if let sought {
+            let (l, r) = rooms()
+            // (to a millisecond before it: where a needle after the start was found, the start is
+            // reckoned back from it, give or take snapclient's corrections)
+            #expect(!l[silent..<(sought.left - 48)].contains { $0 != 0 } && !r[silent..<(sought.right - 48)].contains { $0 != 0 },
+                    "nothing but silence before the target (no stale audio)")
+        }
+
+        // Next: both rooms hear the second item's start.
+        #expect(try d.request("next").ok)
+        guard let next = bothHear(itemB, at: 0, after: sought?.left ?? silent, "the next item's start") else { return }
+
+        // Room 2's snapclient killed and started again: it rejoins, in sync.
+        room2.signal(SIGKILL)
+        _ = try? room2.wait(timeout: 10)
+        room2 = try room(2)
+        #expect(server.waitUntilServing(clients: 2), "room 2 is back")
+        _ = bothHear(itemB, at: 8 * 48000, after: next.left, "room 2, rejoined")
+        _ = try recording.stop()
+        d.expectCleanStop()
+    }
 }

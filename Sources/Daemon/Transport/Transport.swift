@@ -58,6 +58,8 @@ struct Endpoint: Sendable {
     /// Log line when bound, and the metadata key naming the address.
     var announcement = "listening"
     var logKey = "address"
+    /// The partition its clients start in (nil: the default).
+    var partition: String?
 
     var isUnix: Bool { address.hasPrefix("/") }
 }
