@@ -145,19 +145,20 @@ public final class Partitions: Sendable {
         }
     }
 
-    /// Makes partition `name` with an empty queue; it takes the configured output of the same
-    /// name when no partition holds it (a snapserver stream per partition, named after it).
+    /// Makes partition `name` with an empty queue (or `snapshot`'s); it takes the configured
+    /// output `requested`, else (with `namedOutput`) the one of the same name, when no partition
+    /// holds it (a snapserver stream per partition, named after it).
     /// - Throws: ``CommandError/badArgument(_:)`` for a bad name, ``CommandError/exists(_:)``,
     ///   ``CommandError/tooLarge(_:)`` past ``limit``.
     @discardableResult
-    public func create(_ name: String, output requested: String? = nil, restoring snapshot: PlayQueueSnapshot? = nil,
+    public func create(_ name: String, output requested: String? = nil, namedOutput: Bool = true, restoring snapshot: PlayQueueSnapshot? = nil,
                        volume: Float? = nil, muted: Bool = false, play: Bool = false) throws(CommandError) -> Playback {
         guard Self.isValidName(name) else { throw .badArgument("partition names are 1 to 64 letters, digits, '-' and '_'") }
         let taken = state.withLock { s -> Set<String> in Set(s.entries.values.compactMap(\.output)) }
         guard playback(named: name) == nil else { throw .exists("partition \"\(name)\" exists already") }
         guard names.count < Self.limit else { throw .tooLarge("at most \(Self.limit) partitions") }
-        let wanted = requested ?? name
-        let output = outputs.contains(where: { $0.name == wanted }) && !taken.contains(wanted) ? wanted : nil
+        let wanted = requested ?? (namedOutput ? name : nil)
+        let output = wanted.flatMap { w in outputs.contains(where: { $0.name == w }) && !taken.contains(w) ? w : nil }
         let p = try make(name, output: output)
         if let volume { p.player.volume = volume }
         p.player.isMuted = muted
@@ -181,6 +182,8 @@ public final class Partitions: Sendable {
         var c = base.configuration
         c.device = output.flatMap(device(of:)) ?? ""
         let p = try Playback(configuration: c, sharing: base, partition: name)
+        // ReplayGain and crossfade as the default partition's when made (they are its own after).
+        (p.replayGain, p.crossfade) = (base.replayGain, base.crossfade)
         p.tap { [weak self] e in self?.forward(name, e) }
         return p
     }

@@ -218,8 +218,8 @@ public final class DaemonCore: Sendable {
             queue.restore(saved.queue, play: config.restorePlaying)
             for p in saved.partitions ?? [] {
                 do {
-                    try dispatcher.partitions.create(p.name, output: p.output, restoring: p.queue, volume: p.volume, muted: p.muted,
-                                                     play: config.restorePlaying)
+                    try dispatcher.partitions.create(p.name, output: p.output, namedOutput: false, restoring: p.queue, volume: p.volume,
+                                                     muted: p.muted, play: config.restorePlaying)
                     playback.tags.prefetch(p.queue.entries.map(\.path))
                 } catch {
                     logger.warning("partition not restored", metadata: ["partition": "\(p.name)", "reason": "\(error.message)"])
