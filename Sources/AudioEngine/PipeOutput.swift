@@ -408,6 +408,30 @@ final class PipeStream: @unchecked Sendable {
         paused = on
         startNanos = 0  // (resumed: the clock starts from what is queued then)
         stuckSince = 0
+        if on { takeBack() }
+    }
+
+    /// Reads back what the reader has not taken from the FIFO, in front of what is queued: a
+    /// pause is heard once what the reader already took has played (not the FIFO's lead too),
+    /// and play goes on from there, nothing lost. (mpd's `fifo` output drops it instead.)
+    private func takeBack() {
+        var inFIFO: Int32 = 0
+        guard ioctl(fd, UInt(FIONREAD), &inFIFO) == 0, inFIFO > 0, queued + Int(inFIFO) <= queueCapacity else { return }
+        let n = Int(inFIFO)
+        if queued > 0 { memmove(queue + n, queue, queued) }
+        // The reader may take some meanwhile: what is read is the FIFO's tail, whole frames but
+        // perhaps the first (the rest of one the reader took in part).
+        var got = 0
+        while got < n {
+            let r = Glibc.read(readEnd, queue + got, n - got)
+            guard r > 0 else { break }
+            got += r
+        }
+        let skip = got % bytesPerFrame
+        let kept = got - skip
+        if skip > 0 { memmove(queue, queue + skip, kept) }
+        if kept < n, queued > 0 { memmove(queue + kept, queue + n, queued) }
+        queued += kept
     }
 
     /// Sends the rest (the resampler's tail too, then 100 ms of silence) at real-time pace, then

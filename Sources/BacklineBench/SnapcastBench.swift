@@ -127,10 +127,15 @@ public enum SnapcastBench {
                 set-default-sink room
 
                 """.write(toFile: dir + "/default.pa", atomically: true, encoding: .utf8)
-            pulse = try Child("/usr/bin/pulseaudio", ["-n", "-F", dir + "/default.pa", "--daemonize=no", "--exit-idle-time=-1",
-                                                      "--use-pid-file=no", "--disallow-exit"], environment: env)
-            let env = env
-            guard DaemonBench.waitUntil(10, { (try? SnapcastBench.run("/usr/bin/pactl", ["info"], env)) == 0 }) else {
+            // Through a shell that waits for it: PulseAudio closes the descriptors it inherits,
+            // and Foundation's Process takes its end of one closing for the child's exit (it
+            // then blocks in wait4 on it, and no other child's exit is seen).
+            pulse = try Child("/bin/sh", ["-c", "pulseaudio -n -F '\(dir)/default.pa' --daemonize=no --exit-idle-time=-1 --use-pid-file=no "
+                                                  + "--disallow-exit & p=$!; trap 'kill $p; wait $p; exit 0' TERM; wait $p"], environment: env)
+            // Up when its socket takes a connection. (Not `pactl info`: a short-lived child spawned
+            // here left Foundation's process monitor blocked in wait4 on another, and every later
+            // waitUntilExit hung.)
+            guard DaemonBench.waitUntil(10, { SnapcastBench.connects(unix: dir + "/native") }) else {
                 throw BenchError("PulseAudio did not start")
             }
             client = try Child("/usr/bin/snapclient", ["-h", "127.0.0.1", "-p", String(streamPort), "--hostID", "bench-room",
@@ -170,16 +175,18 @@ public enum SnapcastBench {
         }
     }
 
-    static func run(_ path: String, _ arguments: [String], _ env: [String: String]) throws -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: path)
-        p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        return p.terminationStatus
+    /// Whether a Unix socket at `path` takes a connection.
+    static func connects(unix path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8.prefix(107)) + [0]
+        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: bytes) }
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
+        }
     }
 
     /// Three pauses while a room hears noise: how long it goes on sounding after each (the

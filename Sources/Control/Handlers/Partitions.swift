@@ -22,8 +22,11 @@ public struct NewPartitionCommand: ControlCommand {
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         try x.locked { () throws(CommandError) in
-            if let output, !x.dispatcher.partitions.outputs.contains(where: { $0.name == output }) {
-                throw .notFound("newpartition: no output \"\(output)\"")
+            if let output {
+                guard let o = x.dispatcher.partitions.outputList.first(where: { $0.name == output && $0.id > 0 }) else {
+                    throw .notFound("newpartition: no output \"\(output)\"")
+                }
+                if let owner = o.partition { throw .exists("newpartition: output \"\(output)\" plays in partition \"\(owner)\" (moveoutput moves it)") }
             }
             _ = try x.dispatcher.partitions.create(name, output: output)
         }
