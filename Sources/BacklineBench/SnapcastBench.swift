@@ -70,39 +70,48 @@ public enum SnapcastBench {
 
         // mpd's fifo output into the same FIFO.
         var theirs: Double?
-        if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            let msock = dir + "/mpd.sock"
-            try """
-                music_directory "\(dir)/music"
-                db_file "\(dir)/mpd.db"
-                state_file "\(dir)/mpd.state"
-                bind_to_address "\(msock)"
-                audio_output {
-                    type "fifo"
-                    name "snapcast"
-                    path "\(fifo)"
-                    format "48000:16:2"
-                }
-                """.write(toFile: dir + "/mpd.conf", atomically: true, encoding: .utf8)
-            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd.conf"], environment: [:])
+        if let (mpd, m) = try mpd(dir: dir, name: "mpd", fifo: fifo, queue: "tone.mp3") {
             defer { mpd.stop() }
-            if DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
-                let m = try LineConnection(unix: msock, greeting: true)
-                _ = try m.exchange("update")
-                _ = DaemonBench.waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
-                _ = try m.exchange("add \"tone.mp3\"")
-                let mpid = mpd.process.processIdentifier
-                let before = FormatsBench.cpuSeconds(mpid)
-                _ = try m.exchange("play")
-                waitSlowly(seconds + 30) { ((try? m.exchange("status")) ?? "").contains("state: stop") }
-                theirs = before.flatMap { b in FormatsBench.cpuSeconds(mpid).map { $0 - b } }
-            }
+            let mpid = mpd.process.processIdentifier
+            let before = FormatsBench.cpuSeconds(mpid)
+            _ = try m.exchange("play")
+            waitSlowly(seconds + 30) { ((try? m.exchange("status")) ?? "").contains("state: stop") }
+            theirs = before.flatMap { b in FormatsBench.cpuSeconds(mpid).map { $0 - b } }
         }
         guard let ours else { throw BenchError("no CPU reading of the daemon") }
         var rows = [BenchResult(name: "Snapcast: CPU of the daemon feeding snapserver's FIFO, 60 s MP3 44.1 → 48 kHz", value: ours,
                                 unit: "s CPU", reference: theirs, referenceName: "mpd's fifo output, the same snapserver")]
         if let row = try pauseToSilence(executable: executable, dir: dir, fifo: fifo, streamPort: port) { rows.append(row) }
         return rows
+    }
+
+    /// mpd with its `fifo` output into `fifo` (files `dir/NAME.*`), its database made and
+    /// `queue` queued; nil without mpd.
+    static func mpd(dir: String, name: String, fifo: String, queue: String) throws -> (Child, LineConnection)? {
+        guard let path = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let msock = dir + "/\(name).sock"
+        try """
+            music_directory "\(dir)/music"
+            db_file "\(dir)/\(name).db"
+            state_file "\(dir)/\(name).state"
+            bind_to_address "\(msock)"
+            audio_output {
+                type "fifo"
+                name "snapcast"
+                path "\(fifo)"
+                format "48000:16:2"
+            }
+            """.write(toFile: dir + "/\(name).conf", atomically: true, encoding: .utf8)
+        let mpd = try Child(path, ["--no-daemon", dir + "/\(name).conf"], environment: [:])
+        guard DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) else {
+            mpd.stop()
+            return nil
+        }
+        let m = try LineConnection(unix: msock, greeting: true)
+        _ = try m.exchange("update")
+        _ = DaemonBench.waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
+        _ = try m.exchange("add \"\(queue)\"")
+        return (mpd, m)
     }
 
     // MARK: - Pause to silence in a room
@@ -230,29 +239,9 @@ public enum SnapcastBench {
         daemon.stop()
 
         var theirs: Double?
-        if let mpdPath = ["/usr/bin/mpd", "/usr/sbin/mpd"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            let msock = dir + "/mpd2.sock"
-            try """
-                music_directory "\(dir)/music"
-                db_file "\(dir)/mpd2.db"
-                state_file "\(dir)/mpd2.state"
-                bind_to_address "\(msock)"
-                audio_output {
-                    type "fifo"
-                    name "snapcast"
-                    path "\(fifo)"
-                    format "48000:16:2"
-                }
-                """.write(toFile: dir + "/mpd2.conf", atomically: true, encoding: .utf8)
-            let mpd = try Child(mpdPath, ["--no-daemon", dir + "/mpd2.conf"], environment: [:])
+        if let (mpd, m) = try mpd(dir: dir, name: "mpd2", fifo: fifo, queue: "noise.wav") {
             defer { mpd.stop() }
-            if DaemonBench.waitUntil(20, { (try? LineConnection(unix: msock, greeting: true)) != nil }) {
-                let m = try LineConnection(unix: msock, greeting: true)
-                _ = try m.exchange("update")
-                _ = DaemonBench.waitUntil(30) { ((try? m.exchange("status")) ?? "").contains("updating_db") == false }
-                _ = try m.exchange("add \"noise.wav\"")
-                theirs = try pauses(room, play: { _ = try m.exchange("play") }, pause: { _ = try m.exchange("pause 1") })
-            }
+            theirs = try pauses(room, play: { _ = try m.exchange("play") }, pause: { _ = try m.exchange("pause 1") })
         }
         guard let ours else { throw BenchError("the room never went silent after the daemon's pause") }
         return BenchResult(name: "Snapcast: pause to silence in a room (snapserver buffer 1 s; median of 3)", value: ours, unit: "s",

@@ -93,13 +93,13 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     return ProcessResult(status: status, stdout: out, stderr: err)
 }
 
-/// Polls `condition` every 5 ms for up to `timeout` seconds (at least once); whether it held.
+/// Polls `condition` every `interval` seconds (5 ms) for up to `timeout` seconds (at least once); whether it held.
 @discardableResult
-public func eventually(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+public func eventually(timeout: Double = 10, every interval: Double = 0.005, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     repeat {
         if condition() { return true }
-        usleep(5_000)
+        usleep(useconds_t(interval * 1e6))
     } while Date() < deadline
     return false
 }

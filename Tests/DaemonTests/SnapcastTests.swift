@@ -456,14 +456,7 @@ struct SnapcastTests {
             heard.update()
             return (heard.left, heard.right)
         }
-        func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool {
-            let deadline = Date().addingTimeInterval(timeout)
-            repeat {
-                if condition() { return true }
-                usleep(100_000)
-            } while Date() < deadline
-            return false
-        }
+        func waitFor(_ timeout: Double, _ condition: () -> Bool) -> Bool { eventually(timeout: timeout, every: 0.1, condition) }
         // snapclient keeps a room in sync by now and then playing a sample twice or leaving one out:
         // the item is looked for as short needles (10 ms), any of several.
         func needles(_ item: [Int16], at start: Int) -> [(offset: Int, needle: ArraySlice<Int16>)] {
