@@ -16,9 +16,9 @@ struct SnapcastTests {
         let streamPort: Int, controlPort: Int, httpPort: Int
         let process: SpawnedProcess
 
-        /// `controlScript`: the stream's plugin (snapserver runs it; `meta_mpd.py` through a wrapper
-        /// that points it at our MPD listener).
-        init(in dir: URL, controlScript: String? = nil, streams: [String] = ["default"], controlScripts: [String: String] = [:]) throws {
+        /// `controlScripts`: each stream's plugin, by stream (snapserver runs it; `meta_mpd.py`
+        /// through a wrapper that points it at our MPD listener, ``metaMPD(_:port:name:)``).
+        init(in dir: URL, streams: [String] = ["default"], controlScripts: [String: String] = [:]) throws {
             self.dir = dir
             fifo = dir.appendingPathComponent("snapfifo").path
             let ports = HardeningTests.ports(3)
@@ -39,7 +39,7 @@ struct SnapcastTests {
                 [stream]
                 bind_to_address = 127.0.0.1
                 port = \(streamPort)
-                \(streams.map { "source = pipe://\(Self.fifo(dir, $0))?name=\($0)&mode=create" + ((controlScripts[$0] ?? controlScript).map { "&controlscript=" + $0 } ?? "") }
+                \(streams.map { "source = pipe://\(Self.fifo(dir, $0))?name=\($0)&mode=create" + (controlScripts[$0].map { "&controlscript=" + $0 } ?? "") }
                     .joined(separator: "\n"))
                 [logging]
                 """.write(to: conf, atomically: true, encoding: .utf8)
@@ -183,13 +183,7 @@ struct SnapcastTests {
         guard Self.available || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let dir = try Harness.makeTemporaryDirectory("snapcast")
         let mpdPort = HardeningTests.port()
-        // snapserver 0.26 starts the plugin with only --stream and --snapcast-port: a wrapper
-        // names our MPD listener (meta_mpd.py's own default is localhost:6600).
-        let wrapper = dir.appendingPathComponent("meta_backline.sh")
-        try "#!/bin/sh\nexec /usr/bin/python3 /usr/share/snapserver/plug-ins/meta_mpd.py --mpd-host=127.0.0.1 --mpd-port=\(mpdPort) \"$@\"\n"
-            .write(to: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper.path, 0o755)
-        let server = try SnapServer(in: dir, controlScript: wrapper.path)
+        let server = try SnapServer(in: dir, controlScripts: ["default": try SnapServer.metaMPD(dir, port: mpdPort, name: "backline")])
         defer { server.stop() }
         let d = try DaemonFixture(device: "pipe:\(server.fifo)?format=48000:16:2", config: DaemonFixture.foreground,
                                   musicDirectory: dir.appendingPathComponent("music").path)

@@ -10,8 +10,7 @@ import statistics
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from headless import chromium
 
 URL, RUNS = sys.argv[1], int(sys.argv[2])
 SHOWN = """
@@ -24,11 +23,7 @@ return [performance.now(), bytes];
 
 times, sizes = [], []
 for run in range(RUNS):
-    options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,800"):
-        options.add_argument(flag)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = chromium("--window-size=1280,800")
     try:
         driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
         driver.get(URL)

@@ -19,8 +19,7 @@ import sys
 import tempfile
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from headless import chromium
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
@@ -50,12 +49,7 @@ def until(what, check, timeout=10.0):
 
 
 profile = tempfile.mkdtemp(prefix="webremote-profile-")
-options = webdriver.ChromeOptions()
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=390,844",
-             "--user-data-dir=" + profile):
-    options.add_argument(flag)
-options.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = chromium("--window-size=390,844", "--user-data-dir=" + profile)
 driver.set_script_timeout(10)
 try:
     os.makedirs(ARTIFACTS, exist_ok=True)
