@@ -41,6 +41,7 @@ let package = Package(
         // The README's AVQueuePlayer-style example, and a second "app" for trying sessions across processes.
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
+        .executable(name: "backline-fuzz", targets: ["backline-fuzz"]),
         .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "MediaCore", targets: ["MediaCore"]),
         .library(name: "Media", targets: ["Media"]),
@@ -221,6 +222,16 @@ let package = Package(
             linkerSettings: playerLayout
         ),
 
+        // The fuzz targets: every parser of untrusted bytes as a function with its invariants
+        // (`scripts/fuzz` drives them with libFuzzer; FuzzTests replays the committed corpora).
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["BacklineWire", "Control", "Daemon", "HTTPInput", "Library", "Media", "MediaCore"],
+            swiftSettings: strictSettings
+        ),
+        // `backline-fuzz`: libFuzzer's driver when `scripts/fuzz` builds it, a replayer otherwise.
+        .executableTarget(name: "backline-fuzz", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
+
         // Test harness: private PulseAudio null sink, ALSA file capture, reference decodes, fixtures.
         // Optimised even in debug builds: the recording analysis (cross-correlation over minutes
         // of audio) takes seconds instead of minutes.
@@ -230,6 +241,8 @@ let package = Package(
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
+        // Every committed fuzz input (seeds and findings, `Tests/FuzzCorpus`) through its target.
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "MediaCore"], exclude: ["FuzzCorpus"], swiftSettings: strictSettings),
         .testTarget(
             name: "BacklineCLITests",
             // The tests run both executables (`backline` execs `backline-player`), which `swift build`

@@ -87,8 +87,11 @@ public struct PathResolver: Sendable {
     public static func playlistEntries(_ text: String) -> [String] {
         let body = text.hasPrefix("\u{FEFF}") ? text.dropFirst() : Substring(text)  // (a byte-order mark)
         let lines = body.split(whereSeparator: \.isNewline).map { $0.trimmingBlanks() }
+        // (A `file://HOST` URL with no path stays as it is: it named no file, and as an empty
+        // path it vanished. Fuzz finding playlist/file-url-host.)
         func path(_ s: String) -> String {
-            s.hasPrefix("file://") ? (URL(string: s)?.path ?? s) : s
+            guard s.hasPrefix("file://"), let p = URL(string: s)?.path, p.hasPrefix("/") else { return s }
+            return p
         }
         if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" {
             var numbered: [(Int, String)] = []

@@ -62,8 +62,9 @@ public struct PlaylistStore: Sendable {
         case .success(let data):
             var entries: [String] = []
             for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
-                let entry = line.trimmingBlanks()
-                guard !entry.isEmpty, !entry.hasPrefix("#") else { continue }
+                let text = line.trimmingBlanks()
+                guard !text.isEmpty, !text.hasPrefix("#") else { continue }
+                let entry = entry(line: text)
                 guard entries.count < Limits.playlistEntries else {
                     throw .tooLarge("playlist \"\(name)\" has more than \(Limits.playlistEntries) entries")
                 }
@@ -80,7 +81,7 @@ public struct PlaylistStore: Sendable {
         try Self.check(name)
         do {
             try makeDirectories(directory)
-            try writeFileAtomically(Data(("#EXTM3U\n" + entries.map { $0 + "\n" }.joined()).utf8), to: file(name))
+            try writeFileAtomically(Data(("#EXTM3U\n" + entries.map { line($0) + "\n" }.joined()).utf8), to: file(name))
         } catch {
             throw .failed("cannot save the playlist \"\(name)\": \(error)")
         }
@@ -104,6 +105,45 @@ public struct PlaylistStore: Sendable {
         guard Glibc.rename(file(name), file(new)) == 0 else {
             throw .failed("cannot rename the playlist \"\(name)\": \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// The M3U line for `entry`: the entry itself, unless it would not read back as itself (a
+    /// line break in a file's name, blanks at either end, a leading `#`, a `file://` of its own),
+    /// then a `file://` URL of its absolute path, percent-escaped (fuzz finding
+    /// playlist/line-break: such an entry became two, or none).
+    public func line(_ entry: String) -> String {
+        let plain = !entry.isEmpty && !entry.contains(where: \.isNewline) && entry.trimmingBlanks() == entry
+            && !entry.hasPrefix("#") && !entry.hasPrefix("file://")
+        if plain { return entry }
+        let absolute = entry.hasPrefix("/") || musicRoot == nil ? entry : musicRoot! + "/" + entry
+        var url = "file://"
+        for b in absolute.utf8 {
+            let safe = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: "/") || b == UInt8(ascii: "-") || b == UInt8(ascii: ".") || b == UInt8(ascii: "_") || b == UInt8(ascii: "~")
+            if safe { url.unicodeScalars.append(Unicode.Scalar(b)) } else {
+                url += "%" + String(b >> 4, radix: 16, uppercase: true) + String(b & 15, radix: 16, uppercase: true)
+            }
+        }
+        return url
+    }
+
+    /// The entry an M3U line stands for: a `file:///…` URL (see ``line(_:)``) decoded to its
+    /// path, relative to the music directory when inside it; any other line as it is.
+    public func entry(line: String) -> String {
+        guard line.hasPrefix("file:///") else { return line }
+        var bytes: [UInt8] = []
+        let u = Array(line.utf8.dropFirst(7))
+        var i = 0
+        while i < u.count {
+            if u[i] == UInt8(ascii: "%"), i + 2 < u.count, let v = UInt8(String(decoding: u[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
+                bytes.append(v)
+                i += 3
+            } else {
+                bytes.append(u[i])
+                i += 1
+            }
+        }
+        return entry(for: String(decoding: bytes, as: UTF8.self))
     }
 
     /// How an absolute file path is stored: relative to the music directory when inside it.

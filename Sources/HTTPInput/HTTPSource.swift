@@ -190,16 +190,22 @@ public final class HTTPSource: ByteSource {
 
     /// An ICY block the reader passed: its `StreamTitle` becomes the title from here on.
     private func take(_ block: [UInt8]) {
-        guard let title = ICYDemuxer.fields(block).first(where: { $0.key == "StreamTitle" })?.value else { return }
-        var m = station
-        m.replaceTag(.title, with: title.isEmpty ? nil : title)
-        guard m != station else { return }
+        guard let m = Self.station(station, taking: block) else { return }
         station = m
         pendingUpdate = m
     }
 
+    /// The station's tags after an ICY block: its `StreamTitle` as the title; nil when the
+    /// block changes nothing.
+    package static func station(_ station: TrackMetadata, taking block: [UInt8]) -> TrackMetadata? {
+        guard let title = ICYDemuxer.fields(block).first(where: { $0.key == "StreamTitle" })?.value else { return nil }
+        var m = station
+        m.replaceTag(.title, with: title.isEmpty ? nil : title)
+        return m == station ? nil : m
+    }
+
     /// `icy-name` as mpd's `Name`, `icy-genre`, `icy-description` as the comment.
-    static func stationTags(_ head: ResponseHead) -> TrackMetadata {
+    package static func stationTags(_ head: ResponseHead) -> TrackMetadata {
         var m = TrackMetadata()
         if let name = head.icy["icy-name"], !name.isEmpty { m.replaceTag(.name, with: name) }
         if let genre = head.icy["icy-genre"], !genre.isEmpty { m.replaceTag(.genre, with: genre) }
@@ -212,12 +218,16 @@ public final class HTTPSource: ByteSource {
 
 extension TrackMetadata {
     /// Sets `key`'s one value (nil: none), keeping the single fields in step.
+    /// The value is fixed as every tag value is (``TrackMetadata/addTag(_:_:)``: a control
+    /// character a server sends, a newline in a `StreamTitle`, becomes a space), so that it can
+    /// never split a protocol line.
     mutating func replaceTag(_ key: TagKey, with value: String?) {
         tags.removeAll { $0.key == key }
-        if let value { tags.append(Tag(key, value)) }
+        if let value { addTag(key, value) }
+        let fixed = tags.last { $0.key == key }?.value
         switch key {
-        case .title: title = value
-        case .genre: genre = value
+        case .title: title = fixed
+        case .genre: genre = fixed
         default: break
         }
     }

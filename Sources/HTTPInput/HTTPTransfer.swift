@@ -118,17 +118,57 @@ enum TransferThreads {
 }
 
 /// What the response said about itself (the last response, after redirects).
-struct ResponseHead: Sendable {
-    var status = 0
-    var reason = ""
-    var contentType: String?
-    var contentLength: Int?
+package struct ResponseHead: Sendable {
+    package var status = 0
+    package var reason = ""
+    package var contentType: String?
+    package var contentLength: Int?
     /// `Content-Range: bytes A-B/TOTAL`: the resource's whole length.
-    var totalLength: Int?
-    var acceptsRanges = false
-    var icyMetaInterval: Int?
+    package var totalLength: Int?
+    package var acceptsRanges = false
+    package var icyMetaInterval: Int?
     /// `icy-name`, `icy-genre`, `icy-url`, `icy-description`, `icy-br`.
-    var icy: [String: String] = [:]
+    package var icy: [String: String] = [:]
+
+    package init() {}
+
+    /// What a line of a response head was.
+    package enum Line: Sendable { case status, field, end }
+
+    /// Takes one line of a head as libcurl hands it (with its line end): a status line starts a
+    /// new response (after a redirect), a field is read into this head, a blank line ends it.
+    package mutating func take(_ line: UnsafeRawBufferPointer) -> Line {
+        var end = line.count
+        while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self).trimmingBlanks()
+        if text.hasPrefix("HTTP/") {
+            self = ResponseHead()
+            let parts = text.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            reason = parts.count > 2 ? String(parts[2]) : ""
+            return .status
+        }
+        if text.hasPrefix("ICY ") {  // SHOUTcast v1's status line
+            self = ResponseHead()
+            status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+            return .status
+        }
+        if text.isEmpty { return .end }
+        guard let colon = text.firstIndex(of: ":") else { return .field }
+        let name = text[..<colon].lowercased()
+        let value = String(text[text.index(after: colon)...]).trimmingBlanks()
+        switch name {
+        case "content-type": contentType = value.lowercased()
+        case "content-length": contentLength = Int(value)
+        case "accept-ranges": acceptsRanges = value.lowercased().contains("bytes")
+        case "content-range":
+            if let slash = value.lastIndex(of: "/") { totalLength = Int(value[value.index(after: slash)...]) }
+        case "icy-metaint": icyMetaInterval = Int(value).flatMap { $0 > 0 ? $0 : nil }
+        case let n where n.hasPrefix("icy-"): icy[n] = value
+        default: break
+        }
+        return .field
+    }
 }
 
 /// One HTTP GET on its own thread (libcurl's easy interface), feeding a bounded byte buffer the
@@ -423,41 +463,11 @@ final class HTTPTransfer: @unchecked Sendable {
     // Callbacks (the transfer thread).
 
     fileprivate func header(_ line: UnsafeRawBufferPointer) -> Bool {
-        var end = line.count
-        while end > 0, line[end - 1] == 10 || line[end - 1] == 13 { end -= 1 }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[..<end]), as: UTF8.self).trimmingBlanks()
-        if text.hasPrefix("HTTP/") {
-            // A new response (the first, or one after a redirect).
-            pendingHead = ResponseHead()
-            let parts = text.split(separator: " ", maxSplits: 2)
-            pendingHead.status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            pendingHead.reason = parts.count > 2 ? String(parts[2]) : ""
-            return true
+        switch pendingHead.take(line) {
+        // The end of a head: a redirect's is followed by another; the last one decides.
+        case .end: return (300..<400).contains(pendingHead.status) ? true : acceptHead(pendingHead)
+        case .status, .field: return true
         }
-        if text.hasPrefix("ICY ") {  // SHOUTcast v1's status line
-            pendingHead = ResponseHead()
-            pendingHead.status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
-            return true
-        }
-        if text.isEmpty {
-            // The end of a head: a redirect's is followed by another; the last one decides.
-            if (300..<400).contains(pendingHead.status) { return true }
-            return acceptHead(pendingHead)
-        }
-        guard let colon = text.firstIndex(of: ":") else { return true }
-        let name = text[..<colon].lowercased()
-        let value = String(text[text.index(after: colon)...]).trimmingBlanks()
-        switch name {
-        case "content-type": pendingHead.contentType = value.lowercased()
-        case "content-length": pendingHead.contentLength = Int(value)
-        case "accept-ranges": pendingHead.acceptsRanges = value.lowercased().contains("bytes")
-        case "content-range":
-            if let slash = value.lastIndex(of: "/") { pendingHead.totalLength = Int(value[value.index(after: slash)...]) }
-        case "icy-metaint": pendingHead.icyMetaInterval = Int(value).flatMap { $0 > 0 ? $0 : nil }
-        case let n where n.hasPrefix("icy-"): pendingHead.icy[n] = value
-        default: break
-        }
-        return true
     }
 
     /// Checks the final response: a success with audio, or the item's failure.

@@ -74,7 +74,10 @@ extension SongFilter {
             c.values += [.text(d + "/"), .text(d + "0")]
             return "(s.path >= ? AND s.path < ?)"
         case .modifiedSince(let t):
-            c.values.append(.int(t * 1_000_000_000))
+            // (Nanoseconds, as stored; a time beyond 2262 compares as the largest one: fuzz
+            // finding filter/modified-since-overflow, which trapped.)
+            let (ns, overflow) = t.multipliedReportingOverflow(by: 1_000_000_000)
+            c.values.append(.int(overflow ? (t < 0 ? .min : .max) : ns))
             return "s.mtime >= ?"
         case .addedSince(let t):
             c.values.append(.int(t))

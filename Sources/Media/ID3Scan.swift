@@ -28,10 +28,10 @@ import MediaCore
 ///   whose header is broken makes libid3tag drop the whole tag, and so here; a frame whose
 ///   contents it would refuse (an unknown text encoding) is skipped here, where libid3tag
 ///   drops the tag.
-enum ID3Scan {
+package enum ID3Scan {
     /// The tags of a seekable source (its position is left anywhere). Empty metadata when it
     /// has no tag or cannot be read.
-    static func metadata(_ source: any ByteSource) -> TrackMetadata {
+    package static func metadata(_ source: any ByteSource) -> TrackMetadata {
         guard let size = source.length else { return TrackMetadata() }
         if let frames = readV2(source, fileSize: size) ?? readV1(source, fileSize: size) {
             return scan(frames)
@@ -40,7 +40,7 @@ enum ID3Scan {
     }
 
     /// The tags of an ID3v2 tag held whole in `bytes` (a WAV or AIFF `id3 ` chunk).
-    static func metadata(bytes: ArraySlice<UInt8>) -> TrackMetadata {
+    package static func metadata(bytes: ArraySlice<UInt8>) -> TrackMetadata {
         parseV2(Array(bytes)).map(scan) ?? TrackMetadata()
     }
 

@@ -209,6 +209,14 @@ public final class MPG123Decoder: AudioDecoder {
         case MPG123_OK.rawValue:
             // libmpg123 moves a trimmed frame's audio to the start of a buffer it does not own.
             let start = audio.map(UnsafeRawPointer.init) ?? UnsafeRawPointer(target)
+            // On some broken streams libmpg123 1.31 hands back the buffer it had before
+            // `mpg123_replace_buffer` (freed by that call) for a frame: audio outside the buffer it
+            // was given is never read (fuzz finding, decoder/mpg123-stale-buffer); the frame is
+            // dropped, as a frame libmpg123 could not decode.
+            let given = UnsafeRawPointer(target)
+            guard start >= given, bytes >= 0, start + bytes <= given + (inPlace ? buffer.count : maxFrameBytes) else {
+                return (0, .more)
+            }
             if inPlace {
                 if start != UnsafeRawPointer(target), bytes > 0 { target.copyMemory(from: start, byteCount: bytes) }
             } else {

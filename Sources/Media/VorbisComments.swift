@@ -7,7 +7,7 @@ import Platform
 /// its Xiph aliases (`TRACKNUMBER`, `DISCNUMBER`, `ALBUM ARTIST`, `DESCRIPTION`, …); two
 /// `ARTIST` comments are two artists. `METADATA_BLOCK_PICTURE` (base64 FLAC picture) is the
 /// artwork; `REPLAYGAIN_*` and `R128_*` the gains.
-enum VorbisComments {
+package enum VorbisComments {
     /// Xiph names that are not mpd's own tag names (`XiphTags.cxx`).
     private static let aliases: [String: TagKey] = [
         "tracknumber": .track, "discnumber": .disc, "album artist": .albumArtist, "album_artist": .albumArtist, "description": .comment,
@@ -16,7 +16,7 @@ enum VorbisComments {
 
     /// Parses a comment header body: vendor length and string, count, then each comment.
     /// `data` starts at the vendor length (after any packet type and magic).
-    static func parse(_ data: ArraySlice<UInt8>, into meta: inout TrackMetadata) {
+    package static func parse(_ data: ArraySlice<UInt8>, into meta: inout TrackMetadata) {
         var r = ByteReader(data, bigEndian: false)
         guard let vendorLength = r.u32(), r.skip(Int(vendorLength)), let count = r.u32() else { return }
         var comments: [ArraySlice<UInt8>] = []
@@ -76,9 +76,9 @@ enum VorbisComments {
 }
 
 /// A FLAC `PICTURE` block (also base64 in Ogg's `METADATA_BLOCK_PICTURE`).
-enum FLACPicture {
+package enum FLACPicture {
     /// The picture type (3: front cover) and the artwork.
-    static func parse(_ data: ArraySlice<UInt8>) -> (type: UInt32, artwork: TrackMetadata.Artwork)? {
+    package static func parse(_ data: ArraySlice<UInt8>) -> (type: UInt32, artwork: TrackMetadata.Artwork)? {
         var r = ByteReader(data, bigEndian: true)
         guard let type = r.u32(), let mimeLength = r.u32(), let mime = r.bytes(Int(mimeLength)),
               let descLength = r.u32(), r.skip(Int(descLength)), r.skip(16), let size = r.u32(),
@@ -89,8 +89,8 @@ enum FLACPicture {
 }
 
 /// Standard base64 (RFC 4648), ignoring whitespace; nil on other characters.
-enum Base64 {
-    static func decode(_ s: String) -> [UInt8]? {
+package enum Base64 {
+    package static func decode(_ s: String) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count * 3 / 4)
         var acc: UInt32 = 0, bits = 0

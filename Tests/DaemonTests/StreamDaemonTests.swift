@@ -59,6 +59,24 @@ struct StreamDaemonTests {
         #expect(pl["items"]?.array?.count == 2, "\(pl.text)")
     }
 
+    @Test("a station that sends a title holding a newline and `OK` (fuzz finding, icy/seed-newline): MPD clients see one Title line with spaces, and the next command answers in step")
+    func titleCannotSplitALine() throws {
+        let server = try Self.server()
+        let live = server.url("live/tone.mp3?metaint=8000&titles=Evil%0AOK%0Afile:%20x")
+        let (d, sock) = try MPDTests.daemon(port: MPDTests.port(14))
+        #expect(try d.request("add", [("paths", .array([.string(live)]))])["items"]?.array?.count == 1)
+        #expect(try d.request("play")["state"] == "playing")
+        #expect(eventually(timeout: 15) { (try? d.request("status"))?["current"]?["title"] == "Evil OK file: x" }, "\((try? d.request("status"))?.text ?? "")")
+        let lines = try MPDTests.python(d, "title.py", """
+            import sys, mpd
+            c = mpd.MPDClient(); c.connect(sys.argv[1])
+            print(repr(c.currentsong().get("title")))
+            print(c.status().get("state"), len(c.playlistinfo()))
+            """, [sock])
+        #expect(lines == ["'Evil OK file: x'", "play 1"], "\(lines)")
+        d.expectCleanStop()
+    }
+
     @Test("a stalled stream through the daemon: status says buffering (JSON, ctl status, --format %buffering%), `buffering` events on and off in order; the rest arrives and the item plays to its end")
     func stallShown() throws {
         let server = try Self.server()

@@ -63,7 +63,7 @@ struct MPDRequest {
 /// An MPD command: its name, how many arguments it takes and of which kinds, who may run it,
 /// where it runs, and what it does. ``MPDCommandTable`` is the one list: `commands`,
 /// `notcommands`, the argument checks and their ACKs all come from it.
-struct MPDCommand: Sendable {
+package struct MPDCommand: Sendable {
     /// Who may run a command on a connection that must give the password.
     enum Permission: Sendable { case anyone, control }
 
@@ -108,7 +108,7 @@ struct MPDCommand: Sendable {
     }
 
     /// mpd's argument-count check (`command_check_request`), then each argument's kind.
-    func check(_ args: [String]) throws(MPDError) {
+    package func check(_ args: [String]) throws(MPDError) {
         if let max = maxArguments, minArguments == max, args.count != max {
             throw MPDError(.arg, "wrong number of arguments for \"\(name)\"")
         }
@@ -120,7 +120,7 @@ struct MPDCommand: Sendable {
 
 /// Every MPD command Backline answers, in mpd's (alphabetical) order. `idle`, `noidle`,
 /// `close` and the command lists are the connection's own (``MPDConnectionHandler``).
-enum MPDCommandTable {
+package enum MPDCommandTable {
     static let all: [MPDCommand] = [
         MPDCommand("add", 1...2) { p, r throws(MPDError) in try p.add(r) },
         MPDCommand("addid", 1...2) { p, r throws(MPDError) in try p.add(r) },
@@ -444,7 +444,7 @@ enum MPDCommandTable {
     private static let byName: [String: MPDCommand] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
     /// The command named `name`.
-    static func command(_ name: String) -> MPDCommand? { byName[name] }
+    package static func command(_ name: String) -> MPDCommand? { byName[name] }
 }
 
 extension MPDError {

@@ -10,15 +10,15 @@ import Player
 import Synchronization
 
 /// MPD's ACK codes (`src/protocol/Ack.hxx`).
-enum MPDAck: Int, Sendable {
+package enum MPDAck: Int, Sendable {
     case notList = 1, arg = 2, password = 3, permission = 4, unknown = 5
     case noExist = 50, playlistMax = 51, system = 52, playlistLoad = 53, updateAlready = 54, playerSync = 55, exist = 56
 }
 
 /// A failed MPD command: its ACK code and message.
-struct MPDError: Error, Sendable {
-    let ack: MPDAck
-    let message: String
+package struct MPDError: Error, Sendable {
+    package let ack: MPDAck
+    package let message: String
     init(_ ack: MPDAck, _ message: String) { (self.ack, self.message) = (ack, message) }
 
     /// A command-layer error in MPD's terms (mapped once, here).
@@ -69,7 +69,7 @@ final class MPDClientState: @unchecked Sendable {
 /// commands run by the ``CommandDispatcher``; replies, errors and events are rendered as MPD
 /// renders them (`key: value` lines, `ACK [code@index] {command} message`, `changed:` lines).
 /// Commands that only read (status, songs, outputs) read the ``Playback`` façade.
-struct MPDProtocol: Sendable {
+package struct MPDProtocol: Sendable {
     /// The command layer: every command runs through it; reads go through its ``Playback`` façade.
     let dispatcher: CommandDispatcher
     /// What MPD connections share that is mpd's own (the password, MixRamp).
@@ -106,7 +106,7 @@ struct MPDProtocol: Sendable {
     /// Splits a request line into its command and arguments: words separated by spaces or tabs,
     /// or `"…"` with `\"` and `\\` escaped (libmpdclient quotes every argument; `tagtypes enable`
     /// comes unquoted).
-    static func tokenize(_ line: String) throws(MPDError) -> [String] {
+    package static func tokenize(_ line: String) throws(MPDError) -> [String] {
         // Most lines (`status`, `idle player`) quote nothing: split the bytes.
         let plain: [String]? = line.utf8.withContiguousStorageIfAvailable { b -> [String]? in
             var words: [String] = []

@@ -1,0 +1,53 @@
+import Media
+import MediaCore
+
+/// The decoder front door: sniffing, opening and the first seconds of decoding, through every
+/// decoder (libmpg123, libFLAC, libvorbisfile, opusfile, the WAVE and AIFF readers, FFmpeg).
+enum DecoderTargets {
+    /// The name the bytes come under (the first byte picks it): the suffix only breaks ties.
+    static let names = ["fuzz.mp3", "fuzz.flac", "fuzz.ogg", "fuzz.opus", "fuzz.wav", "fuzz.aiff", "fuzz.m4a", "fuzz"]
+
+    /// A file's bytes: it opens or fails with a media error; what it decodes is whole frames of
+    /// finite samples in the format it declared, no more than a known length; tags fit a
+    /// protocol line; a seek within the length lands or fails cleanly.
+    static let decoder = FuzzTarget("decoder", "Sniff, DecoderRegistry and each decoder's first seconds; whole frames of finite samples within the declared length; seeks land or fail cleanly") { input throws(InvariantFailure) in
+        guard let first = input.first else { return }
+        let name = names[Int(first) % names.count]
+        let bytes = Array(input.dropFirst())
+        if let info = try? DecoderRegistry.standard.info(MemorySource(name: name, bytes: bytes)) {
+            try tagsAreLines(info.metadata, "decoder")
+        }
+        guard let (plugin, d) = try? DecoderRegistry.standard.openWithPlugin(MemorySource(name: name, bytes: bytes)) else { return }
+        let f = d.format
+        try check((1...768_000).contains(f.rate) && (1...8).contains(f.channels), "decoder", "\(plugin.name): format \(f.rate) Hz × \(f.channels)")
+        try check(d.minimumRoom >= f.channels * 4, "decoder", "\(plugin.name): minimum room \(d.minimumRoom) is less than a frame")
+        if let n = d.lengthFrames { try check(n >= 0, "decoder", "\(plugin.name): length \(n)") }
+        try tagsAreLines(d.metadata, "decoder")
+        let frameBytes = f.channels * 4
+        let room = max(d.minimumRoom, 16384 * frameBytes)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: room, alignment: 16)
+        defer { buffer.deallocate() }
+        var frames = 0
+        // At most four seconds, or 64 calls.
+        for _ in 0..<64 where frames < f.rate * 4 {
+            let r: (bytes: Int, status: DecodeStatus)
+            do {
+                r = try d.decode(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(room / 2)]),
+                                 spillingInto: UnsafeMutableRawBufferPointer(rebasing: buffer[(room / 2)...]))
+            } catch {
+                break
+            }
+            try check(r.bytes >= 0 && r.bytes <= room && r.bytes % frameBytes == 0, "decoder", "\(plugin.name): \(r.bytes) bytes decoded (room \(room), frame \(frameBytes))")
+            let samples = UnsafeBufferPointer(start: buffer.baseAddress!.assumingMemoryBound(to: Float.self), count: r.bytes / 4)
+            try check(samples.allSatisfy(\.isFinite), "decoder", "\(plugin.name): a sample that is not finite")
+            frames += r.bytes / frameBytes
+            if r.status == .done { break }
+        }
+        if let n = d.lengthFrames {
+            try check(frames <= n, "decoder", "\(plugin.name): \(frames) frames decoded of a length of \(n)")
+        }
+        if let n = d.lengthFrames, n > 0 {
+            try? d.seek(toFrame: n / 2)
+        }
+    }
+}
