@@ -24,36 +24,60 @@ import Foundation
 public final class HTTPTestServer: @unchecked Sendable {
     public let port: Int
     public let directory: URL
-    private let process: SpawnedProcess
+    private let lock = NSLock()
+    private var process: SpawnedProcess?  // guarded by lock
 
     /// Starts the server on a free loopback port, serving `directory`.
     public init(directory: URL) throws {
         self.directory = directory
         let script = directory.appendingPathComponent("server.py")
         try Self.script.write(to: script, atomically: true, encoding: .utf8)
-        let portFile = directory.appendingPathComponent("port")
-        try? FileManager.default.removeItem(at: portFile)
-        process = try SpawnedProcess("/usr/bin/python3", [script.path, directory.path, portFile.path])
-        let deadline = Date().addingTimeInterval(10)
-        var port = 0
-        while Date() < deadline {
-            if let text = try? String(contentsOf: portFile, encoding: .utf8), let p = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                port = p
-                break
-            }
-            usleep(20_000)
-        }
-        guard port > 0 else {
-            process.signal(SIGKILL)
-            throw HarnessError("the test HTTP server did not start")
-        }
+        let (process, port) = try Self.start(directory, port: 0)
+        self.process = process
         self.port = port
     }
 
-    deinit {
+    private static func start(_ directory: URL, port wanted: Int) throws -> (SpawnedProcess, Int) {
+        let portFile = directory.appendingPathComponent("port")
+        try? FileManager.default.removeItem(at: portFile)
+        let process = try SpawnedProcess("/usr/bin/python3", [directory.appendingPathComponent("server.py").path, directory.path,
+                                                              portFile.path, String(wanted)])
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let text = try? String(contentsOf: portFile, encoding: .utf8), let p = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return (process, p)
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
         process.signal(SIGKILL)
-        _ = try? process.wait(timeout: 5)
+        throw HarnessError("the test HTTP server did not start: \((try? String(contentsOf: process.stderrFile, encoding: .utf8)) ?? "")")
     }
+
+    /// Kills the server (SIGKILL: every connection drops at once, as a crashed server's).
+    public func kill() {
+        lock.withLock {
+            process?.signal(SIGKILL)
+            _ = try? process?.wait(timeout: 5)
+            process = nil
+        }
+    }
+
+    /// Stalls the server (SIGSTOP: connections stay open, nothing more arrives), until ``resume()``.
+    public func stall() { lock.withLock { process?.signal(SIGSTOP) } }
+
+    /// Lets a stalled server go on.
+    public func resume() { lock.withLock { process?.signal(SIGCONT) } }
+
+    /// Starts it again after ``kill()``, on the same port.
+    public func restart() throws {
+        try lock.withLock {
+            guard process == nil else { return }
+            process = try Self.start(directory, port: port).0
+        }
+    }
+
+    deinit { kill() }
 
     /// Lets `/gate/NAME` send the rest of NAME.
     public func open(_ name: String) throws {
@@ -67,6 +91,7 @@ public final class HTTPTestServer: @unchecked Sendable {
 import os, sys, time, socketserver, http.server, urllib.parse
 
 root, portfile = sys.argv[1], sys.argv[2]
+wanted = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 seen = {}  # connections by request path
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -200,7 +225,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-s = Server(("127.0.0.1", 0), Handler)
+s = Server(("127.0.0.1", wanted), Handler)
 with open(portfile + ".tmp", "w") as f: f.write(str(s.server_address[1]))
 os.rename(portfile + ".tmp", portfile)
 s.serve_forever()

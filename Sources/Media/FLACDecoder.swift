@@ -109,7 +109,25 @@ public final class FLACDecoder: AudioDecoder {
             }
             if stage.pending == 0, let streamError { throw Self.streamErrorText(streamError, source.name) }
         }
-        let bytes = stage.drain(into: buffer, rest)
+        // Never past the length STREAMINFO declares (the stream's length, as every reader takes
+        // it): frames beyond it are dropped (fuzz finding decoder/flac-past-length: 8,192 frames
+        // of a stream declaring 5,512, a position past the duration).
+        var (into, spill) = (buffer, rest)
+        if let lengthFrames {
+            let room = max(0, lengthFrames - position) * format.bytesPerFrame
+            if room == 0 {
+                stage.clear()
+                ended = true
+                return (0, .done)
+            }
+            if into.count >= room {
+                into = UnsafeMutableRawBufferPointer(rebasing: into[0..<room])
+                spill = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+            } else if into.count + spill.count > room {
+                spill = UnsafeMutableRawBufferPointer(rebasing: spill[0..<(room - into.count)])
+            }
+        }
+        let bytes = stage.drain(into: into, spill)
         position += bytes / format.bytesPerFrame
         return (bytes, .more)
     }

@@ -328,6 +328,23 @@ struct FormatTests {
         }
     }
 
+    @Test("a FLAC file whose frames hold more than its STREAMINFO says (fuzz finding decoder/flac-past-length): exactly the declared length decodes, the reference's first samples, and the position never passes the duration")
+    func flacPastItsLength() throws {
+        let s16 = try FormatFixtures.source("fmt-flac-len", seconds: 0.5)
+        var bytes = [UInt8](try Data(contentsOf: try FormatFixtures.flac("fmt-flac-len", from: s16)))
+        // STREAMINFO's 36-bit total: 5,000 frames of the 22,050 the frames hold.
+        let declared = 5000
+        bytes[21] &= 0xF0
+        bytes.replaceSubrange(22..<26, with: [0, 0, UInt8(declared >> 8), UInt8(declared & 0xFF)])
+        let file = try Fixtures.directory().appendingPathComponent("fmt-flac-len-short.flac")
+        try Data(bytes).write(to: file)
+        let d = try DecoderRegistry.standard.open(path: file.path)
+        #expect(d.lengthFrames == declared)
+        let got = try Self.decodeAll(d)
+        let reference = try FormatReference.sox(s16)
+        #expect(got.count == declared * 2 && Array(got) == Array(reference.prefix(declared * 2)), "\(got.count) samples")
+    }
+
     @Test("items by location: a file: URI (percent-escaped) plays as its path does; another scheme fails with its name")
     func locations() throws {
         let s = try FormatFixtures.source("fmt-uri", seconds: 0.3)

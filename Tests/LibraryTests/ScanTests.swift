@@ -160,6 +160,25 @@ import Testing
             #expect { try SongFilter.parse([bad], fold: false) } throws: { ($0 as? LibraryError)?.message == message }
         }
         #expect(Fold.key("BJÖRK Ångström Ñandú") == "bjork angstrom nandu")
+    }
+
+    @Test("filters a remote client could use against the daemon (fuzz findings): a modified-since past 2262 is the latest time, not a trap; a regular expression that would take gigabytes to compile, or a back-reference, is refused with the reason; ordinary ones work")
+    func hostileFilters() throws {
+        let tree = try Harness.makeTemporaryDirectory("hostile-filters")
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        #expect(try lib.songs(try SongFilter.parse(["(modified-since '99999999999999')"], fold: false)).isEmpty)
+        #expect(try lib.count(try SongFilter.parse(["(modified-since '-99999999999999')"], fold: false)).songs == 0)
+        for (pattern, reason) in [("u" + String(repeating: "+", count: 30), "too many repetitions"),
+                                  (String(repeating: "(", count: 20) + "a+" + String(repeating: ")+", count: 20), "too many repetitions"),
+                                  ("(a{1,200}){1,200}", "too many repetitions"), ("(a)\\1", "back-references"),
+                                  (String(repeating: "a", count: 2000), "longer than 1024 bytes")] {
+            #expect { try lib.songs(.tag(.title, .matches, pattern, fold: false)) } throws: { e in
+                (e as? LibraryError)?.kind == .badFilter && "\(e)".contains(reason)
+            }
+        }
+        for ok in ["^a.*b$", "[[:alpha:]]+ (live|remix)?", "x{2,5}", "[]a]+", "(ab|cd)*e"] {
+            #expect(try lib.songs(.tag(.title, .matches, ok, fold: true)).isEmpty, "\(ok)")
+        }
         #expect(Fold.key("Ελένη") == "ελενη")
     }
 }
