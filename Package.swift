@@ -101,6 +101,9 @@ let package = Package(
         // formatting, a spawned child process. No dependencies: the player and daemon link no
         // Foundation beyond FoundationEssentials.
         .target(name: "Platform", swiftSettings: strictSettings),
+        // The mutex every module uses: the standard library's, or under ThreadSanitizer a twin it
+        // can see (scripts/sanitize).
+        .target(name: "Locking", swiftSettings: strictSettings),
 
         // The render callback's steady-gain loop, in C compiled optimised in every build (see
         // its header): debug builds' output threads keep real-time pace with it.
@@ -117,7 +120,7 @@ let package = Package(
         // libopusfile; WAV and AIFF read directly).
         .target(
             name: "Media",
-            dependencies: ["MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile", "CFFmpeg"],
+            dependencies: ["Locking", "MediaCore", "Platform", "CMPG123", "CFLAC", "CVorbisFile", "COpusFile", "CFFmpeg"],
             swiftSettings: strictSettings
         ),
 
@@ -125,7 +128,7 @@ let package = Package(
         // that play streams; the engine does not depend on it.
         .target(
             name: "HTTPInput",
-            dependencies: ["MediaCore", "Media", "Platform", "CCurl"],
+            dependencies: ["Locking", "MediaCore", "Media", "Platform", "CCurl"],
             swiftSettings: strictSettings
         ),
 
@@ -133,7 +136,7 @@ let package = Package(
         // MPD's filters and queries over it. No networking.
         .target(
             name: "Library",
-            dependencies: ["MediaCore", "Media", "Platform", "CSQLite"],
+            dependencies: ["Locking", "MediaCore", "Media", "Platform", "CSQLite"],
             swiftSettings: strictSettings
         ),
 
@@ -141,7 +144,7 @@ let package = Package(
         .target(
             name: "AudioEngine",
             dependencies: [
-                "MediaCore", "Media", "CALSA", "CPulse", "CSoxr", "RingBuffer", "Platform", "RenderKernel",
+                "Locking", "MediaCore", "Media", "CALSA", "CPulse", "CSoxr", "RingBuffer", "Platform", "RenderKernel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -149,26 +152,26 @@ let package = Package(
 
         // Benchmarks that `backline bench` runs and prints side by side with their references.
         // Event fan-out to observers on their queues and to AsyncStreams (no dependencies).
-        .target(name: "Broadcast", swiftSettings: strictSettings),
+        .target(name: "Broadcast", dependencies: ["Locking"], swiftSettings: strictSettings),
         // AVAudioSession semantics across processes (a registry of sessions in XDG_RUNTIME_DIR).
-        .target(name: "Session", dependencies: ["Broadcast"], swiftSettings: strictSettings),
+        .target(name: "Session", dependencies: ["Locking", "Broadcast"], swiftSettings: strictSettings),
         // UIApplication semantics: states, background tasks, suspension.
-        .target(name: "Lifecycle", dependencies: ["Broadcast"], swiftSettings: strictSettings),
+        .target(name: "Lifecycle", dependencies: ["Locking", "Broadcast"], swiftSettings: strictSettings),
         // AVQueuePlayer semantics over the engine: items, queue, rate, observers, events.
-        .target(name: "Player", dependencies: ["Platform", "AudioEngine", "Media", "MediaCore", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "Player", dependencies: ["Locking", "Platform", "AudioEngine", "Media", "MediaCore", "Session", "Lifecycle", "Broadcast"], swiftSettings: strictSettings),
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
-        .target(name: "NowPlaying", dependencies: ["Platform", "Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "NowPlaying", dependencies: ["Locking", "Platform", "Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
-        .target(name: "PlayQueue", dependencies: ["Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "PlayQueue", dependencies: ["Locking", "Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
         // A thin typed wrapper over sd-bus: a connection with its own thread, messages, values.
-        .target(name: "DBus", dependencies: ["CSystemd"], swiftSettings: strictSettings),
+        .target(name: "DBus", dependencies: ["Locking", "CSystemd"], swiftSettings: strictSettings),
         // MPRIS2: the now-playing info center and the remote command center on the session bus.
-        .target(name: "MPRIS", dependencies: ["Platform", "DBus", "NowPlaying", "AudioEngine"], swiftSettings: strictSettings),
+        .target(name: "MPRIS", dependencies: ["Locking", "Platform", "DBus", "NowPlaying", "AudioEngine"], swiftSettings: strictSettings),
         // The protocol-neutral command layer: typed commands (one descriptor table), typed replies,
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
+            dependencies: ["Locking", "BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: one transport for every protocol (SwiftNIO), the JSON, MPD and HTTP/WebSocket
@@ -176,7 +179,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform", "Library",
+                "Locking", "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform", "Library",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -189,7 +192,7 @@ let package = Package(
         .executableTarget(name: "session-probe", dependencies: ["Platform", "Player", "AudioEngine", "Session", "NowPlaying"], swiftSettings: strictSettings),
         // The README's AVQueuePlayer-style example.
         .executableTarget(name: "queue-example", dependencies: ["Player", "AudioEngine"], swiftSettings: strictSettings),
-        .target(name: "BacklineBench", dependencies: ["RingBuffer", "AudioEngine", "Daemon", "Platform"], swiftSettings: strictSettings),
+        .target(name: "BacklineBench", dependencies: ["Locking", "RingBuffer", "AudioEngine", "Daemon", "Platform"], swiftSettings: strictSettings),
         // `backline bench` (the front end hands it over): the benchmarks run and time other
         // programs with Foundation's `Process`, which the player and the daemon do not link.
         .executableTarget(
@@ -213,7 +216,7 @@ let package = Package(
         .executableTarget(
             name: "backline-player",
             dependencies: [
-                "AudioEngine", "CMalloc", "CtlCore", "Platform", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
+                "Locking", "AudioEngine", "CMalloc", "CtlCore", "Platform", "Player", "Session", "Lifecycle", "Daemon", "Control", "MPRIS", "NowPlaying", "CTerminal", "PlayQueue",
                 "HTTPInput",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -253,27 +256,27 @@ let package = Package(
         ),
         .testTarget(
             name: "SessionTests",
-            dependencies: ["Session", "Lifecycle", "Player", "NowPlaying", "AudioEngine", "BacklineTestSupport", "session-probe"],
+            dependencies: ["Locking", "Session", "Lifecycle", "Player", "NowPlaying", "AudioEngine", "BacklineTestSupport", "session-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NowPlayingTests",
-            dependencies: ["NowPlaying", "Player", "Session", "AudioEngine", "BacklineTestSupport"],
+            dependencies: ["Locking", "NowPlaying", "Player", "Session", "AudioEngine", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "PlayerTests",
-            dependencies: ["Player", "AudioEngine", "Session", "Lifecycle", "HTTPInput", "BacklineTestSupport"],
+            dependencies: ["Locking", "Player", "AudioEngine", "Session", "Lifecycle", "HTTPInput", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "ControlTests",
-            dependencies: ["AudioEngine", "Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            dependencies: ["Locking", "AudioEngine", "Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "Control", "PlayQueue", "MPRIS", "backline-player", "BacklineTestSupport"],  // (as above)
+            dependencies: ["Locking", "Daemon", "Control", "PlayQueue", "MPRIS", "backline-player", "BacklineTestSupport"],  // (as above)
             swiftSettings: strictSettings
         ),
         // The protocols' codecs on their own: the transport's pipelines driven in memory
@@ -297,7 +300,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioEngineTests",
-            dependencies: ["AudioEngine", "Media", "HTTPInput", "BacklineTestSupport"],
+            dependencies: ["Locking", "AudioEngine", "Media", "HTTPInput", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
     ],

@@ -3,6 +3,7 @@ import MediaCore
 import Platform
 import RingBuffer
 import Synchronization
+import Locking
 
 /// One item for the decoder: an identity, a file (or a clip of it), and where to start.
 struct DecodeItem: Sendable {
@@ -59,7 +60,7 @@ final class DecoderThread: @unchecked Sendable {
     private let shared: EngineShared
     private var producer: RingProducer
     private var markers: RingProducer
-    private let mailbox = Mutex<[Command]>([])
+    private let mailbox = Lock<[Command]>([])
     private let report: @Sendable (DecoderReport) -> Void
     private var thread: PlatformThread?
     /// Files must lie beneath this directory (``EngineConfiguration/confinement``).
@@ -131,7 +132,7 @@ final class DecoderThread: @unchecked Sendable {
 
     /// Cancellations of the network sources opened since the last flush (see
     /// `ByteSource.cancellation`).
-    private let waiting = Mutex<[@Sendable () -> Void]>([])
+    private let waiting = Lock<[@Sendable () -> Void]>([])
 
     /// Opens `location` (or `previous` again, from its start: a seek in what is playing) for the
     /// plan of `generation`, its cancellation kept for the next flush (cancelled at once if that

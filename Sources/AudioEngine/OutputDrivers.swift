@@ -5,6 +5,7 @@ import RingBuffer
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The output drivers, by device name: the first whose ``AudioOutput/handles(_:)`` takes the

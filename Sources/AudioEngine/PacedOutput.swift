@@ -4,6 +4,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The clock of a device that plays only when told: an output opened as `paced:NAME` hears
@@ -29,7 +30,7 @@ public final class PacedClock: Sendable {
 
     /// The clocks in use, by name: held by their tests and devices, not here (a clock nobody
     /// holds is freed, its pipe closed).
-    private static let clocks = Mutex<[String: Weak]>([:])
+    private static let clocks = Lock<[String: Weak]>([:])
     private struct Weak { weak var clock: PacedClock? }
 
     /// The clock for `paced:NAME` (made on first use, while someone holds it). Use a fresh name per engine.

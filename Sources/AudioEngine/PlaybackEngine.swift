@@ -3,6 +3,7 @@ import Logging
 import Platform
 import RingBuffer
 import Synchronization
+import Locking
 
 /// Identifies one entry given to the engine (the same file queued twice gets two ids).
 public struct ItemID: Hashable, Sendable, CustomStringConvertible {
@@ -127,7 +128,7 @@ public final class PlaybackEngine: Sendable {
     /// start or end) goes on with the item already started: it announces nothing.
     typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool,
                          frozen: Bool, continuation: Bool)
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let logger: Logger
     /// The configuration the engine was made with.
     public let configuration: EngineConfiguration
@@ -186,7 +187,7 @@ public final class PlaybackEngine: Sendable {
         pcmRing.lockMemory()
         let markerRing = SPSCRing(minimumCapacity: Marker.stride * 1024)
         let eventRing = SPSCRing(minimumCapacity: OutputEvent.stride * 1024)
-        state = Mutex(State())
+        state = Lock(State())
         let shared = self.shared
         let reportBox = ReportBox()
         driver = OutputDrivers.driver(for: configuration.output.device)

@@ -4,6 +4,7 @@ import RingBuffer
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// An in-band record from the decoder thread to the output thread, placed in the marker ring
@@ -168,12 +169,12 @@ final class EngineShared: Sendable {
     /// Output ↔ decoder: the most channels the device takes (0: not known yet), set by the
     /// output thread at each open and by the decoder thread's probe before the first; held
     /// while opening, so a probe never opens the device beside the output's own open.
-    let deviceChannels = Mutex<Int>(0)
+    let deviceChannels = Lock<Int>(0)
     /// Control → output: the ReplayGain mode items start with (0 off, 1 track, 2 album; `auto`
     /// resolved by whoever knows the shuffle), read at each item's first frame.
     let replayGainMode = Atomic<UInt8>(0)
     /// Control → decoder: the preamps and limiting, read as each item is opened.
-    let replayGainSettings = Mutex(ReplayGainSettings.off)
+    let replayGainSettings = Lock(ReplayGainSettings.off)
     /// Control → decoder: the crossfade's length in seconds (Double bit pattern; 0: off), read
     /// when the decoder nears an item's end and decides how it joins the next.
     let crossfadeBits = Atomic<UInt64>(0)

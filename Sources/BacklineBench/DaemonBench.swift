@@ -5,6 +5,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The daemon's control latency beside mpd's, measured the same way in the same run:
@@ -546,7 +547,7 @@ final class MonitorReader: @unchecked Sendable {
             var soundArmedAt: Double?
             var soundAt: Double?
         }
-        let m = Mutex(State())
+        let m = Lock(State())
         func withLock<R>(_ body: (inout State) -> R) -> R { m.withLock { body(&$0) } }
     }
     private let state = Levels()

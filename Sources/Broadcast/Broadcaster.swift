@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import Locking
 
 /// Delivers events to observers, each on the dispatch queue it chose, and to `AsyncStream`s.
 ///
@@ -14,7 +15,7 @@ public final class Broadcaster<Event: Sendable>: Sendable {
         var next: UInt64 = 1
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let buffering: Int
 
     /// A broadcaster whose streams keep the newest `buffering` events for a slow reader.

@@ -4,6 +4,7 @@ import Glibc
 import PlayQueue
 import Player
 import Synchronization
+import Locking
 
 /// An alarm: the sleep timer's twin. At a wall-clock time it starts playback (an item by id,
 /// a stored playlist, or whatever is current), fading in; once or daily. Saved with the state.
@@ -224,7 +225,7 @@ extension Playback {
     private func fadeIn(to target: Float, over requested: Double) {
         let seconds = requested.isFinite ? min(max(requested, 0.05), Limits.fadeSeconds) : 0.05
         let steps = max(1, Int(seconds / 0.05))
-        let step = Mutex(0)
+        let step = Lock(0)
         let timer = DispatchSource.makeTimerSource(queue: work)
         timer.schedule(deadline: .now() + seconds / Double(steps), repeating: seconds / Double(steps))
         let holder = TimerHolder(timer)
@@ -254,10 +255,10 @@ extension Playback {
 final class TimerHolder: @unchecked Sendable {
     // @unchecked: the timer is only cancelled (thread-safe) after being set in init.
     private let timer: any DispatchSourceTimer
-    private let keep: Mutex<TimerHolder?>
+    private let keep: Lock<TimerHolder?>
     init(_ timer: any DispatchSourceTimer) {
         self.timer = timer
-        keep = Mutex(nil)
+        keep = Lock(nil)
         keep.withLock { $0 = self }
     }
     func cancel() {

@@ -2,6 +2,7 @@ import Lifecycle
 import NowPlaying
 import PlayQueue
 import Synchronization
+import Locking
 
 /// The connection a command came from, as the command layer needs it; each transport
 /// implements it (the JSON socket's clients, an MPD client, an in-process test, the remote
@@ -23,8 +24,8 @@ public protocol ConnectionContext: AnyObject, Sendable {
 
 /// A connection's partition, for ``ConnectionContext`` implementations to keep.
 public final class PartitionChoice: Sendable {
-    private let name: Mutex<String>
-    public init(_ name: String = Partitions.defaultName) { self.name = Mutex(name) }
+    private let name: Lock<String>
+    public init(_ name: String = Partitions.defaultName) { self.name = Lock(name) }
     public var value: String {
         get { name.withLock { $0 } }
         set { name.withLock { $0 = newValue } }
@@ -81,7 +82,7 @@ public final class CommandDispatcher: Sendable {
     public let version: String
     /// Checks a token (`auth`); nil: tokens are not used.
     let checkToken: (@Sendable (String) -> Bool)?
-    let commandLock = Mutex(())
+    let commandLock = Lock(())
     private let local = LocalConnection()
 
     public init(playback: Playback, version: String, outputs: [OutputDefinition] = [], checkToken: (@Sendable (String) -> Bool)? = nil) {

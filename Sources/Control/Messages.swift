@@ -1,4 +1,5 @@
 import Synchronization
+import Locking
 
 /// The client-to-client channels (MPD's `subscribe`, `channels`, `sendmessage`,
 /// `readmessages`): clients subscribe to named channels and send each other text through the
@@ -28,7 +29,7 @@ public final class ClientMessages: Sendable {
         var notify: (@Sendable (Subsystems) -> Void)?
     }
 
-    private let clients = Mutex<[UInt64: Client]>([:])
+    private let clients = Lock<[UInt64: Client]>([:])
 
     public init() {}
 

@@ -3,6 +3,7 @@ import Dispatch
 import PlayQueue
 import Player
 import Synchronization
+import Locking
 
 /// A named output a partition can play through (`output NAME DEVICE` in the daemon's
 /// configuration): a local device, or a pipe a snapserver stream reads.
@@ -66,8 +67,8 @@ public final class Partitions: Sendable {
         var entries: [String: Entry] = [:]
     }
 
-    private let state = Mutex(State())
-    private let taps = Mutex<[@Sendable (String, ControlEvent) -> Void]>([])
+    private let state = Lock(State())
+    private let taps = Lock<[@Sendable (String, ControlEvent) -> Void]>([])
     private let broadcaster = Broadcaster<(String, ControlEvent)>(buffering: 4096)
     /// Partition events are taken from each partition's playback in order here.
     private let work = DispatchQueue(label: "backline.partitions")

@@ -11,6 +11,7 @@ import PlayQueue
 import Player
 import Session
 import Synchronization
+import Locking
 
 /// What a ``Playback`` is built from.
 public struct PlaybackConfiguration: Sendable {
@@ -75,7 +76,7 @@ public final class Playback: Sendable {
     /// The music library (nil without one).
     public let library: MusicLibrary?
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
-    private let taps = Mutex<[@Sendable (ControlEvent) -> Void]>([])
+    private let taps = Lock<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
     let work = DispatchQueue(label: "backline.playback")
 
@@ -93,9 +94,9 @@ public final class Playback: Sendable {
         var stopped = false
     }
 
-    private let timers = Mutex(Timers())
+    private let timers = Lock(Timers())
     /// ReplayGain as set (`auto` kept: resolved against the shuffle whenever either changes).
-    private let replayGainSettings = Mutex(ReplayGainSettings.off)
+    private let replayGainSettings = Lock(ReplayGainSettings.off)
 
     /// ReplayGain: mode, preamps, limiting. Applies from the next item; `auto` is `album`
     /// unless the queue is shuffled, then `track` (mpd's rule), following the shuffle.
@@ -128,7 +129,7 @@ public final class Playback: Sendable {
     }
 
     /// The current entry's tags as the stream changed them (a chained stream's next link).
-    private let streamTags = Mutex<(id: Int, metadata: TrackMetadata)?>(nil)
+    private let streamTags = Lock<(id: Int, metadata: TrackMetadata)?>(nil)
 
     /// The tags entry `id` carries now when its stream changed them while it plays (nil: the
     /// file's own, as the tag cache reads them).
@@ -140,8 +141,8 @@ public final class Playback: Sendable {
         return item.metadata
     }
     /// The alarms (Alarms.swift).
-    let alarmBook = Mutex(AlarmBook())
-    let alarmAction = Mutex<(@Sendable (Alarm) -> Void)?>(nil)
+    let alarmBook = Lock(AlarmBook())
+    let alarmAction = Lock<(@Sendable (Alarm) -> Void)?>(nil)
 
     /// Builds the player, queue and session (nothing plays yet).
     /// - Parameters:
@@ -249,10 +250,10 @@ public final class Playback: Sendable {
     }
 
     /// Whether the last `buffering` event said so.
-    private let buffering = Mutex(false)
+    private let buffering = Lock(false)
 
     /// Seconds spent playing so far, and since when it has been playing (monotonic ns).
-    private let played = Mutex<(total: Double, since: Int?)>((0, nil))
+    private let played = Lock<(total: Double, since: Int?)>((0, nil))
 
     /// How long the player has been playing since the start (MPD's `stats` `playtime`).
     public var playedSeconds: Double {

@@ -7,6 +7,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// Tags and exact durations of queued files, read once per file through the decoder registry's
@@ -28,10 +29,10 @@ public final class TagCache: Sendable {
         public var modified: Date? = nil
     }
 
-    private let cache = Mutex<[String: Info]>([:])
+    private let cache = Lock<[String: Info]>([:])
     /// Paths a background read is already under way for (so repeated lookups, e.g. `status`
     /// polled while a file is still being scanned, start one read, not one each).
-    private let fetching = Mutex<Set<String>>([])
+    private let fetching = Lock<Set<String>>([])
     /// Where prefetches run: a serial queue (no global queue in the daemon; see `DaemonCommand`).
     private let prefetchQueue = DispatchQueue(label: "backline.tags", qos: .utility)
 

@@ -1,6 +1,7 @@
 import CSystemd
 import Glibc
 import Synchronization
+import Locking
 
 /// A failed sd-bus call: the C function, its (negative errno) code and message.
 public struct DBusError: Error, Sendable, CustomStringConvertible {
@@ -202,12 +203,12 @@ public final class DBusConnection: @unchecked Sendable {
     // `init` returns); `jobs` and `running` are locked or atomic.
     private let bus: OpaquePointer
     private let wake: Int32
-    private let jobs = Mutex<[@Sendable (DBusConnection) -> Void]>([])
+    private let jobs = Lock<[@Sendable (DBusConnection) -> Void]>([])
     private let running = Atomic<Bool>(true)
     private var objects: [Unmanaged<ObjectBox>] = []
     private var thread: pthread_t?
     /// Set when the thread has ended.
-    private let finished = Mutex<Bool>(false)
+    private let finished = Lock<Bool>(false)
 
     /// Connects to the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else
     /// `$XDG_RUNTIME_DIR/bus`). Throws when there is none.

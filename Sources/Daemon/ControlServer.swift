@@ -9,6 +9,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// Why the server could not start.
@@ -39,12 +40,12 @@ public final class ControlServer: Sendable {
     /// Threads in ``blocking``: a request that reads a slow disk delays at most this many
     /// others' file work (everyone's `status`, `play`, `next` run on the event loop regardless).
     static let blockingThreads = 2
-    private let channels = Mutex<[any Channel]>([])
-    private let clients = Mutex<[UInt64: any Channel]>([:])
+    private let channels = Lock<[any Channel]>([])
+    private let clients = Lock<[UInt64: any Channel]>([:])
     /// Wrong TCP tokens and MPD passwords, logged at most once per 10 s.
     private let tokenFailures: LogLimiter
     private let nextClient = Atomic<UInt64>(1)
-    private let lockFD = Mutex<Int32>(-1)
+    private let lockFD = Lock<Int32>(-1)
 
     public init(config: DaemonConfig, logger: Logger) {
         self.config = config

@@ -12,6 +12,7 @@ import PlayQueue
 import Player
 import Session
 import Synchronization
+import Locking
 
 /// A protocol error: a stable code for scripts and a message for people.
 public struct ProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -80,11 +81,11 @@ public final class DaemonCore: Sendable {
     /// Returns what bursts of requests used to the system, a few seconds after them.
     let trimmer: MemoryTrimmer
     /// The player on the session bus, when published.
-    let mpris = Mutex<MPRISService?>(nil)
+    let mpris = Lock<MPRISService?>(nil)
     /// "Now playing" notifications, when turned on.
-    let notifications = Mutex<LocalNotificationCenter?>(nil)
+    let notifications = Lock<LocalNotificationCenter?>(nil)
     /// The music directory's watcher (`auto-update`), while the daemon runs.
-    let watcher = Mutex<LibraryWatcher?>(nil)
+    let watcher = Lock<LibraryWatcher?>(nil)
 
     public var session: AudioSession { playback.session }
     public var application: Application { playback.application }
@@ -102,14 +103,14 @@ public final class DaemonCore: Sendable {
         var saveError: String?
     }
 
-    private let timers = Mutex(Timers())
+    private let timers = Lock(Timers())
 
     /// Builds the daemon's player and state (restoring the saved state) without opening sockets.
     public init(config: DaemonConfig, logger: Logger, version: String, registryDirectory: String? = nil) throws(ProtocolError) {
         MemoryTrimmer.limitArenas()
         self.config = config
         self.logger = logger
-        let library = Mutex<MusicLibrary?>(nil)
+        let library = Lock<MusicLibrary?>(nil)
         trimmer = MemoryTrimmer(queue: work) { library.withLock { $0 }?.releaseMemory() }
         do {
             var configuration = PlaybackConfiguration(

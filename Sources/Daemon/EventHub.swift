@@ -1,6 +1,7 @@
 import BacklineWire
 import Control
 import Synchronization
+import Locking
 
 /// What the hub carries, typed: the command layer's events, and client-to-client messages
 /// (delivered to one connection). Each protocol renders them (``JSONCodec/event(_:)`` for the
@@ -49,7 +50,7 @@ public final class EventHub: Sendable {
         var seq: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

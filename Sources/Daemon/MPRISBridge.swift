@@ -9,6 +9,7 @@ import NowPlaying
 import PlayQueue
 import Player
 import Synchronization
+import Locking
 
 extension DaemonCore {
     /// Publishes the daemon as an MPRIS2 player (`org.mpris.MediaPlayer2.backline` on the

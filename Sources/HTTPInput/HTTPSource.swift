@@ -2,6 +2,7 @@ import Media
 import MediaCore
 import Platform
 import Synchronization
+import Locking
 
 /// An `http://` or `https://` resource as a `ByteSource`: every decoder reads it as
 /// it reads a file. libcurl runs the request on its own thread into a bounded buffer
@@ -67,7 +68,7 @@ public final class HTTPSource: ByteSource {
         /// The transfer (held weakly: a finished source is not kept by a list of cancellations),
         /// and whether the source was cancelled (a transfer started after that is cancelled too).
         private struct State { weak var transfer: HTTPTransfer?; var cancelled = false }
-        private let lock = Mutex(State())
+        private let lock = Lock(State())
         init(_ t: HTTPTransfer) { lock.withLock { $0.transfer = t } }
         func replace(_ t: HTTPTransfer) {
             lock.withLock { s in

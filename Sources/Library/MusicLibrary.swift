@@ -6,6 +6,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The music library: the music directory's songs, tags and directories in an SQLite database
@@ -25,13 +26,13 @@ public final class MusicLibrary: Sendable {
     let suffixes: Set<String>
 
     /// Connections not in use (queries take one, and give it back).
-    private let readers = Mutex<[ConnectionBox]>([])
+    private let readers = Lock<[ConnectionBox]>([])
     /// The scan thread's state: the queue of jobs, the running one, the last one.
-    let jobs = Mutex<JobState>(JobState())
+    let jobs = Lock<JobState>(JobState())
     /// Told of every scan's progress (a quarter second apart at most), start and end.
-    let observers = Mutex<[@Sendable (LibraryUpdate) -> Void]>([])
+    let observers = Lock<[@Sendable (LibraryUpdate) -> Void]>([])
     /// The scanner process's command line (nil: scans run in this process).
-    let scanner = Mutex<[String]?>(nil)
+    let scanner = Lock<[String]?>(nil)
 
     /// What happened while opening: a damaged database moved aside (its new name), for the log.
     public let recovered: String?
@@ -296,7 +297,7 @@ public final class MusicLibrary: Sendable {
 
     /// Bumped by every scan's commit: cached answers from an older generation are stale.
     let generation = Atomic<Int>(0)
-    private let answers = Mutex<[String: (generation: Int, value: any Sendable)]>([:])
+    private let answers = Lock<[String: (generation: Int, value: any Sendable)]>([:])
 
     private func cached<T>(_ key: String, as: T.Type) -> T? {
         answers.withLock { a in

@@ -6,6 +6,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// Tag reads filled in by two threads, each its own indices (joined before `all` is read).

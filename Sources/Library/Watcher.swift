@@ -4,6 +4,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// Watches the music directory with inotify (a watch per directory of the library) and scans
@@ -22,8 +23,8 @@ public final class LibraryWatcher: Sendable {
     private let fd: Int32
     private let wake: Int32
     private let wakeWriter: Int32
-    private let state = Mutex(State())
-    private let thread = Mutex<PlatformThread?>(nil)
+    private let state = Lock(State())
+    private let thread = Lock<PlatformThread?>(nil)
 
     private struct State {
         var watches: [Int32: String] = [:]

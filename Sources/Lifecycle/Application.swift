@@ -2,6 +2,7 @@ import Broadcast
 import Dispatch
 import FoundationEssentials
 import Synchronization
+import Locking
 
 /// Something that can keep an app running in the background, or needs to know about the app's
 /// state (QueuePlayer conforms).
@@ -146,7 +147,7 @@ public final class Application: Sendable {
         var runningUntil: Double?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let broadcaster = Broadcaster<ApplicationEvent>()
     /// Whether the background evaluation loop is scheduled (it runs only in the background, so
     /// a foreground app costs no wake-ups).

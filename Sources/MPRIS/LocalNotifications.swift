@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
+import Locking
 
 /// A desktop notification to deliver now or later (UILocalNotification's shape): shown through
 /// `org.freedesktop.Notifications` on the session bus when it is due.
@@ -69,7 +70,7 @@ public final class LocalNotificationCenter: Sendable {
         var lastDelivered: UInt32 = 0
         var delivered: [UInt32] = []
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// The timers of pending notifications: touched only on `queue`.
     private final class Timers: @unchecked Sendable {
         var all: [UInt64: any DispatchSourceTimer] = [:]
@@ -163,7 +164,7 @@ public final class LocalNotificationCenter: Sendable {
     private func deliver(_ n: LocalNotification) {
         let replaces = n.replacesPrevious ? state.withLock { $0.lastDelivered } : 0
         let appName = self.appName
-        let answer = Mutex<UInt32?>(nil)
+        let answer = Lock<UInt32?>(nil)
         let done = DispatchSemaphore(value: 0)
         let queued = connection.perform { c in
             let icon = n.icon ?? ""

@@ -6,6 +6,7 @@ import Glibc
 import NowPlaying
 import Platform
 import Synchronization
+import Locking
 
 /// Where to publish: the session bus under `org.mpris.MediaPlayer2.<name>`, or a bus at an
 /// address (tests).
@@ -105,13 +106,13 @@ public final class MPRISService: Sendable {
     private let info: NowPlayingInfoCenter
     private let commands: RemoteCommandCenter
     private let options: MPRISOptions
-    private let observer = Mutex<NowPlayingObserverToken?>(nil)
+    private let observer = Lock<NowPlayingObserverToken?>(nil)
     private let events = DispatchQueue(label: "backline.mpris.events")
     private let refreshPending = Atomic<Bool>(false)
     /// The last cover written, and its URL.
-    private let lastArt = Mutex<(NowPlayingInfo.Artwork, String)?>(nil)
+    private let lastArt = Lock<(NowPlayingInfo.Artwork, String)?>(nil)
     /// What the bus was last told (only on the connection's thread).
-    private let sent = Mutex(Sent())
+    private let sent = Lock(Sent())
 
     struct Sent {
         var properties: [String: DBusValue] = [:]
@@ -133,7 +134,7 @@ public final class MPRISService: Sendable {
         self.commands = commands
         self.options = options
         // Register and take the name on the connection's thread; wait for the outcome.
-        let outcome = Mutex<Result<Void, DBusError>?>(nil)
+        let outcome = Lock<Result<Void, DBusError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let queued = connection.perform { [self] c in
             do throws(DBusError) {

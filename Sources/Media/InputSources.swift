@@ -1,5 +1,6 @@
 import MediaCore
 import Synchronization
+import Locking
 
 /// Where an item's bytes come from, by its location: a path or a `file:` URI (the
 /// ``FileSource``), or a URL of a scheme an ``Input`` was registered for (the HTTP input's
@@ -43,7 +44,7 @@ public enum InputSources {
         }
     }
 
-    private static let registered = Mutex<[String: Input]>([:])
+    private static let registered = Lock<[String: Input]>([:])
 
     /// Registers `input` for its schemes (once, at start-up).
     public static func register(_ input: Input) {

@@ -3,6 +3,7 @@ import Broadcast
 import Dispatch
 import FoundationEssentials
 import Synchronization
+import Locking
 
 /// What is playing (`MPNowPlayingInfoCenter.nowPlayingInfo`), with typed keys for the
 /// `MPMediaItemProperty*` and `MPNowPlayingInfoProperty*` entries.
@@ -130,7 +131,7 @@ public final class NowPlayingInfoCenter: Sendable {
         var writes = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let broadcaster = Broadcaster<NowPlayingEvent>()
 
     /// A store reading time from `clock` (seconds, monotonic; default `CLOCK_MONOTONIC`).

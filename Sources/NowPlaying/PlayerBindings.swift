@@ -4,6 +4,7 @@ import FoundationEssentials
 import Platform
 import Player
 import Synchronization
+import Locking
 
 /// Connects a `QueuePlayer` to a ``NowPlayingInfoCenter`` (opt-in): fills the info from the
 /// current item's tags (the file name when untagged) and writes (elapsed, rate) on play, pause,
@@ -15,10 +16,10 @@ public final class NowPlayingBinding: Sendable {
     /// The store the binding writes to (``NowPlayingInfoCenter/default`` unless given).
     public let center: NowPlayingInfoCenter
     private let queue = DispatchQueue(label: "backline.nowplaying.binding")
-    private let token = Mutex<ObserverToken?>(nil)
+    private let token = Lock<ObserverToken?>(nil)
     /// Items that left the queue while bound (played, skipped, failed): the zero-based index;
     /// the item current last, and the items counted lately (so none counts twice).
-    private let done = Mutex((count: 0, current: PlayerItem?.none, counted: [PlayerItem]()))
+    private let done = Lock((count: 0, current: PlayerItem?.none, counted: [PlayerItem]()))
     /// Where the queue index and count come from when a queue above the player owns them.
     private let queuePosition: (@Sendable () -> (index: Int, count: Int)?)?
     /// Where the current item's stable id comes from (the queue index otherwise).
@@ -163,10 +164,10 @@ public final class RemoteCommandBinding: Sendable {
     /// The center whose commands the binding handles (``RemoteCommandCenter/shared`` unless given).
     public let center: RemoteCommandCenter
     private let queue = DispatchQueue(label: "backline.remote.binding")
-    private let tokens = Mutex<[(RemoteCommand, RemoteCommand.Target)]>([])
-    private let observer = Mutex<ObserverToken?>(nil)
+    private let tokens = Lock<[(RemoteCommand, RemoteCommand.Target)]>([])
+    private let observer = Lock<ObserverToken?>(nil)
     /// Paths of the items played before the current one (most recent last).
-    private let history = Mutex<[String]>([])
+    private let history = Lock<[String]>([])
     /// How far into an item "previous" restarts it instead of going back.
     public static let restartThreshold = 3.0
 

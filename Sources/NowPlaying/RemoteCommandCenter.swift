@@ -4,6 +4,7 @@ import FoundationEssentials
 import Lifecycle
 import Session
 import Synchronization
+import Locking
 
 /// What a command handler reports (`MPRemoteCommandHandlerStatus`).
 public enum RemoteCommandHandlerStatus: Int, Sendable {
@@ -177,7 +178,7 @@ public final class RemoteCommand: Sendable {
         var localizedTitle = ""
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
 
     init(_ kind: RemoteCommandKind) { self.kind = kind }
 

@@ -3,6 +3,7 @@ import Broadcast
 import Dispatch
 import Player
 import Synchronization
+import Locking
 
 /// One entry of the play queue: a stable id (never reused while the daemon runs, kept across
 /// restarts) and a file.
@@ -239,10 +240,10 @@ public final class PlayQueue: Sendable {
         var lastState: PlaybackState = .stopped
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let broadcaster = Broadcaster<PlayQueueEvent>()
     private let queue = DispatchQueue(label: "backline.playqueue")
-    private let observer = Mutex<ObserverToken?>(nil)
+    private let observer = Lock<ObserverToken?>(nil)
     /// How far into an item `previous()` restarts it instead of going back (Apple's and most players' rule).
     public static let restartThreshold = 3.0
     /// Automatic advance stops after this many failed items in a row (all broken, repeat on).

@@ -4,6 +4,7 @@ import MediaCore
 import FoundationEssentials
 import Platform
 import Synchronization
+import Locking
 
 /// Why an item could not be played: the engine's decoder error (the file, the reason, and
 /// libmpg123's code, `-1` when the failure did not come from libmpg123).
@@ -53,7 +54,7 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         var lastProgress: InputProgress?
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
 
     /// An item for a URL: a `file:` URL plays its file; `http:` and `https:` play over the
     /// network where the program registered the HTTP input (`HTTPInput.register()`); other

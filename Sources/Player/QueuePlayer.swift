@@ -5,6 +5,7 @@ import FoundationEssentials
 import Lifecycle
 import Session
 import Synchronization
+import Locking
 
 /// A queue of ``PlayerItem``s played gaplessly, with `AVQueuePlayer` semantics.
 ///
@@ -65,14 +66,14 @@ public final class QueuePlayer: Sendable {
 
     /// The background task held while the current item is stalled (a stream reconnecting),
     /// as an iOS streaming app holds one: silence does not keep the app running.
-    private let stallTask = Mutex<BackgroundTaskIdentifier?>(nil)
+    private let stallTask = Lock<BackgroundTaskIdentifier?>(nil)
 
-    let state = Mutex(State())
+    let state = Lock(State())
     /// Orders event delivery: events are enqueued here under the lock, fanned out from here.
     private let eventQueue = DispatchQueue(label: "backline.player.events")
     private let broadcaster = Broadcaster<PlayerEvent>(buffering: 1024)
     let clock: ObserverClock
-    private let engineToken = Mutex<UInt64?>(nil)
+    private let engineToken = Lock<UInt64?>(nil)
 
     /// The audio session this player plays in: `play()` activates it; its interruptions pause
     /// the player, its silencing and ducking lower the player's output.

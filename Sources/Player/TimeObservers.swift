@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
+import Locking
 
 extension QueuePlayer {
     /// Calls `block` with the current time every `interval` seconds of item time while playing
@@ -76,9 +77,9 @@ final class ObserverClock: Sendable {
         let block: @Sendable (Double) -> Void
         let active = Atomic<Bool>(true)
         /// Periodic: next item time to fire at. Boundary: last time seen, and its item.
-        let progress = Mutex<(next: Double, last: Double, item: ObjectIdentifier?)>((0, 0, nil))
+        let progress = Lock<(next: Double, last: Double, item: ObjectIdentifier?)>((0, 0, nil))
         /// What the last start/stop/jump call reported (one event often has several causes).
-        let lastReport = Mutex<(item: ObjectIdentifier?, millis: Int, started: Bool)?>(nil)
+        let lastReport = Lock<(item: ObjectIdentifier?, millis: Int, started: Bool)?>(nil)
 
         init(kind: Kind, queue: DispatchQueue, block: @escaping @Sendable (Double) -> Void) {
             self.kind = kind
@@ -96,11 +97,11 @@ final class ObserverClock: Sendable {
     }
 
     private let queue = DispatchQueue(label: "backline.player.clock")
-    private let observers = Mutex<[UInt64: Observer]>([:])
+    private let observers = Lock<[UInt64: Observer]>([:])
     private let nextID = Atomic<UInt64>(1)
     /// Bumped on every reschedule; a scheduled tick from an older one does nothing.
     private let tickGeneration = Atomic<UInt64>(0)
-    private let owner = Mutex<WeakPlayer>(WeakPlayer())
+    private let owner = Lock<WeakPlayer>(WeakPlayer())
 
     struct WeakPlayer { weak var player: QueuePlayer? }
 

@@ -5,6 +5,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The audio session (`AVAudioSession`): category, mode and options, activation, and the
@@ -66,7 +67,7 @@ public final class AudioSession: Sendable {
         case answer(String)
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let broadcaster = Broadcaster<SessionEvent>()
 
     /// The socket's read source and the peer-watch timer, created once by `startListening`.

@@ -15,6 +15,7 @@ import PlayQueue
 import Player
 import Session
 import Synchronization
+import Locking
 
 /// `backline play FILE…`: a terminal music player over the same play queue and typed commands
 /// as the daemon (keys, the desktop's media controls and the daemon's clients all run
@@ -211,7 +212,7 @@ struct PlayOptions: Equatable {
         if let v = volume { run(VolumeCommand(change: .set(Double(v)))) }
 
         // Items failed, items heard (their start); whether the queue started; the device failed.
-        let status = Mutex((failed: 0, heard: 0, started: false, deviceFailed: false))
+        let status = Lock((failed: 0, heard: 0, started: false, deviceFailed: false))
         // The main loop below wakes on `tick` (the end, a key, a resize) or every 250 ms.
         let tick = DispatchSemaphore(value: 0)
         let ending = Atomic<Bool>(false)

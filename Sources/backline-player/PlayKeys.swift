@@ -6,6 +6,7 @@ import Platform
 import PlayQueue
 import Player
 import Synchronization
+import Locking
 
 /// What `backline play`'s keys do: each key is a typed command run through the dispatcher (the
 /// same commands the daemon's clients and the desktop's media controls send), and the status
@@ -18,7 +19,7 @@ final class PlayKeys: Sendable {
     private let redraw: @Sendable () -> Void
     private let quit: @Sendable () -> Void
     /// The item heard now, as the engine opened it (tags, format, length).
-    let current = Mutex<ItemInfo?>(nil)
+    let current = Lock<ItemInfo?>(nil)
 
     /// How far the arrow keys seek, and how much a volume key changes, as mpv and mplayer do.
     static let shortSeek = 5.0, longSeek = 30.0, volumeStep = 5.0

@@ -5,6 +5,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// `m:ss` (or `h:mm:ss`).
@@ -76,8 +77,8 @@ enum Terminal {
         var last = ""
     }
 
-    private static let lock = Mutex(State())
-    private static let brokenPipe = Mutex<(@Sendable () -> Void)?>(nil)
+    private static let lock = Lock(State())
+    private static let brokenPipe = Lock<(@Sendable () -> Void)?>(nil)
 
     /// Calls `handler` (once) when standard output's reader is gone (EPIPE; SIGPIPE is ignored).
     static func onBrokenPipe(_ handler: @escaping @Sendable () -> Void) { brokenPipe.withLock { $0 = handler } }

@@ -7,6 +7,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// The terminal's mode while `backline play` reads keys (a thin wrapper over `CTerminal`, whose
@@ -19,7 +20,7 @@ import Glibc
 /// Only a process in the terminal's foreground group touches the settings: one in the
 /// background (after `bg`, or stopped and continued there) leaves them to the shell.
 enum KeyTerminal {
-    private static let lock = Mutex(false)  // whether the handlers are installed
+    private static let lock = Lock(false)  // whether the handlers are installed
 
     /// Whether standard input is a terminal.
     static var available: Bool { isatty(STDIN_FILENO) == 1 }

@@ -2,10 +2,11 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import Synchronization
+import Locking
 
 /// Collects an engine's events and lets a test wait for one.
 final class EventLog: Sendable {
-    private let events = Mutex<[(time: Double, event: EngineEvent)]>([])
+    private let events = Lock<[(time: Double, event: EngineEvent)]>([])
     private let start = Date()
 
     init(_ engine: PlaybackEngine) {

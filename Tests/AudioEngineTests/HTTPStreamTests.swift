@@ -5,6 +5,7 @@ import HTTPInput
 import Media
 import MediaCore
 import Testing
+import Locking
 
 /// Items over HTTP, from a server the test starts on loopback: bit-exact through ALSA's `file`
 /// plugin, seeks to the sample, bad URLs failing with their reasons, Icecast titles heard on time.

@@ -3,6 +3,7 @@ import BacklineTestSupport
 import Foundation
 import Synchronization
 import Testing
+import Locking
 
 /// The `pipe:` output (snapserver's kind of input): what a reader of the FIFO gets, against the
 /// reference decode; its pace; a FIFO that is not there.
@@ -13,7 +14,7 @@ struct PipeOutputTests {
     final class FIFOReader: @unchecked Sendable {
         let path: String
         private let fd: Int32
-        private let state = Mutex<(bytes: [UInt8], first: Double?, last: Double?, stop: Bool)>(([], nil, nil, false))
+        private let state = Lock<(bytes: [UInt8], first: Double?, last: Double?, stop: Bool)>(([], nil, nil, false))
         private let done = DispatchSemaphore(value: 0)
 
         init(in dir: URL) throws {

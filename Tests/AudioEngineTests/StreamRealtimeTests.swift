@@ -6,6 +6,7 @@ import Media
 import MediaCore
 import Synchronization
 import Testing
+import Locking
 
 /// Streams in real time through the PulseAudio null sink: a title heard on time against the
 /// recording, and a real Icecast server killed, restarted and stopped under a playing stream.
@@ -50,7 +51,7 @@ struct StreamRealtimeTests {
         try PulseNullSink.exclusive { sink in
             let engine = makeEngine(device: sink.alsaDevice)
             defer { engine.shutdown() }
-            let heardAt = Mutex<Double?>(nil)
+            let heardAt = Lock<Double?>(nil)
             engine.onEvent { e in
                 if case .metadataChanged(let i) = e, i.metadata.title == "Second" {
                     heardAt.withLock { $0 = engine.position?.seconds }

@@ -8,6 +8,7 @@ import PlayQueue
 import Session
 import Synchronization
 import Testing
+import Locking
 
 /// The command layer in-process, in the spirit of swift-nio's `NIOEmbedded`: typed commands
 /// run through a ``CommandDispatcher`` over a real ``Playback`` on a device the test paces
@@ -39,7 +40,7 @@ struct DispatcherTests {
 
     /// Collects the playback's events.
     final class Events: Sendable {
-        let seen = Mutex<[ControlEvent]>([])
+        let seen = Lock<[ControlEvent]>([])
         init(_ p: Playback) { p.addObserver(queue: DispatchQueue(label: "events")) { [self] e in seen.withLock { $0.append(e) } } }
         func wait(for predicate: (ControlEvent) -> Bool) -> Bool {
             eventually(timeout: 5) { seen.withLock { $0.contains(where: predicate) } }
@@ -115,7 +116,7 @@ struct DispatcherTests {
             let id: UInt64 = 7
             let needsToken = true
             let authed = Atomic<Bool>(false)
-            let kinds = Mutex<Set<String>??>(nil)
+            let kinds = Lock<Set<String>??>(nil)
             var authenticated: Bool {
                 get { authed.load(ordering: .relaxed) }
                 set { authed.store(newValue, ordering: .relaxed) }
@@ -306,7 +307,7 @@ extension DispatcherTests {
         let d = CommandDispatcher(playback: playback, version: "test",
                                   outputs: [OutputDefinition(name: "kitchen", device: clocks[1].device),
                                             OutputDefinition(name: "bath", device: clocks[2].device)])
-        let seen = Mutex<[(String, ControlEvent)]>([])
+        let seen = Lock<[(String, ControlEvent)]>([])
         d.partitions.tap { name, e in seen.withLock { $0.append((name, e)) } }
 
         #expect(d.execute(NewPartitionCommand(name: "bad/name")) == .failure(.badArgument("partition names are 1 to 64 letters, digits, '-' and '_'")))

@@ -185,11 +185,20 @@ struct ChaosTests {
             default:  // "kill": quiet, then what was heard against what comes back
                 touch(quietFile)
                 guard wait(1.5) else { break soak }
-                var before = try? d.request("status")
-                if before?["state"] != "playing" || before?["current"]?["path"]?.string?.hasPrefix("http") == true {
-                    _ = try? d.request("play", [("item", .int(1 + Int.random(in: 0..<originals.count, using: &rng)))])
-                    guard wait(1.5) else { break soak }
-                    before = try? d.request("status")
+                // Playing a file of the queue 5 s in, whatever the clients left: its modes off.
+                if let mpd = try? TCPLineClient.mpd(port: mpdPort) {
+                    for c in ["consume 0", "single 0", "random 0", "repeat 1"] { _ = try? mpd.ask(c) }
+                    func files() -> [Int] {
+                        ((try? mpd.ask("playlist")) ?? "").split(separator: "\n")
+                            .filter { $0.contains(":file: ") && !$0.contains("http") }.compactMap { Int($0.prefix { $0 != ":" }) }
+                    }
+                    if files().isEmpty { _ = try? d.request("add", [("paths", .array(originals.map { .string($0.0) }))]) }
+                    let files = files()
+                    if let pos = files.randomElement(using: &rng) {
+                        _ = try? mpd.ask("play \(pos)")
+                        _ = try? mpd.ask("seekcur 5")
+                    }
+                    mpd.close()
                 }
                 // (1.5 s: three saves at 0.5 s.)
                 guard wait(1.5) else { break soak }

@@ -2,6 +2,7 @@ import BacklineTestSupport
 import Daemon
 import Foundation
 import Testing
+import Locking
 
 /// The `backline` executable built next to this test bundle.
 let backline: String = {

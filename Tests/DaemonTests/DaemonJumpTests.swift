@@ -3,6 +3,7 @@ import Daemon
 import Foundation
 import Synchronization
 import Testing
+import Locking
 
 /// Jumps through `backline daemon` on the PulseAudio null sink (`norewinds=1`), as a client
 /// gives them (`seek`, `previous` both ways, `next`, `play ID`, `remove` of the current item,
@@ -19,7 +20,7 @@ struct DaemonJumpTests {
         private let client: ControlClient
         private let start: Date
         private let stopped = Atomic<Bool>(false)
-        private let seen = Mutex<[(name: String, wall: Double, event: JSON)]>([])
+        private let seen = Lock<[(name: String, wall: Double, event: JSON)]>([])
         private let done = DispatchSemaphore(value: 0)
 
         init(_ client: ControlClient, start: Date) {

@@ -3,6 +3,7 @@ import Daemon
 import Foundation
 import Synchronization
 import Testing
+import Locking
 
 @Suite("backline daemon: many clients while playing", Harness.audioTools)
 struct LoadTests {
@@ -17,7 +18,7 @@ struct LoadTests {
             _ = try c.request("play")
             #expect(eventually { (try? c.request("status"))?["elapsed"]?.number ?? 0 > 0.5 })
             let answered = Atomic<Int>(0)
-            let failures = Mutex<[String]>([])
+            let failures = Lock<[String]>([])
             let (_, recording) = try sink.record {
                 usleep(500_000)
                 DispatchQueue.concurrentPerform(iterations: 200) { k in

@@ -3,6 +3,7 @@ import Daemon
 import Foundation
 import Synchronization
 import Testing
+import Locking
 
 /// The MPD protocol (`--mpd-listen`) driven by Debian's own MPD clients: stock `mpc` on a Unix
 /// socket and on 127.0.0.1, and python-mpd2 as an independent client; raw bad input over the
@@ -42,7 +43,7 @@ struct MPDTests {
         }
     }
 
-    private static let slots = Mutex<[Int: Int]>([:])
+    private static let slots = Lock<[Int: Int]>([:])
 
     /// Runs `script` (python-mpd2) with `arguments`; it must exit 0; its output lines.
     static func python(_ d: DaemonFixture, _ name: String, _ script: String, _ arguments: [String],

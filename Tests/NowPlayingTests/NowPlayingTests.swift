@@ -6,10 +6,11 @@ import Player
 import Session
 import Synchronization
 import Testing
+import Locking
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
-    let now = Mutex(100.0)
+    let now = Lock(100.0)
     func advance(_ s: Double) { now.withLock { $0 += s } }
     var read: @Sendable () -> Double { { [self] in now.withLock { $0 } } }
 }
@@ -100,7 +101,7 @@ struct CommandCenterTests {
     @Test("every command: no handler and disabled answer commandFailed with a reason; handlers' statuses come back; events carry their fields")
     func commands() {
         let center = RemoteCommandCenter()
-        let seen = Mutex<[RemoteCommandEvent]>([])
+        let seen = Lock<[RemoteCommandEvent]>([])
         for kind in RemoteCommandKind.allCases {
             let r = center.dispatch(RemoteCommandEvent(command: kind))
             #expect(r.status == .commandFailed && r.reason == "\(kind.rawValue) has no handler")
@@ -127,7 +128,7 @@ struct CommandCenterTests {
             center.nextTrackCommand.removeTarget(t)
         }
         // Several handlers: all run in order; the first non-success status is the answer.
-        let order = Mutex<[Int]>([])
+        let order = Lock<[Int]>([])
         center.likeCommand.addTarget { _ in order.withLock { $0.append(1) }; return .success }
         center.likeCommand.addTarget { _ in order.withLock { $0.append(2) }; return .noSuchContent }
         center.likeCommand.addTarget { _ in order.withLock { $0.append(3) }; return .deviceNotFound }
@@ -137,7 +138,7 @@ struct CommandCenterTests {
         #expect(!center.likeCommand.hasTargets)
 
         // Payloads.
-        let got = Mutex<[RemoteCommandEvent.Payload]>([])
+        let got = Lock<[RemoteCommandEvent.Payload]>([])
         for kind in [RemoteCommandKind.skipForward, .skipBackward, .changePlaybackPosition, .changePlaybackRate,
                      .seekForward, .changeRepeatMode, .changeShuffleMode] {
             center.command(kind).addTarget { e in got.withLock { $0.append(e.payload) }; return .success }
@@ -167,7 +168,7 @@ struct BindingTests {
             let untagged = try Fixtures.mp3(from: w, name: "np-untagged")
             let player = makePlayer([untagged.path, tagged.path], device: sink.alsaDevice)
             let center = NowPlayingInfoCenter()
-            let writes = Mutex<[(Double, NowPlayingInfo?)]>([])
+            let writes = Lock<[(Double, NowPlayingInfo?)]>([])
             let t0 = Date()
             center.addObserver(queue: DispatchQueue(label: "w")) { e in
                 if case .infoChanged(let info) = e { writes.withLock { $0.append((Date().timeIntervalSince(t0), info)) } }
@@ -301,7 +302,7 @@ struct NowPlayingAppTests {
         #expect(eventually { p1.rate == 1 })
 
         let (s3, p3, _, b3) = try app([])
-        let jumps = Mutex<[Double]>([])
+        let jumps = Lock<[Double]>([])
         p3.addObserver(queue: DispatchQueue(label: "j")) { e in
             if case .timeJumped(_, let t) = e { jumps.withLock { $0.append(t) } }
         }

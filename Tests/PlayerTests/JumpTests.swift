@@ -4,6 +4,7 @@ import Foundation
 import Player
 import Synchronization
 import Testing
+import Locking
 
 /// Jumps through `QueuePlayer` on the PulseAudio null sink (`norewinds=1`), checked against the
 /// recording of its monitor: how long the listener hears nothing, whether the reported position
@@ -20,7 +21,7 @@ struct JumpTests {
             var item: ObjectIdentifier?
             var time: Double
         }
-        private let calls = Mutex<[Call]>([])
+        private let calls = Lock<[Call]>([])
         func append(wall: Double, item: PlayerItem?, time: Double) {
             calls.withLock { $0.append(Call(wall: wall, item: item.map(ObjectIdentifier.init), time: time)) }
         }
@@ -36,7 +37,7 @@ struct JumpTests {
             let fileOf = Dictionary(uniqueKeysWithValues: queue.enumerated().map { (ObjectIdentifier($0.element), $0.offset % 3) })
             let player = makePlayer(queue, device: sink.alsaDevice)
             let log = PlayerLog(player)
-            let completions = Mutex<[Double]>([])
+            let completions = Lock<[Double]>([])
             func now() -> Double { Date().timeIntervalSince(log.start) }
             // Time observers, as an app would have them: every 0.25 s, and at 0.45 s into an item
             // (crossed after every jump to an item's start). What they report is checked against

@@ -4,10 +4,11 @@ import Foundation
 import Player
 import Session
 import Synchronization
+import Locking
 
 /// Collects a player's events with their times (seconds since creation) and lets a test wait.
 final class PlayerLog: Sendable {
-    private let events = Mutex<[(time: Double, event: PlayerEvent)]>([])
+    private let events = Lock<[(time: Double, event: PlayerEvent)]>([])
     let start = Date()
     private let queue = DispatchQueue(label: "test.player.log")
 

@@ -4,10 +4,11 @@ import Foundation
 import Player
 import Synchronization
 import Testing
+import Locking
 
 /// Samples of a time observer: (seconds since the test's start, item time passed in).
 final class TimeSamples: Sendable {
-    let samples = Mutex<[(wall: Double, time: Double)]>([])
+    let samples = Lock<[(wall: Double, time: Double)]>([])
     let start: Date
     init(start: Date) { self.start = start }
     func add(_ t: Double) {
@@ -220,7 +221,7 @@ struct RealtimePlayerTests {
             let item = PlayerItem(path: file.path)
             let player = makePlayer([item], device: sink.alsaDevice)
             let log = PlayerLog(player)
-            let results = Mutex<[String: Bool]>([:])
+            let results = Lock<[String: Bool]>([:])
             // Paused: completes at once.
             player.seek(to: 1.0) { ok in results.withLock { $0["paused"] = ok } }
             #expect(eventually(timeout: 2) { results.withLock { $0["paused"] } == true })

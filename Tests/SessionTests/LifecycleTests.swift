@@ -6,10 +6,11 @@ import Player
 import Session
 import Synchronization
 import Testing
+import Locking
 
 /// Collects application events with their times.
 final class AppLog: Sendable {
-    let events = Mutex<[(time: Double, event: ApplicationEvent)]>([])
+    let events = Lock<[(time: Double, event: ApplicationEvent)]>([])
     let start = Date()
     init(_ app: Application) {
         app.addObserver(queue: DispatchQueue(label: "test.app")) { [self] e in
@@ -49,9 +50,9 @@ struct LifecycleTests {
         let app = Application(configuration: ApplicationConfiguration(backgroundTaskBudget: 1.0, expirationWarning: 0.3,
                                                                       suspensionGracePeriod: 0.2))
         let log = AppLog(app)
-        let hooks = Mutex(0)
+        let hooks = Lock(0)
         app.addSuspensionHook { _ in hooks.withLock { $0 += 1 } }
-        let expiredAt = Mutex<Double?>(nil)
+        let expiredAt = Lock<Double?>(nil)
         app.enterBackground()
         let entered = Date().timeIntervalSince(log.start)
         let ended = app.beginBackgroundTask(name: "well-behaved") {
@@ -79,7 +80,7 @@ struct LifecycleTests {
     @Test("no task, nothing playing: suspended after the grace period; a task holds it off; the hook fires once")
     func graceAndTask() throws {
         let app = Application(configuration: ApplicationConfiguration(backgroundTaskBudget: 10, suspensionGracePeriod: 0.3))
-        let hooks = Mutex(0)
+        let hooks = Lock(0)
         app.addSuspensionHook { _ in hooks.withLock { $0 += 1 } }
         let task = app.beginBackgroundTask(name: "work")
         app.enterBackground()
@@ -111,12 +112,12 @@ struct BackgroundAudioTests {
             try session.setCategory(.playback)
             let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.4))
             let log = AppLog(app)
-            let hooks = Mutex<[Double]>([])
+            let hooks = Lock<[Double]>([])
             app.addSuspensionHook { _ in hooks.withLock { $0.append(Date().timeIntervalSince(log.start)) } }
             let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
                                      configuration: EngineConfiguration(output: OutputSettings(device: sink.alsaDevice, bufferMillis: 200, realtime: false)),
                                      session: session, application: app)
-            let ended = Mutex<Double?>(nil)
+            let ended = Lock<Double?>(nil)
             player.addObserver(queue: DispatchQueue(label: "t")) { e in
                 if case .currentItemChanged(nil) = e { ended.withLock { $0 = Date().timeIntervalSince(log.start) } }
             }
@@ -147,7 +148,7 @@ struct BackgroundAudioTests {
                                  configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
                                  session: session, application: app)
         player.actionAtItemEnd = .none
-        let reasons = Mutex<[RateChangeReason]>([])
+        let reasons = Lock<[RateChangeReason]>([])
         player.addObserver(queue: DispatchQueue(label: "t")) { e in
             if case .rateChanged(0, let why) = e { reasons.withLock { $0.append(why) } }
         }
@@ -203,7 +204,7 @@ struct BackgroundAudioTests {
         let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.2, minimumKeepAliveTimeout: 1,
                                                                        keepAliveHandlerTime: 0.5), handlerQueue: handlers)
         let log = AppLog(app)
-        let calls = Mutex<[(time: Double, state: ApplicationState)]>([])
+        let calls = Lock<[(time: Double, state: ApplicationState)]>([])
         #expect(!app.setKeepAliveTimeout(0.5) { Issue.record("a refused handler ran") }, "below the minimum timeout")
         #expect(app.setKeepAliveTimeout(1.0) {
             dispatchPrecondition(condition: .onQueue(handlers))

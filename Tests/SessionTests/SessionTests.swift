@@ -7,6 +7,7 @@ import Player
 import Session
 import Synchronization
 import Testing
+import Locking
 
 /// The `session-probe` executable built next to this test bundle.
 let probe: String = {
@@ -41,7 +42,7 @@ struct Probe {
 
 /// Collects a session's events.
 final class SessionLog: Sendable {
-    let events = Mutex<[SessionEvent]>([])
+    let events = Lock<[SessionEvent]>([])
     init(_ session: AudioSession) {
         session.addObserver(queue: DispatchQueue(label: "test.session")) { [self] e in events.withLock { $0.append(e) } }
     }
@@ -83,7 +84,7 @@ struct SessionRuleTests {
         let player = QueuePlayer(items: [PlayerItem(path: tone.path)],
                                  configuration: EngineConfiguration(output: OutputSettings(device: "null", realtime: false)),
                                  session: s)
-        let rates = Mutex<[String]>([])
+        let rates = Lock<[String]>([])
         let token = player.addObserver(queue: DispatchQueue(label: "busy")) { e in
             if case .rateChanged(let r, let reason) = e { rates.withLock { $0.append("\(r) \(reason)") } }
         }
@@ -192,7 +193,7 @@ struct CrossProcessTests {
         try session.setCategory(.playback)
         let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.2), handlerQueue: DispatchQueue(label: "t.app"))
         let center = RemoteCommandCenter(handlerQueue: DispatchQueue(label: "t.remote"), application: app)
-        let states = Mutex<[ApplicationState]>([])
+        let states = Lock<[ApplicationState]>([])
         center.playCommand.addTarget { _ in
             states.withLock { $0.append(app.applicationState) }
             return .success

@@ -238,7 +238,10 @@ def mpd_response(s, buf, deadline, stats):
             raise Closed
         if t == "list_OK":
             continue
-        if ": " not in t or not t.split(": ", 1)[0].replace("_", "").replace("-", "").isalnum():
+        key = t.split(": ", 1)[0] if ": " in t else ""
+        if key.split(":", 1)[0].isdigit() and key.endswith(":file"):
+            key = "file"  # `playlist`: POS:file: URI
+        if not key or not key.replace("_", "").replace("-", "").isalnum():
             stats.violation("malformed MPD line: %r" % t[:200])
         lines.append(t)
 

@@ -6,6 +6,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 
 /// What every HTTP listener shares: the page's files, the login password, the sessions that
@@ -17,9 +18,9 @@ final class WebSite: Sendable {
     let password: String?
     let token: String?
     /// Open sessions: cookie value → when it expires (uptime seconds).
-    private let sessions = Mutex<[String: Double]>([:])
+    private let sessions = Lock<[String: Double]>([:])
     /// Wrong passwords per peer address in the current minute.
-    private let failures = Mutex<[String: (count: Int, since: Double)]>([:])
+    private let failures = Lock<[String: (count: Int, since: Double)]>([:])
 
     /// How long a login lasts.
     static let sessionSeconds = 30.0 * 86400

@@ -7,6 +7,7 @@ import Platform
 import PlayQueue
 import Synchronization
 import Player
+import Locking
 
 /// How an MPD argument is read: each kind fails with mpd's message (`src/protocol/ArgParser.cxx`)
 /// before the command runs.

@@ -8,6 +8,7 @@ import Platform
 import PlayQueue
 import Player
 import Synchronization
+import Locking
 
 /// MPD's ACK codes (`src/protocol/Ack.hxx`).
 package enum MPDAck: Int, Sendable {
@@ -43,7 +44,7 @@ package struct MPDError: Error, Sendable {
 final class MPDShared: Sendable {
     /// `mpd-password`: what `password` must give on a listener that asks for it.
     let password: String?
-    let mixRamp = Mutex<(db: Double, delay: Double)>((0, -1))
+    let mixRamp = Lock<(db: Double, delay: Double)>((0, -1))
     /// Told when an answer was big (a listing, a search): its memory is given back soon after.
     let bigAnswer: @Sendable () -> Void
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import NIOCore
 import Synchronization
+import Locking
 
 /// One listening socket's own connections: its count and cap, and (on TCP) the connections
 /// still waiting to authenticate. Each listener has its own, so the clients of one (300 idle
@@ -17,7 +18,7 @@ final class Listener: Sendable {
     let maxUnauthenticated: Int
     private let count = Atomic<Int>(0)
     /// Unauthenticated connections, oldest first.
-    private let waiting = Mutex<[(id: ObjectIdentifier, evict: @Sendable () -> Void)]>([])
+    private let waiting = Lock<[(id: ObjectIdentifier, evict: @Sendable () -> Void)]>([])
     /// "connection refused" lines, at most one per 10 s with the count.
     let refusals: LogLimiter
     /// Unix-socket connections from another user, refused.
@@ -83,7 +84,7 @@ final class LogLimiter: Sendable {
         var lastPeer = ""
         var flushScheduled = false
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let message: String
     private let logger: Logger
     private let metadata: Logger.Metadata
