@@ -149,6 +149,8 @@ public struct PlaylistStore: Sendable {
     /// How an absolute file path is stored: relative to the music directory when inside it.
     public func entry(for path: String) -> String {
         guard let musicRoot, path.hasPrefix(musicRoot + "/") else { return path }
-        return String(path.dropFirst(musicRoot.count + 1))
+        // (`ROOT//x` is `x`, not `/x`: fuzz finding playlist/double-slash.)
+        let relative = path.dropFirst(musicRoot.count + 1).drop { $0 == "/" }
+        return relative.isEmpty ? path : String(relative)
     }
 }

@@ -102,7 +102,10 @@ enum LibraryTargets {
         }
         try check(back.count == entries.count, "playlist", "\(entries.count) entries stored, \(back.count) read back")
         // Each comes back as itself, or (one that cannot be a line of its own) as the same file.
-        func absolute(_ e: String) -> String { e.hasPrefix("/") ? e : root + "/" + e }
+        func absolute(_ e: String) -> String {
+            let a = e.hasPrefix("/") ? e : root + "/" + e
+            return "/" + a.split(separator: "/").joined(separator: "/")
+        }
         for (e, b) in zip(entries, back) where b != e {
             try check(store.line(e) != e && absolute(b) == absolute(e), "playlist", "stored \(shown(e)), read back \(shown(b))")
         }

@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 import MediaCore
 
 /// libcurl, opened with `dlopen` the first time an HTTP item plays (see `CCurl`).
@@ -10,6 +11,11 @@ enum Curl {
         if let failure = bl_curl_load(api) {
             return .failure(MediaError(.io, "libcurl is not installed (\(String(cString: failure)))", library: "libcurl"))
         }
+        // At exit, before OpenSSL's own clean-up (registered as libcurl started it; `atexit`
+        // runs the last registered first): every transfer cancelled and its thread joined, in a
+        // program that did not call `HTTPInput.shutdown()` (a test process; ThreadSanitizer
+        // reported the ended threads not yet joined as leaked).
+        atexit { TransferThreads.cancelAllAndJoin(seconds: 3) }
         return .success(UnsafePointer(api))
     }()
 
