@@ -40,21 +40,13 @@ enum LibraryTargets {
 
     /// `f` in MPD's expression syntax (nil for the empty conjunction, which has none).
     static func expression(_ f: SongFilter) -> String? {
-        func quoted(_ v: String) -> String {
-            var s = "'"
-            for c in v.unicodeScalars {
-                if c == "'" || c == "\\" { s += "\\" }
-                s.unicodeScalars.append(c)
-            }
-            return s + "'"
-        }
         switch f {
-        case .tag(let key, let op, let v, _): return "(\(key?.mpdName ?? "any") \(op.rawValue) \(quoted(v)))"
-        case .file(let op, let v, _): return "(file \(op.rawValue) \(quoted(v)))"
-        case .base(let d): return "(base \(quoted(d)))"
-        case .modifiedSince(let t): return "(modified-since \(quoted(String(t))))"
-        case .addedSince(let t): return "(added-since \(quoted(String(t))))"
-        case .audioFormat(let v, let mask): return "(AudioFormat \(mask ? "=~" : "==") \(quoted(v)))"
+        case .tag(let key, let op, let v, _): return "(\(key?.mpdName ?? "any") \(op.rawValue) \(quoted(v, "'")))"
+        case .file(let op, let v, _): return "(file \(op.rawValue) \(quoted(v, "'")))"
+        case .base(let d): return "(base \(quoted(d, "'")))"
+        case .modifiedSince(let t): return "(modified-since \(quoted(String(t), "'")))"
+        case .addedSince(let t): return "(added-since \(quoted(String(t), "'")))"
+        case .audioFormat(let v, let mask): return "(AudioFormat \(mask ? "=~" : "==") \(quoted(v, "'")))"
         case .not(let inner): return expression(inner).map { "(!\($0))" }
         case .and(let parts):
             let written = parts.compactMap(expression)

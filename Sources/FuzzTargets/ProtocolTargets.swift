@@ -56,10 +56,10 @@ enum ProtocolTargets {
                 continue
             }
             try check(!words.contains { $0.contains(" ") && !line.contains("\"") }, "mpd-request", "an unquoted word holds a space: \(shown(line))")
-            let quoted = words.map(mpdQuoted).joined(separator: " ")
+            let requoted = words.map { quoted($0) }.joined(separator: " ")
             let again: [String]
-            do throws(MPDError) { again = try MPDProtocol.tokenize(quoted) } catch {
-                throw InvariantFailure("mpd-request", "quoted words do not split: \(shown(quoted)): \(error.message)")
+            do throws(MPDError) { again = try MPDProtocol.tokenize(requoted) } catch {
+                throw InvariantFailure("mpd-request", "quoted words do not split: \(shown(requoted)): \(error.message)")
             }
             try check(again == words, "mpd-request", "quoted words split differently: \(words.map(shown)) → \(again.map(shown))")
             guard let name = words.first, let command = MPDCommandTable.command(name) else { continue }
@@ -70,12 +70,13 @@ enum ProtocolTargets {
     }
 }
 
-/// `word` as libmpdclient sends it: in double quotes, `"` and `\` escaped.
-func mpdQuoted(_ word: String) -> String {
-    var s = "\""
+/// `word` in `quote`s, the quote and `\` escaped with a backslash: an MPD argument as
+/// libmpdclient sends it (`"`), a value in a filter expression (`'`).
+func quoted(_ word: String, _ quote: Unicode.Scalar = "\"") -> String {
+    var s = String(quote)
     for c in word.unicodeScalars {
-        if c == "\\" || c == "\"" { s += "\\" }
+        if c == "\\" || c == quote { s += "\\" }
         s.unicodeScalars.append(c)
     }
-    return s + "\""
+    return s + String(quote)
 }

@@ -1,28 +1,6 @@
 import Media
 import MediaCore
 
-/// A byte source in memory (no descriptor: read as an HTTP stream is read).
-final class MemorySource: ByteSource {
-    let name: String
-    let bytes: [UInt8]
-    var position = 0
-    var length: Int? { bytes.count }
-    var isSeekable: Bool { true }
-    init(name: String, bytes: [UInt8]) { (self.name, self.bytes) = (name, bytes) }
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
-        let n = min(buffer.count, bytes.count - position)
-        guard n > 0 else { return 0 }
-        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + position, byteCount: n) }
-        position += n
-        return n
-    }
-    func seek(to offset: Int) throws(MediaError) {
-        guard offset >= 0 else { throw MediaError(.io, "seek to \(offset)", item: name) }
-        position = min(offset, bytes.count)
-    }
-    func reopened() throws(MediaError) -> any ByteSource { MemorySource(name: name, bytes: bytes) }
-}
-
 /// The tag readers Backline wrote itself (the decoders' libraries read the rest).
 enum TagTargets {
     /// A file's ID3 tags (v2 at the start, else v1 at the end): every value fits a protocol line.

@@ -291,26 +291,6 @@ struct FormatTests {
         }
     }
 
-    /// A byte source in memory: what the HTTP input will be to the decoders (no descriptor).
-    final class MemorySource: ByteSource {
-        let name: String
-        let bytes: [UInt8]
-        var position = 0
-        var length: Int? { bytes.count }
-        var isSeekable: Bool { true }
-        init(_ url: URL) throws { (name, bytes) = (url.lastPathComponent, Array(try Data(contentsOf: url))) }
-        private init(name: String, bytes: [UInt8]) { (self.name, self.bytes) = (name, bytes) }
-        func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
-            let n = min(buffer.count, bytes.count - position)
-            guard n > 0 else { return 0 }
-            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + position, byteCount: n) }
-            position += n
-            return n
-        }
-        func seek(to offset: Int) throws(MediaError) { position = offset }
-        func reopened() throws(MediaError) -> any ByteSource { MemorySource(name: name, bytes: bytes) }
-    }
-
     @Test("every decoder reads any byte source (one in memory, with no file descriptor, as the HTTP input will be): the same samples as the reference")
     func memorySource() throws {
         let s16 = try FormatFixtures.source("fmt-mem", seconds: 0.9)
@@ -322,7 +302,7 @@ struct FormatTests {
             (s16, try FormatReference.sox(s16), 0),
         ]
         for (url, ref, tolerance) in cases {
-            let d = try DecoderRegistry.standard.open(MemorySource(url))
+            let d = try DecoderRegistry.standard.open(MemorySource(name: url.lastPathComponent, bytes: Array(try Data(contentsOf: url))))
             let got = try Self.decodeAll(d)
             #expect(got.count == ref.count && maxDifference(got, ref) <= tolerance, "\(url.lastPathComponent): \(got.count) vs \(ref.count)")
         }

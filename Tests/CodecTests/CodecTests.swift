@@ -213,7 +213,8 @@ struct CodecTests {
         let nav = "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
         #expect(try Self.http(try rig.connect("HTTP"), "GET /art/1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status == 403)
         #expect(try Self.http(try rig.connect("HTTP"), "GET /status HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status == 403)
-        #expect(try Self.http(try rig.connect("HTTP"), "GET /login.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\(nav)\r\n").status != 403)
+        // (That it may open `/login.html` is WebRemoteTests': a file is read off the event loop,
+        // which an embedded channel's loop cannot take from another thread.)
         let elsewhere = try Self.http(try rig.connect("HTTP"), Self.upgrade().replacingOccurrences(of: "GET /ws ", with: "GET /status ")
                                       + "Origin: http://127.0.0.1:8080\r\n\r\n")
         #expect(elsewhere.status == 200 && elsewhere.body.contains("\"state\""), "no WebSocket but at /ws: \(elsewhere.status)")

@@ -71,6 +71,10 @@ struct WebRemoteTests {
         #expect(status.status == 200 && json["count"]?.int == ids.count, "\(status.body)")
         #expect(try Self.get(port, "/nothing.js").status == 404)
         #expect(try Self.get(port, "/.config").status == 404)
+        // A link from another site may open the page itself (a top-level navigation).
+        let navigate = ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate"]
+        #expect(try Self.get(port, "/login.html", navigate).status == 200)
+        #expect(try Self.get(port, "/", navigate).status == 200)
 
         // The WebSocket: opened for the page's own origin, refused (403, said why) for another's.
         let upgrade = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

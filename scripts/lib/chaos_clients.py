@@ -69,8 +69,9 @@ class Stats:
             self.d["violations"].append(text[:400])
 
 
-def recv_line(sock, buf, deadline):
-    while b"\n" not in buf:
+def recv_until(sock, buf, deadline, enough):
+    """Reads into buf until enough(buf); TimeoutError at the deadline, Closed at the end."""
+    while not enough(buf):
         left = deadline - time.time()
         if left <= 0:
             raise TimeoutError
@@ -79,11 +80,16 @@ def recv_line(sock, buf, deadline):
             chunk = sock.recv(65536)
         except socket.timeout:
             continue
-        except (ConnectionResetError, BrokenPipeError, OSError):
+        except OSError:
             raise Closed
         if not chunk:
             raise Closed
         buf += chunk
+    return buf
+
+
+def recv_line(sock, buf, deadline):
+    buf = recv_until(sock, buf, deadline, lambda b: b"\n" in b)
     line, _, rest = buf.partition(b"\n")
     return line, rest
 
@@ -316,21 +322,7 @@ def ws_frame(payload, opcode=1):
 def ws_read(s, buf, deadline):
     """One server frame: (opcode, payload, rest)."""
     def need(k, buf):
-        while len(buf) < k:
-            left = deadline - time.time()
-            if left <= 0:
-                raise TimeoutError
-            s.settimeout(min(left, 1.0))
-            try:
-                c = s.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                raise Closed
-            if not c:
-                raise Closed
-            buf += c
-        return buf
+        return recv_until(s, buf, deadline, lambda b: len(b) >= k)
     buf = need(2, buf)
     op, n = buf[0] & 0x0F, buf[1] & 0x7F
     at = 2
