@@ -387,8 +387,11 @@ final class DecoderThread: @unchecked Sendable {
         } catch {
             // A read cut short by a flush: the new plan replaces this one.
             if shared.generation.load(ordering: .acquiring) != generation { return false }
-            guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
+            // The reason first, then the marker: the output may reach the marker, and the monitor
+            // announce the failure, before a later report arrived (it said "decoding failed"
+            // instead of the reason under ThreadSanitizer's slower threads).
             report(.failed(id: item.id, error: error.about(item.path)))
+            guard pushMarker(.failed, item: item, format: decoder.format) else { return false }
             finishCurrent()
         }
         return true

@@ -70,7 +70,9 @@ final class PCMFileDecoder: AudioDecoder {
     private static let blockFrames = 4096
 
     init(source: any ByteSource, layout: PCMLayout, options: DecoderOptions = .stereo) throws(MediaError) {
-        guard layout.channels >= 1, layout.channels <= 8, layout.rate > 0, layout.bytesPerFrame > 0 else {
+        // (At most 768 kHz, mpd's limit too: a header saying 1.6 GHz opened — fuzz finding
+        // decoder/wave-rate.)
+        guard layout.channels >= 1, layout.channels <= 8, (1...768_000).contains(layout.rate), layout.bytesPerFrame > 0 else {
             throw MediaError(.unsupportedFormat, "PCM with \(layout.channels) channels at \(layout.rate) Hz", item: source.name)
         }
         self.source = source
