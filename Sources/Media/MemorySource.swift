@@ -1,7 +1,7 @@
 import MediaCore
 
-/// A ``ByteSource`` over bytes in memory: a file already read, or a test's bytes. Seekable, with
-/// no descriptor (the decoders read it through ``read(into:)``, as they read a network stream).
+/// A `ByteSource` over bytes in memory: a file already read, or a test's bytes. Seekable, with
+/// no descriptor (the decoders read it through `read(into:)`, as they read a network stream).
 public final class MemorySource: ByteSource {
     /// The name errors and logs give the item.
     public let name: String
