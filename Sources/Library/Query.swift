@@ -198,10 +198,12 @@ final class Regex {
     /// a repeated expression once a repetition, so `u++++…` (each `+` doubling it) or
     /// `(a{1,200}){1,200}` took gigabytes (fuzz finding filter/regex-repetition: a remote
     /// `find` made the daemon run out of memory).
-    static let maximumCost = 20_000
+    static let maximumCost = 2_000
 
     /// Refuses a pattern longer than 1 KiB, one whose repetitions multiply past
-    /// ``maximumCost``, and back-references (glibc's extension to ERE, exponential to match).
+    /// ``maximumCost``, a repetition of a repetition (`a++`, `a*?`: undefined in POSIX, and
+    /// glibc took minutes over a few of them: fuzz finding filter/regex-stacked), and
+    /// back-references (glibc's extension to ERE, exponential to match).
     static func check(_ pattern: String) throws(LibraryError) {
         let b = Array(pattern.utf8)
         guard b.count <= 1024 else { throw LibraryError(.badFilter, "Invalid regular expression: longer than 1024 bytes") }
@@ -218,7 +220,13 @@ final class Regex {
             guard sums[sums.count - 1] <= maximumCost else { throw LibraryError(.badFilter, "Invalid regular expression: too many repetitions") }
         }
         var i = 0
+        var afterRepetition = false
+        func isRepetition(_ c: UInt8) -> Bool { c == UInt8(ascii: "*") || c == UInt8(ascii: "+") || c == UInt8(ascii: "?") || c == UInt8(ascii: "{") }
         while i < b.count {
+            if afterRepetition, isRepetition(b[i]) {
+                throw LibraryError(.badFilter, "Invalid regular expression: a repetition of a repetition")
+            }
+            afterRepetition = isRepetition(b[i])
             switch b[i] {
             case UInt8(ascii: "\\"):
                 if i + 1 < b.count, (0x31...0x39).contains(b[i + 1]) {

@@ -81,11 +81,19 @@ public struct DecoderRegistry: Sendable {
     public func openWithPlugin(_ source: any ByteSource, options: DecoderOptions = .stereo)
         throws(MediaError) -> (plugin: DecoderPlugin, decoder: any AudioDecoder) {
         let plugin = try plugin(for: source)
+        let decoder: any AudioDecoder
         do {
-            return (plugin, try plugin.open(source, options))
+            decoder = try plugin.open(source, options)
         } catch {
             throw error.about(source.name)
         }
+        // A format no device takes is the file's failure here, whatever the decoder read from
+        // its header (fuzz findings decoder/wave-rate, decoder/ffmpeg-rate: 1.6 GHz, 707 MHz).
+        let f = decoder.format
+        guard (1...768_000).contains(f.rate), (1...8).contains(f.channels) else {
+            throw MediaError(.unsupportedFormat, "\(f.channels) channels at \(f.rate) Hz", item: source.name)
+        }
+        return (plugin, decoder)
     }
 
     /// Opens `location` (a path or a `file:` URI, see ``InputSources``) and a decoder for it.

@@ -4,12 +4,16 @@ import Foundation
 import Testing
 import Locking
 
-/// The `backline` executable built next to this test bundle.
+/// The `backline` executable built next to this test bundle; or, in a sanitizer's build
+/// (`scripts/sanitize`, where the fully static front end is not built), `backline-player`
+/// there, which takes the same command lines: the daemons the tests start are then that build's.
 let backline: String = {
     let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    let candidate = dir.appendingPathComponent("backline").path
-    return FileManager.default.isExecutableFile(atPath: candidate)
-        ? candidate : Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
+    for name in ["backline", "backline-player"] {
+        let candidate = dir.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return Harness.packageRoot.appendingPathComponent(".build/debug/backline").path
 }()
 
 /// Where ``backlineForAnotherUser`` copies the executables when it must.
@@ -42,7 +46,7 @@ let backlineForAnotherUser: String = {
         try? FileManager.default.copyItem(atPath: source + "/" + name, toPath: dir + "/" + name)
         chmod(dir + "/" + name, 0o755)
     }
-    return dir + "/backline"
+    return dir + "/" + (backline as NSString).lastPathComponent
 }()
 
 /// A real `backline daemon` process in its own directories (runtime, state, config, music),
