@@ -161,6 +161,19 @@ def check_json_reply(line, rid, stats):
     return v
 
 
+def check_answer(v, want_id, stats):
+    """A JSON reply (over the socket or the WebSocket): its id is the request's; a refusal
+    carries an error code and message."""
+    if want_id is not None and v.get("id") != want_id:
+        stats.violation("reply id %r for request %r" % (v.get("id"), want_id))
+    if v.get("ok") is False:
+        e = v.get("error")
+        if not (isinstance(e, dict) and isinstance(e.get("code"), str) and isinstance(e.get("message"), str)):
+            stats.violation("malformed error: %r" % json.dumps(v)[:200])
+        stats.bump("refusals")
+    stats.bump("answers")
+
+
 def json_client(n, stats, rng, commands):
     gen = JSONish(commands, rng)
     while not stopped():
@@ -194,14 +207,7 @@ def json_client(n, stats, rng, commands):
                     v = check_json_reply(reply, want_id, stats)
                     if v is None or "event" in v:
                         continue
-                    if want_id is not None and v.get("id") != want_id:
-                        stats.violation("reply id %r for request %r" % (v.get("id"), want_id))
-                    if v.get("ok") is False:
-                        e = v.get("error")
-                        if not (isinstance(e, dict) and isinstance(e.get("code"), str) and isinstance(e.get("message"), str)):
-                            stats.violation("malformed error: %r" % reply[:200])
-                        stats.bump("refusals")
-                    stats.bump("answers")
+                    check_answer(v, want_id, stats)
                     break
                 time.sleep(rng.uniform(0, 0.05))
         except Closed:
@@ -385,9 +391,7 @@ def ws_client(n, stats, rng, commands):
                     v = check_json_reply(data, want, stats)
                     if v is None or "event" in v:
                         continue
-                    stats.bump("answers")
-                    if v.get("ok") is False:
-                        stats.bump("refusals")
+                    check_answer(v, want, stats)
                     break
                 time.sleep(rng.uniform(0, 0.05))
         except Closed:
