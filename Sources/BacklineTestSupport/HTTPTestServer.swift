@@ -51,7 +51,7 @@ public final class HTTPTestServer: @unchecked Sendable {
             usleep(20_000)
         }
         process.signal(SIGKILL)
-        throw HarnessError("the test HTTP server did not start: \((try? String(contentsOf: process.stderrFile, encoding: .utf8)) ?? "")")
+        throw HarnessError("the test HTTP server did not start: \(process.stderr)")
     }
 
     /// Kills the server (SIGKILL: every connection drops at once, as a crashed server's).

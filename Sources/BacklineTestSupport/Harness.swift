@@ -23,6 +23,12 @@ public enum Harness {
     }
 
     /// Tools from ``requiredTools`` that are not installed.
+    /// The sanitizer the tests and the daemon they start were built with (`scripts/sanitize`
+    /// sets `BACKLINE_SANITIZER`: `address` or `thread`), nil for a normal build. Resident
+    /// memory is then the sanitizer's (shadow memory, a quarantine of freed blocks), so a test
+    /// that bounds it checks everything else and leaves that bound out.
+    public static let sanitizer: String? = ProcessInfo.processInfo.environment["BACKLINE_SANITIZER"]
+
     public static var missingTools: [String] { requiredTools.filter { which($0) == nil } }
 
     /// Whether audio tests should run: the tools are there, or we are in CI (where absence is a failure).
@@ -87,7 +93,7 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
 {
     let p = try SpawnedProcess(executable, arguments, environment: environment)
     let status = try p.wait(timeout: timeout)  // a hung child fails its test instead of hanging the run
-    let out = (try? Data(contentsOf: p.stdoutFile)) ?? Data()
+    let out = Data(readWholeFile(p.stdoutFile.path))
     let err = p.stderr
     try? FileManager.default.removeItem(at: p.stdoutFile.deletingLastPathComponent())
     return ProcessResult(status: status, stdout: out, stderr: err)

@@ -131,7 +131,7 @@ public final class PulseNullSink: @unchecked Sendable {
             Thread.sleep(forTimeInterval: 0.1)
         }
         stop()
-        let log = (try? String(contentsOfFile: "\(d)/log", encoding: .utf8)) ?? "(no log)"
+        let log = String(decoding: readWholeFile("\(d)/log"), as: UTF8.self)
         throw HarnessError("PulseAudio null sink did not start within 10 s. Log:\n\(log)")
     }
 

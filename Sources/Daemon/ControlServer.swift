@@ -46,6 +46,8 @@ public final class ControlServer: Sendable {
     private let tokenFailures: LogLimiter
     private let nextClient = Atomic<UInt64>(1)
     private let lockFD = Lock<Int32>(-1)
+    /// The Unix sockets bound (removed again by ``stop()``).
+    private let boundPaths = Lock<[String]>([])
 
     public init(config: DaemonConfig, logger: Logger) {
         self.config = config
@@ -127,6 +129,7 @@ public final class ControlServer: Sendable {
         defer { umask(old) }
         let c = try bootstrap.bind(unixDomainSocketPath: path).wait()
         chmod(path, 0o600)
+        boundPaths.withLock { $0.append(path) }
         return c
     }
 
@@ -134,8 +137,9 @@ public final class ControlServer: Sendable {
     public func stop() {
         for c in channels.withLock({ $0 }) { try? c.close().wait() }
         for c in clients.withLock({ Array($0.values) }) { try? c.close().wait() }
-        unlink(config.socketPath)
-        for addr in config.mpdListen where addr.hasPrefix("/") { unlink(addr) }
+        // Only the sockets this daemon bound: a daemon refused at the start (another one owns
+        // the socket) removes nothing of the running one's.
+        for path in boundPaths.withLock({ $0 }) { unlink(path) }
         try? group.syncShutdownGracefully()
         try? blocking.syncShutdownGracefully()
         lockFD.withLock { fd in
@@ -168,6 +172,8 @@ public final class ControlServer: Sendable {
         }
         lockFD.withLock { $0 = fd }
         if Self.someoneListens(path) {
+            lockFD.withLock { $0 = -1 }
+            close(fd)
             throw ServerError(code: 0, message: "another program is already listening on \(path)")
         }
         unlink(path)  // stale: its daemon is gone (we hold the lock)

@@ -26,6 +26,13 @@ public indirect enum SongFilter: Sendable, Equatable {
 
     /// Every song.
     public static let all = SongFilter.and([])
+
+    /// How deep `!` and conjunctions may nest: far past any real query, and a bound on every
+    /// recursion over a filter (parsing, building SQL). Found by the fuzzer: 2,600 `(` overflowed
+    /// the stack, and 24 nested conditions SQLite's parser.
+    public static let maxDepth = 16
+    /// The most conditions one filter may hold (SQLite takes an expression 1,000 deep).
+    public static let maxConditions = 256
 }
 
 extension SongFilter {
@@ -131,24 +138,28 @@ struct ExpressionParser {
         i += 1
     }
 
-    mutating func expression() throws(LibraryError) -> SongFilter {
+    /// An expression; `depth` counts the `(` it is inside (``SongFilter/maxDepth``).
+    mutating func expression(depth: Int = 1) throws(LibraryError) -> SongFilter {
         try expect(40, "'(' expected")  // (
+        guard depth <= SongFilter.maxDepth else {
+            throw LibraryError(.badFilter, "filter nested too deeply (at most \(SongFilter.maxDepth) levels)")
+        }
         skipBlanks()
         if peek(33) {  // !
             i += 1
             skipBlanks()
-            let inner = try expression()
+            let inner = try expression(depth: depth + 1)
             try expect(41, "')' expected")
             return .not(inner)
         }
         if peek(40) {
-            var parts = [try expression()]
+            var parts = [try expression(depth: depth + 1)]
             while true {
                 skipBlanks()
                 if peek(41) { i += 1; break }
                 guard word() == "AND" else { throw LibraryError(.badFilter, "'AND' expected") }
                 skipBlanks()
-                parts.append(try expression())
+                parts.append(try expression(depth: depth + 1))
             }
             return parts.count == 1 ? parts[0] : .and(parts)
         }

@@ -50,21 +50,45 @@ extension SongFilter {
     /// The filter as an SQL condition on the row `s` of `songs`. Each tag comparison is
     /// `EXISTS` over the song's tags; a song without the tag (after fallbacks) is compared as
     /// the empty string, decided here, once.
+    ///
+    /// A conjunction inside a conjunction is one conjunction; a filter with more than
+    /// ``maxConditions`` conditions, or `!`s and conjunctions nested deeper than ``maxDepth``,
+    /// is refused (`badFilter`) rather than handed to SQLite, whose parser stops at about 100
+    /// levels and whose expressions at 1,000 (fuzz findings: a database error to the client).
     func compile() throws(LibraryError) -> CompiledFilter {
         var c = CompiledFilter(sql: "", values: [], bases: [])
-        c.sql = try sql(&c)
+        var conditions = 0
+        c.sql = try sql(&c, depth: 0, conditions: &conditions)
         return c
     }
 
-    private func sql(_ c: inout CompiledFilter) throws(LibraryError) -> String {
+    private func sql(_ c: inout CompiledFilter, depth: Int, conditions: inout Int) throws(LibraryError) -> String {
+        switch self {
+        case .and, .not:
+            guard depth < Self.maxDepth else {
+                throw LibraryError(.badFilter, "filter nested too deeply (at most \(Self.maxDepth) levels)")
+            }
+        default:
+            conditions += 1
+            guard conditions <= Self.maxConditions else {
+                throw LibraryError(.badFilter, "filter has too many conditions (at most \(Self.maxConditions))")
+            }
+        }
         switch self {
         case .and(let parts):
-            guard !parts.isEmpty else { return "1" }
             var out: [String] = []
-            for p in parts { out.append(try p.sql(&c)) }
-            return "(" + out.joined(separator: " AND ") + ")"
+            var pending = Array(parts.reversed())
+            while let p = pending.popLast() {
+                if case .and(let inner) = p {
+                    pending += inner.reversed()
+                } else {
+                    out.append(try p.sql(&c, depth: depth + 1, conditions: &conditions))
+                }
+            }
+            guard !out.isEmpty else { return "1" }
+            return out.count == 1 ? out[0] : "(" + out.joined(separator: " AND ") + ")"
         case .not(let inner):
-            return "NOT (" + (try inner.sql(&c)) + ")"
+            return "NOT (" + (try inner.sql(&c, depth: depth + 1, conditions: &conditions)) + ")"
         case .base(let dir):
             let d = dir.split(separator: "/", omittingEmptySubsequences: true).joined(separator: "/")
             guard !d.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) else { throw LibraryError(.badFilter, "Bad URI") }

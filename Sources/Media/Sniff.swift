@@ -49,10 +49,15 @@ public enum Sniff {
     /// What the bytes are when some format's magic (or emptiness) says so; nil for bytes
     /// nothing claims.
     public static func recognised(_ h: [UInt8]) -> String? {
+        // The (up to) four bytes at `offset` as text: a short header gives what it has (a
+        // `FORM` file of 7 bytes stopped the fuzzer's process with an inverted range).
+        func fourCC(_ h: [UInt8], at offset: Int) -> String {
+            String(decoding: h[min(offset, h.count)..<min(offset + 4, h.count)], as: UTF8.self)
+        }
         if h.isEmpty { return "empty file" }
         if has(h, "ftyp", at: 4) {
             if has(h, "M4A ", at: 8) || has(h, "M4B ", at: 8) || has(h, "M4P ", at: 8) { return "MPEG-4 audio (AAC or ALAC)" }
-            return "MPEG-4 (\(String(decoding: h[8..<min(12, h.count)], as: UTF8.self).trimming(" ")))"
+            return "MPEG-4 (\(fourCC(h, at: 8).trimming(" ")))"
         }
         if h.count >= 2, h[0] == 0xFF, h[1] & 0xF6 == 0xF0 { return "AAC (ADTS)" }
         if has(h, "ADIF") { return "AAC (ADIF)" }
@@ -66,8 +71,8 @@ public enum Sniff {
         if has(h, "#!AMR") { return "AMR" }
         if has(h, ".snd") { return "Sun/NeXT audio" }
         if has(h, "RIFF"), has(h, "WAVE", at: 8) { return "WAV (an encoding this player does not decode)" }
-        if has(h, "RIFF") { return "RIFF \(String(decoding: h[8..<min(12, h.count)], as: UTF8.self))" }
-        if has(h, "FORM") { return "IFF \(String(decoding: h[8..<min(12, h.count)], as: UTF8.self))" }
+        if has(h, "RIFF") { return "RIFF \(fourCC(h, at: 8))".trimming(" ") }
+        if has(h, "FORM") { return "IFF \(fourCC(h, at: 8))".trimming(" ") }
         if has(h, "fLaC") { return "FLAC" }
         if has(h, "#EXTM3U") || has(h, "[playlist]") { return "a playlist, not audio" }
         if has(h, "<?xml") || has(h, "<!DOCTYPE") || has(h, "<html") { return "a text document, not audio" }

@@ -255,7 +255,13 @@ struct FormatTests {
         let truncated = dir.appendingPathComponent("cut.flac")
         try whole.prefix(whole.count / 2).write(to: truncated)
 
-        let (_, events) = try playToFile([fakeFLAC, m4a, au, random, fakeMP3, empty, truncated, s])
+        // Headers shorter than the chunk type they name (found by the fuzzer: the description
+        // of a 7-byte `FORM` file stopped the process).
+        let shortIFF = dir.appendingPathComponent("short.aiff"), shortRIFF = dir.appendingPathComponent("short.wav")
+        try Data("FORM\u{1F}\u{0C}\u{01}".utf8).write(to: shortIFF)
+        try Data("RIFF\u{08}\u{00}\u{00}\u{00}WA".utf8).write(to: shortRIFF)
+
+        let (_, events) = try playToFile([fakeFLAC, m4a, au, random, fakeMP3, empty, shortIFF, shortRIFF, truncated, s])
         let started = events.compactMap(\.startedPath)
         #expect(started == [fakeFLAC.path, m4a.path, fakeMP3.path, truncated.path, s.path], "\(started)")
         func reason(_ url: URL) -> String? {
@@ -265,6 +271,8 @@ struct FormatTests {
         #expect(reason(au) == "unsupported format: Sun/NeXT audio", "\(String(describing: reason(au)))")
         #expect(reason(random) == "unsupported format: not an audio format this player knows", "\(String(describing: reason(random)))")
         #expect(reason(empty) == "unsupported format: empty file", "\(String(describing: reason(empty)))")
+        #expect(reason(shortIFF) == "unsupported format: IFF", "\(String(describing: reason(shortIFF)))")
+        #expect(reason(shortRIFF) == "unsupported format: RIFF WA", "\(String(describing: reason(shortRIFF)))")
         #expect(reason(truncated)?.hasPrefix("truncated: it ends after ") == true, "\(String(describing: reason(truncated)))")
         #expect(events.contains(.endOfInput))
     }

@@ -162,7 +162,7 @@ import Testing
         #expect(Fold.key("BJÖRK Ångström Ñandú") == "bjork angstrom nandu")
     }
 
-    @Test("filters a remote client could use against the daemon (fuzz findings): a modified-since past 2262 is the latest time, not a trap; a regular expression that would take gigabytes to compile, or a back-reference, is refused with the reason; ordinary ones work")
+    @Test("filters a remote client could use against the daemon (fuzz findings): a modified-since past 2262 is the latest time, not a trap; a regular expression that would take gigabytes to compile, or a back-reference, is refused with the reason; filters nested past 16 levels or of more than 256 conditions are refused; ordinary ones work")
     func hostileFilters() throws {
         let tree = try Harness.makeTemporaryDirectory("hostile-filters")
         let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
@@ -180,5 +180,26 @@ import Testing
             #expect(try lib.songs(.tag(.title, .matches, ok, fold: true)).isEmpty, "\(ok)")
         }
         #expect(Fold.key("Ελένη") == "ελενη")
+        // Nesting and size (fuzz findings: 2,600 `(` overflowed the stack; 24 nested conditions
+        // overflowed SQLite's parser, 1,000 its expression depth): 16 levels and 256 conditions
+        // run, one more is refused with the reason; conjunctions inside conjunctions are one.
+        func nested(_ levels: Int) -> String {
+            String(repeating: "(!", count: levels - 1) + "(AlbumArtistSort =~ 'x')" + String(repeating: ")", count: levels - 1)
+        }
+        func refused(_ filter: @autoclosure () throws(LibraryError) -> SongFilter, _ reason: String) {
+            #expect { _ = try lib.songs(try filter()) } throws: { e in
+                (e as? LibraryError)?.kind == .badFilter && "\(e)".contains(reason)
+            }
+        }
+        #expect(try lib.songs(try SongFilter.parse([nested(16)], fold: false)).isEmpty)
+        refused(try SongFilter.parse([nested(17)], fold: false), "nested too deeply (at most 16 levels)")
+        refused(try SongFilter.parse([nested(2600)], fold: false), "nested too deeply (at most 16 levels)")
+        let leaf = SongFilter.tag(.albumArtistSort, .matches, "x", fold: false)
+        var chain = leaf
+        for _ in 0..<200 { chain = .and([leaf, chain]) }
+        #expect(try lib.count(chain).songs == 0, "200 nested conjunctions are one conjunction of 201 conditions")
+        let pairs = (0..<256).flatMap { _ in ["albumartistsort", "x"] }
+        #expect(try lib.songs(try SongFilter.parse(pairs, fold: true)).isEmpty)
+        refused(try SongFilter.parse(pairs + ["title", "y"], fold: true), "too many conditions (at most 256)")
     }
 }

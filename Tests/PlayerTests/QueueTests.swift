@@ -406,9 +406,14 @@ struct QueueTests {
         #expect(clock.hear(seconds: 0.1))
         #expect(eventually(timeout: 5) { player.timeControlStatus == .playing })
         #expect(item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferEmpty)
-        let loaded = item.loadedTimeRanges
-        #expect(loaded.count == 1 && loaded[0].lowerBound == 0 && loaded[0].upperBound > 1.4 && loaded[0].upperBound < 1.6,
-                "the first 24,000 bytes of 48,000-odd: \(loaded)")
+        // (Reported as bytes arrive, at most ten times a second, and within a second of the
+        // last byte of a burst: under a sanitizer on a loaded machine, not yet at this point.)
+        var loaded: [Range<Double>] = []
+        #expect(eventually(timeout: 5) {
+            loaded = item.loadedTimeRanges
+            return loaded.count == 1 && loaded[0].lowerBound == 0 && loaded[0].upperBound > 1.4
+        }, "the first 24,000 bytes of 48,000-odd: \(loaded)")
+        #expect(loaded.count == 1 && loaded[0].upperBound < 1.6, "the first 24,000 bytes of 48,000-odd: \(loaded)")
         app.enterBackground()
 
         // Heard until the stall at the gate (on a loaded machine the clock can outrun the
