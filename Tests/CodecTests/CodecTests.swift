@@ -20,6 +20,9 @@ struct CodecTests {
         let server: ControlServer
         /// The endpoints, built once (as the server builds them: the HTTP ones share one site).
         var endpoints: [Endpoint] = []
+        /// Every connection made, closed at the end (an embedded channel left open keeps its
+        /// pipeline and handlers alive: LeakSanitizer's reports in `scripts/sanitize address`).
+        private var channels: [EmbeddedChannel] = []
 
         init(http: String? = nil, password: String? = nil) throws {
             dir = try Harness.makeTemporaryDirectory("codec")
@@ -50,10 +53,12 @@ struct CodecTests {
             _ = server.accept(channel, endpoint, core: core, listener: server.listener(endpoint.name), peer: "test",
                               needsToken: needsToken)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            channels.append(channel)
             return channel
         }
 
         deinit {
+            for c in channels { _ = try? c.finish(acceptAlreadyClosed: true) }
             core.shutdown()
             server.stop()
             try? FileManager.default.removeItem(at: dir)
