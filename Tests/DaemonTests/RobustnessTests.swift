@@ -102,6 +102,7 @@ struct RobustnessTests {
         #expect(second.status == 1)
         #expect(second.stderr.contains("another backline daemon is already running on \(d.socket)"), "\(second.stderr)")
         #expect(try d.request("ping").ok, "the first one is untouched")
+        #expect(FileManager.default.fileExists(atPath: d.socket), "the refused one removes nothing of the first one's")
         d.expectCleanStop()
         #expect(!FileManager.default.fileExists(atPath: d.socket), "the socket goes with the daemon")
     }

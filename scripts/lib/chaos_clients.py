@@ -161,6 +161,20 @@ def check_json_reply(line, rid, stats):
     return v
 
 
+def await_json_answer(next_text, want_id, stats, what):
+    """Reads messages with next_text(deadline) (a message's text, None for one that is not an
+    answer) until the request's answer, passing over events; checks it."""
+    while True:
+        text = wait_answer(next_text, stats, what)
+        if text is None:
+            continue
+        v = check_json_reply(text, want_id, stats)
+        if v is None or "event" in v:
+            continue
+        check_answer(v, want_id, stats)
+        return
+
+
 def check_answer(v, want_id, stats):
     """A JSON reply (over the socket or the WebSocket): its id is the request's; a refusal
     carries an error code and message."""
@@ -184,7 +198,11 @@ def json_client(n, stats, rng, commands):
             time.sleep(0.2)
             continue
         stats.bump("connects")
-        buf = b""
+        box = [b""]  # what was read past the last line
+
+        def next_line(deadline):
+            line, box[0] = recv_line(s, box[0], deadline)
+            return line
         try:
             for rid in range(1, 1_000_000):
                 if stopped():
@@ -200,15 +218,7 @@ def json_client(n, stats, rng, commands):
                     s.sendall(line + b"\n")
                 except OSError:
                     raise Closed
-                while True:
-                    def read(deadline, buf=buf):
-                        return recv_line(s, buf, deadline)
-                    reply, buf = wait_answer(read, stats, line[:80])
-                    v = check_json_reply(reply, want_id, stats)
-                    if v is None or "event" in v:
-                        continue
-                    check_answer(v, want_id, stats)
-                    break
+                await_json_answer(next_line, want_id, stats, line[:80])
                 time.sleep(rng.uniform(0, 0.05))
         except Closed:
             stats.bump("closes")
@@ -361,11 +371,17 @@ def ws_client(n, stats, rng, commands):
                 s.close()
                 time.sleep(0.2)
                 continue
-            buf = head.split(b"\r\n\r\n", 1)[1]
+            box = [head.split(b"\r\n\r\n", 1)[1]]  # what was read past the last frame
         except OSError:
             time.sleep(0.2)
             continue
         stats.bump("connects")
+
+        def next_text(deadline):
+            op, data, box[0] = ws_read(s, box[0], deadline)
+            if op == 8:
+                raise Closed
+            return data if op == 1 else None  # (a ping or pong: not an answer)
         try:
             for rid in range(1, 1_000_000):
                 if stopped():
@@ -382,17 +398,7 @@ def ws_client(n, stats, rng, commands):
                     s.sendall(ws_frame(payload, opcode))
                 except OSError:
                     raise Closed
-                while True:
-                    op, data, buf = wait_answer(lambda d: ws_read(s, buf, d), stats, payload[:80])
-                    if op == 8:
-                        raise Closed
-                    if op != 1:
-                        continue
-                    v = check_json_reply(data, want, stats)
-                    if v is None or "event" in v:
-                        continue
-                    check_answer(v, want, stats)
-                    break
+                await_json_answer(next_text, want, stats, payload[:80])
                 time.sleep(rng.uniform(0, 0.05))
         except Closed:
             stats.bump("closes")
