@@ -209,11 +209,17 @@ struct ChaosTests {
                 }
                 // (1.5 s: three saves at 0.5 s.)
                 guard wait(1.5) else { break soak }
-                let t0 = Date()
+                // What was heard: the position the reply gave, as of the reply (not of the
+                // request: a daemon slow to answer would count its delay twice), plus the time
+                // until the signal (not until the kernel has reaped the process).
+                let asked = Date()
                 let seen = try? d.request("status")
+                let answered = Date()
                 touch(downFile)
-                try d.kill9()
-                let heard = (seen?["elapsed"]?.number ?? 0) + Date().timeIntervalSince(t0)
+                let signalled = try d.kill9() ?? answered
+                let heard = (seen?["elapsed"]?.number ?? 0) + signalled.timeIntervalSince(answered)
+                let timing = String(format: "status answered in %.2f s, killed %.2f s after, reaped %.2f s after that",
+                                    answered.timeIntervalSince(asked), signalled.timeIntervalSince(answered), Date().timeIntervalSince(signalled))
                 kills += 1
                 if let g = lives[lives.count - 1].growth() { Issue.record("daemon life \(lives.count): \(g)") }
                 try start()
@@ -227,7 +233,7 @@ struct ChaosTests {
                     positionChecks += 1
                     let restored = after["elapsed"]?.number ?? -100
                     #expect(after["current"]?["id"]?.int == id && abs(restored - heard) <= 2,
-                            "kill \(kills): heard \(heard) s of item \(id), restored \(after["current"]?.text ?? "none") at \(restored) s")
+                            "kill \(kills): heard \(heard) s of item \(id), restored \(after["current"]?.text ?? "none") at \(restored) s (\(timing))")
                 }
                 _ = try? d.request("play")
                 remove(quietFile)

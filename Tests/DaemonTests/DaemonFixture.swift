@@ -173,11 +173,16 @@ final class DaemonFixture: @unchecked Sendable {
         }
     }
 
-    func kill9() throws {
-        guard let p = process else { return }
+    /// SIGKILL, then waits for the process to be gone; when the signal was sent (nil: no
+    /// process). From then on nothing more is heard, however long the kernel takes to reap it.
+    @discardableResult
+    func kill9() throws -> Date? {
+        guard let p = process else { return nil }
         p.signal(SIGKILL)
+        let sent = Date()
         _ = try p.wait(timeout: 10)
         process = nil
+        return sent
     }
 
     deinit {
