@@ -131,7 +131,8 @@ public final class PulseNullSink: @unchecked Sendable {
             Thread.sleep(forTimeInterval: 0.1)
         }
         stop()
-        let log = String(decoding: readWholeFile("\(d)/log"), as: UTF8.self)
+        let text = String(decoding: readWholeFile("\(d)/log"), as: UTF8.self)
+        let log = text.isEmpty ? "(no log)" : text
         throw HarnessError("PulseAudio null sink did not start within 10 s. Log:\n\(log)")
     }
 

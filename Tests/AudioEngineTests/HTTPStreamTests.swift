@@ -219,11 +219,14 @@ extension HTTPStreamTests {
         let ended = { (e: EngineEvent) -> Bool in if case .stallEnded = e { true } else { false } }
         func count(_ p: (EngineEvent) -> Bool) -> Int { log.all.filter(p).count }
         // Heard until the stall at the gate. (On a loaded machine the clock can outrun the
-        // decoder between two reads of the first bytes: such a stall ends by itself.)
-        var steps = 0
-        while !(count(stalled) > count(ended) && (engine.position?.seconds ?? 0) > 1.2), steps < 200 {
+        // decoder between two reads of the first bytes: such a stall ends by itself, however
+        // long the decoder takes to get there, so the bound is wall time, not heard time: under
+        // ThreadSanitizer beside other work, 200 steps of 50 ms passed before the decoder had
+        // read past its first 16 KiB.)
+        let deadline = Date().addingTimeInterval(60)
+        while !(count(stalled) > count(ended) && (engine.position?.seconds ?? 0) > 1.2), Date() < deadline {
             #expect(clock.hear(seconds: 0.05))
-            steps += 1
+            usleep(2000)
         }
         #expect(count(stalled) > count(ended), "\(log.all)")
         let held = try #require(engine.position)
@@ -233,10 +236,10 @@ extension HTTPStreamTests {
         #expect(count(stalled) > count(ended), "\(log.all.map { "\($0)".prefix(40) }) heard \(clock.heardFrames)")
 
         try server.open("http-mp3.mp3")
-        steps = 0
-        while count(stalled) > count(ended), steps < 200 {
+        let again = Date().addingTimeInterval(60)
+        while count(stalled) > count(ended), Date() < again {
             #expect(clock.hear(seconds: 0.02))
-            steps += 1
+            usleep(2000)
         }
         #expect(count(stalled) == count(ended), "\(log.all)")
         #expect(eventually(timeout: 5) { (engine.position?.frame ?? 0) > held.frame }, "on from where it held")
