@@ -202,9 +202,8 @@ final class HTTPTransfer: @unchecked Sendable {
     /// The reader waits for bytes now; after this moment (monotonic ns) any byte wakes it.
     private var readerWaiting = false
     private var readerBatchDeadline = 0
-    /// When bytes arriving were last reported (monotonic ns), and the end then reported.
+    /// When bytes arriving were last reported (monotonic ns).
     private var lastReport = 0
-    private var reportedEnd = -1
 
     // The transfer thread's own (no lock).
     private var demuxer: ICYDemuxer?
@@ -260,7 +259,6 @@ final class HTTPTransfer: @unchecked Sendable {
         guard let observer else { return }
         lastReport = monotonicNanos()
         let end = bufferStart + (buffer.count - bufferRead)
-        reportedEnd = end
         observer(InputProgress(waiting: readerWaiting, loaded: startOffset..<max(startOffset, end), length: nil))
     }
 
@@ -546,14 +544,7 @@ final class HTTPTransfer: @unchecked Sendable {
 
     /// Every second or so: false aborts (cancelled, or nothing received for the read timeout).
     fileprivate func progress() -> Bool {
-        let stop = monitor.locked { () -> Bool in
-            // Bytes that arrived within 100 ms of the last report and then nothing more (a
-            // burst, then a stall): reported now, so `loadedTimeRanges` does not lag behind.
-            if !cancelled, bufferStart + (buffer.count - bufferRead) != reportedEnd,
-               monotonicNanos() - lastReport > 100_000_000 { report() }
-            return cancelled
-        }
-        if stop { return false }
+        if monitor.locked({ cancelled }) { return false }
         if monotonicNanos() - lastByte > Int(options.readTimeout * 1e9) {
             abortReason = MediaError(.io, "no data from \(Self.host(url)) for \(Int(options.readTimeout)) s", item: url)
             return false

@@ -406,8 +406,8 @@ struct QueueTests {
         #expect(clock.hear(seconds: 0.1))
         #expect(eventually(timeout: 5) { player.timeControlStatus == .playing })
         #expect(item.isPlaybackLikelyToKeepUp && !item.isPlaybackBufferEmpty)
-        // (Reported as bytes arrive, at most ten times a second, and within a second of the
-        // last byte of a burst: under a sanitizer on a loaded machine, not yet at this point.)
+        // (Reported as bytes arrive, at most ten times a second: under a sanitizer on a loaded
+        // machine, not yet at this point.)
         var loaded: [Range<Double>] = []
         #expect(eventually(timeout: 5) {
             loaded = item.loadedTimeRanges
