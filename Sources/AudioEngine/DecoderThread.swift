@@ -275,6 +275,9 @@ final class DecoderThread: @unchecked Sendable {
                 if shared.endPosition.load(ordering: .relaxed) != producer.position {
                     shared.endGeneration.store(generation, ordering: .relaxed)
                     shared.endPosition.store(producer.position, ordering: .releasing)
+                    // An output holding a pause looks for it too (it may have passed the last
+                    // item's end marker before this was published: OutputThread.holdPause).
+                    shared.wakeOutput()
                 }
                 return false
             }

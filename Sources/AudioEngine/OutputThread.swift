@@ -687,6 +687,15 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         deviceFailed(code)
     }
 
+    /// Whether everything the decoder will write has been played to the device and its end not
+    /// yet reported (the input's end published at the position read to, no marker left, no
+    /// queue edit on its way).
+    private func inputEndedUnreported() -> Bool {
+        sawInput && !endReported && markers.peekMarker() == nil
+            && shared.endPosition.load(ordering: .acquiring) == consumer.position
+            && shared.endGeneration.load(ordering: .acquiring) == generation && !editPending()
+    }
+
     /// Holds the device paused (hardware pause when possible) until resumed or flushed. With no
     /// device (paused before the first item opened it, e.g. a restored queue) it holds all the
     /// same: the decoder, its ring full, waits for the end of the pause either way.
@@ -694,11 +703,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         // The input's end reached and not yet ended (a pause that came as the last item ended,
         // before this thread looked: a player pausing at an item's end): end it as playing
         // would (drain, release the device, report), then hold, the same either way.
-        if pcm != nil, sawInput, !endReported, markers.peekMarker() == nil,
-           shared.endPosition.load(ordering: .acquiring) == consumer.position,
-           shared.endGeneration.load(ordering: .acquiring) == generation, !editPending() {
-            checkEndOfInput(pcm)
-        }
+        if pcm != nil, inputEndedUnreported() { checkEndOfInput(pcm) }
         if pcm != nil, shared.stoppedGeneration.load(ordering: .relaxed) == generation {
             // Stopped, then paused (a player at rate 0 with no items): nothing the device holds
             // can play again (the flush dropped it), so release it as a stop does when playing.
@@ -726,6 +731,17 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         publishPosition()
         while shared.pauseRequested.load(ordering: .acquiring), shared.running.load(ordering: .relaxed),
               shared.generation.load(ordering: .acquiring) == generation {
+            // The end published after the pause came: the decoder publishes it just after the
+            // last item's end marker, which this thread may have passed already (a player pausing
+            // at the end it was told of). With nothing of it unheard in the device, it ends as
+            // above (the decoder wakes this thread when it publishes an end); with audio still
+            // held (a pause that came just before the end was heard), that waits for the resume.
+            if let pcm, inputEndedUnreported(), held(pcm).frames == 0 {
+                if hwPaused { _ = pcm.pause(false) }
+                hwPaused = false
+                checkEndOfInput(pcm)
+                continue
+            }
             // No timeout: resume, flush or shutdown wakes it at once. A corked sound-server stream
             // is watched too: the server's death (its state change on the notification pipe) is
             // reported now, paused, as it is while playing; not by the next play.

@@ -391,8 +391,11 @@ struct QueueTests {
         let session = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
         try session.setCategory(.playback)
         let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.3))
-        // 128 kbit/s: the first 24,000 bytes are 1.5 s; the rest waits for the gate.
-        let item = PlayerItem(url: URL(string: server.url("gate/t.mp3?after=24000"))!)
+        // 128 kbit/s: the gate holds all but the first 12,000 bytes of a request (the one played
+        // from starts at byte 834): about 0.75 s, less than the second a stall waits for before it
+        // ends, so every stall before the gate holds until it opens, wherever it begins (a clock
+        // run faster than real time can outrun a reader waiting for the rest of a burst).
+        let item = PlayerItem(url: URL(string: server.url("gate/t.mp3?after=12000"))!)
         let player = QueuePlayer(items: [item], configuration: EngineConfiguration(output: OutputSettings(device: clock.device, bufferMillis: 200, realtime: false)),
                                  session: session, application: app)
         defer { player.engine.shutdown() }
@@ -411,16 +414,15 @@ struct QueueTests {
         var loaded: [Range<Double>] = []
         #expect(eventually(timeout: 5) {
             loaded = item.loadedTimeRanges
-            return loaded.count == 1 && loaded[0].lowerBound == 0 && loaded[0].upperBound > 1.4
-        }, "the first 24,000 bytes of 48,000-odd: \(loaded)")
-        #expect(loaded.count == 1 && loaded[0].upperBound < 1.6, "the first 24,000 bytes of 48,000-odd: \(loaded)")
+            return loaded.count == 1 && loaded[0].lowerBound == 0 && loaded[0].upperBound > 0.7
+        }, "the first 12,834 bytes of 48,000-odd: \(loaded)")
+        #expect(loaded.count == 1 && loaded[0].upperBound < 0.85, "the first 12,834 bytes of 48,000-odd: \(loaded)")
         app.enterBackground()
 
-        // Heard until the stall at the gate (on a loaded machine the clock can outrun the
-        // decoder between two reads of the first bytes: such a stall ends by itself, however
-        // long the decoder takes: the bound is wall time, not heard time).
+        // Heard until the stall (the bound is wall time: the decoder reads as the network and
+        // the machine allow, whatever the clock does).
         let deadline = Date().addingTimeInterval(60)
-        while !(player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.currentTime() > 1.2), Date() < deadline {
+        while player.timeControlStatus != .waitingToPlayAtSpecifiedRate, Date() < deadline {
             #expect(clock.hear(seconds: 0.05))
             usleep(2000)
         }
@@ -428,7 +430,7 @@ struct QueueTests {
         #expect(player.reasonForWaitingToPlay == .toMinimizeStalls)
         #expect(!item.isPlaybackLikelyToKeepUp && item.isPlaybackBufferEmpty)
         let held = player.currentTime()
-        #expect(held > 1.2 && held < 1.6, "held where the bytes ran out: \(held)")
+        #expect(held > 0 && held < 0.8, "held at most where the bytes ran out: \(held)")
         #expect(clock.hear(seconds: 0.3))
         Thread.sleep(forTimeInterval: 0.8)  // longer than the grace period: the stall's background task keeps the app running
         #expect(player.currentTime() == held)
