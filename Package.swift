@@ -229,7 +229,9 @@ let package = Package(
         // (`scripts/fuzz` drives them with libFuzzer; FuzzTests replays the committed corpora).
         .target(
             name: "FuzzTargets",
-            dependencies: ["BacklineWire", "Control", "Daemon", "HTTPInput", "Library", "Media", "MediaCore"],
+            dependencies: ["BacklineWire", "Control", "Daemon", "HTTPInput", "Library", "Media", "MediaCore",
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
         // `backline-fuzz`: libFuzzer's driver when `scripts/fuzz` builds it, a replayer otherwise.

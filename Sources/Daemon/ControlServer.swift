@@ -317,3 +317,30 @@ public final class ControlServer: Sendable {
         return channel.eventLoop.makeSucceededVoidFuture()
     }
 }
+
+/// Connections driven in memory over channels the caller makes (an `EmbeddedChannel`): each
+/// endpoint's pipelines exactly as its listener builds them, nothing bound. Made per use, so
+/// each has its own listeners and web site (sessions, the login rate limit). For the web
+/// remote's fuzz target.
+package struct InMemoryEndpoints {
+    private let server: ControlServer
+    private let core: DaemonCore
+    private let endpoints: [Endpoint]
+
+    /// The endpoints `server`'s configuration names, serving `core`.
+    package init(server: ControlServer, core: DaemonCore) {
+        self.server = server
+        self.core = core
+        endpoints = server.endpoints(core: core)
+    }
+
+    /// Serves `channel` as a new connection on the endpoint whose name starts with `prefix`
+    /// (asked for credentials where that endpoint asks for them); false when there is none.
+    package func connect(_ channel: any Channel, to prefix: String, peer: String) -> Bool {
+        guard let endpoint = endpoints.first(where: { $0.name.hasPrefix(prefix) }) else { return false }
+        let credentials = if case .credentials = endpoint.admission { true } else { false }
+        _ = server.accept(channel, endpoint, core: core, listener: server.listener(endpoint.name), peer: peer,
+                          needsToken: credentials)
+        return true
+    }
+}

@@ -11,11 +11,16 @@ public struct FuzzTarget: Sendable {
     public let summary: String
     /// Runs one input.
     public let run: @Sendable (_ input: [UInt8]) throws(InvariantFailure) -> Void
+    /// Makes what every input shares (a daemon core), once, before the first input: what it
+    /// allocates then is not taken for a leak of that input.
+    public let prepare: @Sendable () -> Void
 
     /// A target.
-    public init(_ name: String, _ summary: String, run: @escaping @Sendable (_ input: [UInt8]) throws(InvariantFailure) -> Void) {
+    public init(_ name: String, _ summary: String, prepare: @escaping @Sendable () -> Void = {},
+                run: @escaping @Sendable (_ input: [UInt8]) throws(InvariantFailure) -> Void) {
         self.name = name
         self.summary = summary
+        self.prepare = prepare
         self.run = run
     }
 }
@@ -41,6 +46,8 @@ public enum FuzzTargets {
         ProtocolTargets.json,
         ProtocolTargets.jsonRequest,
         ProtocolTargets.mpdRequest,
+        WebTargets.httpRequest,
+        WebTargets.webSocket,
         LibraryTargets.filter,
         LibraryTargets.playlist,
         StoreTargets.state,

@@ -25,6 +25,7 @@ private func chosen() -> FuzzTarget {
         exit(2)
     }
     selected = t
+    t.prepare()
     return t
 }
 

@@ -273,6 +273,38 @@ struct CodecTests {
         #expect(refused.status == 403, "\(refused)")
     }
 
+    @Test("the WebSocket sends one close at most: a client's close then a bad frame in the same read gets 1000 and nothing more; a bad frame alone gets 1002, an oversized message 1009; the connection closes")
+    func webSocketOneClose() throws {
+        let rig = try Rig(http: "127.0.0.1:0")
+        /// The server's frames after an upgrade and `bytes`: (opcode, close code).
+        func answer(_ bytes: [UInt8]) throws -> [(UInt8, Int?)] {
+            let c = try rig.connect("HTTP")
+            #expect(try Self.http(c, Self.upgrade() + "Origin: http://127.0.0.1:8080\r\n\r\n").status == 101)
+            _ = try? c.writeInbound(ByteBuffer(bytes: bytes))  // (an error fired down the pipeline is thrown here)
+            c.embeddedEventLoop.run()
+            let out = try Self.bytes(c)
+            #expect(!c.isActive, "the connection is closed")
+            var frames: [(UInt8, Int?)] = [], i = 0
+            while i + 2 <= out.count {
+                let n = Int(out[i + 1] & 0x7F)
+                frames.append((out[i] & 0x0F, n >= 2 ? Int(out[i + 2]) << 8 | Int(out[i + 3]) : nil))
+                i += 2 + n
+            }
+            return frames
+        }
+        let close: [UInt8] = [0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xE8 ^ 2]
+        let badControl: [UInt8] = [0x89, 0xFE, 0x00, 0x80] + [UInt8](repeating: 0, count: 4 + 128)  // a ping of 128 bytes
+        let closed = try answer(close + badControl)
+        #expect(closed.count == 1 && closed[0].0 == 0x8 && closed[0].1 == 1000, "\(closed)")
+        let bad = try answer(badControl)
+        #expect(bad.count == 1 && bad[0].0 == 0x8 && bad[0].1 == 1002, "\(bad)")
+        // Two fragments over the 1,024-byte limit together (each under it): the aggregator's refusal.
+        let half = [UInt8](repeating: 0x61, count: 600)
+        let big = [0x01, 0xFE, 0x02, 0x58] + [0, 0, 0, 0] + half + [0x80, 0xFE, 0x02, 0x58] + [0, 0, 0, 0] + half
+        let tooBig = try answer(big)
+        #expect(tooBig.count == 1 && tooBig[0].0 == 0x8 && tooBig[0].1 == 1009, "\(tooBig)")
+    }
+
     @Test("with http-password: the page redirects to the login, /status and the WebSocket need a session; a wrong password is refused (after a second); the right one sets an HttpOnly, SameSite=Strict cookie that opens them")
     func login() throws {
         let rig = try Rig(http: "0.0.0.0:0", password: "open sesame")

@@ -35,7 +35,7 @@ struct HTTPProtocol: WireProtocol {
         let maxBytes = config.maxRequestBytes
         let bound = NIOLoopBound(web, eventLoop: channel.eventLoop)
         let upgrader = NIOWebSocketServerUpgrader(
-            maxFrameSize: maxBytes, automaticErrorHandling: true,
+            maxFrameSize: maxBytes, automaticErrorHandling: false,  // (WebSocketLines answers errors: one close at most)
             shouldUpgrade: { channel, head in
                 // The same checks as every request (Host, Origin, session): a page from
                 // elsewhere gets no WebSocket (the request then reaches the handler: 403).
@@ -47,10 +47,7 @@ struct HTTPProtocol: WireProtocol {
                         connection.client.authenticated = true  // (a session was checked above)
                         connection.authenticated()
                     }
-                    let ops = channel.pipeline.syncOperations
-                    try ops.addHandler(NIOWebSocketFrameAggregator(
-                        minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024, maxAccumulatedFrameSize: maxBytes))
-                    try ops.addHandler(WebSocketLines())
+                    try channel.pipeline.syncOperations.addHandlers(HTTPProtocol.webSocketMessages(maxBytes: maxBytes))
                     try JSONLineProtocol().serve(connection, on: channel)
                 }
             })
@@ -71,9 +68,30 @@ struct HTTPProtocol: WireProtocol {
         try ops.addHandler(web)
     }
 
+    /// What this protocol puts after NIO's frame decoder and encoder once a connection is a
+    /// WebSocket, before the JSON codec's handler: whole messages from frames (at most
+    /// `maxBytes`), then each message as a line and each line as a message (``WebSocketLines``).
+    static func webSocketMessages(maxBytes: Int) -> [any ChannelHandler] {
+        [NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024, maxAccumulatedFrameSize: maxBytes),
+         WebSocketLines()]
+    }
+
     /// Events reach a WebSocket as the JSON codec's lines (``WebSocketLines`` frames them).
     func send(_ event: PublishedEvent, on channel: any Channel) {
         JSONLineProtocol().send(event, on: channel)
+    }
+}
+
+/// A WebSocket's handlers from the bytes up to the JSON codec's lines, as an upgraded
+/// connection has them: NIO's frame encoder and decoder (in the order its upgrader adds them,
+/// with the web remote's settings), then
+/// ``HTTPProtocol/webSocketMessages(maxBytes:)``. For the `websocket` fuzz target, which puts
+/// its own line handler after them.
+package enum WebSocketConnection {
+    /// The handlers, for messages of at most `maxBytes`.
+    package static func handlers(maxBytes: Int) -> [any ChannelHandler] {
+        [WebSocketFrameEncoder(), ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxBytes))]
+            + HTTPProtocol.webSocketMessages(maxBytes: maxBytes)
     }
 }
 
@@ -122,7 +140,11 @@ final class HTTPDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// The WebSocket as lines for the JSON codec's handler: each text message in is one request
 /// line; each line out (a reply, an event) is one text message. Pings are answered; a close
-/// is answered and closes.
+/// is answered and closes; a protocol error below (a frame NIO's decoder refuses, a message
+/// the aggregator refuses) is answered with a close saying why (1002, or 1009 for one too
+/// large) and closes. At most one close is ever sent, and nothing after it (RFC 6455 §5.5.1:
+/// NIO's own error handler sent a second close for a bad frame read with the client's close,
+/// found by the `websocket` fuzz target).
 final class WebSocketLines: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
     typealias InboundOut = ByteBuffer
@@ -132,6 +154,9 @@ final class WebSocketLines: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        // Once the close is sent, what the client still sends is not answered (the close it
+        // sends back ends the connection at once).
+        if closing, frame.opcode != .connectionClose { return }
         switch frame.opcode {
         case .text, .binary:
             context.fireChannelRead(wrapInboundOut(frame.unmaskedData))
@@ -139,19 +164,36 @@ final class WebSocketLines: ChannelDuplexHandler {
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .connectionClose:
-            guard !closing else { return context.close(promise: nil) }
-            closing = true
-            var data = context.channel.allocator.buffer(capacity: 2)
-            data.write(webSocketErrorCode: .normalClosure)
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
-                .whenComplete { _ in channel.close(promise: nil) }
+            sendClose(context, .normalClosure)
         default:
             break
         }
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let e = error as? NIOWebSocketError {
+            sendClose(context, e == .invalidFrameLength ? .messageTooLarge : .protocolError)
+        } else if let e = error as? NIOWebSocketFrameAggregator.Error {
+            sendClose(context, e == .accumulatedFrameSizeIsTooLarge || e == .tooManyFragments ? .messageTooLarge : .protocolError)
+        } else {
+            context.fireErrorCaught(error)
+        }
+    }
+
+    /// Sends the one close frame, with `code`, then closes; once closing, closes at once.
+    private func sendClose(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode) {
+        guard !closing else { return context.close(promise: nil) }
+        closing = true
+        var data = context.channel.allocator.buffer(capacity: 2)
+        data.write(webSocketErrorCode: code)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+            .whenComplete { _ in channel.close(promise: nil) }
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // A reply or event after the close: not sent (no data frame follows a close).
+        guard !closing else { promise?.fail(ChannelError.outputClosed); return }
         var line = unwrapOutboundIn(data)
         if line.readableBytesView.last == UInt8(ascii: "\n") { line.moveWriterIndex(to: line.writerIndex - 1) }
         context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: line)), promise: promise)
