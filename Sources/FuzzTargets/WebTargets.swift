@@ -22,10 +22,7 @@ enum WebTargets {
             throw InvariantFailure("http-request", "no HTTP endpoint")
         }
         _ = try? channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
-        // In two reads, cut where the first byte says (a request split anywhere).
-        let cut = input.isEmpty ? 0 : Int(input[0]) % (input.count + 1)
-        feed(channel, input[..<cut])
-        feed(channel, input[cut...])
+        feedInTwoReads(channel, input)
         // A wrong password is answered after a second; the request deadline (10 s) not reached.
         channel.embeddedEventLoop.advanceTime(by: .seconds(2))
         try checkResponses(output(channel))
@@ -48,9 +45,7 @@ enum WebTargets {
         } catch {
             throw InvariantFailure("websocket", "the pipeline was not built: \(error)")
         }
-        let cut = input.isEmpty ? 0 : Int(input[0]) % (input.count + 1)
-        feed(channel, input[..<cut])
-        feed(channel, input[cut...])
+        feedInTwoReads(channel, input)
         let frames = try serverFrames(output(channel))
         try check(lines.longest <= WebRig.maxBytes, "websocket", "a line of \(lines.longest) bytes reached the codec (limit \(WebRig.maxBytes))")
         let texts = frames.filter { $0.opcode == 0x1 }
@@ -62,6 +57,14 @@ enum WebTargets {
             try check([0x1, 0x8, 0xA].contains(f.opcode), "websocket", "the server sent opcode \(f.opcode)")
             if f.opcode != 0x1 { try check(f.payload.count <= 125, "websocket", "a control frame of \(f.payload.count) bytes") }
         }
+    }
+
+    /// Writes `input` to the channel in two reads, cut where its first byte says (a request or
+    /// frame split anywhere).
+    private static func feedInTwoReads(_ channel: EmbeddedChannel, _ input: [UInt8]) {
+        let cut = input.isEmpty ? 0 : Int(input[0]) % (input.count + 1)
+        feed(channel, input[..<cut])
+        feed(channel, input[cut...])
     }
 
     /// Writes `bytes` to the channel as one read and runs what it started.
@@ -92,7 +95,7 @@ enum WebTargets {
         let crlf2: [UInt8] = [13, 10, 13, 10]
         var i = 0
         while i < out.count {
-            guard let end = find(crlf2, in: out, from: i) else {
+            guard let end = out[i...].firstRange(of: crlf2)?.lowerBound else {
                 throw InvariantFailure("http-request", "a response head with no end: \(shown(String(decoding: out[i...], as: UTF8.self)))")
             }
             let head = out[i..<end]
@@ -131,15 +134,6 @@ enum WebTargets {
         }
     }
 
-    private static func find(_ needle: [UInt8], in hay: [UInt8], from: Int) -> Int? {
-        var j = from
-        while j + needle.count <= hay.count {
-            if hay[j] == needle[0], hay[j..<j + needle.count].elementsEqual(needle) { return j }
-            j += 1
-        }
-        return nil
-    }
-
     /// A frame the server sent.
     struct Frame { var opcode: UInt8; var payload: [UInt8] }
 
@@ -175,7 +169,7 @@ enum WebTargets {
 
 /// The JSON codec's place in the `websocket` target: counts the lines it is given, answers each
 /// with one reply line.
-private final class LineRecorder: ChannelInboundHandler, @unchecked Sendable {
+private final class LineRecorder: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     static let reply = Array(#"{"ok":true}"#.utf8)

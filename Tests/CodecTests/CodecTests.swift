@@ -227,26 +227,32 @@ struct CodecTests {
         for host in ["127.example.net", "0.0.0.0", "10.0.0.1", "1270.0.0.1", "127.0.0"] { #expect(!DaemonConfig.isLoopback(host), "\(host)") }
     }
 
-    /// A masked client text frame.
-    static func frame(_ text: String) -> [UInt8] {
-        let payload = Array(text.utf8), mask: [UInt8] = [1, 2, 3, 4]
-        var f: [UInt8] = [0x81]
+    /// A masked client frame (final unless `fin` is false).
+    static func frame(_ payload: [UInt8], opcode: UInt8, fin: Bool = true) -> [UInt8] {
+        let mask: [UInt8] = [1, 2, 3, 4]
+        var f: [UInt8] = [(fin ? 0x80 : 0) | opcode]
         if payload.count < 126 { f.append(0x80 | UInt8(payload.count)) } else { f += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] }
         return f + mask + payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
     }
 
-    /// The text of the server frames in `bytes` (unmasked, each at most 64 KiB).
-    static func frames(_ bytes: [UInt8]) -> [String] {
-        var out: [String] = [], i = 0
+    /// A masked client text frame.
+    static func frame(_ text: String) -> [UInt8] { frame(Array(text.utf8), opcode: 0x1) }
+
+    /// The server frames in `bytes`: opcode and payload (unmasked, each at most 64 KiB).
+    static func serverFrames(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: ArraySlice<UInt8>)] {
+        var out: [(opcode: UInt8, payload: ArraySlice<UInt8>)] = [], i = 0
         while i + 2 <= bytes.count {
             var n = Int(bytes[i + 1] & 0x7F), at = i + 2
             if n == 126 { n = Int(bytes[i + 2]) << 8 | Int(bytes[i + 3]); at = i + 4 }
             guard at + n <= bytes.count else { break }
-            out.append(String(decoding: bytes[at..<at + n], as: UTF8.self))
+            out.append((bytes[i] & 0x0F, bytes[at..<at + n]))
             i = at + n
         }
         return out
     }
+
+    /// The text of the server frames in `bytes`.
+    static func frames(_ bytes: [UInt8]) -> [String] { serverFrames(bytes).map { String(decoding: $0.payload, as: UTF8.self) } }
 
     static func upgrade(host: String = "127.0.0.1:8080") -> String {
         "GET /ws HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -282,26 +288,19 @@ struct CodecTests {
             #expect(try Self.http(c, Self.upgrade() + "Origin: http://127.0.0.1:8080\r\n\r\n").status == 101)
             _ = try? c.writeInbound(ByteBuffer(bytes: bytes))  // (an error fired down the pipeline is thrown here)
             c.embeddedEventLoop.run()
-            let out = try Self.bytes(c)
+            let frames = Self.serverFrames(try Self.bytes(c))
             #expect(!c.isActive, "the connection is closed")
-            var frames: [(UInt8, Int?)] = [], i = 0
-            while i + 2 <= out.count {
-                let n = Int(out[i + 1] & 0x7F)
-                frames.append((out[i] & 0x0F, n >= 2 ? Int(out[i + 2]) << 8 | Int(out[i + 3]) : nil))
-                i += 2 + n
-            }
-            return frames
+            return frames.map { f in (f.opcode, f.payload.count >= 2 ? Int(f.payload.first!) << 8 | Int(f.payload.dropFirst().first!) : nil) }
         }
-        let close: [UInt8] = [0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xE8 ^ 2]
-        let badControl: [UInt8] = [0x89, 0xFE, 0x00, 0x80] + [UInt8](repeating: 0, count: 4 + 128)  // a ping of 128 bytes
+        let close = Self.frame([0x03, 0xE8], opcode: 0x8)
+        let badControl = Self.frame([UInt8](repeating: 0, count: 128), opcode: 0x9)  // a ping of 128 bytes: at most 125
         let closed = try answer(close + badControl)
         #expect(closed.count == 1 && closed[0].0 == 0x8 && closed[0].1 == 1000, "\(closed)")
         let bad = try answer(badControl)
         #expect(bad.count == 1 && bad[0].0 == 0x8 && bad[0].1 == 1002, "\(bad)")
         // Two fragments over the 1,024-byte limit together (each under it): the aggregator's refusal.
         let half = [UInt8](repeating: 0x61, count: 600)
-        let big = [0x01, 0xFE, 0x02, 0x58] + [0, 0, 0, 0] + half + [0x80, 0xFE, 0x02, 0x58] + [0, 0, 0, 0] + half
-        let tooBig = try answer(big)
+        let tooBig = try answer(Self.frame(half, opcode: 0x1, fin: false) + Self.frame(half, opcode: 0x0))
         #expect(tooBig.count == 1 && tooBig[0].0 == 0x8 && tooBig[0].1 == 1009, "\(tooBig)")
     }
 
