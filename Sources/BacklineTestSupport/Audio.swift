@@ -89,9 +89,10 @@ public enum ReferenceDecoder {
         return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
     }
 
-    /// Decodes gaplessly to interleaved float32 in the file's own rate and channels.
-    public static func decodeF32(_ file: URL) throws -> [Float] {
-        let r = try runProcess("mpg123", ["-q", "--gapless", "-e", "f32", "-s", file.path])
+    /// Decodes to interleaved float32 in the file's own rate and channels: gaplessly, or every
+    /// frame whole (as a live stream plays, with no end to trim).
+    public static func decodeF32(_ file: URL, gapless: Bool = true) throws -> [Float] {
+        let r = try runProcess("mpg123", ["-q", gapless ? "--gapless" : "--no-gapless", "-e", "f32", "-s", file.path])
         guard r.status == 0 else { throw HarnessError("mpg123 failed on \(file.path): \(r.stderr)") }
         return r.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }

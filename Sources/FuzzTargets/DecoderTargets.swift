@@ -4,20 +4,25 @@ import MediaCore
 /// The decoder front door: sniffing, opening and the first seconds of decoding, through every
 /// decoder (libmpg123, libFLAC, libvorbisfile, opusfile, the WAVE and AIFF readers, FFmpeg).
 enum DecoderTargets {
-    /// The name the bytes come under (the first byte picks it): the suffix only breaks ties.
+    /// The name the bytes come under (the first byte's low bits pick it): the suffix only breaks
+    /// ties. Its high bit makes the bytes a live stream (``LiveBytes``), as a radio's are.
     static let names = ["fuzz.mp3", "fuzz.flac", "fuzz.ogg", "fuzz.opus", "fuzz.wav", "fuzz.aiff", "fuzz.m4a", "fuzz"]
 
     /// A file's bytes: it opens or fails with a media error; what it decodes is whole frames of
     /// finite samples in the format it declared, no more than a known length; tags fit a
     /// protocol line; a seek within the length lands or fails cleanly.
-    static let decoder = FuzzTarget("decoder", "Sniff, DecoderRegistry and each decoder's first seconds; whole frames of finite samples within the declared length; seeks land or fail cleanly") { input throws(InvariantFailure) in
+    static let decoder = FuzzTarget("decoder", "Sniff, DecoderRegistry and each decoder's first seconds, of a file or a live stream; whole frames of finite samples within the declared length; seeks land or fail cleanly") { input throws(InvariantFailure) in
         guard let first = input.first else { return }
-        let name = names[Int(first) % names.count]
+        let name = names[Int(first & 0x7F) % names.count]
         let bytes = Array(input.dropFirst())
-        if let info = try? DecoderRegistry.standard.info(MemorySource(name: name, bytes: bytes)) {
+        let live = first & 0x80 != 0
+        func source() -> any ByteSource {
+            live ? LiveBytes(name: name, bytes: bytes) : MemorySource(name: name, bytes: bytes)
+        }
+        if !live, let info = try? DecoderRegistry.standard.info(source()) {
             try tagsAreLines(info.metadata, "decoder")
         }
-        guard let (plugin, d) = try? DecoderRegistry.standard.openWithPlugin(MemorySource(name: name, bytes: bytes)) else { return }
+        guard let (plugin, d) = try? DecoderRegistry.standard.openWithPlugin(source()) else { return }
         let f = d.format
         try check((1...768_000).contains(f.rate) && (1...8).contains(f.channels), "decoder", "\(plugin.name): format \(f.rate) Hz × \(f.channels)")
         try check(d.minimumRoom >= f.channels * 4, "decoder", "\(plugin.name): minimum room \(d.minimumRoom) is less than a frame")
@@ -50,4 +55,40 @@ enum DecoderTargets {
             try? d.seek(toFrame: n / 2)
         }
     }
+}
+
+/// Bytes as a live stream arrives (an Icecast mount): no length, no seeking, except back into
+/// the first 64 KiB (as `HTTPSource` keeps them, for the decoders' sniffing) and forward by
+/// reading on.
+final class LiveBytes: ByteSource {
+    let name: String
+    private let bytes: [UInt8]
+    private(set) var position = 0
+    /// How far the stream has been read.
+    private var delivered = 0
+    var length: Int? { nil }
+    var isSeekable: Bool { false }
+    var isLive: Bool { true }
+
+    init(name: String, bytes: [UInt8]) {
+        self.name = name
+        self.bytes = bytes
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
+        let n = min(buffer.count, bytes.count - position)
+        guard n > 0 else { return 0 }
+        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + position, byteCount: n) }
+        position += n
+        delivered = max(delivered, position)
+        return n
+    }
+
+    func seek(to offset: Int) throws(MediaError) {
+        guard offset >= delivered || offset < 65536 else { throw MediaError(.io, "a live stream cannot seek", item: name) }
+        position = min(max(0, offset), bytes.count)
+        delivered = max(delivered, position)
+    }
+
+    func reopened() throws(MediaError) -> any ByteSource { LiveBytes(name: name, bytes: bytes) }
 }

@@ -33,7 +33,9 @@ public final class MPG123Decoder: AudioDecoder {
     public let source: any ByteSource
     /// The source's name (path or URL).
     public var path: String { source.name }
-    /// The output format (fixed for the whole file: libmpg123 is told not to change it).
+    /// The output format, fixed for the item: a file stops at a frame whose header changes the
+    /// rate or layer (`MPG123_NO_FRANKENSTEIN`); a live stream drops frames in another format,
+    /// and fails once more than ``foreignLimit`` of them come in a row.
     public private(set) var format: StreamFormat
     public var encoding: SampleEncoding { .float(bits: 32) }
     public var sourceChannels: Int { format.channels }
@@ -48,9 +50,23 @@ public final class MPG123Decoder: AudioDecoder {
     public private(set) var lengthFromHeader = false
     /// Frames delivered so far (from the start of the file, seeks included).
     public private(set) var position = 0
-    /// The most bytes one MPEG frame decodes to (`mpg123_outblock`): the room
-    /// ``decode(into:spillingInto:)`` needs.
+    /// The room ``decode(into:spillingInto:)`` needs: the most bytes any MPEG frame decodes
+    /// to in float32 (1,152 samples in two channels), not only frames like the first
+    /// (`mpg123_outblock`): a live stream can change layer, and libmpg123 then refuses a smaller
+    /// buffer (`MPG123_NO_SPACE`).
     public private(set) var maxFrameBytes = 0
+    /// Whether libmpg123's output format is ``format`` (false after a `MPG123_NEW_FORMAT` to
+    /// another rate or channel count, until one back).
+    private var inFormat = true
+    /// Frames decoded in a row in another format than ``format`` (dropped, not played).
+    private var foreignFrames = 0
+    /// More frames than this in a row in another format fail a live stream: a station really
+    /// changed its format (as the other decoders fail a chained stream that does). Fewer are a
+    /// false header in a resync (bytes that look like a frame header), dropped.
+    public static let foreignLimit = 8
+    /// The bytes kept of a source that cannot seek, for libmpg123's look ahead (a frame is at
+    /// most 2,881 bytes; it reads the next header and goes back).
+    static let lookback = 16384
     public var minimumRoom: Int { maxFrameBytes }
     /// The decoder's own one-frame buffer (``maxFrameBytes``): libmpg123 is pointed back at it
     /// after each ``decode(into:spillingInto:)`` (so nothing it does between frames writes
@@ -70,7 +86,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// - Throws: `MediaError`: `.unsupportedFormat` when no MPEG frames are found.
     public init(source: any ByteSource) throws(MediaError) {
         self.source = source
-        box = SourceBox(source)
+        box = SourceBox(source, lookback: Self.lookback)
         let path = source.name
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -86,8 +102,19 @@ public final class MPG123Decoder: AudioDecoder {
             // station's encoder restarting, a reconnect): gapless trimming and the
             // single-stream rule, which would end it at the first Info header's length, are off.
             let whole = source.isLive ? 0 : MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
-            try check(mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(MPG123_QUIET.rawValue | MPG123_PICTURE.rawValue | whole), 0))
-            try check(mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_AUTO_RESAMPLE.rawValue), 0))
+            // A source that cannot seek is read through the box's kept bytes, and libmpg123 is
+            // told it can seek (`MPG123_FORCE_SEEKABLE`), so that it looks a frame ahead as it
+            // does on a file: a stream joined mid-frame (a radio, a reconnect) starts at the
+            // first header the next one confirms, not at the first four bytes that look like a
+            // header (a false layer I header at 48 kHz made a 44.1 kHz station fail). Its own
+            // buffer (`MPG123_SEEKBUFFER`) would do that too, but reads 4 KiB ahead: an Icecast
+            // title, taking effect at the next byte read, would change a quarter second early.
+            let seekable = box.looksBack ? MPG123_FORCE_SEEKABLE.rawValue : 0
+            let flags = MPG123_QUIET.rawValue | MPG123_PICTURE.rawValue | seekable | whole
+            try check(mpg123_param2(h, Int32(MPG123_ADD_FLAGS.rawValue), Int(flags), 0))
+            // (libmpg123 trims gaplessly by default: off for a live stream, explicitly.)
+            let trim = source.isLive ? MPG123_GAPLESS.rawValue : 0
+            try check(mpg123_param2(h, Int32(MPG123_REMOVE_FLAGS.rawValue), Int(MPG123_AUTO_RESAMPLE.rawValue | trim), 0))
             try check(mpg123_format_none(h))
             try check(mpg123_format2(h, 0, Int32(MPG123_MONO.rawValue | MPG123_STEREO.rawValue),
                                      Int32(MPG123_ENC_FLOAT_32.rawValue)))
@@ -124,7 +151,7 @@ public final class MPG123Decoder: AudioDecoder {
                 throw MediaError(.corrupt, "no audio frames", library: "libmpg123", item: path)
             }
             length = n
-            maxFrameBytes = mpg123_outblock(h)
+            maxFrameBytes = max(mpg123_outblock(h), 1152 * 2 * MemoryLayout<Float>.size)
             var info = mpg123_frameinfo2()
             if mpg123_info2(h, &info) == MPG123_OK.rawValue {
                 if info.vbr == Int32(MPG123_CBR.rawValue), info.bitrate > 0 { bitrate = Int(info.bitrate) }
@@ -140,6 +167,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// of ours), any other source through the reader callbacks.
     private func open() throws(MediaError) {
         try source.seek(to: 0)
+        box.restart()
         if let fd = source.fileDescriptor {
             lseek(fd, 0, SEEK_SET)
             try check(mpg123_open_fd(handle, fd))
@@ -217,6 +245,17 @@ public final class MPG123Decoder: AudioDecoder {
             guard start >= given, bytes >= 0, start + bytes <= given + (inPlace ? buffer.count : maxFrameBytes) else {
                 return (0, .more)
             }
+            guard inFormat else {
+                foreignFrames += 1
+                guard foreignFrames <= Self.foreignLimit else {
+                    var rate = 0, channels: Int32 = 0, enc: Int32 = 0
+                    mpg123_getformat(handle, &rate, &channels, &enc)
+                    throw MediaError(.unsupportedFormat, "the format changes mid-stream to \(rate) Hz, \(channels) channels",
+                                     library: "libmpg123", item: path)
+                }
+                return (0, .more)
+            }
+            foreignFrames = 0
             if inPlace {
                 if start != UnsafeRawPointer(target), bytes > 0 { target.copyMemory(from: start, byteCount: bytes) }
             } else {
@@ -227,7 +266,11 @@ public final class MPG123Decoder: AudioDecoder {
             position += bytes / format.bytesPerFrame
             return (bytes, .more)
         case MPG123_NEW_FORMAT.rawValue:
-            return (0, .more)  // (the format is fixed: only float32 at the file's own rate)
+            // (Always float32: only the rate and channels can change.)
+            var rate = 0, channels: Int32 = 0, enc: Int32 = 0
+            mpg123_getformat(handle, &rate, &channels, &enc)
+            inFormat = rate == format.rate && Int(channels) == format.channels
+            return (0, .more)
         case MPG123_DONE.rawValue:
             if let e = truncation { throw e }
             return (0, .done)

@@ -202,6 +202,54 @@ extension HTTPStreamTests {
         }
     }
 
+    @Test("a live stream joined on bytes that look like a frame header (MPEG-1 layer I, 48 kHz, 416 kbit/s: the 416 bytes before a 44.1 kHz MP3's first frame) is not fooled: the header after it is checked first, as on a file, and the stream plays at its own rate, sample for sample as the reference decoder plays the MP3")
+    func liveFalseSync() throws {
+        let (server, _, mp3) = try Self.server()
+        // FF FF D4 00: sync, MPEG-1, layer I, no CRC, 416 kbit/s, 48 kHz, stereo: a 416-byte frame.
+        let fake: [UInt8] = [0xFF, 0xFF, 0xD4, 0x00] + [UInt8](repeating: 0, count: 412)
+        try (Data(fake) + Data(contentsOf: mp3)).write(to: server.directory.appendingPathComponent("falsesync"))
+        let reference = try ReferenceDecoder.decodeF32(mp3, gapless: false)  // (a live stream is not trimmed)
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let engine = makeEngine(device: cap.device)
+        let log = EventLog(engine)
+        engine.enqueue([server.url("live/falsesync")])
+        // Past the 3 s the file lasts: the server sends it again, the fake header and all, now
+        // where the next frame's header belongs (a false frame mid-stream: dropped).
+        let far = eventually(timeout: 20) { (engine.position?.seconds ?? 0) > 4 }
+        engine.shutdown()
+        #expect(far, "\(log.all)")
+        let info = log.all.compactMap { if case .itemStarted(let i, _) = $0 { i } else { nil } }.first
+        #expect(info?.format.rate == 44100 && info?.format.channels == 2, "\(String(describing: info?.format))")
+        #expect(!log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(log.all)")
+        let heard = try cap.f32()
+        let n = 88200 * 3 / 2  // 1.5 s
+        #expect(heard.count >= n && reference.count >= n, "\(heard.count) samples heard, \(reference.count) decoded")
+        if heard.count >= n && reference.count >= n {
+            let same = heard[..<n] == reference[..<n]
+            #expect(same, "first difference at sample \(String(describing: (0..<n).first { heard[$0] != reference[$0] }))")
+        }
+    }
+
+    @Test("a live stream that really changes its format (a 44.1 kHz MP3, then a 48 kHz one) fails with the reason once the new format has lasted (a few frames in another format are dropped, as a false header); what came before is heard")
+    func liveFormatChange() throws {
+        let (server, _, mp3) = try Self.server()
+        let other = try Fixtures.tone("http-48k", seconds: 1, rate: 48000)
+        try (Data(contentsOf: mp3) + Data(contentsOf: other)).write(to: server.directory.appendingPathComponent("changes"))
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let engine = makeEngine(device: cap.device)
+        defer { engine.shutdown() }
+        let log = EventLog(engine)
+        engine.enqueue([server.url("live/changes")])
+        let failed = log.wait(timeout: 20) { if case .itemFailed = $0 { true } else { false } }
+        let reason = log.all.compactMap { if case .itemFailed(_, _, let e) = $0 { "\(e)" } else { nil } }.first ?? ""
+        #expect(failed != nil && reason.contains("the format changes mid-stream to 48000 Hz, 2 channels") && reason.contains("live/changes"),
+                "\(reason); \(log.all.map { "\($0)".prefix(80) })")
+        #expect(log.waitForEnd(timeout: 10))
+        // The 44.1 kHz part was played whole (3 s, and the encoder's delay: the stream is not trimmed).
+        let heard = try cap.f32(waitingFor: 2 * 3 * 44100)
+        #expect(heard.count >= 2 * 3 * 44100 && heard.count < 2 * 4 * 44100, "\(heard.count) samples")
+    }
+
     @Test("a stall: the input waits for the network and the ring runs dry: the device plays silence (no underrun), the position holds at the frame reached, `stalled` and then `stallEnded` once enough is buffered, and the item plays on from that frame to its end (paced device)")
     func stallHoldsAndResumes() throws {
         let (server, _, _) = try Self.server()
