@@ -97,6 +97,9 @@ public final class FFmpegDecoder: AudioDecoder {
     private var remaining: Int?
     /// Whether ``lengthFrames`` is the container's exact length.
     private var exactLength: Bool
+    /// Only MP4's length (its edit list, or `iTunSMPB`) is exact; other containers' are FFmpeg's
+    /// estimates.
+    public var lengthIsExact: Bool { exactLength }
 
     /// Whether `header` (the first bytes) is a container or stream FFmpeg takes and no
     /// dedicated decoder does.

@@ -25,8 +25,13 @@ public protocol AudioDecoder: AnyObject {
     /// The format's name when it is more than the plugin's (a catch-all decoder names the
     /// codec it found: `AAC`, `Apple Lossless`); nil: the plugin's.
     var formatName: String? { get }
-    /// The exact length in frames (gapless: encoder delay and padding removed), when known.
+    /// The length in frames (gapless: encoder delay and padding removed), when known: exact,
+    /// unless ``lengthIsExact`` says it is an estimate.
     var lengthFrames: Int? { get }
+    /// Whether ``lengthFrames`` is exact: false where the container does not state it and the
+    /// library estimated it (FFmpeg, from a header or the bit rate: raw AAC, ASF); decoding
+    /// may then end before it or go past it.
+    var lengthIsExact: Bool { get }
     /// The file's tags and artwork.
     var metadata: TrackMetadata { get }
     /// The room one ``decode(into:spillingInto:)`` call needs, in bytes (`into` and
@@ -56,6 +61,8 @@ extension AudioDecoder {
     public func takeMetadataUpdate() -> TrackMetadata? { nil }
     /// The plugin's name says it.
     public var formatName: String? { nil }
+    /// Every decoder but FFmpeg's knows the exact length, or none.
+    public var lengthIsExact: Bool { true }
 
     /// Duration in seconds, when the length is known.
     public var duration: Double? { lengthFrames.map { Double($0) / Double(format.rate) } }
