@@ -57,15 +57,18 @@ enum DecoderTargets {
     }
 }
 
-/// Bytes as a live stream arrives (an Icecast mount): no length, no seeking, except back into
-/// the first 64 KiB (as `HTTPSource` keeps them, for the decoders' sniffing) and forward by
-/// reading on.
+/// Bytes as a live stream arrives (an Icecast mount), with `HTTPSource`'s rules for one: no
+/// length; the first 64 KiB kept while reading in order, to be read again (the decoders'
+/// sniffing); a seek back only into them, or forward by reading on (within the network
+/// buffer's 512 KiB); a read on past the kept bytes after going back fails.
 final class LiveBytes: ByteSource {
     let name: String
     private let bytes: [UInt8]
     private(set) var position = 0
     /// How far the stream has been read.
     private var delivered = 0
+    /// How many of the first bytes are kept.
+    private var kept = 0
     var length: Int? { nil }
     var isSeekable: Bool { false }
     var isLive: Bool { true }
@@ -76,8 +79,16 @@ final class LiveBytes: ByteSource {
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
-        let n = min(buffer.count, bytes.count - position)
-        guard n > 0 else { return 0 }
+        guard buffer.count > 0 else { return 0 }
+        var n: Int
+        if position < delivered {
+            guard position < kept else { throw MediaError(.io, "cannot go back in a live stream", item: name) }
+            n = min(buffer.count, delivered - position, kept - position)
+        } else {
+            n = min(buffer.count, bytes.count - position)
+            guard n > 0 else { return 0 }
+            if position < 65536, kept == position { kept = min(65536, position + n) }
+        }
         bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + position, byteCount: n) }
         position += n
         delivered = max(delivered, position)
@@ -85,9 +96,19 @@ final class LiveBytes: ByteSource {
     }
 
     func seek(to offset: Int) throws(MediaError) {
-        guard offset >= delivered || offset < 65536 else { throw MediaError(.io, "a live stream cannot seek", item: name) }
-        position = min(max(0, offset), bytes.count)
-        delivered = max(delivered, position)
+        guard offset >= 0 else { throw MediaError(.io, "seek before the start", item: name) }
+        if offset <= delivered && (offset < kept || offset == delivered) {
+            position = offset
+            return
+        }
+        guard offset > delivered, offset - delivered < 512 * 1024 else { throw MediaError(.io, "a live stream cannot seek", item: name) }
+        position = delivered
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
+        defer { scratch.deallocate() }
+        while position < offset {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(offset - position, scratch.count)]))
+            if n == 0 { break }
+        }
     }
 
     func reopened() throws(MediaError) -> any ByteSource { LiveBytes(name: name, bytes: bytes) }

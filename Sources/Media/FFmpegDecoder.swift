@@ -97,6 +97,9 @@ public final class FFmpegDecoder: AudioDecoder {
     private var remaining: Int?
     /// Whether ``lengthFrames`` is the container's exact length.
     private var exactLength: Bool
+    /// Frames in another rate or channel count than the stream's are dropped; a run of them
+    /// fails the item.
+    private var formatGuard = FormatGuard(rate: 0, channels: 0)
     /// Only MP4's length (its edit list, or `iTunSMPB`) is exact; other containers' are FFmpeg's
     /// estimates.
     public var lengthIsExact: Bool { exactLength }
@@ -162,6 +165,7 @@ public final class FFmpegDecoder: AudioDecoder {
         stage = PCMStage(maxFrames: 8192, sourceChannels: channels, layout: Self.layout(cc.pointee.ch_layout),
                          output: options.outputChannels())
         format = StreamFormat(rate: rate, channels: stage.channels)
+        formatGuard = FormatGuard(rate: rate, channels: channels)
         let raw = Int(cc.pointee.bits_per_raw_sample)
         let isFloat = [AV_SAMPLE_FMT_FLT, AV_SAMPLE_FMT_FLTP, AV_SAMPLE_FMT_DBL, AV_SAMPLE_FMT_DBLP].contains(cc.pointee.sample_fmt)
         let bits = switch cc.pointee.sample_fmt {
@@ -345,7 +349,18 @@ public final class FFmpegDecoder: AudioDecoder {
                 continue
             }
             guard r >= 0 else { throw MediaError(.corrupt, FFmpeg.message(api, r), library: "FFmpeg", code: r, item: source.name) }
-            stageFrame(frame)
+            // A frame in another layout or rate (raw AAC's headers each carry theirs): dropped,
+            // or, a run of them, the item fails (fuzz finding, decoder/ffmpeg-channels).
+            let rate = frame.pointee.sample_rate > 0 ? Int(frame.pointee.sample_rate) : format.rate
+            let admitted: Bool
+            do {
+                admitted = try formatGuard.admits(rate: rate, channels: Int(frame.pointee.ch_layout.nb_channels),
+                                                  library: "FFmpeg", item: source.name)
+            } catch {
+                api.av_frame_unref(frame)
+                throw error
+            }
+            if admitted { stageFrame(frame) }
             api.av_frame_unref(frame)
         }
         return (stage.drain(into: buffer, rest), .more)

@@ -35,7 +35,7 @@ public final class MPG123Decoder: AudioDecoder {
     public var path: String { source.name }
     /// The output format, fixed for the item: a file stops at a frame whose header changes the
     /// rate or layer (`MPG123_NO_FRANKENSTEIN`); a live stream drops frames in another format,
-    /// and fails once more than ``foreignLimit`` of them come in a row.
+    /// and fails once more than a few come in a row (``FormatGuard``).
     public private(set) var format: StreamFormat
     public var encoding: SampleEncoding { .float(bits: 32) }
     public var sourceChannels: Int { format.channels }
@@ -55,16 +55,11 @@ public final class MPG123Decoder: AudioDecoder {
     /// (`mpg123_outblock`): a live stream can change layer, and libmpg123 then refuses a smaller
     /// buffer (`MPG123_NO_SPACE`).
     public private(set) var maxFrameBytes = 0
-    /// Whether libmpg123's output format is ``format`` (false after a `MPG123_NEW_FORMAT` to
-    /// another rate or channel count, until one back).
-    private var inFormat = true
-    /// Frames decoded in a row in another format than ``format`` (dropped, not played).
-    private var foreignFrames = 0
-    /// More frames than this in a row in another format fail a live stream: a station really
-    /// changed its format (as the other decoders fail a chained stream that does). Fewer are a
-    /// false header in a resync (bytes that look like a frame header), dropped.
-    public static let foreignLimit = 8
-    /// The bytes kept of a source that cannot seek, for libmpg123's look ahead (a frame is at
+    /// libmpg123's output rate and channels now (they change at a `MPG123_NEW_FORMAT`).
+    private var output = (rate: 0, channels: 0)
+    /// Frames in another format than ``format`` are dropped; a run of them fails the item.
+    private var formatGuard = FormatGuard(rate: 0, channels: 0)
+    /// The bytes kept of a live stream, for libmpg123's look ahead (a frame is at
     /// most 2,881 bytes; it reads the next header and goes back).
     static let lookback = 16384
     public var minimumRoom: Int { maxFrameBytes }
@@ -86,7 +81,7 @@ public final class MPG123Decoder: AudioDecoder {
     /// - Throws: `MediaError`: `.unsupportedFormat` when no MPEG frames are found.
     public init(source: any ByteSource) throws(MediaError) {
         self.source = source
-        box = SourceBox(source, lookback: Self.lookback)
+        box = SourceBox(source, lookback: source.isLive ? Self.lookback : 0)
         let path = source.name
         var err: Int32 = 0
         guard let h = mpg123_new(nil, &err) else {
@@ -102,7 +97,7 @@ public final class MPG123Decoder: AudioDecoder {
             // station's encoder restarting, a reconnect): gapless trimming and the
             // single-stream rule, which would end it at the first Info header's length, are off.
             let whole = source.isLive ? 0 : MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
-            // A source that cannot seek is read through the box's kept bytes, and libmpg123 is
+            // A live stream is read through the box's kept bytes, and libmpg123 is
             // told it can seek (`MPG123_FORCE_SEEKABLE`), so that it looks a frame ahead as it
             // does on a file: a stream joined mid-frame (a radio, a reconnect) starts at the
             // first header the next one confirms, not at the first four bytes that look like a
@@ -131,6 +126,8 @@ public final class MPG123Decoder: AudioDecoder {
                 throw MediaError(.unsupportedFormat, "MPEG audio at \(rate) Hz with \(channels) channels", library: "libmpg123", item: path)
             }
             format = StreamFormat(rate: rate, channels: Int(channels))
+            output = (rate, Int(channels))
+            formatGuard = FormatGuard(rate: rate, channels: Int(channels))
             metadata = readMetadata()
             // Exact length: from the LAME/Info header when there is one (libmpg123 then reports
             // accurate positions); otherwise scan every frame, and reopen, because decoding after
@@ -245,17 +242,9 @@ public final class MPG123Decoder: AudioDecoder {
             guard start >= given, bytes >= 0, start + bytes <= given + (inPlace ? buffer.count : maxFrameBytes) else {
                 return (0, .more)
             }
-            guard inFormat else {
-                foreignFrames += 1
-                guard foreignFrames <= Self.foreignLimit else {
-                    var rate = 0, channels: Int32 = 0, enc: Int32 = 0
-                    mpg123_getformat(handle, &rate, &channels, &enc)
-                    throw MediaError(.unsupportedFormat, "the format changes mid-stream to \(rate) Hz, \(channels) channels",
-                                     library: "libmpg123", item: path)
-                }
+            guard try formatGuard.admits(rate: output.rate, channels: output.channels, library: "libmpg123", item: path) else {
                 return (0, .more)
             }
-            foreignFrames = 0
             if inPlace {
                 if start != UnsafeRawPointer(target), bytes > 0 { target.copyMemory(from: start, byteCount: bytes) }
             } else {
@@ -269,7 +258,7 @@ public final class MPG123Decoder: AudioDecoder {
             // (Always float32: only the rate and channels can change.)
             var rate = 0, channels: Int32 = 0, enc: Int32 = 0
             mpg123_getformat(handle, &rate, &channels, &enc)
-            inFormat = rate == format.rate && Int(channels) == format.channels
+            output = (rate, Int(channels))
             return (0, .more)
         case MPG123_DONE.rawValue:
             if let e = truncation { throw e }

@@ -74,11 +74,9 @@ final class SourceBox {
         case 1: target = window!.position + Int(offset)
         default: return -1
         }
-        if target < window!.oldest {
-            error = MediaError(.io, "cannot go back to byte \(target) of a stream that cannot seek (only bytes from \(window!.oldest) are kept)",
-                               item: source.name)
-            return -1
-        }
+        // Before the kept bytes: refused (libmpg123 reports that itself; no error of ours,
+        // which would be taken for the cause of a later failure).
+        if target < window!.oldest { return -1 }
         do {
             while target > window!.newest {
                 let n = try window!.readOn(from: source, upTo: target - window!.newest)

@@ -333,6 +333,34 @@ struct FormatTests {
         #expect(got.count == declared * 2 && Array(got) == Array(reference.prefix(declared * 2)), "\(got.count) samples")
     }
 
+    @Test("raw AAC whose channels change (a stereo ADTS stream, then a mono one; fuzz finding decoder/ffmpeg-channels): the stereo part decodes, then the item fails with the reason, as a chained Ogg stream that changes its format does")
+    func aacChannelsChange() throws {
+        let stereo = try FormatFixtures.ffmpeg("fmt-adts-2ch", from: try FormatFixtures.source("fmt-adts-2ch", seconds: 1),
+                                               ext: "aac", args: ["-c:a", "aac", "-b:a", "128k"])
+        let mono = try FormatFixtures.ffmpeg("fmt-adts-1ch", from: try FormatFixtures.source("fmt-adts-1ch", seconds: 1, channels: 1),
+                                             ext: "aac", args: ["-c:a", "aac", "-b:a", "64k"])
+        let file = try Fixtures.directory().appendingPathComponent("fmt-adts-2-then-1.aac")
+        try (Data(contentsOf: stereo) + Data(contentsOf: mono)).write(to: file)
+        let d = try DecoderRegistry.standard.open(path: file.path)
+        #expect(d.format.channels == 2 && d.format.rate == 44100 && !d.lengthIsExact)
+        var frames = 0
+        var buf = [Float](repeating: 0, count: 16384)
+        var failure: MediaError?
+        while failure == nil {
+            do {
+                let (bytes, status) = try buf.withUnsafeMutableBytes { (b) throws(MediaError) in
+                    try d.decode(into: b, spillingInto: .init(start: nil, count: 0))
+                }
+                frames += bytes / 8
+                if status == .done { break }
+            } catch {
+                failure = error as? MediaError ?? MediaError(.io, "\(error)", item: file.path)
+            }
+        }
+        #expect(failure?.reason.contains("the format changes mid-stream to 44100 Hz, 1 channel") == true, "\(String(describing: failure))")
+        #expect(frames >= 44100 && frames < 44100 + 8 * 1024, "\(frames) stereo frames before the mono part")
+    }
+
     @Test("items by location: a file: URI (percent-escaped) plays as its path does; another scheme fails with its name")
     func locations() throws {
         let s = try FormatFixtures.source("fmt-uri", seconds: 0.3)
