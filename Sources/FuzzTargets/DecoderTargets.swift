@@ -103,12 +103,7 @@ final class LiveBytes: ByteSource {
         }
         guard offset > delivered, offset - delivered < 512 * 1024 else { throw MediaError(.io, "a live stream cannot seek", item: name) }
         position = delivered
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
-        defer { scratch.deallocate() }
-        while position < offset {
-            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(offset - position, scratch.count)]))
-            if n == 0 { break }
-        }
+        try readOn(to: offset)
     }
 
     func reopened() throws(MediaError) -> any ByteSource { LiveBytes(name: name, bytes: bytes) }

@@ -123,12 +123,7 @@ public final class HTTPSource: ByteSource {
         if offset > delivered, offset < delivered + transfer.buffered || !isSeekable && offset - delivered < options.bufferBytes {
             // Ahead, within what is buffered (or, in a stream, not far ahead): read up to it.
             position = delivered
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
-            defer { scratch.deallocate() }
-            while position < offset {
-                let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(offset - position, scratch.count)]))
-                if n == 0 { break }
-            }
+            try readOn(to: offset)
             return
         }
         guard isSeekable else { throw MediaError(.io, "a live stream cannot seek", item: name) }

@@ -79,7 +79,7 @@ final class SourceBox {
         if target < window!.oldest { return -1 }
         do {
             while target > window!.newest {
-                let n = try window!.readOn(from: source, upTo: target - window!.newest)
+                let n = try window!.fetch(from: source, upTo: target - window!.newest)
                 if n == 0 { break }
             }
         } catch {
@@ -143,7 +143,7 @@ struct Lookback {
 
     /// Reads up to `count` bytes on from `source` (at most a ring's worth), keeping them;
     /// 0 at the stream's end.
-    mutating func readOn(from source: any ByteSource, upTo count: Int) throws(MediaError) -> Int {
+    mutating func fetch(from source: any ByteSource, upTo count: Int) throws(MediaError) -> Int {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count, capacity, 4096), alignment: 1)
         defer { chunk.deallocate() }
         let n = try source.read(into: chunk)

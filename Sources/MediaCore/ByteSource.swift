@@ -84,6 +84,17 @@ extension ByteSource {
     /// Never waits on a network: as ``reopened()``.
     public func reopened(register: (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource { try reopened() }
 
+    /// Reads on from ``position``, discarding, until it reaches `offset` or the source ends: a
+    /// seek forward where the source cannot seek.
+    public func readOn(to offset: Int) throws(MediaError) {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
+        defer { scratch.deallocate() }
+        while position < offset {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(offset - position, scratch.count)]))
+            if n == 0 { break }
+        }
+    }
+
     /// Reads until `buffer` is full or the source ends; returns the bytes read.
     public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         var done = 0

@@ -1,3 +1,4 @@
+import BacklineTestSupport
 import Foundation
 import MediaCore
 import Testing
@@ -35,7 +36,7 @@ struct SourceBoxTests {
         let stream = Stream(count: 200_000)
         let box = SourceBox(stream, lookback: 16384)
         #expect(box.looksBack)
-        var rng = SplitMix(seed: 39)
+        var rng = SplitMix64(seed: 39)
         var at = 0
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 40000, alignment: 1)
         defer { buffer.deallocate() }
@@ -69,18 +70,5 @@ struct SourceBoxTests {
         #expect(at == stream.count, "the whole stream was read: \(at)")
         #expect(box.seek(0, 2) == -1 && box.seek(-16385, 1) == -1)
         #expect(box.error == nil)
-    }
-}
-
-/// A repeatable generator (splitmix64).
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
