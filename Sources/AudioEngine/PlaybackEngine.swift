@@ -326,11 +326,16 @@ public final class PlaybackEngine: Sendable {
     }
 
     /// Pauses: the device holds its buffer (hardware pause) and resumes without losing or
-    /// repeating a sample.
+    /// repeating a sample. Returns once the output thread holds (within a period; at most a
+    /// second): a ``position`` read after it is the frame heard last, and stands still, as
+    /// AVPlayer's `currentTime` after `pause()` (read before the hold, it was still moving).
     public func pause() {
         state.withLock { $0.paused = true }
         shared.pauseRequested.store(true, ordering: .releasing)
         shared.wakeOutput()
+        for _ in 0..<2000 where !shared.outputPaused.load(ordering: .acquiring) && shared.running.load(ordering: .relaxed) {
+            usleep(500)
+        }
     }
 
     /// Resumes after ``pause()``.

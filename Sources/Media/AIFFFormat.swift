@@ -10,7 +10,7 @@ extension DecoderPlugin {
         open: { (source, options) throws(MediaError) in
             try PCMFileDecoder(source: source, layout: AIFFFormat.layout(source), options: options)
         },
-        info: { (source) throws(MediaError) in try AIFFFormat.layout(source).info })
+        info: { (source) throws(MediaError) in try AIFFFormat.layout(source).info(source.name) })
 }
 
 /// The AIFF / AIFF-C header reader.

@@ -30,6 +30,8 @@ struct PCMLayout {
         }
     }
     var bytesPerFrame: Int { bytesPerSample * channels }
+    /// kbit/s (of a layout that passed ``check(_:)``: no overflow).
+    var bitrate: Int { (rate * bytesPerFrame * 8 + 500) / 1000 }
     var lengthFrames: Int { bytesPerFrame > 0 ? dataLength / bytesPerFrame : 0 }
     var encoding: SampleEncoding {
         switch sample {
@@ -39,9 +41,20 @@ struct PCMLayout {
         }
     }
 
-    var info: TrackInfo {
-        TrackInfo(metadata: metadata, format: StreamFormat(rate: rate, channels: channels), encoding: encoding,
-                  lengthFrames: lengthFrames, bitrate: (rate * bytesPerFrame * 8 + 500) / 1000)
+    /// Refuses a layout no device takes: 1 to 8 channels, at most 768 kHz (mpd's limit too: a
+    /// header saying 1.6 GHz opened, fuzz finding decoder/wave-rate; an AIFF rate near 2^63
+    /// overflowed the bit rate in a tag read, decoder/aiff-rate-info).
+    func check(_ name: String) throws(MediaError) {
+        guard channels >= 1, channels <= 8, (1...768_000).contains(rate), bytesPerFrame > 0 else {
+            throw MediaError(.unsupportedFormat, "PCM with \(channels) channels at \(rate) Hz", item: name)
+        }
+    }
+
+    /// The tags, format and length, once the layout is one a device takes (``check(_:)``).
+    func info(_ name: String) throws(MediaError) -> TrackInfo {
+        try check(name)
+        return TrackInfo(metadata: metadata, format: StreamFormat(rate: rate, channels: channels), encoding: encoding,
+                         lengthFrames: lengthFrames, bitrate: bitrate)
     }
 }
 
@@ -59,7 +72,7 @@ final class PCMFileDecoder: AudioDecoder {
     var encoding: SampleEncoding { layout.encoding }
     var lengthFrames: Int? { layout.lengthFrames }
     var metadata: TrackMetadata { layout.metadata }
-    var bitrate: Int? { layout.info.bitrate }
+    var bitrate: Int? { layout.bitrate }
     var minimumRoom: Int { format.bytesPerFrame }
 
     private let layout: PCMLayout
@@ -70,11 +83,7 @@ final class PCMFileDecoder: AudioDecoder {
     private static let blockFrames = 4096
 
     init(source: any ByteSource, layout: PCMLayout, options: DecoderOptions = .stereo) throws(MediaError) {
-        // (At most 768 kHz, mpd's limit too: a header saying 1.6 GHz opened — fuzz finding
-        // decoder/wave-rate.)
-        guard layout.channels >= 1, layout.channels <= 8, (1...768_000).contains(layout.rate), layout.bytesPerFrame > 0 else {
-            throw MediaError(.unsupportedFormat, "PCM with \(layout.channels) channels at \(layout.rate) Hz", item: source.name)
-        }
+        try layout.check(source.name)
         self.source = source
         self.layout = layout
         sourceChannels = layout.channels

@@ -10,7 +10,7 @@ extension DecoderPlugin {
         open: { (source, options) throws(MediaError) in
             try PCMFileDecoder(source: source, layout: WAVEFormat.layout(source), options: options)
         },
-        info: { (source) throws(MediaError) in try WAVEFormat.layout(source).info })
+        info: { (source) throws(MediaError) in try WAVEFormat.layout(source).info(source.name) })
 }
 
 /// The WAVE header reader.
