@@ -35,7 +35,7 @@ public final class MPG123Decoder: AudioDecoder {
     public var path: String { source.name }
     /// The output format, fixed for the item: a file stops at a frame whose header changes the
     /// rate or layer (`MPG123_NO_FRANKENSTEIN`); a live stream drops frames in another format,
-    /// and fails once more than a few come in a row (``FormatGuard``).
+    /// and fails once more than a few come in a row (`FormatGuard`).
     public private(set) var format: StreamFormat
     public var encoding: SampleEncoding { .float(bits: 32) }
     public var sourceChannels: Int { format.channels }
