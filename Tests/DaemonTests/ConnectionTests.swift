@@ -90,7 +90,7 @@ struct SlowClientTests {
 
     @Test("TCP: an idle unauthenticated connection is closed after auth-timeout; at most max-unauthenticated wait at once (a newer one takes the oldest one's place), and the Unix socket is never crowded out; wrong tokens cost a second each, close the connection and are logged once per 10 s (the rest of a burst when those 10 s are over)")
     func tcp() throws {
-        let port = Int.random(in: 20000...40000)
+        let port = try Harness.freePort()  // (a random one could be an ephemeral port in use: CI once met "Address already in use")
         let token = "s3cret-token-0123456789"
         let d = try DaemonFixture(device: "null", config: ConnectionTests.config
             + "tcp = 127.0.0.1:\(port)\ntoken = \(token)\nauth-timeout = 1\nmax-unauthenticated = 4\nmax-connections = 8\n")

@@ -189,7 +189,7 @@ struct RobustnessTests {
 
     @Test("TCP on loopback: nothing before auth; a wrong token is refused; the right one opens every command")
     func tcpToken() throws {
-        let port = Int.random(in: 20000...40000)
+        let port = try Harness.freePort()  // (a random one could be an ephemeral port in use: CI once met "Address already in use")
         let token = "s3cret-token-0123456789"
         let d = try DaemonFixture(device: "null", config: Self.config + "tcp = 127.0.0.1:\(port)\ntoken = \(token)\n")
         try d.start()
