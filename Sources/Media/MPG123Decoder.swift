@@ -99,8 +99,8 @@ public final class MPG123Decoder: AudioDecoder {
             let whole = source.isLive ? 0 : MPG123_GAPLESS.rawValue | MPG123_NO_FRANKENSTEIN.rawValue
             // A live stream is read through the box's kept bytes, and libmpg123 is
             // told it can seek (`MPG123_FORCE_SEEKABLE`), so that it looks a frame ahead as it
-            // does on a file: a stream joined mid-frame (a radio, a reconnect) starts at the
-            // first header the next one confirms, not at the first four bytes that look like a
+            // does on a file: a stream joined mid-frame (every radio) starts at the first
+            // header the next one confirms, not at the first four bytes that look like a
             // header (a false layer I header at 48 kHz made a 44.1 kHz station fail). Its own
             // buffer (`MPG123_SEEKBUFFER`) would do that too, but reads 4 KiB ahead: an Icecast
             // title, taking effect at the next byte read, would change a quarter second early.
