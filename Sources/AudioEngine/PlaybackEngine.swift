@@ -333,7 +333,13 @@ public final class PlaybackEngine: Sendable {
         state.withLock { $0.paused = true }
         shared.pauseRequested.store(true, ordering: .releasing)
         shared.wakeOutput()
-        for _ in 0..<2000 where !shared.outputPaused.load(ordering: .acquiring) && shared.running.load(ordering: .relaxed) {
+        waitForOutputHold(seconds: 1)
+    }
+
+    /// Waits until the output thread holds paused (it answers within a period), at most
+    /// `seconds`, or until it has stopped.
+    private func waitForOutputHold(seconds: Double) {
+        for _ in 0..<Int(seconds * 2000) where !shared.outputPaused.load(ordering: .acquiring) && shared.running.load(ordering: .relaxed) {
             usleep(500)
         }
     }
@@ -671,7 +677,7 @@ public final class PlaybackEngine: Sendable {
         if !wasPaused {
             shared.pauseRequested.store(true, ordering: .releasing)
             shared.wakeOutput()
-            for _ in 0..<100 where !shared.outputPaused.load(ordering: .acquiring) { usleep(500) }
+            waitForOutputHold(seconds: 0.05)
         }
         let at = position ?? state.withLock { s in s.queue.first.map { PlaybackPosition(item: $0.id, frame: 0, rate: 0) } }
         if let at { restart(at: at.item, frame: at.frame, seek: false) }

@@ -126,14 +126,9 @@ struct Lookback {
     /// Keeps `bytes`, just read from the source at ``newest`` (the position moves past them).
     mutating func keep(_ bytes: UnsafeRawBufferPointer) {
         let tail = bytes.count > capacity ? UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - capacity)...]) : bytes
-        var at = (newest + bytes.count - tail.count) % capacity
-        var done = 0
         ring.withUnsafeMutableBytes { r in
-            while done < tail.count {
-                let n = min(tail.count - done, capacity - at)
+            Self.spans(from: newest + bytes.count - tail.count, count: tail.count, capacity: capacity) { at, done, n in
                 r.baseAddress!.advanced(by: at).copyMemory(from: tail.baseAddress!.advanced(by: done), byteCount: n)
-                done += n
-                at = (at + n) % capacity
             }
         }
         newest += bytes.count
@@ -152,15 +147,23 @@ struct Lookback {
     }
 
     private func copy(from offset: Int, count: Int, into dst: UnsafeMutableRawPointer) {
+        ring.withUnsafeBytes { r in
+            Self.spans(from: offset, count: count, capacity: capacity) { at, done, n in
+                dst.advanced(by: done).copyMemory(from: r.baseAddress!.advanced(by: at), byteCount: n)
+            }
+        }
+    }
+
+    /// The ring's contiguous pieces holding `count` bytes from stream offset `offset`: `body`
+    /// gets each piece's index in the ring, how many bytes came before it, and its length.
+    private static func spans(from offset: Int, count: Int, capacity: Int, _ body: (Int, Int, Int) -> Void) {
         var at = offset % capacity
         var done = 0
-        ring.withUnsafeBytes { r in
-            while done < count {
-                let n = min(count - done, capacity - at)
-                dst.advanced(by: done).copyMemory(from: r.baseAddress!.advanced(by: at), byteCount: n)
-                done += n
-                at = (at + n) % capacity
-            }
+        while done < count {
+            let n = min(count - done, capacity - at)
+            body(at, done, n)
+            done += n
+            at = (at + n) % capacity
         }
     }
 }
