@@ -219,9 +219,15 @@ public final class MonitorRecording: @unchecked Sendable {
                 "--channels=2", "--latency-msec=20", file.path,
             ], environment: sink.environment)
         // Wait until the recorder is actually connected (its stream shows up as a source output).
-        for _ in 0..<50 {
+        // (A recording begun late would miss the start of what it is meant to hear: fail instead.)
+        for attempt in 0..<100 {
             let r = try runProcess("pactl", ["list", "short", "source-outputs"], environment: sink.environment)
             if !r.stdoutText.isEmpty { break }
+            if attempt == 99 {
+                process.signal(SIGKILL)
+                _ = try? process.wait(timeout: 5)
+                throw HarnessError("parec did not connect to \(sink.sinkName).monitor within 5 s")
+            }
             Thread.sleep(forTimeInterval: 0.05)
         }
     }
