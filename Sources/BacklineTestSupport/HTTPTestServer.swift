@@ -21,6 +21,8 @@ import Foundation
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
 ///   nothing), `/hang` (nothing at all, not even a head).
+///
+/// Every request is logged, with its `Range` (``requests(_:)``).
 public final class HTTPTestServer: @unchecked Sendable {
     public let port: Int
     public let directory: URL
@@ -87,6 +89,16 @@ public final class HTTPTestServer: @unchecked Sendable {
     /// `http://127.0.0.1:PORT/PATH`.
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)/\(path)" }
 
+    /// The requests made so far for `path` (as given to ``url(_:)``), in order: each one's
+    /// `Range` header, `-` for none.
+    public func requests(_ path: String) -> [String] {
+        let log = (try? String(contentsOf: directory.appendingPathComponent("requests.log"), encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ", maxSplits: 1)
+            return parts.count == 2 && parts[0] == "/" + path ? String(parts[1]) : nil
+        }
+    }
+
     static let script = #"""
 import os, sys, time, socketserver, http.server, urllib.parse
 
@@ -104,6 +116,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        with open(os.path.join(root, "requests.log"), "a") as log:
+            log.write("%s %s\n" % (self.path, self.headers.get("Range") or "-"))
         u = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(u.query)
         parts = u.path.strip("/").split("/", 1)

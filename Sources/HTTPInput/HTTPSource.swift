@@ -87,7 +87,10 @@ public final class HTTPSource: ByteSource {
 
     private let canceller: Canceller
 
-    deinit { transfer.cancel() }
+    deinit {
+        transfer.cancel()
+        parked?.transfer.cancel()
+    }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         guard buffer.count > 0 else { return 0 }
@@ -103,6 +106,14 @@ public final class HTTPSource: ByteSource {
             guard isSeekable else { throw MediaError(.io, "cannot go back in a live stream", item: name) }
             restart(at: position)
         }
+        if position > delivered, head.count == delivered, delivered < Self.headLimit {
+            // Ahead of the transfer (back on the parked one, see `restart`), within the first
+            // bytes: those passed over are kept too, for a reader that comes back to them.
+            let target = position
+            position = delivered
+            try readOn(to: min(target, Self.headLimit))
+            position = target
+        }
         let n = try transfer.read(at: position, into: buffer)
         if position < Self.headLimit, head.count == position {
             head.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<min(n, Self.headLimit - position)]))
@@ -110,6 +121,11 @@ public final class HTTPSource: ByteSource {
         }
         position += n
         delivered = max(delivered, position)
+        if let p = parked, delivered - transfer.startOffset > Self.parkedReadLimit {
+            // Read on this far from where it jumped, the reader is playing here, not looking.
+            p.transfer.cancel()
+            parked = nil
+        }
         if let block = transfer.takeMark(at: position) { take(block) }
         return n
     }
@@ -131,15 +147,53 @@ public final class HTTPSource: ByteSource {
         if length.map({ offset < $0 }) ?? true { restart(at: offset) }
     }
 
-    /// A new request from `offset` (`Range`), replacing the transfer.
+    /// Moves the reading to `offset` of a file when what the transfer holds does not reach it:
+    /// back to the parked transfer when it stands there, else a new request from `offset`
+    /// (`Range`).
+    ///
+    /// Opening a file, decoders read a tag or an index at its end and come back (libmpg123's
+    /// ID3v1 check, 128 bytes before the end; an M4A's `moov` after its audio). The transfer
+    /// from the start is then parked rather than cancelled: when the reader comes back to
+    /// where it stood (or within what it has buffered since), it reads on from it, and opening
+    /// takes two requests where it took three or four (each a round trip, and a TLS handshake
+    /// on https). Only a transfer still within the first bytes (`headLimit`) is parked, one
+    /// at a time; any other move drops it, and so does reading `parkedReadLimit` bytes from
+    /// its replacement. A user's seek early in a file parks it too: it then holds a
+    /// connection and up to a buffer's bytes (``HTTPOptions/bufferBytes``) until then.
     private func restart(at offset: Int) {
-        transfer.cancel()
+        if let p = parked {
+            parked = nil
+            if offset >= p.at, offset - p.at <= p.transfer.buffered, p.transfer.isUsable {
+                transfer.cancel()
+                transfer = p.transfer
+                canceller.replace(transfer)
+                if let observer { transfer.observe(observer) }
+                delivered = p.at  // (the next read reads on to `offset`)
+                return
+            }
+            p.transfer.cancel()
+        }
+        if delivered <= Self.headLimit, offset > delivered, transfer.isUsable {
+            transfer.stopObserving()
+            parked = (transfer, delivered)
+        } else {
+            transfer.cancel()
+        }
         transfer = HTTPTransfer(url: name, options: options, startOffset: offset)
         canceller.replace(transfer)
         if let observer { transfer.observe(observer) }
         transfer.start()
         delivered = offset
     }
+
+    /// The transfer set aside by `restart(at:)`, and where it stands (every byte before `at`
+    /// was read from it).
+    private var parked: (transfer: HTTPTransfer, at: Int)?
+    /// The parked transfer is let go once the reader has read this much from the one that
+    /// replaced it (an M4A's index is rarely larger: 1 MiB is about 1.5 hours of AAC's sample
+    /// table), and so a seek or a resumed position early in a file holds it a minute at most
+    /// at 128 kbit/s.
+    private static let parkedReadLimit = 1 << 20
 
     /// The progress observer, the source's length filled in, for every transfer it starts.
     private var observer: (@Sendable (InputProgress) -> Void)?

@@ -254,6 +254,14 @@ final class HTTPTransfer: @unchecked Sendable {
         }
     }
 
+    /// Reports nothing more (a transfer set aside, ``HTTPSource``'s parked one).
+    func stopObserving() {
+        monitor.locked { observer = nil }
+    }
+
+    /// Whether reading on can still succeed: not cancelled, not failed.
+    var isUsable: Bool { monitor.locked { !cancelled && failure == nil && headError == nil } }
+
     /// Tells the observer what is held now (the lock held).
     private func report() {
         guard let observer else { return }

@@ -76,6 +76,39 @@ struct HTTPStreamTests {
         }
     }
 
+    @Test("opening an HTTP file whose tags or index sit at its end takes two requests (the file, then its end), not three or four: the transfer from the start waits while the end is read and goes on when the decoder comes back; an MP3 with ID3v2 and ID3v1 tags, an M4A with its moov last and an Opus file, all larger than the network buffer, play bit for bit as on disk, with their tags")
+    func openRequests() throws {
+        HTTPInput.register(options: Self.options)
+        let dir = try Harness.makeTemporaryDirectory("http-open")
+        let files = try Self.fixtureLock.withLock {
+            let src = try FormatFixtures.source("http-open-src", seconds: 40)
+            return [try Fixtures.mp3(from: src, name: "http-open-tagged",
+                                     lameArgs: ["-b", "128", "--tt", "Tagged", "--ta", "Backline", "--add-id3v2"]),
+                    try FormatFixtures.ffmpeg("http-open", from: src, ext: "m4a", args: ["-c:a", "aac", "-b:a", "128k"]),
+                    try FormatFixtures.opus("http-open", from: src, args: ["--bitrate", "160", "--title", "Tagged"])]
+        }
+        for f in files { try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent)) }
+        let server = try HTTPTestServer(directory: dir)
+        func titles(_ events: [EngineEvent]) -> [String?] {
+            events.compactMap { if case .itemStarted(let i, _) = $0 { i.metadata.title } else { nil } }
+        }
+        for file in files {
+            let path = "files/" + file.lastPathComponent
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
+            #expect(size > Self.options.bufferBytes, "the end is not in the first request's buffer")
+            let (local, localEvents) = try Self.play([file.path])
+            let (remote, events) = try Self.play([server.url(path)])
+            let same = remote == local
+            #expect(same, "\(path): \(remote.count) samples over HTTP, \(local.count) from the file")
+            #expect(titles(events) == titles(localEvents) && titles(events).first??.isEmpty == false, "\(path): \(titles(events))")
+            // The second request starts in the file's last 64 KiB and runs to its end.
+            let requests = server.requests(path)
+            let tail = requests.count == 2 ? requests[1].split(separator: "=").last.flatMap { Int($0.dropLast()) } : nil
+            #expect(requests.first == "-" && tail.map { $0 >= size - 65536 && requests[1].hasSuffix("-") } == true,
+                    "\(path) (\(size) bytes): \(requests)")
+        }
+    }
+
     @Test("bad URLs fail with their reasons and the next item plays: 404, an HTML page, a redirect loop, HLS, a closed port, ftp, an endless header, a server that sends nothing, one that closes mid-file")
     func badURLs() throws {
         let (server, flac, _) = try Self.server()
