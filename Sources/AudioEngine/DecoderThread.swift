@@ -536,9 +536,10 @@ final class DecoderThread: @unchecked Sendable {
     /// be told yet (the next item not planned), 0 for gaplessly, else the fade's length in
     /// frames. Decided once the end is within the fade plus one ring of audio (a decode writes
     /// at most a ring's worth), by opening the next item ahead: no fade across a change of
-    /// rate or channels (the device would reopen), into an item of unknown length, or between
-    /// consecutive tracks of one album (``Crossfade/continuesAlbum(_:_:)``); at most half of
-    /// either item.
+    /// rate or channels (the device would reopen), into an item of unknown length, out of or
+    /// into one whose length is estimated from its bit rate (raw AAC: the fade would start at a
+    /// guessed end and cut off what is past it), or between consecutive tracks of one album
+    /// (``Crossfade/continuesAlbum(_:_:)``); at most half of either item.
     private func planCrossfade(left: Int) -> Int? {
         let seconds = Double(bitPattern: shared.crossfadeBits.load(ordering: .relaxed))
         guard seconds > 0 else { return nil }  // set while the item plays: it applies to its end
@@ -557,6 +558,7 @@ final class DecoderThread: @unchecked Sendable {
             }
         }
         guard let p = prepared, p.decoder.format == format, let nextFrames = p.frames,
+              decoder.lengthAccuracy != .estimated, p.decoder.lengthAccuracy != .estimated,
               !Crossfade.continuesAlbum(decoder.metadata, p.decoder.metadata) else { return 0 }
         return max(0, min(wanted, (total + item.startFrame) / 2, nextFrames / 2))
     }

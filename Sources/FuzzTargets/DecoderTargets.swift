@@ -48,7 +48,7 @@ enum DecoderTargets {
             frames += r.bytes / frameBytes
             if r.status == .done { break }
         }
-        if let n = d.lengthFrames, d.lengthIsExact {
+        if let n = d.lengthFrames, d.lengthAccuracy == .exact {
             try check(frames <= n, "decoder", "\(plugin.name): \(frames) frames decoded of an exact length of \(n)")
         }
         if let n = d.lengthFrames, n > 0 {

@@ -100,9 +100,11 @@ public final class FFmpegDecoder: AudioDecoder {
     /// Frames in another rate or channel count than the stream's are dropped; a run of them
     /// fails the item.
     private var formatGuard = FormatGuard(rate: 0, channels: 0)
-    /// Only MP4's length (its edit list, or `iTunSMPB`) is exact; other containers' are FFmpeg's
-    /// estimates.
-    public var lengthIsExact: Bool { exactLength }
+    /// Whether FFmpeg estimated the length from the bit rate (the container states none).
+    private var lengthFromBitRate = false
+    /// Only MP4's length (its edit list, or `iTunSMPB`) is exact; other containers' are stated
+    /// to the millisecond, or estimated from the bit rate where they state none (raw AAC, AC-3).
+    public var lengthAccuracy: LengthAccuracy { exactLength ? .exact : lengthFromBitRate ? .estimated : .stated }
 
     /// Whether `header` (the first bytes) is a container or stream FFmpeg takes and no
     /// dedicated decoder does.
@@ -180,6 +182,7 @@ public final class FFmpegDecoder: AudioDecoder {
         // delay and padding); other containers' durations are estimates (ASF's counts its preroll).
         let container = formatContext?.pointee.iformat.map { String(cString: $0.pointee.name) } ?? ""
         exactLength = container.contains("mp4") || container.contains("mov")
+        lengthFromBitRate = formatContext?.pointee.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE
         if stream.pointee.duration != bl_av_nopts_value(), stream.pointee.duration > 0, tb.den > 0 {
             lengthFrames = Int((Double(stream.pointee.duration) * Double(tb.num) * Double(rate) / Double(tb.den)).rounded())
         } else if let fc = formatContext, fc.pointee.duration != bl_av_nopts_value(), fc.pointee.duration > 0 {

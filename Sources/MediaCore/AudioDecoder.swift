@@ -26,12 +26,11 @@ public protocol AudioDecoder: AnyObject {
     /// codec it found: `AAC`, `Apple Lossless`); nil: the plugin's.
     var formatName: String? { get }
     /// The length in frames (gapless: encoder delay and padding removed), when known: exact,
-    /// unless ``lengthIsExact`` says it is an estimate.
+    /// unless ``lengthAccuracy`` says otherwise.
     var lengthFrames: Int? { get }
-    /// Whether ``lengthFrames`` is exact: false where the container does not state it and the
-    /// library estimated it (FFmpeg, from a header or the bit rate: raw AAC, ASF); decoding
-    /// may then end before it or go past it.
-    var lengthIsExact: Bool { get }
+    /// How far ``lengthFrames`` can be trusted; short of ``LengthAccuracy/exact``, decoding may
+    /// end before it or go past it.
+    var lengthAccuracy: LengthAccuracy { get }
     /// The file's tags and artwork.
     var metadata: TrackMetadata { get }
     /// The room one ``decode(into:spillingInto:)`` call needs, in bytes (`into` and
@@ -62,7 +61,7 @@ extension AudioDecoder {
     /// The plugin's name says it.
     public var formatName: String? { nil }
     /// Every decoder but FFmpeg's knows the exact length, or none.
-    public var lengthIsExact: Bool { true }
+    public var lengthAccuracy: LengthAccuracy { .exact }
 
     /// Duration in seconds, when the length is known.
     public var duration: Double? { lengthFrames.map { Double($0) / Double(format.rate) } }
@@ -139,4 +138,17 @@ public struct DecoderPlugin: Sendable {
         self.open = open
         self.info = info
     }
+}
+
+/// How far a decoder's ``AudioDecoder/lengthFrames`` can be trusted.
+public enum LengthAccuracy: Sendable, Equatable {
+    /// To the sample: the file states it (FLAC's STREAMINFO, an MP3's Info header, MP4's edit
+    /// list) or the decoder counted it.
+    case exact
+    /// Stated by the container, but not to the sample: off by milliseconds (Matroska's
+    /// duration in milliseconds, ASF's counting its preroll).
+    case stated
+    /// Estimated from the bit rate (raw AAC or AC-3, which state no length): off by as much as
+    /// the bit rate varies, seconds in a long VBR file. A crossfade is not planned on it.
+    case estimated
 }

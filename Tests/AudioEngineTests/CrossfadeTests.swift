@@ -96,6 +96,22 @@ struct CrossfadeTests {
         #expect(back.count == refA.count + refB.count - 2 * 2 * 48_000, "out of order: crossfaded (\(back.count))")
     }
 
+    @Test("no fade out of or into an item whose length is estimated from its bit rate (raw AAC): both joins are gapless, each item heard whole, where a fade would have begun at a guessed end")
+    func noFadeOnEstimatedLength() throws {
+        let src = try FormatFixtures.source("xf-adts", seconds: 4, rate: 48_000)
+        let aac = try FormatFixtures.ffmpeg("xf-adts", from: src, ext: "aac", args: ["-c:a", "aac", "-b:a", "128k"])
+        #expect(try DecoderRegistry.standard.open(path: aac.path).lengthAccuracy == .estimated)
+        let (_, b) = try Self.pair("xf-adts")
+        let (aacAlone, _) = try Self.play([aac], crossfade: 0)
+        let (bAlone, _) = try Self.play([b], crossfade: 0)
+        let (out, _) = try Self.play([aac, b], crossfade: 2)
+        let outWhole = out == aacAlone + bAlone
+        #expect(outWhole, "out of raw AAC: \(out.count) samples, the two alone \(aacAlone.count) + \(bAlone.count)")
+        let (into, _) = try Self.play([b, aac], crossfade: 2)
+        let intoWhole = into == bAlone + aacAlone
+        #expect(intoWhole, "into raw AAC: \(into.count) samples, the two alone \(bAlone.count) + \(aacAlone.count)")
+    }
+
     @Test("no fade across a change of rate: the device reopens at the second item, which is heard whole from its first sample")
     func noFadeAcrossRates() throws {
         let src44 = try FormatFixtures.source("xf-44", seconds: 3, rate: 44_100)

@@ -19,8 +19,10 @@ struct FFmpegFormatTests {
         /// Whether the reference (ffmpeg's CLI) keeps the encoder's padding after the
         /// container's end (MP4's AAC), which the decoder trims.
         var padded = false
-        /// Whether the container states the exact length (MP4).
+        /// Whether the length equals the reference's sample count.
         var exactLength = true
+        /// What the decoder says of its length (only MP4 states it to the sample).
+        var accuracy = LengthAccuracy.exact
         /// The source's length in frames, when the container's exact length must equal it.
         var sourceFrames: Int?
         var description: String { file.lastPathComponent }
@@ -40,12 +42,12 @@ struct FFmpegFormatTests {
             // Lossless: the source's samples exactly.
             Case(file: alac, reference: { try FormatReference.sox(s16) }, codec: "alac"),
             Case(file: alac24, reference: { try FormatReference.sox(s24) }, codec: "alac"),
-            Case(file: wv, reference: { try FormatReference.sox(s16) }, codec: "wavpack"),
+            Case(file: wv, reference: { try FormatReference.sox(s16) }, codec: "wavpack", accuracy: .stated),
             // Lossy: FFmpeg's own decode of the same file.
             // (1.3 s and 1.1 s are whole milliseconds: ffmpeg's edit list states them exactly.)
             Case(file: aac, reference: { try FormatReference.ffmpeg(aac) }, codec: "aac", padded: true, sourceFrames: 57_330),
             Case(file: aac48, reference: { try FormatReference.ffmpeg(aac48) }, codec: "aac", padded: true, sourceFrames: 52_800),
-            Case(file: wma, reference: { try FormatReference.ffmpeg(wma) }, codec: "wmav2", exactLength: false),
+            Case(file: wma, reference: { try FormatReference.ffmpeg(wma) }, codec: "wmav2", exactLength: false, accuracy: .stated),
         ]
     }
 
@@ -65,6 +67,7 @@ struct FFmpegFormatTests {
                     "\(c): \(got.count) vs \(ref.count) samples, up to \(maxDifference(got, ref)) apart")
             #expect(events.compactMap(\.startedPath) == [c.file.path], "\(c): \(events.filter { $0.failedPath != nil })")
             #expect((d as? FFmpegDecoder)?.codecName == c.codec, "\(c)")
+            #expect(d.lengthAccuracy == c.accuracy, "\(c): \(d.lengthAccuracy)")
             if c.exactLength {
                 #expect(d.lengthFrames.map { $0 * d.format.channels } == ref.count, "\(c): length \(String(describing: d.lengthFrames))")
             }

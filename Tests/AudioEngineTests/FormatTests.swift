@@ -342,7 +342,7 @@ struct FormatTests {
         let file = try Fixtures.directory().appendingPathComponent("fmt-adts-2-then-1.aac")
         try (Data(contentsOf: stereo) + Data(contentsOf: mono)).write(to: file)
         let d = try DecoderRegistry.standard.open(path: file.path)
-        #expect(d.format.channels == 2 && d.format.rate == 44100 && !d.lengthIsExact)
+        #expect(d.format.channels == 2 && d.format.rate == 44100 && d.lengthAccuracy == .estimated)
         var frames = 0
         var buf = [Float](repeating: 0, count: 16384)
         var failure: MediaError?

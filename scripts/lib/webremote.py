@@ -90,7 +90,7 @@ try:
     actions.move_to_element_with_offset(bar, int(width * 0.3) - width // 2, 0).click_and_hold()
     actions.move_by_offset(int(width * 0.2), 0).move_by_offset(int(width * 0.1), 0).release().perform()
     value = float(bar.get_attribute("value"))
-    say("seek", value=value, max=float(bar.get_attribute("max")))
+    say("seek", value=value, max=float(bar.get_attribute("max")), title=driver.find_element(By.ID, "title").text.strip())
     time.sleep(2.0)
 
     # No polling: while it plays untouched for 3 s, the page sends the daemon nothing (its bar
