@@ -111,7 +111,12 @@ public final class HTTPSource: ByteSource {
             // bytes: those passed over are kept too, for a reader that comes back to them.
             let target = position
             position = delivered
-            try readOn(to: min(target, Self.headLimit))
+            do throws(MediaError) {
+                try readOn(to: min(target, Self.headLimit))
+            } catch {
+                position = target
+                throw error
+            }
             position = target
         }
         let n = try transfer.read(at: position, into: buffer)
@@ -156,14 +161,17 @@ public final class HTTPSource: ByteSource {
     /// from the start is then parked rather than cancelled: when the reader comes back to
     /// where it stood (or within what it has buffered since), it reads on from it, and opening
     /// takes two requests where it took three or four (each a round trip, and a TLS handshake
-    /// on https). Only a transfer still within the first bytes (`headLimit`) is parked, one
-    /// at a time; any other move drops it, and so does reading `parkedReadLimit` bytes from
-    /// its replacement. A user's seek early in a file parks it too: it then holds a
-    /// connection and up to a buffer's bytes (``HTTPOptions/bufferBytes``) until then.
+    /// on https). Only a transfer still within the first bytes (`headLimit`) is parked, when
+    /// the jump lands in the file's last `parkedReadLimit` bytes, one at a time; any other move
+    /// drops it, and so does reading `parkedReadLimit` bytes from its replacement. It is taken
+    /// up again only within `parkedNanos` (its connection idle meanwhile, a server may close
+    /// it; a new request then serves instead). A user's seek (a fresh source, see the decoder
+    /// thread) parks nothing unless it lands in the last MiB.
     private func restart(at offset: Int) {
         if let p = parked {
             parked = nil
-            if offset >= p.at, offset - p.at <= p.transfer.buffered, p.transfer.isUsable {
+            if offset >= p.at, offset - p.at <= p.transfer.buffered, p.transfer.isUsable,
+               monotonicNanos() - p.since < Self.parkedNanos {
                 transfer.cancel()
                 transfer = p.transfer
                 canceller.replace(transfer)
@@ -173,9 +181,10 @@ public final class HTTPSource: ByteSource {
             }
             p.transfer.cancel()
         }
-        if delivered <= Self.headLimit, offset > delivered, transfer.isUsable {
+        if delivered <= Self.headLimit, offset > delivered, length.map({ $0 - offset <= Self.parkedReadLimit }) == true,
+           transfer.isUsable {
             transfer.stopObserving()
-            parked = (transfer, delivered)
+            parked = (transfer, delivered, monotonicNanos())
         } else {
             transfer.cancel()
         }
@@ -186,14 +195,15 @@ public final class HTTPSource: ByteSource {
         delivered = offset
     }
 
-    /// The transfer set aside by `restart(at:)`, and where it stands (every byte before `at`
-    /// was read from it).
-    private var parked: (transfer: HTTPTransfer, at: Int)?
-    /// The parked transfer is let go once the reader has read this much from the one that
-    /// replaced it (an M4A's index is rarely larger: 1 MiB is about 1.5 hours of AAC's sample
-    /// table), and so a seek or a resumed position early in a file holds it a minute at most
-    /// at 128 kbit/s.
+    /// The transfer set aside by `restart(at:)`, where it stands (every byte before `at` was
+    /// read from it), and when (monotonic ns).
+    private var parked: (transfer: HTTPTransfer, at: Int, since: Int)?
+    /// A jump into the file's last this many bytes parks the first transfer, which is let go
+    /// once the reader has read as much from the one that replaced it (an M4A's index is
+    /// rarely larger: 1 MiB is about 1.5 hours of AAC's sample table).
     private static let parkedReadLimit = 1 << 20
+    /// A parked transfer is taken up again within this long (30 s), no later.
+    private static let parkedNanos = 30_000_000_000
 
     /// The progress observer, the source's length filled in, for every transfer it starts.
     private var observer: (@Sendable (InputProgress) -> Void)?
