@@ -179,7 +179,8 @@ public final class FFmpegDecoder: AudioDecoder {
         // The length: the stream's duration in its time base, else the container's.
         let tb = stream.pointee.time_base
         // MP4 states the exact length (its edit list, or the track's duration less iTunSMPB's
-        // delay and padding); other containers' durations are estimates (ASF's counts its preroll).
+        // delay and padding); other containers state theirs to the millisecond (ASF's counts its
+        // preroll), and FFmpeg estimates one from the bit rate where none is stated (raw AAC).
         let container = formatContext?.pointee.iformat.map { String(cString: $0.pointee.name) } ?? ""
         exactLength = container.contains("mp4") || container.contains("mov")
         lengthFromBitRate = formatContext?.pointee.duration_estimation_method == AVFMT_DURATION_FROM_BITRATE
