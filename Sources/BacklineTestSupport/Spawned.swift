@@ -9,7 +9,11 @@ import Glibc
 ///
 /// (Foundation's `Process` spawns from whatever thread calls it; from a Dispatch worker the
 /// child inherits a mask blocking nearly every signal, and `parec` or `backline play` then
-/// ignore Ctrl-C.) Output goes to files, so nothing can block on a full pipe.
+/// ignore Ctrl-C.) Output goes to files, so nothing can block on a full pipe. The child keeps
+/// only its standard descriptors: tests in other threads open files and pipes meanwhile, and a
+/// long-lived child (the test sound server, a daemon) that inherited one held it as long as it
+/// lived (a pipe's read never ended; an executable being copied could not be run: `Text file
+/// busy`, met by CI).
 public final class SpawnedProcess: @unchecked Sendable {
     // @unchecked Sendable: `exitStatus` is only touched under `lock`.
     /// The child's process id.
@@ -20,6 +24,16 @@ public final class SpawnedProcess: @unchecked Sendable {
     public let stderrFile: URL
     private let lock = NSLock()
     private var exitStatus: Int32?
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 on), which Swift's Glibc
+    /// module leaves out (it is declared for `_GNU_SOURCE` only): the child closes every
+    /// descriptor from the given one up.
+    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else {
+            fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
+        }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// Starts `executable` (a name on `PATH` or a path) with `arguments`, this process's
     /// environment plus `environment`, standard input from /dev/null.
@@ -48,6 +62,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, self.stdoutFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, self.stderrFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard Self.addCloseFrom(&actions, 3) == 0 else { throw HarnessError("posix_spawn_file_actions_addclosefrom_np failed") }
 
         let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0)=\($1)" }
         let argv = [path] + arguments

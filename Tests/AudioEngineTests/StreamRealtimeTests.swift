@@ -71,15 +71,14 @@ struct StreamRealtimeTests {
             // between the onsets, whatever sounds before the stream (the pre-echo of the
             // encoder's delay reaches the threshold of silence about 480 samples early).
             let blocks = Array(stride(from: 0, to: rec.count / 2 - 441, by: 21))
-            func onset(_ frequency: Double, _ other: Double) -> Int? {
+            func onset(_ frequency: Double, over other: Double, after: Int = -1) -> Int? {
                 blocks.first {
                     let l = Self.level(rec, at: $0, frequency: frequency)
-                    return l > 0.25 && l > Self.level(rec, at: $0, frequency: other)
+                    return $0 > after && l > 0.25 && l > Self.level(rec, at: $0, frequency: other)
                 }
             }
-            let start = try #require(onset(440, 880), "the 440 Hz tone was heard")
-            let switchFrame = try #require(blocks.first { $0 > start && Self.level(rec, at: $0, frequency: 880) > 0.25 && Self.level(rec, at: $0, frequency: 880) > Self.level(rec, at: $0, frequency: 440) },
-                                           "the 880 Hz tone was heard")
+            let start = try #require(onset(440, over: 880), "the 440 Hz tone was heard")
+            let switchFrame = try #require(onset(880, over: 440, after: start), "the 880 Hz tone was heard")
             #expect(abs(Double(switchFrame - start) / 44100 - 2) < 0.01, "the tone changes 2 s after it starts on the recording: \(Double(switchFrame - start) / 44100)")
             let heardSwitch = Double(switchFrame - start + delay) / 44100  // in the stream's time
             let position = try #require(heardAt.withLock { $0 }, "the title's event")

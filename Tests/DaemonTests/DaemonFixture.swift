@@ -43,32 +43,11 @@ let backlineForAnotherUser: String = {
     mkdir(dir, 0o755)
     chmod(dir, 0o755)
     for name in ["backline", "backline-player"] {
-        copyClosingOnExec(source + "/" + name, to: dir + "/" + name)
+        try? FileManager.default.copyItem(atPath: source + "/" + name, toPath: dir + "/" + name)
+        chmod(dir + "/" + name, 0o755)
     }
     return dir + "/" + (backline as NSString).lastPathComponent
 }()
-
-/// Copies an executable, its new file written through a descriptor closed on exec. Tests in
-/// other threads spawn processes meanwhile; a child that inherited a descriptor open for
-/// writing the copy (as `FileManager.copyItem`'s is) keeps it as long as it lives, and every
-/// exec of the copy then fails with `Text file busy` (CI met it: a daemon of another user
-/// that could not start `backline-player`).
-private func copyClosingOnExec(_ source: String, to destination: String) {
-    guard let bytes = FileManager.default.contents(atPath: source) else { return }
-    let fd = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
-    guard fd >= 0 else { return }
-    bytes.withUnsafeBytes { raw in
-        var done = 0
-        while done < raw.count {
-            let n = write(fd, raw.baseAddress! + done, raw.count - done)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
-        }
-    }
-    close(fd)
-    chmod(destination, 0o755)
-}
 
 /// A real `backline daemon` process in its own directories (runtime, state, config, music),
 /// playing into `device`.

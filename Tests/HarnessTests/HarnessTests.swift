@@ -4,6 +4,16 @@ import Testing
 
 @Suite("Test harness", .serialized, Harness.audioTools)
 struct HarnessTests {
+    @Test("a spawned child keeps only its standard descriptors: one this process holds open for writing (not closed on exec) is closed in it")
+    func childDescriptors() throws {
+        let dir = try Harness.makeTemporaryDirectory("spawn-fds")
+        let fd = open(dir.appendingPathComponent("held").path, O_WRONLY | O_CREAT, 0o644)
+        try #require(fd > 2)
+        defer { close(fd) }
+        let r = try runProcess("/bin/sh", ["-c", "test -e /proc/$$/fd/\(fd) && echo open || echo closed; test -e /proc/$$/fd/2 && echo stderr"])
+        #expect(r.stdoutText == "closed\nstderr\n", "\(r.stdoutText)")
+    }
+
     @Test("ALSA file capture reproduces the mpg123 reference decode bit for bit (control)")
     func fileCaptureControl() throws {
         let mp3 = try Fixtures.tone("harness-control", seconds: 1.5)
