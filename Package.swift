@@ -300,6 +300,8 @@ let package = Package(
             dependencies: ["AudioEngine", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
+        // The HTTP input's byte source on its own, against servers the tests start on loopback.
+        .testTarget(name: "HTTPInputTests", dependencies: ["HTTPInput", "MediaCore", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "AudioEngineTests",
             dependencies: ["Locking", "AudioEngine", "Media", "HTTPInput", "BacklineTestSupport"],

@@ -8,6 +8,10 @@ import Foundation
 /// - `/close/NAME`: the full `Content-Length`, then half the bytes, then the connection closes.
 /// - `/norange/NAME`: the file, claiming `Accept-Ranges: bytes` but answering every request with
 ///   the whole body (`200`), as some servers do.
+/// - `/plain/NAME`: the file, every request answered with the whole body (`200`) and no
+///   `Accept-Ranges`: a server that knows nothing of ranges.
+/// - `/paced/NAME?chunk=BYTES&ms=MS`: the file (ranges honoured) in pieces of BYTES, MS
+///   milliseconds apart: what arrives by the time the reader jumps is neither all nor nothing.
 /// - `/gate/NAME?after=BYTES`: the first BYTES at once, then a byte every 0.3 s (the
 ///   connection alive, the reader starved) until the file `open-NAME` appears in the
 ///   directory (``open(_:)``), then the rest.
@@ -127,6 +131,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kind == "slow": return self.file(name, int(q["bps"][0]), False)
             if kind == "close": return self.file(name, None, True)
             if kind == "norange": return self.file(name, None, False, ranges=False)
+            if kind == "plain": return self.file(name, None, False, ranges=False, advertise=False)
+            if kind == "paced": return self.file(name, None, False, pace=(int(q["chunk"][0]), int(q["ms"][0])))
             if kind == "gate": return self.file(name, None, False, gate=int(q["after"][0]))
             if kind == "live": return self.live(name, q)
             if kind == "html":
@@ -155,13 +161,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def file(self, name, bps, close, ranges=True, gate=None):
+    def file(self, name, bps, close, ranges=True, gate=None, advertise=True, pace=None):
         path = os.path.join(root, name)
         if not os.path.isfile(path): return self.send_head(404, [("Content-Length", "0")])
         data = open(path, "rb").read()
         start, end = 0, len(data)
         rng = self.headers.get("Range")
-        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        headers = [("Content-Type", "application/octet-stream")] + ([("Accept-Ranges", "bytes")] if advertise else [])
         if rng and rng.startswith("bytes=") and not close and ranges:
             a, _, b = rng[6:].partition("-")
             start = int(a)
@@ -189,7 +195,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 i += 1
             self.wfile.write(body[i:])
             return
-        if bps:
+        if pace:
+            for i in range(0, len(body), pace[0]):
+                self.wfile.write(body[i:i + pace[0]]); self.wfile.flush(); time.sleep(pace[1] / 1000.0)
+        elif bps:
             step = max(1, bps // 20)
             for i in range(0, len(body), step):
                 self.wfile.write(body[i:i + step]); self.wfile.flush(); time.sleep(0.05)

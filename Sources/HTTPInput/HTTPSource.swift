@@ -22,18 +22,29 @@ public final class HTTPSource: ByteSource {
     public let isSeekable: Bool
     public private(set) var position = 0
     private let options: HTTPOptions
+    /// The transfer read from now. Its window (``HTTPTransfer/window``) says where it stands:
+    /// every byte before `next` has been read from it or dropped.
     private var transfer: HTTPTransfer
-    /// The stream's first bytes (up to `headLimit`), for reading again from the start.
+    /// The resource's first bytes (up to `headLimit`), always a prefix of it: a reader that
+    /// goes back to them (the decoder registry's sniff, a decoder opening again from the start,
+    /// libmpg123 coming back from its ID3v1 look) reads them here, with no request.
     private var head: [UInt8] = []
-    private static let headLimit = 65536
-    /// How far into the stream the transfer has been read (what `head` covers when smaller
-    /// than its limit).
-    private var delivered = 0
+    /// How many first bytes are kept: 64 KiB; all of a file up to `wholeLimit` from a server
+    /// without ranges, which could not be read again otherwise (an M4A whose `moov` comes
+    /// after its audio is read at its end first, then from the start).
+    private let headLimit: Int
+    private static let firstBytes = 65536
+    /// A file from a server without ranges is kept whole up to this size (16 MiB: a 9-minute
+    /// AAC at 256 kbit/s); a larger one plays only where its decoder reads it front to back.
+    private static let wholeLimit = 16 << 20
     /// The station's tags (`icy-name`, `icy-genre`, …) and the title heard last.
     private var station = TrackMetadata()
     private var pendingUpdate: TrackMetadata?
     /// Whether the stream has no end (no length, or Icecast).
     public let isLive: Bool
+    /// Whether the server answers `Range` requests (a file whose response says
+    /// `Accept-Ranges: bytes`): a seek may then start a new request.
+    private let rangesServed: Bool
     /// The response's MIME type.
     public let contentType: String?
 
@@ -59,7 +70,11 @@ public final class HTTPSource: ByteSource {
         contentType = head.contentType
         isLive = head.contentLength == nil || head.icyMetaInterval != nil
         length = isLive ? nil : (head.totalLength ?? head.contentLength)
-        isSeekable = !isLive && head.acceptsRanges
+        rangesServed = !isLive && head.acceptsRanges
+        headLimit = if !isLive && !rangesServed, let length, length <= Self.wholeLimit { length } else { Self.firstBytes }
+        // A file kept whole seeks within what it keeps, and reads on to the rest.
+        isSeekable = rangesServed || (!isLive && headLimit == length)
+        self.head.reserveCapacity(headLimit)
         station = Self.stationTags(head)
     }
 
@@ -92,42 +107,31 @@ public final class HTTPSource: ByteSource {
         parked?.transfer.cancel()
     }
 
+    /// Reads at ``position``: from the first bytes kept when it lies among them, else from a
+    /// transfer that stands at or before it (``moveTransfer(to:)`` finds or starts one).
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         guard buffer.count > 0 else { return 0 }
         if let length, position >= length { return 0 }
-        if position < delivered {
-            if position < head.count {
-                // Again from the first bytes kept.
-                let n = min(buffer.count, delivered - position, head.count - position)
-                head.withUnsafeBytes { h in buffer.baseAddress!.copyMemory(from: h.baseAddress! + position, byteCount: n) }
-                position += n
-                return n
-            }
-            guard isSeekable else { throw MediaError(.io, "cannot go back in a live stream", item: name) }
-            restart(at: position)
+        if position < head.count {
+            let n = min(buffer.count, head.count - position)
+            head.withUnsafeBytes { h in buffer.baseAddress!.copyMemory(from: h.baseAddress! + position, byteCount: n) }
+            position += n
+            return n
         }
-        if position > delivered, head.count == delivered, delivered < Self.headLimit {
-            // Ahead of the transfer (back on the parked one, see `restart`), within the first
-            // bytes: those passed over are kept too, for a reader that comes back to them.
-            let target = position
-            position = delivered
-            do throws(MediaError) {
-                try readOn(to: min(target, Self.headLimit))
-            } catch {
-                position = target
-                throw error
-            }
-            position = target
+        try moveTransfer(to: position)
+        if position > head.count, head.count < headLimit, transfer.window.next == head.count {
+            // The transfer stands at the end of the first bytes kept (a reader coming back to
+            // the parked transfer, or a live stream read on): those it passes over are kept.
+            try keepHead(upTo: min(position, headLimit))
         }
         let n = try transfer.read(at: position, into: buffer)
-        if position < Self.headLimit, head.count == position {
-            head.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<min(n, Self.headLimit - position)]))
-            headKept.value.store(head.count, ordering: .relaxed)
+        if position == head.count, head.count < headLimit {
+            appendHead(UnsafeRawBufferPointer(rebasing: buffer[..<min(n, headLimit - head.count)]))
         }
         position += n
-        delivered = max(delivered, position)
-        if let p = parked, delivered - transfer.startOffset > Self.parkedReadLimit {
-            // Read on this far from where it jumped, the reader is playing here, not looking.
+        if let p = parked, position - transfer.startOffset > Self.parkedReadLimit || monotonicNanos() - p.since >= Self.parkedNanos {
+            // Read on this far from where it jumped, the reader is playing here, not looking;
+            // or it has waited too long for its idle connection to be trusted.
             p.transfer.cancel()
             parked = nil
         }
@@ -135,69 +139,96 @@ public final class HTTPSource: ByteSource {
         return n
     }
 
+    /// Moves ``position``. Nothing is requested here: the next read finds the bytes (so a
+    /// decoder's several seeks in a row cost one request at most).
+    /// - Throws: Where the source cannot seek (a live stream, a server without ranges): before
+    ///   the first bytes' end and behind the transfer, or more than a buffer ahead of it (a file
+    ///   kept whole reads on to anywhere).
     public func seek(to offset: Int) throws(MediaError) {
         guard offset >= 0 else { throw MediaError(.io, "seek before the start", item: name) }
-        if offset <= delivered && (offset < head.count || offset == delivered) {
-            position = offset  // within the first bytes kept, or where the transfer is
-            return
+        if !rangesServed && offset >= head.count {
+            // Only forward, reading on (and not past a buffer's worth: a stream read on that
+            // far would stall the decoder for as long as it takes to arrive).
+            let next = transfer.window.next
+            guard offset >= next && (offset - next <= options.bufferBytes || headLimit == length) else {
+                throw MediaError(.io, isLive ? "a live stream cannot seek" : "\(HTTPTransfer.host(name)) does not serve ranges: cannot seek", item: name)
+            }
         }
-        if offset > delivered, offset < delivered + transfer.buffered || !isSeekable && offset - delivered < options.bufferBytes {
-            // Ahead, within what is buffered (or, in a stream, not far ahead): read up to it.
-            position = delivered
-            try readOn(to: offset)
-            return
-        }
-        guard isSeekable else { throw MediaError(.io, "a live stream cannot seek", item: name) }
-        position = offset  // the next read requests it (none at or past the end)
-        if length.map({ offset < $0 }) ?? true { restart(at: offset) }
+        position = offset
     }
 
-    /// Moves the reading to `offset` of a file when what the transfer holds does not reach it:
-    /// back to the parked transfer when it stands there, else a new request from `offset`
-    /// (`Range`).
+    /// Makes ``transfer`` one that stands at or before `offset`, close enough to read on to it.
+    ///
+    /// - The current transfer serves when `offset` lies within what it holds ahead (where the
+    ///   server has no ranges, it always reads on).
+    /// - Else the parked transfer, when it stands there (see below).
+    /// - Else a new request from `offset` (`Range`).
     ///
     /// Opening a file, decoders read a tag or an index at its end and come back (libmpg123's
-    /// ID3v1 check, 128 bytes before the end; an M4A's `moov` after its audio). The transfer
-    /// from the start is then parked rather than cancelled: when the reader comes back to
-    /// where it stood (or within what it has buffered since), it reads on from it, and opening
-    /// takes two requests where it took three or four (each a round trip, and a TLS handshake
-    /// on https). Only a transfer still within the first bytes (`headLimit`) is parked, when
-    /// the jump lands in the file's last `parkedReadLimit` bytes, one at a time; any other move
-    /// drops it, and so does reading `parkedReadLimit` bytes from its replacement. It is taken
-    /// up again only within `parkedNanos` (its connection idle meanwhile, a server may close
-    /// it; a new request then serves instead). A user's seek (a fresh source, see the decoder
-    /// thread) parks nothing unless it lands in the last MiB.
-    private func restart(at offset: Int) {
+    /// ID3v1 check, 128 bytes before the end; an M4A's `moov` after its audio; opusfile's last
+    /// page). The transfer from the start is then parked rather than cancelled: when the
+    /// reader comes back to where it stood (or within what it has buffered since), it reads on
+    /// from it, and opening takes two requests where it took three or four (each a round trip,
+    /// and a TLS handshake on https). Only a transfer still within the first bytes
+    /// (`firstBytes`) is parked, when the jump lands in the file's last `parkedReadLimit` bytes,
+    /// one at a time; any other move drops it, and so does reading `parkedReadLimit` bytes
+    /// from its replacement. It is taken up again only within `parkedNanos` (its connection
+    /// idle meanwhile, a server may close it; a new request then serves instead).
+    private func moveTransfer(to offset: Int) throws(MediaError) {
+        let current = transfer.window
+        if offset >= current.next && (offset - current.next <= current.buffered || !rangesServed) { return }
         if let p = parked {
             parked = nil
-            if offset >= p.at, offset - p.at <= p.transfer.buffered, p.transfer.isUsable,
+            let w = p.transfer.window
+            if offset >= w.next, offset - w.next <= w.buffered, p.transfer.isUsable,
                monotonicNanos() - p.since < Self.parkedNanos {
                 transfer.cancel()
-                transfer = p.transfer
-                canceller.replace(transfer)
-                if let observer { transfer.observe(observer) }
-                delivered = p.at  // (the next read reads on to `offset`)
+                use(p.transfer)
                 return
             }
             p.transfer.cancel()
         }
-        if delivered <= Self.headLimit, offset > delivered, length.map({ $0 - offset <= Self.parkedReadLimit }) == true,
+        guard rangesServed else {
+            throw MediaError(.io, isLive ? "cannot go back in a live stream" : "\(HTTPTransfer.host(name)) does not serve ranges: cannot go back", item: name)
+        }
+        if current.next <= Self.firstBytes, offset > current.next, length.map({ $0 - offset <= Self.parkedReadLimit }) == true,
            transfer.isUsable {
             transfer.stopObserving()
-            parked = (transfer, delivered, monotonicNanos())
+            parked = (transfer, monotonicNanos())
         } else {
             transfer.cancel()
         }
-        transfer = HTTPTransfer(url: name, options: options, startOffset: offset)
-        canceller.replace(transfer)
-        if let observer { transfer.observe(observer) }
-        transfer.start()
-        delivered = offset
+        let next = HTTPTransfer(url: name, options: options, startOffset: offset)
+        use(next)
+        next.start()
     }
 
-    /// The transfer set aside by `restart(at:)`, where it stands (every byte before `at` was
-    /// read from it), and when (monotonic ns).
-    private var parked: (transfer: HTTPTransfer, at: Int, since: Int)?
+    /// Reads from ``transfer`` from its window's start up to `end`, keeping the bytes as
+    /// the first bytes (the transfer must stand at their end).
+    private func keepHead(upTo end: Int) throws(MediaError) {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
+        defer { scratch.deallocate() }
+        while head.count < end {
+            let n = try transfer.read(at: head.count, into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(end - head.count, scratch.count)]))
+            if n == 0 { break }
+            appendHead(UnsafeRawBufferPointer(rebasing: scratch[..<n]))
+        }
+    }
+
+    private func appendHead(_ bytes: UnsafeRawBufferPointer) {
+        head.append(contentsOf: bytes)
+        headKept.value.store(head.count, ordering: .relaxed)
+    }
+
+    /// Reads from `t` from now on: it is the one a cancellation ends, and the one observed.
+    private func use(_ t: HTTPTransfer) {
+        transfer = t
+        canceller.replace(t)
+        if let observer { t.observe(observer) }
+    }
+
+    /// The transfer set aside by ``moveTransfer(to:)``, and when (monotonic ns).
+    private var parked: (transfer: HTTPTransfer, since: Int)?
     /// A jump into the file's last this many bytes parks the first transfer, which is let go
     /// once the reader has read as much from the one that replaced it (an M4A's index is
     /// rarely larger: 1 MiB is about 1.5 hours of AAC's sample table).

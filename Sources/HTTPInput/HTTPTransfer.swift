@@ -290,8 +290,8 @@ final class HTTPTransfer: @unchecked Sendable {
 
     // MARK: - The reader (the decoder thread)
 
-    /// Copies up to `into.count` bytes at `offset` (≥ `bufferStart`) into `into`, waiting for
-    /// them; 0 at the end of the stream. Bytes before `offset` are dropped. A read stops at an
+    /// Copies up to `into.count` bytes at `offset` (≥ `bufferStart`, else an error) into `into`,
+    /// waiting for them; 0 at the end of the stream. Bytes before `offset` are dropped. A read stops at an
     /// ICY block's offset, which `takeMark` then returns.
     func read(at offset: Int, into: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         try monitor.locked { () throws(MediaError) -> Int in
@@ -299,6 +299,11 @@ final class HTTPTransfer: @unchecked Sendable {
             // Once it had to wait, the reader waits for a batch (or a moment): a stream arriving
             // a packet at a time then wakes the decoder a few times a second, not per packet.
             var waitedSince: Int?
+            // Bytes before `bufferStart` are gone: a reader asking for them would wait forever
+            // (or take the end of the body for the end of the resource).
+            guard offset >= bufferStart else {
+                throw MediaError(.io, "read at byte \(offset), behind the transfer at \(bufferStart)", item: url)
+            }
             while true {
                 if cancelled { throw MediaError(.io, "cancelled", item: url) }
                 // Drop what lies before the offset.
@@ -347,6 +352,10 @@ final class HTTPTransfer: @unchecked Sendable {
 
     /// Bytes buffered ahead of the reader.
     var buffered: Int { monitor.locked { buffer.count - bufferRead } }
+
+    /// The offset of the next byte the transfer gives (every byte before it was read or
+    /// dropped), and how many bytes from there it holds now.
+    var window: (next: Int, buffered: Int) { monitor.locked { (bufferStart, buffer.count - bufferRead) } }
 
     private func compact() {
         if bufferRead > 65536, bufferRead * 2 > buffer.count {

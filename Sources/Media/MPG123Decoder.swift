@@ -48,6 +48,10 @@ public final class MPG123Decoder: AudioDecoder {
     /// Whether ``lengthFrames`` came from the file's Info header (not a scan): then a stream that
     /// ends early is reported as truncated.
     public private(set) var lengthFromHeader = false
+    /// Whether ``lengthFrames`` is libmpg123's estimate from the size and bit rate (a file
+    /// without an Info header, from a source that cannot seek, so cannot be scanned).
+    private var lengthEstimated = false
+    public var lengthAccuracy: LengthAccuracy { lengthEstimated ? .estimated : .exact }
     /// Frames delivered so far (from the start of the file, seeks included).
     public private(set) var position = 0
     /// The room ``decode(into:spillingInto:)`` needs: the most bytes any MPEG frame decodes
@@ -136,8 +140,19 @@ public final class MPG123Decoder: AudioDecoder {
             var accurate = 0
             var unused = 0.0
             mpg123_getstate2(h, Int32(MPG123_ACCURATE.rawValue), &accurate, &unused)
-            lengthFromHeader = accurate == 1 && !source.isLive
-            if !lengthFromHeader && !source.isLive {
+            if !source.isLive && !source.isSeekable {
+                // A file that cannot seek (a server that ignores `Range`) cannot be scanned
+                // and read again: without an Info header its length is estimated from its
+                // size and the frames' bit rate, and the audio is decoded as it comes, to its
+                // end. (libmpg123 reports such a stream's positions as accurate: it has not
+                // looked for a header it cannot find.)
+                if let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
+                lengthFromHeader = Self.hasInfoHeader(h)
+                lengthEstimated = !lengthFromHeader
+            } else {
+                lengthFromHeader = accurate == 1 && !source.isLive
+            }
+            if !lengthFromHeader && !source.isLive && source.isSeekable {
                 try check(mpg123_scan(h))
                 mpg123_close(h)
                 try open()
@@ -157,6 +172,14 @@ public final class MPG123Decoder: AudioDecoder {
                 bitrate = Int((Double(bytes) * 8 / (Double(length) / Double(rate)) / 1000).rounded())
             }
         }
+    }
+
+    /// Whether libmpg123 read a LAME/Info header (its encoder delay is known only from one):
+    /// then the length it reports is the header's, exact.
+    private static func hasInfoHeader(_ h: OpaquePointer) -> Bool {
+        var delay = 0
+        var unused = 0.0
+        return mpg123_getstate2(h, Int32(MPG123_ENC_DELAY.rawValue), &delay, &unused) == MPG123_OK.rawValue && delay >= 0
     }
 
     /// Opens the handle on the source, from its start: a file's descriptor directly (libmpg123
