@@ -170,6 +170,29 @@ struct WebRemoteTests {
         d.expectCleanStop()
     }
 
+    @Test("a loopback listener reads Host as the URL grammar does: `[::1].evil.example`, `127.0.0.1:80@evil.example`, digits of another script and a second Host header are refused; `localhost`, `127.0.0.1:PORT` and `[::1]:PORT` are served")
+    func hostHeader() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        func status(_ hosts: [String]) throws -> Int {
+            let request = "GET /status HTTP/1.1\r\n" + hosts.map { "Host: \($0)\r\n" }.joined() + "Connection: close\r\n\r\n"
+            let r = try HardeningTests.raw(port: port, Array(request.utf8))
+            return Int(r.text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        for host in ["localhost", "localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)", "[0:0:0:0:0:0:0:1]"] {
+            #expect(try status([host]) == 200, "Host: \(host)")
+        }
+        for host in ["[::1].evil.example", "[::1]evil.example:\(port)", "127.0.0.1:80@evil.example", "127.0.0.1:\(port)@evil.example",
+                     "127.\u{0660}.\u{0660}.\u{0661}", "127.0.0.1:\u{0668}\u{0660}", "[::1", "evil.example"] {
+            let s = try status([host])
+            #expect(s == 400 || s == 403, "Host: \(host) answered \(s)")
+        }
+        #expect(try status(["127.0.0.1:\(port)", "evil.example"]) == 400, "two Host headers")
+        #expect(try status(["evil.example", "127.0.0.1:\(port)"]) == 400, "two Host headers")
+        d.expectCleanStop()
+    }
+
     @Test("http-listen on a non-loopback address without http-password or token: the daemon refuses to start and says why")
     func needsPassword() throws {
         let d = try DaemonFixture(device: "null", config: Self.config + "http-listen = 0.0.0.0:\(HardeningTests.port())\n")
