@@ -18,7 +18,8 @@ enum MPDArgument: Sendable {
     case integer
     /// An unsigned integer: `Integer expected: x`, and `Number too large: -1` for a negative one.
     case unsigned
-    /// A finite float: `Float expected: x`.
+    /// A float: `Float expected: x`; finite as a 32-bit float (mpd keeps one: a larger value
+    /// would be `inf` there, and `-1e308` read back as `-inf`) or `Number too large: x`.
     case float
     /// `0` or `1`: `Boolean (0/1) expected: x`.
     case boolean
@@ -36,7 +37,9 @@ enum MPDArgument: Sendable {
         case .unsigned:
             guard let v = Int(s) else { throw MPDError(.arg, "Integer expected: \(s)") }
             guard v >= 0 else { throw MPDError(.arg, "Number too large: \(s)") }
-        case .float: guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+        case .float:
+            guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+            guard Float(v).isFinite else { throw MPDError(.arg, "Number too large: \(s)") }
         case .boolean: guard s == "0" || s == "1" else { throw MPDError(.arg, "Boolean (0/1) expected: \(s)") }
         case .time:
             guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
