@@ -81,6 +81,8 @@ struct MPDDifferentialTests {
         // Random orders last: the two queues differ from here on.
         "shuffle x", "shuffle 3:1", "shuffle 99", "shuffle 4:", "shuffle 0:9", "playlistinfo 9",
         "clear", "status", "currentsong", "playlistinfo",
+        // The current song deleted while stopped: no current song after it (`play` starts at the first).
+        "add Alpha", "add loose.mp3", "play 1", "stop", "status", "delete 1", "status", "currentsong", "clear",
     ]
 
     /// What a reply may differ in without it being a difference: ids (each daemon's own,
