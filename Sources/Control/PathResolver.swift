@@ -109,8 +109,16 @@ public struct PathResolver: Sendable {
     /// How many playlists deep an expansion follows (a playlist naming a playlist…).
     public static let maximumPlaylistDepth = 8
 
+    /// Why a request (a path, a URL, a playlist's entry) holding a control character is refused.
+    public static let controlCharacterMessage = "holds a control character"
+
     private func expand(_ request: String, relativeTo base: String?, chain: [String],
                         into r: inout Resolution) throws(Refusal) -> [String] {
+        // No file the library lists has one, and in a URL a line end would split the lines
+        // of a protocol that names it (MPD's `file:`): refused wherever it comes from.
+        guard !request.containsControlCharacter else {
+            throw Refusal(code: .unsupported, path: escapedName(request), message: Self.controlCharacterMessage)
+        }
         if let scheme = InputSources.scheme(of: request), scheme != "file" {
             return try expandURL(request, scheme: scheme, chain: chain, into: &r)
         }
@@ -187,6 +195,9 @@ public struct PathResolver: Sendable {
     /// A URL: a stream as it is, or a playlist (by its name: `.m3u`, `.m3u8`, `.pls`) fetched
     /// and expanded, its entries URLs (relative ones against it) or nothing.
     private func expandURL(_ url: String, scheme: String, chain: [String], into r: inout Resolution) throws(Refusal) -> [String] {
+        guard !url.containsControlCharacter else {
+            throw Refusal(code: .unsupported, path: escapedName(url), message: Self.controlCharacterMessage)
+        }
         guard allowStreams else {
             throw Refusal(code: .forbidden, path: url, message: "streams are not allowed here (allow-streams = no)")
         }
@@ -273,8 +284,9 @@ public struct PathResolver: Sendable {
 
     /// Appends the paths (relative to `dir`, prefixed by `prefix`) of everything below `dir`,
     /// descending into subdirectories but not into symlinks to them (no cycles). A name that is
-    /// not valid UTF-8 cannot be named in the protocol (its text is UTF-8), so it is skipped
-    /// with that reason and its bytes shown as `\xNN`, as mpd skips what it cannot convert.
+    /// not valid UTF-8 cannot be named in the protocol (its text is UTF-8), and one holding a
+    /// control character would split a protocol line: each is skipped with its reason and its
+    /// bytes shown as `\xNN`, as mpd skips what it cannot convert and names with a newline.
     /// False when `dir` itself cannot be read.
     private static func walk(_ dir: String, prefix: String, into names: inout [String],
                              skipped: inout [Refusal], depth: Int) -> Bool {
@@ -285,11 +297,12 @@ public struct PathResolver: Sendable {
                 (Array(b.prefix { $0 != 0 }), e.pointee.d_type == UInt8(DT_DIR))
             }
             if raw == [46] || raw == [46, 46] { continue }  // "." and ".."
-            guard let name = String(validating: raw, as: UTF8.self) else {
+            guard let name = String(validating: raw, as: UTF8.self), !name.containsControlCharacter else {
                 let ext = Path.extension(String(decoding: raw, as: UTF8.self)).lowercased()
                 guard isDirectory || audioExtensions.contains(ext) else { continue }  // (not music anyway)
-                let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
-                skipped.append(Refusal(code: .unsupported, path: dir + "/" + shown, message: "the file name is not valid UTF-8"))
+                let message = String(validating: raw, as: UTF8.self) == nil
+                    ? "the file name is not valid UTF-8" : "the file name holds a control character"
+                skipped.append(Refusal(code: .unsupported, path: escapedName(dir) + "/" + escapedName(raw), message: message))
                 continue
             }
             var descend = isDirectory
@@ -341,7 +354,8 @@ public struct PathResolver: Sendable {
         var names: [String] = []
         while let e = readdir(d) {
             let raw = withUnsafeBytes(of: e.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            guard raw.first != 46, let name = String(validating: raw, as: UTF8.self) else { continue }  // hidden, ".", "..", not UTF-8
+            // Not listed: hidden names, ".", "..", names that are not UTF-8 or hold a control character.
+            guard raw.first != 46, let name = String(validating: raw, as: UTF8.self), !name.containsControlCharacter else { continue }
             names.append(name)
         }
         closedir(d)

@@ -97,7 +97,7 @@ public enum CtlRun {
         }
         guard reply["ok"]?.bool == true else {
             if ctl.json { print(reply.text) }
-            let message = reply["error"]?["message"]?.string ?? "the daemon refused"
+            let message = CtlText.printable(reply["error"]?["message"]?.string ?? "the daemon refused")
             let code = reply["error"]?["code"]?.string ?? "error"
             var text = "backline ctl: \(message) (\(code))"
             if code == "bad-argument", let c = CtlHelp.entry(command) { text += "\n" + CtlHelp.usage(c) }
@@ -198,7 +198,8 @@ public enum CtlRun {
         func collect(wait: Double) throws {
             while let e = try client.nextEvent(timeout: wait) {
                 guard e["event"]?.string == "failed" else { continue }
-                failures.append("\(CtlText.shown(e["path"]?.string ?? "?", music: music)): \(e["reason"]?.string ?? "failed")")
+                let e = CtlText.printable(e)
+                failures.append("\(CtlText.shown(e["path"]?.string ?? "?", music: CtlText.printable(music))): \(e["reason"]?.string ?? "failed")")
             }
         }
         var first: (Int?, Double)?
@@ -259,7 +260,7 @@ public enum CtlRun {
         let kinds = ctl.arguments.isEmpty ? (ctl.json ? all : all.filter { $0 != "position" }) : ctl.arguments
         let reply = try client.request("subscribe", [("events", .array(kinds.map(JSON.string)))])
         guard reply["ok"]?.bool == true else {
-            CtlOutput.error("backline ctl: \(reply["error"]?["message"]?.string ?? "subscribe failed")")
+            CtlOutput.error("backline ctl: \(CtlText.printable(reply["error"]?["message"]?.string ?? "subscribe failed"))")
             throw CtlExit(1)
         }
         let music = (try? client.request("status"))?["musicDirectory"]?.string ?? ""

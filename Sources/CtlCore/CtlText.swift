@@ -10,6 +10,7 @@ public enum CtlText {
 
     /// One event in words.
     public static func eventLine(_ e: JSON, music: String = "") -> String {
+        let (e, music) = (printable(e), printable(music))
         let kind = e["event"]?.string ?? "?"
         func str(_ k: String) -> String { e[k]?.string ?? "?" }
         func onOff(_ v: JSON?) -> String { v?.bool == true ? "on" : "off" }
@@ -180,6 +181,7 @@ public enum CtlText {
     /// The `--format` line: %title% %artist% %album% %elapsed% %duration% %state% %id% %file%
     /// %position%; what is missing is empty.
     public static func formatted(_ format: String, _ r: JSON) -> String {
+        let r = printable(r)
         let c = r["current"].flatMap { $0 == .null ? nil : $0 }
         let music = r["musicDirectory"]?.string ?? ""
         let values: [String: String] = [
@@ -212,6 +214,7 @@ public enum CtlText {
 
     /// A library scan's event in words.
     public static func updateLine(_ e: JSON) -> String {
+        let e = printable(e)
         let job = e["job"]?.int ?? 0
         let path = e["path"]?.string ?? ""
         let what = path.isEmpty ? "" : " of \(path)"
@@ -226,6 +229,7 @@ public enum CtlText {
 
     /// A scan in progress as a bar: files scanned of those the last scan saw.
     public static func updateBar(_ e: JSON) -> String {
+        let e = printable(e)
         let n = e["scanned"]?.int ?? 0
         guard let total = e["expected"]?.int, total > 0 else { return "updating: \(n) files" }
         let width = 30
@@ -235,6 +239,7 @@ public enum CtlText {
 
     /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
     public static func human(_ name: String, _ r: JSON, sent: JSON? = nil, verbose: Bool = false) -> String {
+        let (r, sent) = (printable(r), sent.map(printable))
         switch name {
         case "status":
             let state = r["state"]?.string ?? "?"

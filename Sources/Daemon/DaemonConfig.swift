@@ -165,8 +165,9 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Applies one setting, as the config file would.
     public mutating func set(_ key: String, _ value: String) throws(BadValue) {
         func number(_ min: Double, _ max: Double) throws(BadValue) -> Double {
-            guard let d = Double(value), d >= min, d <= max else {
-                throw BadValue(message: "\(key): expected a number from \(min) to \(max), got '\(value)'")
+            // Plain decimal only: `Double` also reads `0x10` (16), `1e3`, `inf` and `nan`.
+            guard Self.isPlainDecimal(value), let d = Double(value), d >= min, d <= max else {
+                throw BadValue(message: "\(key): expected a decimal number from \(Self.decimal(min)) to \(Self.decimal(max)), got '\(value)'")
             }
             return d
         }
@@ -274,6 +275,26 @@ public struct DaemonConfig: Sendable, Equatable {
         default:
             throw BadValue(message: "unknown setting '\(key)'")
         }
+    }
+
+    /// Whether `text` is a number as the config file writes them: an optional `-` or `+`,
+    /// ASCII digits, and an optional `.` with more digits (`3`, `-0.5`); not hexadecimal,
+    /// exponents, `inf` or `nan`.
+    static func isPlainDecimal(_ text: String) -> Bool {
+        var b = ArraySlice(Array(text.utf8))
+        if let f = b.first, f == UInt8(ascii: "-") || f == UInt8(ascii: "+") { b = b.dropFirst() }
+        let isDigit = { (c: UInt8) in c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9") }
+        let whole = b.prefix(while: isDigit)
+        guard !whole.isEmpty else { return false }
+        b = b.dropFirst(whole.count)
+        guard let dot = b.first else { return true }
+        let fraction = b.dropFirst()
+        return dot == UInt8(ascii: ".") && !fraction.isEmpty && fraction.allSatisfy(isDigit)
+    }
+
+    /// A bound as the config file would write it (`3600`, `0.05`).
+    private static func decimal(_ v: Double) -> String {
+        v.rounded() == v && abs(v) < 1e15 ? String(Int(v)) : String(v)
     }
 
     /// The library's database: as set, else beside the state file.

@@ -393,11 +393,16 @@ struct Scan {
         while let e = readdir(d) {
             let raw = withUnsafeBytes(of: e.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
             guard raw.first != 46 else { continue }  // hidden, ".", ".."
-            guard let name = String(validating: raw, as: UTF8.self) else {
-                let shown = raw.map { $0 < 0x80 ? String(UnicodeScalar($0)) : "\\x" + String($0, radix: 16, uppercase: true) }.joined()
+            // A name that is not UTF-8 cannot be named in the protocols (their text is UTF-8); one
+            // holding a control character (a newline) would split the protocols' lines: both are
+            // skipped, as mpd skips them, and recorded with the name escaped.
+            guard let name = String(validating: raw, as: UTF8.self), !name.containsControlCharacter else {
+                let shown = escapedName(raw)
                 let ext = Self.suffix(String(decoding: raw, as: UTF8.self))
                 if library.suffixes.contains(ext) || e.pointee.d_type == UInt8(DT_DIR) {
-                    try skip(rel.isEmpty ? shown : rel + "/" + shown, "the file name is not valid UTF-8")
+                    let reason = String(validating: raw, as: UTF8.self) == nil
+                        ? "the file name is not valid UTF-8" : "the file name holds a control character"
+                    try skip(rel.isEmpty ? shown : rel + "/" + shown, reason)
                 }
                 continue
             }

@@ -429,8 +429,10 @@ public final class PlayQueue: Sendable {
         return ids
     }
 
-    /// Removes the entries with `ids`. Removing the current entry moves on to the one after it,
-    /// keeping the transport state. Throws when an id is unknown (nothing is removed then).
+    /// Removes the entries with `ids`. Removing the current entry while playing or paused moves
+    /// on to the one after it, keeping the transport state; while stopped it leaves no current
+    /// entry (as mpd: `status` then names no song, and `play` starts from the first). Throws
+    /// when an id is unknown (nothing is removed then).
     public func remove(_ ids: [Int]) throws(PlayQueueError) {
         try state.withLock { s throws(PlayQueueError) in
             let known = Set(s.entries.map(\.id))
@@ -440,7 +442,8 @@ public final class PlayQueue: Sendable {
             if let c = s.current, gone.contains(c) {
                 let order = order(s)
                 let i = order.firstIndex(of: c) ?? 0
-                let after = order[(i + 1)...].first { !gone.contains($0) && failure($0, s) == nil }
+                let stopped = currentState(s) == .stopped
+                let after = stopped ? nil : order[(i + 1)...].first { !gone.contains($0) && failure($0, s) == nil }
                     ?? (s.repeatMode == .all ? order[..<i].first { !gone.contains($0) && failure($0, s) == nil } : nil)
                 s.entries.removeAll { gone.contains($0.id) }
                 s.shuffleOrder.removeAll { gone.contains($0) }

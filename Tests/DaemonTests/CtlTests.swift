@@ -2,6 +2,7 @@ import BacklineTestSupport
 import Control
 import Daemon
 import Foundation
+import PlayQueue
 import Testing
 
 /// `backline ctl`: every command from the shell, human output, exit codes.
@@ -231,6 +232,28 @@ struct CtlTests {
         // The session's refusal names the option given, without Apple's error number.
         #expect(try ctl("session", "--category", "soloAmbient", "--options", "duckOthers", status: 1)
                 == "backline ctl: session: soloAmbient accepts no category options (got duckOthers) (session-error)\n")
+        d.expectCleanStop()
+    }
+
+    @Test("a file name holding terminal escapes (an OSC that retitles the window, a clear screen, a newline), in a queue saved before such names were refused, is printed escaped by `list`, `status` and `--format`: no control byte reaches the terminal")
+    func escapedNames() throws {
+        let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground)
+        let name = "\u{1B}]0;pwned\u{07}\u{1B}[2Jtitle\nline.mp3"
+        try FileManager.default.copyItem(atPath: d.music + "/album/a.mp3", toPath: d.music + "/" + name)
+        try FileManager.default.createDirectory(atPath: (d.stateFile as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var s = StateFileTests.valid()
+        s.queue.entries = [PlayQueueEntry(id: 1, path: d.music + "/" + name)]
+        (s.queue.current, s.queue.position, s.queue.shuffle, s.queue.shuffleOrder, s.queue.history, s.queue.nextID) = (1, 0, false, [], [], 2)
+        try JSONEncoder().encode(s).write(to: URL(fileURLWithPath: d.stateFile))
+        try d.start()
+        #expect(try d.request("status")["count"] == 1)
+        let shown = "\\x1B]0;pwned\\x07\\x1B[2Jtitle\\x0Aline.mp3"
+        for args in [["list"], ["status"], ["--format", "%title% %file%", "status"]] {
+            let r = try d.ctl(args)
+            let controls = r.stdout.filter { $0 < 0x20 && $0 != 0x0A || $0 == 0x7F }
+            #expect(r.status == 0 && controls.isEmpty && r.stdoutText.contains(shown), "ctl \(args): \(r.stdoutText.debugDescription)")
+            #expect(!r.stdoutText.contains("title\nline"), "ctl \(args): \(r.stdoutText.debugDescription)")
+        }
         d.expectCleanStop()
     }
 

@@ -38,6 +38,12 @@ struct HardeningTests {
     /// Connects to `port` on loopback, sends `bytes`, reads until the daemon closes (or
     /// `seconds` pass); what it sent, and whether it closed.
     static func raw(port: Int? = nil, unix: String? = nil, _ bytes: [UInt8], seconds: Double = 5) throws -> (text: String, closed: Bool) {
+        let r = try rawBytes(port: port, unix: unix, bytes, seconds: seconds)
+        return (String(decoding: r.bytes, as: UTF8.self), r.closed)
+    }
+
+    /// ``raw(port:unix:_:seconds:)``, what was sent back as bytes.
+    static func rawBytes(port: Int? = nil, unix: String? = nil, _ bytes: [UInt8], seconds: Double = 5) throws -> (bytes: [UInt8], closed: Bool) {
         let fd: Int32
         if let unix {
             fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -72,10 +78,10 @@ struct HardeningTests {
             guard poll(&p, 1, 100) > 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 4096)
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { return (String(decoding: got, as: UTF8.self), true) }
+            if n <= 0 { return (got, true) }
             got += chunk[..<n]
         }
-        return (String(decoding: got, as: UTF8.self), false)
+        return (got, false)
     }
 
     @Test("300 `mpc status` runs over MPD TCP (mpc closes first): every one answers, the daemon's descriptors return to where they were, and the JSON socket still answers")

@@ -58,7 +58,7 @@ struct MPDDifferentialTests {
         "repeat 1", "repeat 2", "random 0", "random x", "single 1", "single oneshot", "single 2", "single 0", "repeat 0",
         "single 1", "status", "repeat 1", "status", "repeat 0", "status", "single oneshot", "status", "single 0",
         "consume 1", "consume oneshot", "consume 0", "consume x", "crossfade 0", "crossfade 3", "status", "crossfade 0", "crossfade 2.5", "crossfade -1",
-        "mixrampdb -17.5", "mixrampdb x", "mixrampdelay 2", "mixrampdelay -1",
+        "mixrampdb -17.5", "mixrampdb x", "mixrampdb -1e308", "mixrampdb -17.5", "mixrampdelay 2", "mixrampdelay -1",
         "replay_gain_mode track", "replay_gain_mode bogus", "replay_gain_status", "replay_gain_mode off",
         "setvol 101", "setvol x", "volume 200", "getvol 1",
         "outputs", "enableoutput 5", "outputset 5 x y", "outputset 0 b-d x", "outputset 0 name x", "disableoutput 0",
@@ -81,6 +81,8 @@ struct MPDDifferentialTests {
         // Random orders last: the two queues differ from here on.
         "shuffle x", "shuffle 3:1", "shuffle 99", "shuffle 4:", "shuffle 0:9", "playlistinfo 9",
         "clear", "status", "currentsong", "playlistinfo",
+        // The current song deleted while stopped: no current song after it (`play` starts at the first).
+        "add Alpha", "add loose.mp3", "play 1", "stop", "status", "delete 1", "status", "currentsong", "clear",
     ]
 
     /// What a reply may differ in without it being a difference: ids (each daemon's own,
@@ -179,6 +181,7 @@ enum MPDDifferences {
         "decoders": "Backline's own plugins (its registry: mpg123, flac, vorbis, opus, wave, aiff, ffmpeg), with their suffixes and MIME types, not mpd's build's list",
         "listallinfo Beta": "Songs carry `Added:` (mpd 0.24's field: when the library first saw the file)",
         "lsinfo Beta": "Songs carry `Added:` (mpd 0.24's field: when the library first saw the file)",
+        "mixrampdb -1e308": "A value a 32-bit float cannot hold is refused (`Number too large`, ACK 2 as for any bad argument); mpd 0.23 keeps it as `-inf` (and `nan` as it is) and shows that in `status`",
     ]
 }
 

@@ -23,6 +23,24 @@ struct WebRemoteTests {
         return (Int(r.text.split(separator: " ").dropFirst().first ?? "") ?? 0, parts.first ?? "", parts.dropFirst().joined(separator: "\r\n\r\n"))
     }
 
+    /// The request that opens the WebSocket on `port`.
+    static func upgrade(_ port: Int) -> [UInt8] {
+        Array(("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8)
+    }
+
+    /// A client's WebSocket frame (FIN set): `opcode`, masked as RFC 6455 wants unless
+    /// `masked` is false, RSV1 as given.
+    static func frame(_ opcode: UInt8, _ payload: [UInt8], masked: Bool = true, rsv1: Bool = false) -> [UInt8] {
+        precondition(payload.count < 1 << 16)
+        var out: [UInt8] = [0x80 | (rsv1 ? 0x40 : 0) | opcode]
+        let m: UInt8 = masked ? 0x80 : 0
+        out += payload.count < 126 ? [m | UInt8(payload.count)] : [m | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        let key: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+        out += masked ? key + payload.enumerated().map { $1 ^ key[$0 % 4] } : payload
+        return out
+    }
+
     static func header(_ headers: String, _ name: String) -> String? {
         headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ": ") }
             .map { String($0.dropFirst(name.count + 2)) }
@@ -167,6 +185,53 @@ struct WebRemoteTests {
 
         let rebound = try HardeningTests.raw(port: port, Array("GET /status HTTP/1.1\r\nHost: evil.example:\(port)\r\nConnection: close\r\n\r\n".utf8))
         #expect(rebound.text.hasPrefix("HTTP/1.1 403"), "DNS rebinding: \(rebound.text.prefix(80))")
+        d.expectCleanStop()
+    }
+
+    @Test("a loopback listener reads Host as the URL grammar does: `[::1].evil.example`, `127.0.0.1:80@evil.example`, digits of another script and a second Host header are refused; `localhost`, `127.0.0.1:PORT` and `[::1]:PORT` are served")
+    func hostHeader() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        func status(_ hosts: [String]) throws -> Int {
+            let request = "GET /status HTTP/1.1\r\n" + hosts.map { "Host: \($0)\r\n" }.joined() + "Connection: close\r\n\r\n"
+            let r = try HardeningTests.raw(port: port, Array(request.utf8))
+            return Int(r.text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        for host in ["localhost", "localhost:\(port)", "127.0.0.1:\(port)", "[::1]:\(port)", "[0:0:0:0:0:0:0:1]"] {
+            #expect(try status([host]) == 200, "Host: \(host)")
+        }
+        for host in ["[::1].evil.example", "[::1]evil.example:\(port)", "127.0.0.1:80@evil.example", "127.0.0.1:\(port)@evil.example",
+                     "127.\u{0660}.\u{0660}.\u{0661}", "127.0.0.1:\u{0668}\u{0660}", "[::1", "evil.example"] {
+            let s = try status([host])
+            #expect(s == 400 || s == 403, "Host: \(host) answered \(s)")
+        }
+        #expect(try status(["127.0.0.1:\(port)", "evil.example"]) == 400, "two Host headers")
+        #expect(try status(["evil.example", "127.0.0.1:\(port)"]) == 400, "two Host headers")
+        d.expectCleanStop()
+    }
+
+    @Test("the WebSocket fails the connection (close 1002) on an unmasked client frame, RSV1 without an extension, or opcode 3; a masked text frame is answered")
+    func webSocketFrames() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let port = HardeningTests.port()
+        try d.start(["--http-listen", "127.0.0.1:\(port)"])
+        let ping = Array(#"{"command":"ping"}"#.utf8)
+        /// What the daemon sends after its 101 response, and whether it closed.
+        func after(_ frame: [UInt8]) throws -> (bytes: [UInt8], closed: Bool) {
+            let r = try HardeningTests.rawBytes(port: port, Self.upgrade(port) + frame, seconds: 3)
+            let end = try #require(r.bytes.indices.dropLast(3).first { Array(r.bytes[$0..<($0 + 4)]) == [13, 10, 13, 10] })
+            #expect(r.bytes.starts(with: Array("HTTP/1.1 101".utf8)))
+            return (Array(r.bytes[(end + 4)...]), r.closed)
+        }
+        let answered = try after(Self.frame(1, ping))
+        #expect(answered.bytes.first == 0x81 && String(decoding: answered.bytes, as: UTF8.self).contains("\"ok\":true"), "\(answered.bytes)")
+        let close1002: [UInt8] = [0x88, 0x02, 0x03, 0xEA]
+        for (what, frame) in [("unmasked", Self.frame(1, ping, masked: false)), ("RSV1", Self.frame(1, ping, rsv1: true)),
+                              ("opcode 3", Self.frame(3, ping))] {
+            let r = try after(frame)
+            #expect(r.bytes == close1002 && r.closed, "\(what): \(r.bytes) closed \(r.closed)")
+        }
         d.expectCleanStop()
     }
 

@@ -113,6 +113,24 @@ import Testing
         #expect(re.updated == re.scanned && re.added == 0 && re.removed == 0)
     }
 
+    @Test("names holding a control character (a newline that would forge MPD lines, a terminal escape, in a file's and a directory's name) are skipped, recorded with the name escaped; their neighbours are scanned")
+    func controlCharacterNames() throws {
+        let tree = try Harness.makeTemporaryDirectory("backline-control-names")
+        let song = try Fixtures.tone("scan-control-name", seconds: 1)
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: tree.path + "/ok\u{1B}[2J", withIntermediateDirectories: true)
+        for name in ["plain.mp3", "evil\nOK\nfile: injected.mp3.mp3", "title\u{1B}]0;pwned\u{07}.mp3", "ok\u{1B}[2J/inside.mp3"] {
+            try fm.copyItem(atPath: song.path, toPath: tree.path + "/" + name)
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        _ = try scan(lib)
+        #expect(try lib.songs().map(\.path) == ["plain.mp3"])
+        let bad = Dictionary(try lib.unreadable().map { ($0.path, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        #expect(bad == ["evil\\x0AOK\\x0Afile: injected.mp3.mp3": "the file name holds a control character",
+                        "title\\x1B]0;pwned\\x07.mp3": "the file name holds a control character",
+                        "ok\\x1B[2J": "the file name holds a control character"], "\(bad)")
+    }
+
     @Test("a damaged database is moved aside and rebuilt; one from a newer schema is refused, untouched")
     func damagedAndNewer() throws {
         let tree = try MusicTree.fresh(songs: 12)

@@ -69,10 +69,12 @@ struct HTTPProtocol: WireProtocol {
     }
 
     /// What this protocol puts after NIO's frame decoder and encoder once a connection is a
-    /// WebSocket, before the JSON codec's handler: whole messages from frames (at most
-    /// `maxBytes`), then each message as a line and each line as a message (``WebSocketLines``).
+    /// WebSocket, before the JSON codec's handler: RFC 6455's checks of each client frame
+    /// (``WebSocketFrameCheck``), whole messages from frames (at most `maxBytes`), then each
+    /// message as a line and each line as a message (``WebSocketLines``).
     static func webSocketMessages(maxBytes: Int) -> [any ChannelHandler] {
-        [NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024, maxAccumulatedFrameSize: maxBytes),
+        [WebSocketFrameCheck(),
+         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024, maxAccumulatedFrameSize: maxBytes),
          WebSocketLines()]
     }
 
@@ -140,9 +142,9 @@ final class HTTPDeadline: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// The WebSocket as lines for the JSON codec's handler: each text message in is one request
 /// line; each line out (a reply, an event) is one text message. Pings are answered; a close
-/// is answered and closes; a protocol error below (a frame NIO's decoder refuses, a message
-/// the aggregator refuses) is answered with a close saying why (1002, or 1009 for one too
-/// large) and closes. At most one close is ever sent, and nothing after it (RFC 6455 §5.5.1:
+/// is answered and closes; a protocol error below (a frame NIO's decoder refuses, a frame
+/// ``WebSocketFrameCheck`` refuses, a message the aggregator refuses) is answered with a close
+/// saying why (1002, or 1009 for one too large) and closes. At most one close is ever sent, and nothing after it (RFC 6455 §5.5.1:
 /// NIO's own error handler sent a second close for a bad frame read with the client's close,
 /// found by the `websocket` fuzz target).
 final class WebSocketLines: ChannelDuplexHandler {
@@ -173,6 +175,8 @@ final class WebSocketLines: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let e = error as? NIOWebSocketError {
             sendClose(context, e == .invalidFrameLength ? .messageTooLarge : .protocolError)
+        } else if error is WebSocketFrameCheck.Violation {
+            sendClose(context, .protocolError)
         } else if let e = error as? NIOWebSocketFrameAggregator.Error {
             sendClose(context, e == .accumulatedFrameSizeIsTooLarge || e == .tooManyFragments ? .messageTooLarge : .protocolError)
         } else {

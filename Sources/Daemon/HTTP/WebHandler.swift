@@ -68,7 +68,7 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         if let refusal = refusal(head) {
             connection.listener.crossSite.record(from: connection.peer)
-            return respond(context, head, .forbidden, text: refusal)
+            return respond(context, head, refusal.status, text: refusal.reason)
         }
         let given = credentials(head)
         if given == .wrong {
@@ -105,20 +105,28 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// answers a cross-site request, cover art included.
     static let navigable: Set<String> = ["/", "/index.html", "/login.html"]
 
-    /// Why `head` is refused before it is looked at, or nil.
-    private func refusal(_ head: HTTPRequestHead) -> String? {
-        let host = head.headers.first(name: "host") ?? ""
-        if loopback, !Self.isLoopbackHost(host) {
-            return "this address answers only to localhost (Host: \(host))"
+    /// Why `head` is refused before it is looked at (and with which status), or nil. Two
+    /// `Host` headers, or one that is not a host as the URL grammar has it, are a bad request
+    /// (RFC 9112 §3.2: which one would count is anyone's guess).
+    private func refusal(_ head: HTTPRequestHead) -> (status: HTTPResponseStatus, reason: String)? {
+        let hosts = head.headers["host"]
+        guard hosts.count <= 1 else { return (.badRequest, "more than one Host header") }
+        let host = hosts.first ?? ""
+        let parsed = HTTPHost(host)
+        if !host.isEmpty, parsed == nil {
+            return (.badRequest, "the Host header is not a host[:port]")
+        }
+        if loopback, parsed?.isLoopback != true {
+            return (.forbidden, "this address answers only to localhost (Host: \(host))")
         }
         if let origin = head.headers.first(name: "origin"), !Self.sameOrigin(origin, host: host) {
-            return "requests from another site are refused (Origin: \(origin))"
+            return (.forbidden, "requests from another site are refused (Origin: \(origin))")
         }
         let site = head.headers.first(name: "sec-fetch-site")
         let navigation = head.headers.first(name: "sec-fetch-mode") == "navigate" && head.method == .GET
             && Self.navigable.contains(String(head.uri.prefix { $0 != "?" && $0 != "#" }))
         if site == "cross-site" || site == "same-site", !navigation {
-            return "requests from another site are refused"
+            return (.forbidden, "requests from another site are refused")
         }
         return nil
     }
@@ -378,15 +386,6 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// Whether `origin` (`http://host:port`) is the page's own (the request's `Host`).
     static func sameOrigin(_ origin: String, host: String) -> Bool {
         origin == "http://" + host || origin == "https://" + host
-    }
-
-    /// Whether a `Host` header names this machine.
-    static func isLoopbackHost(_ host: String) -> Bool {
-        var name = host
-        if name.hasPrefix("[") { name = String(name.prefix { $0 != "]" }.dropFirst()) } else if let c = name.lastIndex(of: ":") {
-            name = String(name[..<c])
-        }
-        return name == "localhost" || name == "::1" || name.hasPrefix("127.") && name.allSatisfy { $0.isNumber || $0 == "." }
     }
 
     static func isNameByte(_ b: UInt8) -> Bool {

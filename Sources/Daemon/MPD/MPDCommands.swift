@@ -18,7 +18,8 @@ enum MPDArgument: Sendable {
     case integer
     /// An unsigned integer: `Integer expected: x`, and `Number too large: -1` for a negative one.
     case unsigned
-    /// A finite float: `Float expected: x`.
+    /// A float: `Float expected: x`; finite as a 32-bit float (mpd keeps one: a larger value
+    /// would be `inf` there, and `-1e308` read back as `-inf`) or `Number too large: x`.
     case float
     /// `0` or `1`: `Boolean (0/1) expected: x`.
     case boolean
@@ -36,7 +37,9 @@ enum MPDArgument: Sendable {
         case .unsigned:
             guard let v = Int(s) else { throw MPDError(.arg, "Integer expected: \(s)") }
             guard v >= 0 else { throw MPDError(.arg, "Number too large: \(s)") }
-        case .float: guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+        case .float:
+            guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
+            guard Float(v).isFinite else { throw MPDError(.arg, "Number too large: \(s)") }
         case .boolean: guard s == "0" || s == "1" else { throw MPDError(.arg, "Boolean (0/1) expected: \(s)") }
         case .time:
             guard let v = Double(s), v.isFinite else { throw MPDError(.arg, "Float expected: \(s)") }
@@ -98,13 +101,13 @@ package struct MPDCommand: Sendable {
         self.run = run
     }
 
-    /// A command answered in text.
+    /// A command answered in text (its values through ``MPDText``'s one rule).
     init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
          permission: Permission = .control, inline: Bool = false, database: Bool = false,
-         _ text: @escaping @Sendable (MPDProtocol, MPDRequest) throws(MPDError) -> String) {
+         _ text: @escaping @Sendable (MPDProtocol, MPDRequest) throws(MPDError) -> MPDText) {
         self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, database: database,
                   bytes: { (p: MPDProtocol, r: MPDRequest, out: inout ByteBuffer) throws(MPDError) in
-                      out.writeString(try text(p, r))
+                      out.writeMPD(try text(p, r))
                   })
     }
 
@@ -431,7 +434,7 @@ package enum MPDCommandTable {
         MPDCommand("urlhandlers", 0...0, inline: true) { p, _ in
             // mpd lists its input plugins' schemes (file:// only for local clients); the stream
             // schemes when `add` takes them.
-            let streams = p.playback.configuration.allowStreams ? InputSources.schemes.map { "handler: \($0)://\n" } : []
+            let streams: [MPDText] = p.playback.configuration.allowStreams ? InputSources.schemes.map { "handler: \($0)://\n" } : []
             return "handler: file://\n" + streams.joined()
         },
         MPDCommand("volume", 1...1, [.integer], inline: true) { p, r throws(MPDError) in
@@ -465,7 +468,7 @@ extension MPDClientState {
 // MARK: - The handlers that take more than a few lines
 
 extension MPDProtocol {
-    func add(_ r: MPDRequest) throws(MPDError) -> String {
+    func add(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let position = try r.args.count > 1 ? self.position(r.args[1]) : nil
         let reply: Reply
         switch perform(AddCommand(paths: [try uri(r.args[0], r.state)], position: position)) {
@@ -479,7 +482,7 @@ extension MPDProtocol {
 
     /// `addtagid`/`cleartagid`: mpd edits the tags of remote songs (streams) only; every queue
     /// item here is a local file, answered as mpd answers one.
-    func editTags(_ r: MPDRequest) throws(MPDError) -> String {
+    func editTags(_ r: MPDRequest) throws(MPDError) -> MPDText {
         if r.name == "addtagid" || r.args.count > 1 {
             guard TagKey(mpdName: r.args[1]) != nil else { throw MPDError(.arg, "Unknown tag type: \(r.args[1])") }
         }
@@ -487,7 +490,7 @@ extension MPDProtocol {
         throw MPDError(.permission, "Cannot edit tags of local file")
     }
 
-    func password(_ r: MPDRequest) throws(MPDError) -> String {
+    func password(_ r: MPDRequest) throws(MPDError) -> MPDText {
         guard let want = shared.password, DaemonCore.constantTimeEqual(r.args[0], want) else {
             // A guess costs a second on this connection (its pool thread), and is logged.
             wrongPassword()
@@ -500,7 +503,7 @@ extension MPDProtocol {
         return ""
     }
 
-    func changes(_ r: MPDRequest, positionsOnly: Bool) throws(MPDError) -> String {
+    func changes(_ r: MPDRequest, positionsOnly: Bool) throws(MPDError) -> MPDText {
         // The songs whose position changed after VERSION (added, moved, shifted by an edit
         // before them), in an optional position range.
         let version = Int(r.args[0])!
@@ -513,12 +516,12 @@ extension MPDProtocol {
 
     /// `seek`/`seekid`: a pause is kept (as mpd; AVPlayer's seek never changes the rate), also
     /// when the song is another one; a stopped player starts playing it.
-    func seek(id: Int, to t: Double) throws(MPDError) -> String {
+    func seek(id: Int, to t: Double) throws(MPDError) -> MPDText {
         _ = try run(SeekCommand(target: .position(t), item: id))
         return ""
     }
 
-    func output(_ r: MPDRequest, mute: (Bool) -> Bool) throws(MPDError) -> String {
+    func output(_ r: MPDRequest, mute: (Bool) -> Bool) throws(MPDError) -> MPDText {
         let here = playback.partition
         guard let o = dispatcher.partitions.outputList.first(where: { $0.id == Int(r.args[0]) }) else {
             throw MPDError(.noExist, "No such audio output")
@@ -529,7 +532,7 @@ extension MPDProtocol {
         return ""
     }
 
-    func move(_ r: MPDRequest) throws(MPDError) -> String {
+    func move(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let entries = playback.queue.entries
         let range = try self.range(r.args[0], count: entries.count)
         let to = try position(r.args[1])
@@ -542,7 +545,7 @@ extension MPDProtocol {
         return ""
     }
 
-    func priority(_ r: MPDRequest) throws(MPDError) -> String {
+    func priority(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let p = Int(r.args[0])!
         guard p <= 255 else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
         var ids: [Int] = []
@@ -562,7 +565,7 @@ extension MPDProtocol {
         return ""
     }
 
-    func swap(_ a: Int, _ b: Int) throws(MPDError) -> String {
+    func swap(_ a: Int, _ b: Int) throws(MPDError) -> MPDText {
         let entries = playback.queue.entries
         guard let i = entries.firstIndex(where: { $0.id == a }), let j = entries.firstIndex(where: { $0.id == b }) else {
             throw MPDError(.noExist, "No such song")
@@ -574,7 +577,7 @@ extension MPDProtocol {
 
     /// `shuffle [RANGE]`: the range's items in a random order (the end clipped to the queue; a
     /// playing item in it moves to its start first, as mpd keeps it playing).
-    func shuffle(_ r: MPDRequest) throws(MPDError) -> String {
+    func shuffle(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let entries = playback.queue.entries
         var range = 0..<entries.count
         if let a = r.args.first, a != "-1" {
@@ -591,7 +594,7 @@ extension MPDProtocol {
 
     /// `rangeid ID START:END`: either side may be empty (`2:` to the end, `:4.5` from the
     /// start, `:` all of it again); not the song playing now, as mpd.
-    func range(_ r: MPDRequest) throws(MPDError) -> String {
+    func range(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let id = Int(r.args[0]) ?? -1
         let spec = r.args[1]
         guard let colon = spec.firstIndex(of: ":") else { throw MPDError(.arg, "Bad range") }
@@ -616,7 +619,7 @@ extension MPDProtocol {
     }
 
     /// `single 0|1|oneshot`.
-    func single(_ r: MPDRequest) throws(MPDError) -> String {
+    func single(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let q = playback.queue
         switch r.args[0] {
         case "1":
@@ -634,7 +637,7 @@ extension MPDProtocol {
 
     /// `tagtypes`, `tagtypes clear|all`, `tagtypes enable|disable NAME…` (names case-insensitive;
     /// an unknown one fails the whole command, as mpd).
-    func tagTypes(_ r: MPDRequest) throws(MPDError) -> String {
+    func tagTypes(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let args = r.args
         switch args.first {
         case nil: return Self.tagTypes.filter(r.state.tags.contains).map { "tagtype: \($0)\n" }.joined()
@@ -654,7 +657,7 @@ extension MPDProtocol {
         return ""
     }
 
-    func storedPlaylist(_ r: MPDRequest, info: Bool) throws(MPDError) -> String {
+    func storedPlaylist(_ r: MPDRequest, info: Bool) throws(MPDError) -> MPDText {
         guard case .playlistEntries(let entries) = try runPlaylist(PlaylistCommand(name: r.args[0])) else { return "" }
         return entries.map { e in
             guard info else { return "file: \(e)\n" }
@@ -669,11 +672,11 @@ extension MPDProtocol {
 
     /// `playlistfind`/`playlistsearch TAG VALUE…` (`any` matches every tag and the file): exact
     /// for find, a case-insensitive substring for search, as mpd.
-    func findInQueue(_ r: MPDRequest, exact: Bool) throws(MPDError) -> String {
+    func findInQueue(_ r: MPDRequest, exact: Bool) throws(MPDError) -> MPDText {
         let args = r.args
         guard args.count % 2 == 0 else { throw MPDError(.arg, "Incorrect number of filter arguments") }
         let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
-        return playback.queue.entries.enumerated().compactMap { i, e -> String? in
+        return playback.queue.entries.enumerated().compactMap { i, e -> MPDText? in
             let item = playback.describe(e, index: i, current: false, read: true)
             let fields: [String: String?] = ["artist": item.artist, "album": item.album, "title": item.title,
                                              "track": item.track.map(String.init), "file": relative(item.path)]
@@ -687,7 +690,7 @@ extension MPDProtocol {
 
     /// `readcomments URI`: the file's free-form tags (ID3v2 `TXXX`), those whose key is a word
     /// (`^[A-Za-z][A-Za-z_-]*$`) and whose value has no control character, as mpd prints them.
-    func comments(_ r: MPDRequest) throws(MPDError) -> String {
+    func comments(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let request = try uri(r.args[0], r.state)
         guard PathResolver.audioExtensions.contains(Path.extension(request).lowercased()),
               let (files, _) = try? playback.resolver.resolve(request), files.count == 1, let file = files.first

@@ -188,8 +188,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         write(Self.changedLines(changed) + "OK\n", context: context)
     }
 
-    static func changedLines(_ s: Subsystems) -> String {
-        MPDProtocol.subsystems.filter { !$0.1.isEmpty && s.isSuperset(of: $0.1) }.map { "changed: \($0.0)\n" }.joined()
+    static func changedLines(_ s: Subsystems) -> MPDText {
+        MPDProtocol.subsystems.filter { !$0.1.isEmpty && s.isSuperset(of: $0.1) }.map { "changed: \($0.0)\n" as MPDText }.joined()
     }
 
     /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
@@ -230,7 +230,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
             } catch {
                 // mpd: `ACK [5@i] {} unknown command`; a known command's own failure names it.
                 let name = error.ack == .unknown && MPDCommandTable.command(words[0]) == nil ? "" : words[0]
-                out.writeString("ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n")
+                out.writeMPD("ACK [\(error.ack.rawValue)@\(i)] {\(name)} \(error.message)\n")
                 return out
             }
         }
@@ -260,10 +260,10 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         close(context: context)
     }
 
-    private func write(_ s: String, context: ChannelHandlerContext) {
-        guard !closing, !s.isEmpty else { return }
-        var buf = context.channel.allocator.buffer(capacity: s.utf8.count)
-        buf.writeString(s)
+    private func write(_ text: MPDText, context: ChannelHandlerContext) {
+        guard !closing, text.byteCount > 0 else { return }
+        var buf = context.channel.allocator.buffer(capacity: text.byteCount)
+        buf.writeMPD(text)
         lastWrite = context.writeAndFlush(wrapOutboundOut(buf))
     }
 

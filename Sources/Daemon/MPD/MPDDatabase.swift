@@ -90,7 +90,7 @@ extension MPDProtocol {
     }
 
     /// `findadd` / `searchadd`: queues what find/search takes (at `position`).
-    func findAdd(_ r: MPDRequest, fold: Bool) throws(MPDError) -> String {
+    func findAdd(_ r: MPDRequest, fold: Bool) throws(MPDError) -> MPDText {
         _ = try library()
         let s = try selection(r, fold: fold, position: true)
         let found = try songs(s)
@@ -102,7 +102,7 @@ extension MPDProtocol {
 
     /// `searchaddpl NAME FILTER…`: appends what search takes to a stored playlist (created if
     /// need be; nothing found, nothing created).
-    func searchAddPlaylist(_ r: MPDRequest) throws(MPDError) -> String {
+    func searchAddPlaylist(_ r: MPDRequest) throws(MPDError) -> MPDText {
         _ = try library()
         let found = try songs(selection(r, fold: true, from: 1))
         guard !found.isEmpty, let root = playback.resolver.root else { return "" }
@@ -111,7 +111,7 @@ extension MPDProtocol {
     }
 
     /// `count FILTER [group TAG]` and `count group TAG`.
-    func count(_ r: MPDRequest) throws(MPDError) -> String {
+    func count(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let library = try library()
         var args = r.args
         var group: TagKey?
@@ -133,7 +133,7 @@ extension MPDProtocol {
     /// `list TAG [FILTER] [group TAG…]`: unique values in byte order, each group's value
     /// printed once before the values under it (the last `group` is the outermost); `list file`
     /// lists the songs' files in walk order; `list Album ARTIST` is mpd's old form.
-    func list(_ r: MPDRequest) throws(MPDError) -> String {
+    func list(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let library = try library()
         var args = r.args
         let tagName = args.removeFirst()
@@ -146,7 +146,7 @@ extension MPDProtocol {
             groups.append(g)
             args.removeLast(2)
         }
-        let out: [String]
+        let out: [MPDText]
         do throws(LibraryError) {
             var filter = SongFilter.all
             if args.count == 1, !args[0].hasPrefix("(") {
@@ -157,11 +157,11 @@ extension MPDProtocol {
                 filter = try SongFilter.parse(args, fold: false)
             }
             if isFile {
-                out = try library.songs(filter).map { "file: \($0.path)\n" }
+                out = try library.songs(filter).map { "file: \($0.path)\n" as MPDText }
             } else {
                 let rows = try library.values(tag, filter: filter, groups: groups)
                 let names = (groups + [tag]).map(\.mpdName)
-                var lines: [String] = []
+                var lines: [MPDText] = []
                 var previous: [String]?
                 for row in rows {
                     // A group's value once, before what is under it.
@@ -179,7 +179,7 @@ extension MPDProtocol {
     /// directory itself.
     func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState, into out: inout ByteBuffer) throws(MPDError) {
         guard let library = playback.library else {
-            out.writeString(try listing(uri, recursive: recursive, info: info, state))
+            out.writeMPD(try listing(uri, recursive: recursive, info: info, state))
             return
         }
         try libraryListing(library, uri, recursive: recursive, info: info, state, into: &out)
@@ -196,7 +196,7 @@ extension MPDProtocol {
             nodes = try library.entries(path, recursive: recursive, limit: 1_000_000)
         } catch {
             if error.kind == .notFound, !path.isEmpty, let s = try? library.song(path) {
-                if info { write(s, state, into: &out) } else { out.writeString("file: \(s.path)\n") }
+                if info { write(s, state, into: &out) } else { out.writeMPD("file: \(s.path)\n") }
                 return
             }
             throw Self.error(error)
@@ -204,35 +204,39 @@ extension MPDProtocol {
         let start = out.writerIndex
         let top = path.split(separator: "/").joined(separator: "/")
         if recursive, !top.isEmpty {
-            out.writeString("directory: \(top)\n")
-            if info, let d = try? library.directory(top) { out.writeString("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
+            out.writeMPD("directory: \(top)\n")
+            if info, let d = try? library.directory(top) { out.writeMPD("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
         }
         for n in nodes {
             switch n {
-            case .directory(let d): out.writeString("directory: \(d.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(d.modified))\n" : ""))
-            case .playlist(let p): out.writeString("playlist: \(p.path)\n" + (info ? "Last-Modified: \(JSONCodec.iso8601(p.modified))\n" : ""))
-            case .song(let s): if info { write(s, state, into: &out) } else { out.writeString("file: \(s.path)\n") }
+            case .directory(let d):
+                out.writeMPD("directory: \(d.path)\n")
+                if info { out.writeMPD("Last-Modified: \(JSONCodec.iso8601(d.modified))\n") }
+            case .playlist(let p):
+                out.writeMPD("playlist: \(p.path)\n")
+                if info { out.writeMPD("Last-Modified: \(JSONCodec.iso8601(p.modified))\n") }
+            case .song(let s): if info { write(s, state, into: &out) } else { out.writeMPD("file: \(s.path)\n") }
             }
             try check(&out, from: start)
         }
         if !recursive, top.isEmpty, let store = playback.playlists {
-            for p in store.all() { out.writeString("playlist: \(p.name)\nLast-Modified: \(JSONCodec.iso8601(p.modified))\n") }
+            for p in store.all() { out.writeMPD("playlist: \(p.name)\nLast-Modified: \(JSONCodec.iso8601(p.modified))\n") }
         }
     }
 
     /// The parts joined, unless they pass mpd's output limit: then mpd's error (mpd closes the
     /// connection instead; an ACK tells the client why).
-    func limited(_ parts: [String]) throws(MPDError) -> String {
+    func limited(_ parts: [MPDText]) throws(MPDError) -> MPDText {
         var size = 0
         for p in parts {
-            size += p.utf8.count
+            size += p.byteCount
             if size > Self.maximumResponse { throw MPDError(.system, "Output buffer is full") }
         }
         return parts.joined()
     }
 
     /// `stats`, in mpd's order (`artists` and `albums` count distinct values, as mpd).
-    func stats() throws(MPDError) -> String {
+    func stats() throws(MPDError) -> MPDText {
         let uptime = Int(ProcessInfo.processInfo.systemUptime - MPDProtocol.started)
         let played = Int(playback.playedSeconds)
         guard let library = playback.library else {
@@ -245,7 +249,7 @@ extension MPDProtocol {
     }
 
     /// `update [URI]` / `rescan [URI]`: `updating_db: JOB`.
-    func update(_ r: MPDRequest) throws(MPDError) -> String {
+    func update(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let library = try library()
         var path = r.args.first ?? ""
         if path == "/" { path = "" }
@@ -261,7 +265,7 @@ extension MPDProtocol {
     /// and `duration`; written straight into the reply (a `search` writes thousands).
     func write(_ s: LibrarySong, _ state: MPDClientState, into out: inout ByteBuffer) {
         out.writeStaticString("file: ")
-        out.writeString(s.path)
+        out.writeMPDField(s.path)
         out.writeStaticString("\nLast-Modified: ")
         Self.writeTime(s.modified, into: &out)
         out.writeStaticString("\nAdded: ")
@@ -269,15 +273,15 @@ extension MPDProtocol {
         out.writeStaticString("\n")
         if let rate = s.rate, let channels = s.channels {
             out.writeStaticString("Format: ")
-            out.writeString("\(rate):\(s.bits ?? "f"):\(channels)\n")
+            out.writeMPD("\(rate):\(s.bits ?? "f"):\(channels)\n")
         }
         let all = state.tags.count == Self.tagTypes.count
         for t in s.tags {
             let name = t.key.mpdName
             guard all || state.tags.contains(name) else { continue }
-            out.writeString(name)
+            out.writeMPDField(name)
             out.writeStaticString(": ")
-            out.writeString(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)
+            out.writeMPDField(t.key == .track || t.key == .disc ? Self.decimal(t.value) : t.value)
             out.writeStaticString("\n")
         }
         if let d = s.duration {

@@ -210,7 +210,7 @@ package struct MPDProtocol: Sendable {
         }
     }
 
-    func play(_ id: Int?) throws(MPDError) -> String {
+    func play(_ id: Int?) throws(MPDError) -> MPDText {
         do throws(MPDError) {
             _ = try run(PlayCommand(item: id))
         } catch where error.ack == .playerSync && id == nil {
@@ -243,7 +243,7 @@ package struct MPDProtocol: Sendable {
             w.put(q.shuffle ? "1\nsingle: " : "0\nsingle: ")
             w.put(q.repeatMode == .one || q.stopAfterEach ? "1" : q.stopAfterCurrent ? "oneshot" : "0")
             w.put(q.consume == .on ? "\nconsume: 1" : q.consume == .oneshot ? "\nconsume: oneshot" : "\nconsume: 0")
-            w.put("\npartition: "); w.put(playback.partition); w.put("\nplaylist: "); w.put(q.version)
+            w.put("\npartition: "); w.put(MPDText.field(playback.partition)); w.put("\nplaylist: "); w.put(q.version)
             w.put("\nplaylistlength: "); w.put(q.count)
             w.put("\nmixrampdb: ")
             if mixRamp.db == 0 { w.put("0") } else { w.put(Self.number(mixRamp.db)) }
@@ -275,7 +275,7 @@ package struct MPDProtocol: Sendable {
             }
             return w.count
         }
-        if let e = q.current?.entry.failure { buffer.writeString("error: \(e)\n") }
+        if let e = q.current?.entry.failure { buffer.writeMPD("error: \(e)\n") }
     }
 
     /// `v` as mpd's `{}` prints a float: shortest form, no `.0` (`-17.5`, `0`, `2`).
@@ -299,10 +299,10 @@ package struct MPDProtocol: Sendable {
     /// wants (in the order the file has them, one line per value), `Time` and `duration`, then
     /// position, id and priority (not for a stored playlist's or a directory's songs).
     func song(_ i: QueueItem, _ state: MPDClientState, withID: Bool = true, modified: Date? = nil,
-              info given: TagCache.Info? = nil) -> String {
+              info given: TagCache.Info? = nil) -> MPDText {
         // (Queue songs were read by `describe`; a directory's come with their listing.)
         let info = given ?? playback.tags.cached(i.path) ?? playback.tags.peek(i.path)
-        var out = "file: \(relative(i.path))\n"
+        var out: MPDText = "file: \(relative(i.path))\n"
         if let c = i.clip { out += "Range: \(Self.seconds(c.start))-\(c.end.map(Self.seconds) ?? "")\n" }
         if let m = modified ?? info.modified { out += "Last-Modified: \(JSONCodec.iso8601(m))\n" }
         if let rate = info.rate, let channels = info.channels { out += "Format: \(rate):\(info.encoding?.mpdName ?? "f"):\(channels)\n" }
@@ -326,7 +326,7 @@ package struct MPDProtocol: Sendable {
         return trimmed.isEmpty ? "0" : String(trimmed)
     }
 
-    func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> String {
+    func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> MPDText {
         let entries = playback.queue.entries
         let current = playback.queue.current?.id
         return (r ?? 0..<entries.count).clamped(to: 0..<entries.count).map { i in
@@ -364,8 +364,10 @@ package struct MPDProtocol: Sendable {
         guard let (data, type) = found else { return [] }
         guard offset <= data.count else { throw MPDError(.arg, "Offset too large") }
         let chunk = data[offset..<min(data.count, offset + state.binaryLimit)]
-        let header = "size: \(data.count)\n" + (type.map { "type: \($0)\n" } ?? "") + "binary: \(chunk.count)\n"
-        return Array(header.utf8) + chunk + [UInt8(ascii: "\n")]
+        var header: MPDText = "size: \(data.count)\n"
+        if let type { header += "type: \(type)\n" }
+        header += "binary: \(chunk.count)\n"
+        return Array(header.string.utf8) + chunk + [UInt8(ascii: "\n")]
     }
 
     /// mpd's default `max_output_buffer_size`: a longer answer is an error, not a stall.
@@ -385,7 +387,7 @@ package struct MPDProtocol: Sendable {
     /// `lsinfo`, `listall`, `listallinfo`: songs with their tags (or `file:` alone), playlists,
     /// directories; the root of `lsinfo` also lists the stored playlists, as mpd's does
     /// (`mpc lsplaylists` reads them there). A song's URI lists that song.
-    func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> String {
+    func listing(_ uri: String, recursive: Bool, info: Bool, _ state: MPDClientState) throws(MPDError) -> MPDText {
         let entries: [LibraryEntry]
         do throws(MPDError) {
             entries = try browse(uri, recursive: recursive, tags: info)
@@ -397,7 +399,7 @@ package struct MPDProtocol: Sendable {
             else { throw error }
             return info ? song(e.item!, state, withID: false, modified: e.listed.modified, info: e.info) : "file: \(e.listed.path)\n"
         }
-        var out = ""
+        var out: MPDText = ""
         if recursive, !uri.isEmpty, uri != "/" {
             // `listall DIR` and `listallinfo DIR` name the directory itself first, as mpd.
             let dir = uri.trimming("/")
@@ -422,15 +424,15 @@ package struct MPDProtocol: Sendable {
             case .other:
                 continue
             }
-            guard out.utf8.count <= Self.maximumResponse else { throw MPDError(.system, "Output buffer is full") }
+            guard out.byteCount <= Self.maximumResponse else { throw MPDError(.system, "Output buffer is full") }
         }
         return out
     }
 
     /// `listfiles`: every file and directory in one directory, with size and time, as mpd
     /// lists a storage directory.
-    func listFiles(_ uri: String) throws(MPDError) -> String {
-        try browse(uri, recursive: false, tags: false).map { e in
+    func listFiles(_ uri: String) throws(MPDError) -> MPDText {
+        try browse(uri, recursive: false, tags: false).map { e -> MPDText in
             e.listed.kind == .directory
                 ? "directory: \(Path.lastComponent(e.listed.path))\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"
                 : "file: \(Path.lastComponent(e.listed.path))\nsize: \(e.listed.size)\nLast-Modified: \(JSONCodec.iso8601(e.listed.modified))\n"

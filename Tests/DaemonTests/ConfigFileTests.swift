@@ -1,0 +1,34 @@
+import Daemon
+import Testing
+
+/// The config file's numbers: plain decimal only, anything else a config error naming the
+/// key and the line.
+@Suite("the config file's numbers")
+struct ConfigFileTests {
+    /// The error `text` gives, or nil when it is taken.
+    static func error(_ text: String) -> DaemonConfig.ParseError? {
+        var config = DaemonConfig.defaults(environment: ["HOME": "/nonexistent"])
+        do throws(DaemonConfig.ParseError) {
+            try config.apply(configText: text, file: "daemon.conf")
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("`crossfade = 0x10`, `1e1`, `inf`, `nan`, `.5`, `5.`, `0x1p4` and Arabic-Indic digits are refused naming the key and line; `3`, `2.5`, `-1.5`, `+2` are taken")
+    func plainDecimal() throws {
+        for bad in ["0x10", "1e1", "inf", "nan", ".5", "5.", "0x1p4", "1_0", "٣"] {
+            let e = Self.error("# numbers\ncrossfade = \(bad)\n")
+            #expect(e?.line == 2 && e?.message.hasPrefix("crossfade: expected a decimal number from 0 to 3600, got '\(bad)'") == true,
+                    "\(bad): \(e.map(String.init(describing:)) ?? "taken")")
+        }
+        #expect(Self.error("replay-gain-preamp = -0x1\n")?.message.hasPrefix("replay-gain-preamp:") == true)
+        for good in ["crossfade = 3", "crossfade = 2.5", "replay-gain-preamp = -1.5", "crossfade = +2", "buffer-ms = 200"] {
+            #expect(Self.error(good) == nil, "\(good)")
+        }
+        var config = DaemonConfig.defaults(environment: ["HOME": "/nonexistent"])
+        try config.apply(configText: "crossfade = 2.5\n", file: "daemon.conf")
+        #expect(config.crossfade == 2.5)
+    }
+}
