@@ -2,6 +2,8 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import HTTPInput
+import Locking
+import Synchronization
 import Testing
 
 /// HTTP files of every size around the HTTP input's windows (the 16 KiB wake-up batch, the
@@ -84,6 +86,16 @@ struct HTTPSizeTests {
         return out
     }
 
+    /// The samples `file` plays from disk, decoded once for every server's case.
+    static func fromDisk(_ file: URL) throws -> [Float] {
+        if let done = decoded.withLock({ $0[file] }) { return done }
+        let (samples, _) = try HTTPStreamTests.play([file.path])
+        decoded.withLock { $0[file] = samples }
+        return samples
+    }
+
+    static let decoded = Lock<[URL: [Float]]>([:])
+
     @Test("every file plays sample for sample as from disk", arguments: Server.allCases.filter(\.enabled))
     func sweep(_ server: Server) throws {
         let files = try Self.files.get()
@@ -100,7 +112,7 @@ struct HTTPSizeTests {
             default: test.url("\(server.rawValue)/\(name)")
             }
             let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
-            let (local, _) = try HTTPStreamTests.play([file.path])
+            let local = try Self.fromDisk(file)
             let (remote, events) = try HTTPStreamTests.play([url])
             let failed = events.compactMap { if case .itemFailed(_, _, let e) = $0 { e.reason } else { nil } }
             let firstDifference = (0..<min(remote.count, local.count)).first { remote[$0] != local[$0] }
