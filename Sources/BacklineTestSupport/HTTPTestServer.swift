@@ -22,6 +22,10 @@ import Foundation
 ///   (each new connection starts again at the file's start); with `gone`, every connection
 ///   after the first gets `503`; with `offset`, each connection starts that far into the file
 ///   (as Icecast, a listener joins mid-frame). `Content-Type: audio/mpeg`, `icy-name: Test Radio`.
+/// - `/chunked/NAME` (`Transfer-Encoding: chunked`) and `/eof/NAME` (no length: the body ends
+///   when the connection closes): the file, with no `Content-Length`.
+/// - `/drip/NAME`: no `Content-Length`, then the file a byte every 0.2 s, again and again, without end.
+/// - `/gzip/NAME`: the file gzip-compressed, `Content-Encoding: gzip`, whatever the request accepts.
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
 ///   nothing), `/hang` (nothing at all, not even a head).
@@ -104,7 +108,7 @@ public final class HTTPTestServer: @unchecked Sendable {
     }
 
     static let script = #"""
-import os, sys, time, socketserver, http.server, urllib.parse
+import os, sys, time, gzip, socketserver, http.server, urllib.parse
 
 root, portfile = sys.argv[1], sys.argv[2]
 wanted = int(sys.argv[3]) if len(sys.argv) > 3 else 0
@@ -135,6 +139,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kind == "paced": return self.file(name, None, False, pace=(int(q["chunk"][0]), int(q["ms"][0])))
             if kind == "gate": return self.file(name, None, False, gate=int(q["after"][0]))
             if kind == "live": return self.live(name, q)
+            if kind in ("chunked", "eof", "drip", "gzip"):
+                data = open(os.path.join(root, name), "rb").read()
+                if kind == "gzip":
+                    body = gzip.compress(data)
+                    self.send_head(200, [("Content-Type", "audio/x-mpegurl"), ("Content-Encoding", "gzip"), ("Content-Length", str(len(body)))])
+                    return self.wfile.write(body)
+                if kind == "chunked":
+                    self.send_head(200, [("Content-Type", "audio/x-mpegurl"), ("Transfer-Encoding", "chunked")])
+                    for i in range(0, len(data), 7):
+                        part = data[i:i + 7]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part)); self.wfile.flush()
+                    return self.wfile.write(b"0\r\n\r\n")
+                self.send_head(200, [("Content-Type", "audio/x-mpegurl"), ("Connection", "close")])
+                self.close_connection = True
+                if kind == "eof": return self.wfile.write(data)
+                while True:
+                    for b in data:
+                        self.wfile.write(bytes([b])); self.wfile.flush(); time.sleep(0.2)
             if kind == "html":
                 body = b"<!DOCTYPE html><html><body>Not audio</body></html>"
                 self.send_head(200, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))])

@@ -119,8 +119,12 @@ public enum CommandPermission: Sendable {
 public enum CommandExecutor: Sendable {
     /// On the connection's event loop: microseconds.
     case loop
-    /// Off it: the file system, tags (`add`, `list`).
+    /// Off it: the file system, tags (`list`, `browse`).
     case offLoop
+    /// Off it, on a thread of its own: it may wait on a remote server (`add` of a playlist URL
+    /// fetches it), so it never holds the few shared threads that answer everyone's `offLoop`
+    /// commands.
+    case network
 }
 
 /// Everything about a command but its behaviour: the one place a command is named.

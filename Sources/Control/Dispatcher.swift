@@ -116,7 +116,7 @@ public final class CommandDispatcher: Sendable {
         }
         let context = CommandContext(playback: playback(for: connection), connection: connection, dispatcher: self)
         do throws(CommandError) {
-            if d.executor == .offLoop { return .success(try command.run(context)) }
+            if d.executor != .loop { return .success(try command.run(context)) }
             return .success(try commandLock.withLock { _ throws(CommandError) in try command.run(context) })
         } catch {
             return .failure(error)

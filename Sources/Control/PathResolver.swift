@@ -29,6 +29,13 @@ public struct PathResolver: Sendable {
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     /// The largest playlist read (a 100,000-line M3U is ~10 MB).
     public static let maximumPlaylistSize = 16 << 20
+    /// The largest playlist fetched by URL (its body after decoding): a station's playlist is
+    /// a few hundred bytes, and 1 MiB still holds ~10,000 entries.
+    public static let maximumRemotePlaylistSize = 1 << 20
+    /// How long the playlists one request fetches by URL may take in all, nested ones included,
+    /// seconds (from the first fetch): past it the fetch under way is given up with the reason.
+    /// A server that drips, or sends a body that never ends, costs this long at most.
+    public static let fetchSeconds = 10.0
 
     public init(musicDirectory: String, allowAbsolutePaths: Bool, allowStreams: Bool = true) {
         self.musicDirectory = musicDirectory
@@ -67,19 +74,52 @@ public struct PathResolver: Sendable {
 
     /// Like ``resolve(_:)``, and also names the files of directories left out as not audio Backline plays.
     public func expand(_ request: String) throws(Refusal) -> Resolution {
-        var r = Resolution()
-        r.files = try expand(request, relativeTo: nil, chain: [], into: &r)
-        return r
+        var w = Walk()
+        w.r.files = try expand(request, relativeTo: nil, chain: [], into: &w)
+        return w.r
     }
 
     /// The files a playlist's text names (M3U/M3U8, or PLS when it starts with `[playlist]`),
     /// relative entries resolved against `base`: a playlist read from standard input.
     public func expand(playlistText text: String, relativeTo base: String) -> Resolution {
-        var r = Resolution()
-        for entry in Self.playlistEntries(text) {
-            do { r.files += try expand(entry, relativeTo: base, chain: [], into: &r) } catch { r.skipped.append(error) }
+        var w = Walk()
+        let entries = Self.playlistEntries(text)
+        do throws(Refusal) {
+            try w.count(entries.count, in: "-")
+            for entry in entries {
+                do { w.r.files += try expand(entry, relativeTo: base, chain: [], into: &w) } catch where !w.exhausted {
+                    w.r.skipped.append(error)
+                }
+            }
+        } catch {
+            w.r.skipped.append(error)
         }
-        return r
+        return w.r
+    }
+
+    /// One expansion's state: what it found so far, and its bounds across every level of nesting.
+    private struct Walk {
+        var r = Resolution()
+        /// Entries read from playlists so far, nested ones included.
+        var entries = 0
+        /// When the fetches of playlists by URL must be done (monotonic ns), set by the first.
+        var fetchDeadline: Int?
+        /// Past the bound of entries: the request is refused, no entry skipped.
+        var exhausted = false
+
+        /// Counts the `n` entries of a playlist just read (`shown`), before any is expanded:
+        /// past ``Limits/playlistEntries`` in all, the whole request is refused. An `add` can
+        /// never queue more than the queue holds (that many), so reading more can only fail
+        /// later, after memory grew (2,000 nested playlists of 100,000 entries each were read
+        /// to 10.7 million entries, 983 MiB, before the queue refused them).
+        mutating func count(_ n: Int, in shown: String) throws(Refusal) {
+            entries += n
+            guard entries <= Limits.playlistEntries else {
+                exhausted = true
+                throw Refusal(code: .tooLarge, path: shown,
+                              message: "playlists name more than \(Limits.playlistEntries) entries in all (nested ones included)")
+            }
+        }
     }
 
     /// The entries of a playlist in order: PLS (`[playlist]`, `FileN=…`, ordered by N) or M3U
@@ -113,14 +153,14 @@ public struct PathResolver: Sendable {
     public static let controlCharacterMessage = "holds a control character"
 
     private func expand(_ request: String, relativeTo base: String?, chain: [String],
-                        into r: inout Resolution) throws(Refusal) -> [String] {
+                        into w: inout Walk) throws(Refusal) -> [String] {
         // No file the library lists has one, and in a URL a line end would split the lines
         // of a protocol that names it (MPD's `file:`): refused wherever it comes from.
         guard !request.containsControlCharacter else {
             throw Refusal(code: .unsupported, path: escapedName(request), message: Self.controlCharacterMessage)
         }
         if let scheme = InputSources.scheme(of: request), scheme != "file" {
-            return try expandURL(request, scheme: scheme, chain: chain, into: &r)
+            return try expandURL(request, scheme: scheme, chain: chain, into: &w)
         }
         let path = try locate(request, relativeTo: base)
         var st = stat()
@@ -134,14 +174,14 @@ public struct PathResolver: Sendable {
         }
         if kind == S_IFDIR {
             var names: [String] = []
-            guard Self.walk(path, prefix: "", into: &names, skipped: &r.skipped, depth: 0) else {
+            guard Self.walk(path, prefix: "", into: &names, skipped: &w.r.skipped, depth: 0) else {
                 throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
             }
             var found: [String] = []
             for rel in names {
                 let ext = Path.extension(rel).lowercased()
                 guard Self.audioExtensions.contains(ext) else {
-                    r.ignored.append(path + "/" + rel)
+                    w.r.ignored.append(path + "/" + rel)
                     continue
                 }
                 let full = path + "/" + rel
@@ -155,7 +195,7 @@ public struct PathResolver: Sendable {
                         throw Refusal(code: .unsupported, path: full, message: "not a regular file (\(fileKind(fst.st_mode)))")
                     }
                     found.append(file)
-                } catch { r.skipped.append(error) }
+                } catch { w.r.skipped.append(error) }
             }
             return found.sorted { $0.precedesInFileOrder($1) }
         }
@@ -181,8 +221,11 @@ public struct PathResolver: Sendable {
             guard entries.count <= Limits.playlistEntries else {
                 throw Refusal(code: .tooLarge, path: request, message: "playlist has more than \(Limits.playlistEntries) entries")
             }
+            try w.count(entries.count, in: request)
             for entry in entries {
-                do { files += try expand(entry, relativeTo: dir, chain: chain + [path], into: &r) } catch { r.skipped.append(error) }
+                do { files += try expand(entry, relativeTo: dir, chain: chain + [path], into: &w) } catch where !w.exhausted {
+                    w.r.skipped.append(error)
+                }
                 guard files.count <= Limits.playlistEntries else {
                     throw Refusal(code: .tooLarge, path: request, message: "playlist names more than \(Limits.playlistEntries) files")
                 }
@@ -193,8 +236,12 @@ public struct PathResolver: Sendable {
     }
 
     /// A URL: a stream as it is, or a playlist (by its name: `.m3u`, `.m3u8`, `.pls`) fetched
-    /// and expanded, its entries URLs (relative ones against it) or nothing.
-    private func expandURL(_ url: String, scheme: String, chain: [String], into r: inout Resolution) throws(Refusal) -> [String] {
+    /// whole (``Media/InputSources/fetch(_:limit:deadline:)``: at most
+    /// ``maximumRemotePlaylistSize``, all fetches of the request within ``fetchSeconds``) and
+    /// expanded, its entries URLs (relative ones against it) or nothing. A body that is not text
+    /// (binary, or compressed in a way that was not undone) is refused; an entry that is no URL
+    /// is skipped with the reason.
+    private func expandURL(_ url: String, scheme: String, chain: [String], into w: inout Walk) throws(Refusal) -> [String] {
         guard !url.containsControlCharacter else {
             throw Refusal(code: .unsupported, path: escapedName(url), message: Self.controlCharacterMessage)
         }
@@ -210,16 +257,21 @@ public struct PathResolver: Sendable {
         guard !chain.contains(url), chain.count < Self.maximumPlaylistDepth else {
             throw Refusal(code: .unsupported, path: url, message: "playlists nested too deeply, or including themselves")
         }
-        let text: String
+        let deadline = w.fetchDeadline ?? monotonicNanos() + Int(Self.fetchSeconds * 1e9)
+        w.fetchDeadline = deadline
+        let bytes: [UInt8]
         do throws(MediaError) {
-            let source = try InputSources.open(url)
-            let bytes = try source.read(count: Self.maximumPlaylistSize)
-            guard let t = String(validating: bytes, as: UTF8.self) ?? String(bytes: bytes, encoding: .isoLatin1) else {
-                throw MediaError(.corrupt, "not text", item: url)
-            }
-            text = t
+            bytes = try InputSources.fetch(url, limit: Self.maximumRemotePlaylistSize, deadline: deadline)
         } catch {
-            throw Refusal(code: .unsupported, path: url, message: "playlist: \(error.reason)")
+            // (libcurl's timer, set from the deadline, may end the transfer a few ms before it.)
+            let late = monotonicNanos() + 50_000_000 >= deadline ? " (playlists by URL have \(Int(Self.fetchSeconds)) s in all, nested ones included)" : ""
+            throw Refusal(code: chain.isEmpty && error.message.hasPrefix("larger than") ? .tooLarge : .unsupported, path: url,
+                          message: "playlist: \(error.reason)\(late)")
+        }
+        let text: String
+        switch Self.playlistText(bytes) {
+        case .success(let t): text = t
+        case .failure(let why): throw Refusal(code: .unsupported, path: url, message: "playlist: \(why.message)")
         }
         if text.contains("#EXT-X-") {
             throw Refusal(code: .unsupported, path: url, message: "HLS is not supported")
@@ -228,12 +280,64 @@ public struct PathResolver: Sendable {
         guard entries.count <= Limits.playlistEntries else {
             throw Refusal(code: .tooLarge, path: url, message: "playlist has more than \(Limits.playlistEntries) entries")
         }
+        try w.count(entries.count, in: url)
         var out: [String] = []
         for entry in entries {
             // Entries are URLs; one without a scheme is relative to the playlist's URL.
-            let absolute = InputSources.scheme(of: entry) != nil ? entry : Self.resolve(entry, against: name)
-            do { out += try expandURL(absolute, scheme: InputSources.scheme(of: absolute) ?? "", chain: chain + [url], into: &r) }
-            catch { r.skipped.append(error) }
+            // (A blank in a name is escaped, as a browser would: `My Song.mp3`.)
+            let named = entry.replacing(" ", with: "%20")
+            let absolute = InputSources.scheme(of: named) != nil ? named : Self.resolve(named, against: name)
+            do throws(Refusal) {
+                if let problem = Self.urlProblem(absolute) { throw Refusal(code: .unsupported, path: Self.shown(entry), message: problem) }
+                out += try expandURL(absolute, scheme: InputSources.scheme(of: absolute) ?? "", chain: chain + [url], into: &w)
+            } catch where !w.exhausted {
+                w.r.skipped.append(error)
+            }
+        }
+        return out
+    }
+
+    /// Why a playlist's bytes are not its text, or the text: UTF-8 (a byte-order mark allowed),
+    /// or Latin-1 where that is not valid (older playlists); never a control character other
+    /// than tab, line feed, carriage return and form feed (a gzip body starts with 0x1F 0x8B;
+    /// read as text, its bytes became 65 garbage URLs).
+    static func playlistText(_ bytes: [UInt8]) -> Result<String, TextProblem> {
+        if let i = bytes.firstIndex(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D && $0 != 0x0C || $0 == 0x7F }) {
+            let hex = String(bytes[i], radix: 16, uppercase: true)
+            return .failure(TextProblem(message: "not text (byte 0x\(hex.count == 1 ? "0" : "")\(hex) at offset \(i): binary, or compressed)"))
+        }
+        if let t = String(validating: bytes, as: UTF8.self) { return .success(t) }
+        var latin1 = String.UnicodeScalarView()
+        latin1.append(contentsOf: bytes.map { Unicode.Scalar($0) })
+        return .success(String(latin1))
+    }
+
+    /// Why bytes are not a playlist's text.
+    struct TextProblem: Error { let message: String }
+
+    /// Why `url` cannot be a URL to fetch or play, or nil: a control character or a blank in
+    /// it, no host.
+    static func urlProblem(_ url: String) -> String? {
+        if url.unicodeScalars.contains(where: { $0.value < 0x21 || (0x7F...0x9F).contains($0.value) }) {
+            return "not a URL (a blank or a control character in it)"
+        }
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return "not a URL" }
+        let rest = url[url.index(colon, offsetBy: 3)...]
+        let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if host.isEmpty { return "not a URL (no host)" }
+        return nil
+    }
+
+    /// `s` with control characters as `\xNN`, for a reply that names it.
+    static func shown(_ s: String) -> String {
+        var out = ""
+        for u in s.unicodeScalars {
+            if u.value < 0x20 || (0x7F...0x9F).contains(u.value) {
+                let hex = String(u.value, radix: 16, uppercase: true)
+                out += "\\x" + (hex.count == 1 ? "0" : "") + hex
+            } else {
+                out.unicodeScalars.append(u)
+            }
         }
         return out
     }

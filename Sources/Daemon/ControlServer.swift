@@ -40,6 +40,9 @@ public final class ControlServer: Sendable {
     /// Threads in ``blocking``: a request that reads a slow disk delays at most this many
     /// others' file work (everyone's `status`, `play`, `next` run on the event loop regardless).
     static let blockingThreads = 2
+    /// Where requests that may wait on a remote server run (`add` of a playlist URL): threads
+    /// of their own, never ``blocking``'s.
+    let remote = RemoteWaits()
     private let channels = Lock<[any Channel]>([])
     private let clients = Lock<[UInt64: any Channel]>([:])
     /// Wrong TCP tokens and MPD passwords, logged at most once per 10 s.
@@ -137,6 +140,9 @@ public final class ControlServer: Sendable {
     public func stop() {
         for c in channels.withLock({ $0 }) { try? c.close().wait() }
         for c in clients.withLock({ Array($0.values) }) { try? c.close().wait() }
+        // Fetches in flight are ended (each would take up to its time limit), before the event
+        // loop their answers go to is shut down.
+        remote.finish(seconds: 3)
         // Only the sockets this daemon bound: a daemon refused at the start (another one owns
         // the socket) removes nothing of the running one's.
         for path in boundPaths.withLock({ $0 }) { unlink(path) }
@@ -290,7 +296,8 @@ public final class ControlServer: Sendable {
         }
         let connection = AdmittedConnection(
             client: client, core: core, listener: listener, local: channel.localAddress?.protocol == .unix,
-            authenticated: authenticated, credentialFailures: tokenFailures, blocking: blocking, logger: logger, peer: peer)
+            authenticated: authenticated, credentialFailures: tokenFailures, blocking: blocking, remote: remote,
+            logger: logger, peer: peer)
         if needsToken {
             // Credentials within `auth-timeout`, whatever the protocol (a token, a password, a
             // session cookie), or the connection is refused and closed.

@@ -308,11 +308,13 @@ public final class DaemonCore: Sendable {
 
     // MARK: - The JSON protocol
 
-    /// A parsed request, ready to run: the server runs it on its event loop or, when ``offLoop``,
-    /// off it. The server knows nothing else of commands.
+    /// A parsed request, ready to run: the server runs it where its ``executor`` says (on its
+    /// event loop, on its pool, or on a thread of its own). The server knows nothing else of commands.
     public struct PreparedRequest: Sendable {
-        /// Run it off the event loop (file system, tags).
-        public let offLoop: Bool
+        /// Where to run it (``CommandExecutor``).
+        public let executor: CommandExecutor
+        /// Run it off the event loop (file system, tags, a remote server).
+        public var offLoop: Bool { executor != .loop }
         /// It presents a token (`auth`): the server delays a wrong one and closes.
         public let presentsToken: Bool
         /// Runs it; the reply line.
@@ -332,11 +334,11 @@ public final class DaemonCore: Sendable {
                 && request["command"]?.string != "auth" ? Self.authFirst : error
             // A malformed `auth` still counts as a try (delayed, closed, logged).
             let presents = request["command"]?.string == "auth"
-            return PreparedRequest(offLoop: false, presentsToken: presents) { Self.errorReply(id, refusal) }
+            return PreparedRequest(executor: .loop, presentsToken: presents) { Self.errorReply(id, refusal) }
         }
         let d = command.descriptor
         let dispatcher = dispatcher
-        return PreparedRequest(offLoop: d.executor == .offLoop, presentsToken: command is AuthCommand) {
+        return PreparedRequest(executor: d.executor, presentsToken: command is AuthCommand) {
             switch dispatcher.execute(command, from: client) {
             case .success(let reply): JSONCodec.success(id, reply)
             case .failure(.unauthorized) where !client.authenticated && !(command is AuthCommand): Self.errorReply(id, Self.authFirst)

@@ -1,14 +1,19 @@
 import Media
 import MediaCore
 
-/// The HTTP input: `http://` and `https://` through libcurl (``HTTPSource``). A program that
-/// plays streams registers it once; the engine and the decoders know nothing of networking.
+/// The HTTP input: `http://` and `https://` through libcurl (``HTTPSource``; a playlist by URL
+/// is fetched whole, ``InputSources/fetch(_:limit:deadline:)``). A program that plays streams
+/// registers it once; the engine and the decoders know nothing of networking.
 public enum HTTPInput {
     /// The input, as `InputSources.register(_:)` takes it.
     public static func input(options: HTTPOptions = HTTPOptions()) -> InputSources.Input {
-        InputSources.Input(name: "curl", schemes: ["http", "https"]) { url, register throws(MediaError) in
-            try HTTPSource(url: url, options: options, register: register)
-        }
+        InputSources.Input(
+            name: "curl", schemes: ["http", "https"],
+            open: { url, register throws(MediaError) in try HTTPSource(url: url, options: options, register: register) },
+            fetch: { url, limit, deadline throws(MediaError) in
+                try HTTPFetch.fetch(url, limit: limit, deadline: deadline, options: options)
+            },
+            cancelFetches: { HTTPFetch.cancelAll() })
     }
 
     /// Registers the input for `http` and `https`.
@@ -16,10 +21,11 @@ public enum HTTPInput {
         InputSources.register(input(options: options))
     }
 
-    /// Cancels every transfer and waits (at most `seconds`) for their threads to end. Call it
+    /// Cancels every transfer and fetch and waits (at most `seconds`) for them to end. Call it
     /// before the process exits, after the players are stopped: a transfer thread still in
     /// libcurl, or ending, while `exit` runs OpenSSL's clean-up would crash the process.
     public static func shutdown(seconds: Double = 3) {
+        HTTPFetch.cancelAllAndWait(seconds: seconds)
         TransferThreads.cancelAllAndJoin(seconds: seconds)
     }
 }

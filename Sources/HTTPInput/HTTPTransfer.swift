@@ -195,8 +195,9 @@ final class HTTPTransfer: @unchecked Sendable {
     private var ended = false
     private var failure: MediaError?
     private var cancelled = false
-    /// ICY metadata blocks by the audio offset they sat at, not yet reached by the reader.
-    private var marks: [(offset: Int, block: [UInt8])] = []
+    /// ICY metadata blocks by the audio offset they sat at, not yet reached by the reader (a
+    /// bounded number: ``ICYMarks``).
+    private var marks = ICYMarks()
     /// Told of the reader's waits and of bytes arriving (``observe(_:)``).
     private var observer: (@Sendable (InputProgress) -> Void)?
     /// The reader waits for bytes now; after this moment (monotonic ns) any byte wakes it.
@@ -318,7 +319,7 @@ final class HTTPTransfer: @unchecked Sendable {
                 let batched = waitedSince.map { buffer.count - bufferRead >= Self.batchBytes || monotonicNanos() - $0 >= Self.batchNanos } ?? true
                 if offset == bufferStart, buffer.count > bufferRead, batched || ended || failure != nil {
                     var n = min(into.count, buffer.count - bufferRead)
-                    if let next = marks.first?.offset, next > offset { n = min(n, next - offset) }
+                    if let next = marks.nextOffset, next > offset { n = min(n, next - offset) }
                     buffer.withUnsafeBytes { b in
                         into.baseAddress!.copyMemory(from: b.baseAddress! + bufferRead, byteCount: n)
                     }
@@ -343,11 +344,7 @@ final class HTTPTransfer: @unchecked Sendable {
 
     /// The ICY block sitting at or before `offset` (the reader has passed it), once.
     func takeMark(at offset: Int) -> [UInt8]? {
-        monitor.locked {
-            var last: [UInt8]?
-            while let m = marks.first, m.offset <= offset { last = m.block; marks.removeFirst() }
-            return last
-        }
+        monitor.locked { marks.take(through: offset) }
     }
 
     /// Bytes buffered ahead of the reader.
@@ -500,6 +497,9 @@ final class HTTPTransfer: @unchecked Sendable {
                 problem = "HLS is not supported (\(host) sent an HLS playlist)"
             }
         }
+        if problem == nil, let interval = h.icyMetaInterval, interval < ICYDemuxer.minimumInterval {
+            problem = "icy-metaint \(interval) from \(host) is below \(ICYDemuxer.minimumInterval) bytes: refused (metadata that often only costs the listener)"
+        }
         return monitor.locked {
             if let problem {
                 // The first response: the item fails with it. A reconnect's: that attempt fails.
@@ -527,7 +527,7 @@ final class HTTPTransfer: @unchecked Sendable {
         if var d = demuxer {
             var failed = false
             d.feed(bytes, audio: { if !failed && !append($0) { failed = true } }, metadata: { block in
-                monitor.locked { marks.append((bufferStart + buffer.count - bufferRead, block)) }
+                monitor.locked { marks.add(block, at: bufferStart + buffer.count - bufferRead) }
             })
             demuxer = d
             return !failed

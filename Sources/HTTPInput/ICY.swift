@@ -12,6 +12,12 @@ public struct ICYDemuxer: Sendable {
     private var blockLength: Int?
     private var block: [UInt8] = []
 
+    /// The smallest `icy-metaint` taken, bytes: a stream that asks for metadata more often is
+    /// refused. Servers use 8192 (SHOUTcast) or 16000 (Icecast); a tiny interval is only a way
+    /// to make a listener work (`icy-metaint: 1` with a 4,080-byte title after every audio byte
+    /// took a core and 2 GB), and 1024 is an eighth of the smallest in use.
+    public static let minimumInterval = 1024
+
     /// A demuxer for `icy-metaint: interval` (> 0).
     public init(interval: Int) {
         self.interval = interval
@@ -76,6 +82,50 @@ public struct ICYDemuxer: Sendable {
     static func text(_ bytes: ArraySlice<UInt8>) -> String {
         if let s = String(validating: bytes, as: UTF8.self) { return s }
         return String(bytes.map { Character(Unicode.Scalar($0)) })
+    }
+}
+
+/// The ICY blocks not yet reached by the reader, each at the audio offset where it sat, at most
+/// ``capacity`` of them: past that, the oldest goes (the newest wins: the title heard a moment
+/// later is the one that counts). Blocks are at most 4,080 bytes, so this holds at most
+/// ``capacity`` × 4,080 bytes whatever a server sends while nobody reads.
+package struct ICYMarks: Sendable {
+    /// Blocks kept at once. A 512 KiB network buffer holds 32 of Icecast's 16000-byte intervals.
+    package static let capacity = 64
+    private var marks: [(offset: Int, block: [UInt8])] = []
+    private var first = 0
+
+    package init() {}
+
+    /// How many are kept.
+    package var count: Int { marks.count - first }
+    /// The bytes of the blocks kept.
+    package var bytes: Int { marks[first...].reduce(0) { $0 + $1.block.count } }
+    /// The offset of the next one.
+    package var nextOffset: Int? { first < marks.count ? marks[first].offset : nil }
+
+    /// Keeps `block`, at audio offset `offset` (not before the last one's).
+    package mutating func add(_ block: [UInt8], at offset: Int) {
+        if count == Self.capacity { first += 1 }
+        marks.append((offset, block))
+        if first > Self.capacity {
+            marks.removeFirst(first)
+            first = 0
+        }
+    }
+
+    /// The last block at or before `offset`, once; those before it go too.
+    package mutating func take(through offset: Int) -> [UInt8]? {
+        var last: [UInt8]?
+        while first < marks.count, marks[first].offset <= offset {
+            last = marks[first].block
+            first += 1
+        }
+        if first == marks.count {
+            marks.removeAll(keepingCapacity: true)
+            first = 0
+        }
+        return last
     }
 }
 

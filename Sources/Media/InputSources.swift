@@ -36,12 +36,41 @@ public enum InputSources {
         /// Opens a URL (on the decoder thread). It may wait on the network: it first gives the
         /// second argument a way to end its waits from another thread.
         public var open: @Sendable (String, (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource
+        /// Fetches a URL whole, a small document rather than a stream (``InputSources/fetch(_:limit:deadline:)``),
+        /// or nil: this input fetches nothing.
+        public var fetch: (@Sendable (_ url: String, _ limit: Int, _ deadline: Int) throws(MediaError) -> [UInt8])?
+        /// Ends every fetch in flight at once (``InputSources/cancelFetches()``).
+        public var cancelFetches: @Sendable () -> Void
 
         /// An input from its parts.
         public init(name: String, schemes: [String],
-                    open: @escaping @Sendable (String, (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource) {
-            (self.name, self.schemes, self.open) = (name, schemes, open)
+                    open: @escaping @Sendable (String, (@escaping @Sendable () -> Void) -> Void) throws(MediaError) -> any ByteSource,
+                    fetch: (@Sendable (_ url: String, _ limit: Int, _ deadline: Int) throws(MediaError) -> [UInt8])? = nil,
+                    cancelFetches: @escaping @Sendable () -> Void = {}) {
+            (self.name, self.schemes, self.open, self.fetch, self.cancelFetches) = (name, schemes, open, fetch, cancelFetches)
         }
+    }
+
+    /// Fetches the URL `location` whole, as a document rather than a stream (a playlist): its
+    /// body read to its end however the server frames it (a length, chunks, or the connection's
+    /// close; never taken for a live stream and fetched again), decoded when the server
+    /// compressed it, at most `limit` bytes, before `deadline` (``Platform/monotonicNanos()``).
+    /// - Throws: `MediaError` with the reason: no input for its scheme, the HTTP status, too
+    ///   large, too slow, cancelled (``cancelFetches()``), or the network's failure.
+    public static func fetch(_ location: String, limit: Int, deadline: Int) throws(MediaError) -> [UInt8] {
+        let scheme = scheme(of: location) ?? ""
+        guard let input = registered.withLock({ $0[scheme] }) else {
+            throw MediaError(.unsupportedFormat, "no input for \(scheme): URLs", item: location)
+        }
+        guard let fetch = input.fetch else {
+            throw MediaError(.unsupportedFormat, "\(input.name) cannot fetch a document", item: location)
+        }
+        return try fetch(location, limit, deadline)
+    }
+
+    /// Ends every fetch in flight, of every input, at once: each throws (a daemon told to stop).
+    public static func cancelFetches() {
+        for input in registered.withLock({ Array($0.values) }) { input.cancelFetches() }
     }
 
     private static let registered = Lock<[String: Input]>([:])

@@ -132,6 +132,30 @@ struct HTTPStreamTests {
         }
     }
 
+    @Test("a stream that asks for ICY metadata after every audio byte (`icy-metaint: 1`, a long title each time) is refused with the reason before any byte is read; one of 1024 is taken")
+    func tinyMetaInterval() throws {
+        let (server, _, _) = try Self.server()
+        let title = String(repeating: "x", count: 4000)
+        let url = server.url("live/http-mp3.mp3?metaint=1&titles=\(title)")
+        var reason: String?
+        do throws(MediaError) { _ = try HTTPSource(url: url, options: Self.options) } catch { reason = error.reason }
+        #expect(reason?.contains("icy-metaint 1 from 127.0.0.1") == true, "\(reason ?? "opened")")
+        let fine = try HTTPSource(url: server.url("live/http-mp3.mp3?metaint=1024&titles=A"), options: Self.options)
+        #expect(fine.isLive)
+    }
+
+    @Test("pending ICY blocks are bounded while nobody reads: the newest are kept, the oldest go, the last one passed is the one handed over")
+    func icyMarksBounded() {
+        var marks = ICYMarks()
+        let block = [UInt8](repeating: 0x41, count: 4080)
+        for k in 0..<100_000 { marks.add(block + [UInt8(truncatingIfNeeded: k)], at: k * 1024) }
+        #expect(marks.count == ICYMarks.capacity && marks.bytes <= ICYMarks.capacity * 4081)
+        #expect(marks.nextOffset == (100_000 - ICYMarks.capacity) * 1024)
+        let taken = marks.take(through: 99_990 * 1024)
+        #expect(taken?.last == UInt8(truncatingIfNeeded: 99_990) && marks.count == 9)
+        #expect(marks.take(through: 99_990 * 1024) == nil)
+    }
+
     @Test("a throttled server (a third of the MP3's speed): the decoder waits for the bytes and the item plays whole, bit for bit")
     func throttled() throws {
         let (server, _, mp3) = try Self.server()

@@ -243,9 +243,12 @@ struct DispatcherTests {
                 == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help",
                     "listpartitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists, the library), and
-        // what starts or stops a partition's player.
+        // what starts or stops a partition's player; on threads of their own, what may fetch a
+        // playlist by URL (never the shared pool's).
+        let network = ["add", "insert", "load", "playlist-add"]
+        #expect(CommandTable.all.filter { $0.executor == .network }.map(\.name) == network)
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
-                == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name)
+                == ["list"] + CommandTable.all.filter { $0.area == .playlists && !network.contains($0.name) }.map(\.name)
                     + CommandTable.all.filter { $0.area == .library }.map(\.name) + ["newpartition", "delpartition", "moveoutput"])
         #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number, .integer])
         // Every command's arguments round-trip: built from what it reports, it reports the same.

@@ -40,7 +40,7 @@ public struct LoadPlaylistCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "load", .playlists, "Queue a stored playlist (or a range of it).",
         [("name", .string, "playlist name"), ("start", .integer, "first entry (0-based)"), ("end", .integer, "entry after the last"),
-         ("position", .integer, "insert at this index (default: end)")], executor: .offLoop)
+         ("position", .integer, "insert at this index (default: end)")], executor: .network)
     public var name: String
     public var range: Range<Int>?
     public var position: Int?
@@ -98,7 +98,7 @@ public struct PlaylistCommand: ControlCommand {
 public struct PlaylistAddCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "playlist-add", .playlists, "Append files, directories or playlists to a stored playlist (created if need be).",
-        [("name", .string, "playlist name"), ("paths", .strings, "what to add")], executor: .offLoop)
+        [("name", .string, "playlist name"), ("paths", .strings, "what to add")], executor: .network)
     public var name: String
     public var paths: [String]
     public init(name: String, paths: [String]) { (self.name, self.paths) = (name, paths) }

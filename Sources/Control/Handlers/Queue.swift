@@ -12,7 +12,7 @@ public struct AddCommand: ControlCommand {
         "Queue files, directories (recursively, name order) and M3U playlists; relative to the music directory.",
         [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)"),
          ("partial", .boolean, "add what can be used and list the rest in skipped (default: one path that cannot be used adds nothing)")],
-        executor: .offLoop)
+        executor: .network)
     public var paths: [String]
     public var position: Int?
     /// Whether paths that cannot be used are skipped (listed in the reply) instead of failing
@@ -77,7 +77,7 @@ public struct InsertCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "insert", .queue, "Like add, at a position.",
         [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required"), ("partial", .boolean, "as add")],
-        executor: .offLoop)
+        executor: .network)
     public var add: AddCommand
     public init(paths: [String], position: Int, partial: Bool = false) {
         add = AddCommand(paths: paths, position: position, partial: partial)

@@ -20,7 +20,7 @@ struct MPDLineProtocol: WireProtocol {
                                 wrongPassword: { failures.record(from: peer) }, passwordAccepted: connection.authenticated)
         try channel.pipeline.syncOperations.addHandler(MPDConnectionHandler(
             codec: codec, client: connection.client, local: connection.local, logger: connection.logger,
-            blocking: connection.blocking))
+            blocking: connection.blocking, remote: connection.remote))
     }
 
     func send(_ event: PublishedEvent, on channel: any Channel) {}  // (MPD clients never subscribe to the hub)
@@ -30,8 +30,9 @@ struct MPDLineProtocol: WireProtocol {
 /// connection's pending subsystems, and the order of replies. Commands run on the connection's
 /// own serial queue (some read tags or the file system); replies are written on the event loop
 /// in request order.
-final class MPDConnectionHandler: ChannelInboundHandler {
+final class MPDConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let codec: MPDProtocol
@@ -40,6 +41,8 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private let logger: Logger
     /// The server's pool for commands that touch files.
     private let blocking: NIOThreadPool
+    /// Threads for commands that may wait on a remote server (``RemoteWaits``).
+    private let remote: RemoteWaits
     private var observer: UInt64?
 
     /// The command list being collected: whether each success answers `list_OK`, and its lines.
@@ -63,12 +66,13 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     /// Where every MPD connection's change events arrive (and go straight on to its event loop).
     private static let events = DispatchQueue(label: "backline.mpd.events")
 
-    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, blocking: NIOThreadPool) {
+    init(codec: MPDProtocol, client: ClientContext, local: Bool, logger: Logger, blocking: NIOThreadPool, remote: RemoteWaits) {
         self.codec = codec
         self.client = client
         self.state = MPDClientState(local: local)
         self.logger = logger
         self.blocking = blocking
+        self.remote = remote
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -108,6 +112,12 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         let line = unwrapInboundIn(data)
         guard order.arrive(line) else { return }
         handle(line, context: context)
+    }
+
+    /// Nothing more is read while a command runs off the event loop (``RequestOrder``), as mpd
+    /// reads no further while a command runs.
+    func read(context: ChannelHandlerContext) {
+        context.read(unless: &order)
     }
 
     private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
@@ -205,7 +215,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let (codec, state, client) = (codec, state, client)
-        blocking.submit { _ in
+        let answer: @Sendable () -> Void = {
             let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
             // A big answer (a library listing, a search) leaves freed memory behind: given back soon.
             if response.readableBytes > 64 << 10 { codec.shared.bigAnswer() }
@@ -215,6 +225,12 @@ final class MPDConnectionHandler: ChannelInboundHandler {
                 handler.write(response, context: context)
                 handler.drain(context: context)
             }
+        }
+        // (A command that may wait on a remote server never holds the shared pool's threads.)
+        if commands.contains(where: { $0.first.flatMap(MPDCommandTable.command)?.remote == true }) {
+            remote.run(answer)
+        } else {
+            blocking.submit { _ in answer() }
         }
     }
 
@@ -241,6 +257,7 @@ final class MPDConnectionHandler: ChannelInboundHandler {
     private func drain(context: ChannelHandlerContext) {
         while !closing, let next = order.next() { handle(next, context: context) }
         closeIfDone(context: context)
+        if !closing { context.releaseRead(&order) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -40,8 +40,9 @@ struct JSONLineProtocol: WireProtocol {
 
 /// One connection: parses each line, runs it (slow commands off the event loop, one at a time,
 /// so replies keep request order), writes the reply.
-final class ConnectionHandler: ChannelInboundHandler {
+final class ConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     let core: DaemonCore
@@ -50,8 +51,10 @@ final class ConnectionHandler: ChannelInboundHandler {
     /// Its requests in order (some run off the event loop), and its half-close.
     private var order = RequestOrder<ByteBuffer>()
     /// Where this connection's off-loop requests run, one at a time (in request order anyway):
-    /// the server's shared pool (see ``ControlServer/blocking``).
+    /// the server's shared pool (see ``ControlServer/blocking``), or, for those that may wait
+    /// on a remote server, threads of their own (``RemoteWaits``).
     let blocking: NIOThreadPool
+    let remote: RemoteWaits
     private var closing = false
     /// The last reply's write, for closing after it.
     private var lastWrite: EventLoopFuture<Void>?
@@ -63,6 +66,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     init(_ c: AdmittedConnection) {
         core = c.core
         blocking = c.blocking
+        remote = c.remote
         client = c.client
         logger = c.logger
         tokenFailures = c.credentialFailures
@@ -79,6 +83,11 @@ final class ConnectionHandler: ChannelInboundHandler {
         handle(line, context: context)
     }
 
+    /// Nothing more is read while a request is answered off the event loop (``RequestOrder``).
+    func read(context: ChannelHandlerContext) {
+        context.read(unless: &order)
+    }
+
     private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         var bytes = buffer.readableBytesView
         if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
@@ -91,11 +100,11 @@ final class ConnectionHandler: ChannelInboundHandler {
             return
         }
         let prepared = core.prepare(request, client: client)
-        if prepared.offLoop {
+        if prepared.executor != .loop {
             order.suspend()
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            blocking.submit { _ in
+            let answer: @Sendable () -> Void = {
                 let reply = prepared.run()
                 loop.execute {
                     let (handler, context) = bound.value
@@ -104,6 +113,7 @@ final class ConnectionHandler: ChannelInboundHandler {
                     handler.drain(context: context)
                 }
             }
+            if prepared.executor == .network { remote.run(answer) } else { blocking.submit { _ in answer() } }
             return
         }
         let reply = prepared.run()
@@ -133,6 +143,7 @@ final class ConnectionHandler: ChannelInboundHandler {
     private func drain(context: ChannelHandlerContext) {
         while context.channel.isActive, let next = order.next() { handle(next, context: context) }
         closeIfDone(context: context)
+        if context.channel.isActive { context.releaseRead(&order) }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

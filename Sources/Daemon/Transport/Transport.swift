@@ -77,6 +77,8 @@ struct AdmittedConnection: Sendable {
     let credentialFailures: LogLimiter
     /// Where commands that touch files run (see ``ControlServer/blocking``).
     let blocking: NIOThreadPool
+    /// Where commands that may wait on a remote server run (see ``ControlServer/remote``).
+    let remote: RemoteWaits
     let logger: Logger
     /// The peer's address, for logs.
     let peer: String
@@ -140,9 +142,11 @@ func writeThenClose(_ context: ChannelHandlerContext, _ text: String?) {
 /// Closes a connection whose request line, once begun, does not end within `seconds` (a client
 /// dripping a byte a second would otherwise hold its slot for ever). An idle connection (no
 /// partial line: a subscriber waiting for events) has no deadline.
-final class RequestDeadline: ChannelInboundHandler {
+final class RequestDeadline: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
     let seconds: Double
     let logger: Logger
     let client: UInt64
@@ -151,6 +155,8 @@ final class RequestDeadline: ChannelInboundHandler {
     private var timer: Scheduled<Void>?
     /// A line has begun and not ended.
     private var partial = false
+    /// The codec's handler holds the connection's reads (``ReadHold``).
+    private var held = false
 
     init(seconds: Double, logger: Logger, client: UInt64, codec: any WireProtocol) {
         (self.seconds, self.logger, self.client) = (seconds, logger, client)
@@ -187,10 +193,24 @@ final class RequestDeadline: ChannelInboundHandler {
         context.fireChannelWritabilityChanged()
     }
 
+    /// While the codec's handler holds the reads (a request is being answered), the rest of a
+    /// begun line cannot arrive either: its clock stops, and starts afresh when reading does.
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard let hold = event as? ReadHold else { return context.triggerUserOutboundEvent(event, promise: promise) }
+        held = hold == .held
+        if held {
+            timer?.cancel()
+            timer = nil
+        } else if partial {
+            restart(context)
+        }
+        promise?.succeed(())
+    }
+
     private func restart(_ context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
-        guard context.channel.isWritable else { return }  // not reading: no clock (see above)
+        guard context.channel.isWritable, !held else { return }  // not reading: no clock (see above)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
             let (handler, context) = bound.value
@@ -249,12 +269,25 @@ struct LineDecoder: ByteToMessageDecoder {
 /// time (some off the event loop, on the server's pool), later ones wait, so replies keep
 /// request order; after the client's half-close, the connection is done once the last one is
 /// answered. Used on the connection's event loop only.
+///
+/// While a request is answered off the event loop, or requests wait their turn, the connection
+/// is not read from (back-pressure, as mpd reads no further while a command runs): the channel's
+/// reads are held (``allowsRead()``) and go on once everything read has been answered
+/// (``releaseRead()``). The requests waiting are then at most those of the last read (one
+/// read event takes at most NIO's `maxMessagesPerRead` buffers of 64 KiB), never everything
+/// a client sends behind a request that takes long (a playlist URL that drips, with `ping`
+/// after it: read and queued without end, it grew the daemon by gigabytes).
 struct RequestOrder<Request> {
     /// A request is being answered off the event loop.
     private(set) var busy = false
+    /// The requests waiting, from `first` on (a position rather than `removeFirst`, which
+    /// moved every other waiting request each time).
     private var waiting: [Request] = []
+    private var first = 0
     /// The client closed its side (`echo … | socat`, `mpc`): nothing more will come.
     private(set) var inputClosed = false
+    /// A read the channel asked for while requests were being answered, not passed on yet.
+    private var heldRead = false
 
     /// Takes `request`: whether it may be answered now (else it waits its turn).
     mutating func arrive(_ request: Request) -> Bool {
@@ -270,12 +303,57 @@ struct RequestOrder<Request> {
 
     /// The next waiting request, when none is being answered.
     mutating func next() -> Request? {
-        guard !busy, !waiting.isEmpty else { return nil }
-        return waiting.removeFirst()
+        guard !busy, first < waiting.count else { return nil }
+        let r = waiting[first]
+        first += 1
+        if first == waiting.count {
+            waiting.removeAll(keepingCapacity: waiting.count <= 64)
+            first = 0
+        }
+        return r
+    }
+
+    /// Takes a read the channel asks for: true when it may go on now; false when it is held,
+    /// because a request is being answered off the event loop or requests wait their turn
+    /// (then ``releaseRead()`` says when it may go on).
+    mutating func allowsRead() -> Bool {
+        guard busy || first < waiting.count else { return true }
+        heldRead = true
+        return false
+    }
+
+    /// After requests were answered: true when a held read may go on now (and is no longer held).
+    mutating func releaseRead() -> Bool {
+        guard heldRead, !busy, first == waiting.count else { return false }
+        heldRead = false
+        return true
     }
 
     mutating func closeInput() { inputClosed = true }
 
     /// Everything the client sent before closing its side is answered.
-    var done: Bool { inputClosed && !busy && waiting.isEmpty }
+    var done: Bool { inputClosed && !busy && first == waiting.count }
+}
+
+/// What a codec's handler tells the transport's handlers before it (an outbound user event)
+/// when it holds the connection's reads while requests are answered (``RequestOrder``), and
+/// when it lets them go on: ``RequestDeadline`` stops its clock meanwhile.
+enum ReadHold: Sendable, Equatable {
+    case held, released
+}
+
+extension ChannelHandlerContext {
+    /// Passes a read on, or holds it while `order` answers requests (telling the handlers
+    /// before: ``ReadHold/held``).
+    func read<R>(unless order: inout RequestOrder<R>) {
+        guard order.allowsRead() else { return triggerUserOutboundEvent(ReadHold.held, promise: nil) }
+        read()
+    }
+
+    /// Once `order` has answered everything read, passes on the read it held (``ReadHold/released``).
+    func releaseRead<R>(_ order: inout RequestOrder<R>) {
+        guard order.releaseRead() else { return }
+        triggerUserOutboundEvent(ReadHold.released, promise: nil)
+        read()
+    }
 }
