@@ -29,14 +29,12 @@ public final class HTTPSource: ByteSource {
     /// goes back to them (the decoder registry's sniff, a decoder opening again from the start,
     /// libmpg123 coming back from its ID3v1 look) reads them here, with no request.
     private var head: [UInt8] = []
-    /// How many first bytes are kept: 64 KiB; all of a file up to `wholeLimit` from a server
-    /// without ranges, which could not be read again otherwise (an M4A whose `moov` comes
-    /// after its audio is read at its end first, then from the start).
+    /// How many first bytes are kept: 64 KiB; all of a file up to
+    /// ``HTTPOptions/wholeFileLimit`` from a server without ranges, which could not be read
+    /// again otherwise (an M4A whose `moov` comes after its audio is read at its end first,
+    /// then from the start); a larger one plays only where its decoder reads it front to back.
     private let headLimit: Int
     private static let firstBytes = 65536
-    /// A file from a server without ranges is kept whole up to this size (16 MiB: a 9-minute
-    /// AAC at 256 kbit/s); a larger one plays only where its decoder reads it front to back.
-    private static let wholeLimit = 16 << 20
     /// The station's tags (`icy-name`, `icy-genre`, …) and the title heard last.
     private var station = TrackMetadata()
     private var pendingUpdate: TrackMetadata?
@@ -71,7 +69,7 @@ public final class HTTPSource: ByteSource {
         isLive = head.contentLength == nil || head.icyMetaInterval != nil
         length = isLive ? nil : (head.totalLength ?? head.contentLength)
         rangesServed = !isLive && head.acceptsRanges
-        headLimit = if !isLive && !rangesServed, let length, length <= Self.wholeLimit { length } else { Self.firstBytes }
+        headLimit = if !isLive && !rangesServed, let length, length <= options.wholeFileLimit { length } else { Self.firstBytes }
         // A file kept whole seeks within what it keeps, and reads on to the rest.
         isSeekable = rangesServed || (!isLive && headLimit == length)
         self.head.reserveCapacity(headLimit)

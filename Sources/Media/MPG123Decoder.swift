@@ -146,9 +146,11 @@ public final class MPG123Decoder: AudioDecoder {
                 // size and the frames' bit rate, and the audio is decoded as it comes, to its
                 // end. (libmpg123 reports such a stream's positions as accurate: it has not
                 // looked for a header it cannot find.)
-                if let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
-                lengthFromHeader = Self.hasInfoHeader(h)
+                // Before it is told the size, libmpg123 knows a length only from a header's
+                // frame count (a LAME/Info or a Xing-only VBR header).
+                lengthFromHeader = mpg123_length(h) > 0
                 lengthEstimated = !lengthFromHeader
+                if !lengthFromHeader, let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
             } else {
                 lengthFromHeader = accurate == 1 && !source.isLive
             }
@@ -172,14 +174,6 @@ public final class MPG123Decoder: AudioDecoder {
                 bitrate = Int((Double(bytes) * 8 / (Double(length) / Double(rate)) / 1000).rounded())
             }
         }
-    }
-
-    /// Whether libmpg123 read a LAME/Info header (its encoder delay is known only from one):
-    /// then the length it reports is the header's, exact.
-    private static func hasInfoHeader(_ h: OpaquePointer) -> Bool {
-        var delay = 0
-        var unused = 0.0
-        return mpg123_getstate2(h, Int32(MPG123_ENC_DELAY.rawValue), &delay, &unused) == MPG123_OK.rawValue && delay >= 0
     }
 
     /// Opens the handle on the source, from its start: a file's descriptor directly (libmpg123

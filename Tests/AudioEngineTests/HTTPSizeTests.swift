@@ -3,6 +3,8 @@ import BacklineTestSupport
 import Foundation
 import HTTPInput
 import Locking
+import Media
+import MediaCore
 import Synchronization
 import Testing
 
@@ -84,6 +86,29 @@ struct HTTPSizeTests {
         free += Data(count: box - 8)
         try (body + free).write(to: out)
         return out
+    }
+
+    @Test("an MP3 larger than what is kept whole, from a server without ranges, is read front to back: Layer II (no header: its length estimated from its size) and a LAME MP3 (its header's exact length) decode sample for sample as from disk")
+    func frontToBack() throws {
+        var options = HTTPStreamTests.options
+        options.wholeFileLimit = 32768
+        let dir = try Harness.makeTemporaryDirectory("http-front-to-back")
+        let layer2 = try Fixtures.layer2Tone("http-size-layer2", seconds: 12, rate: 44100, channels: 2, bitrate: 96)
+        let lame = try Fixtures.mp3(from: try FormatFixtures.source("http-size-65536", seconds: Double(65536 - 6000) / 16000),
+                                    name: "http-size-65536", lameArgs: ["-b", "128", "--id3v1-only", "--tt", "Sized"])
+        for f in [layer2, lame] { try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent)) }
+        let server = try HTTPTestServer(directory: dir)
+        for (file, accuracy) in [(layer2, LengthAccuracy.estimated), (lame, .exact)] {
+            let local = try MPG123Decoder(source: try FileSource(path: file.path))
+            let source = try HTTPSource(url: server.url("plain/" + file.lastPathComponent), options: options)
+            #expect(!source.isSeekable, "\(file.lastPathComponent) is larger than the limit")
+            let remote = try MPG123Decoder(source: source)
+            #expect(remote.lengthAccuracy == accuracy, "\(file.lastPathComponent): \(remote.lengthAccuracy)")
+            if accuracy == .exact { #expect(remote.lengthFrames == local.lengthFrames) }
+            let expected = try FormatTests.decodeAll(local)
+            let got = try FormatTests.decodeAll(remote)
+            #expect(got == expected && !got.isEmpty, "\(file.lastPathComponent): \(got.count) samples, \(expected.count) from disk")
+        }
     }
 
     /// The samples `file` plays from disk, decoded once for every server's case.
