@@ -16,20 +16,6 @@ import Testing
 /// file from disk. (And the cases first reported: Layer II named .mp3, a 48 kHz VBR MP3.)
 @Suite("HTTP files at every size: sample for sample as from disk, from every kind of server", Harness.audioTools)
 struct HTTPSizeTests {
-    enum Server: String, CaseIterable, CustomTestStringConvertible {
-        case ranges = "files", rangesPaced = "paced", ignoresRange = "norange", noRanges = "plain", nginx
-        var testDescription: String {
-            switch self {
-            case .ranges: "a server with ranges"
-            case .rangesPaced: "a server with ranges, sending 1,460 bytes a millisecond"
-            case .ignoresRange: "a server that claims ranges and sends the whole body"
-            case .noRanges: "a server without ranges"
-            case .nginx: "nginx"
-            }
-        }
-        var enabled: Bool { self != .nginx || NginxServer.isInstalled }
-    }
-
     static let windows = [16384, 65536, 512 * 1024, 1 << 20]
 
     /// The files, made once for the suite: MP3s padded to exact sizes (an ID3v2 tag's padding
@@ -121,21 +107,16 @@ struct HTTPSizeTests {
 
     static let decoded = Lock<[URL: [Float]]>([:])
 
-    @Test("every file plays sample for sample as from disk", arguments: Server.allCases.filter(\.enabled))
-    func sweep(_ server: Server) throws {
+    @Test("every file plays sample for sample as from disk", arguments: HTTPServerKind.available)
+    func sweep(_ server: HTTPServerKind) throws {
         let files = try Self.files.get()
         let dir = try Harness.makeTemporaryDirectory("http-sizes")
         for f in files { try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent)) }
-        let test = try HTTPTestServer(directory: dir)
-        let nginx = server == .nginx ? try NginxServer(directory: dir) : nil
+        let servers = try HTTPServers(directory: dir, nginx: server == .nginx)
         HTTPInput.register(options: HTTPStreamTests.options)
         for file in files {
             let name = file.lastPathComponent
-            let url = switch server {
-            case .nginx: nginx!.url(name)
-            case .rangesPaced: test.url("paced/\(name)?chunk=1460&ms=1")
-            default: test.url("\(server.rawValue)/\(name)")
-            }
+            let url = servers.url(server, name)
             let size = try #require(try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int)
             let local = try Self.fromDisk(file)
             let (remote, events) = try HTTPStreamTests.play([url])

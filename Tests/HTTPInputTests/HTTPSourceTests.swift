@@ -16,26 +16,11 @@ struct HTTPSourceTests {
     /// Sizes just below, at and just above each window, and one of a few bytes.
     static let sizes = [300] + windows.flatMap { [$0 - 1, $0, $0 + 1] }
 
-    /// The kinds of server, as a path prefix of the test server (nil: nginx).
-    enum Server: String, CaseIterable, CustomTestStringConvertible {
-        case ranges = "files", rangesPaced = "paced", ignoresRange = "norange", noRanges = "plain", nginx
-        var testDescription: String {
-            switch self {
-            case .ranges: "a server with ranges"
-            case .rangesPaced: "a server with ranges, sending 1,460 bytes a millisecond"
-            case .ignoresRange: "a server that claims ranges and sends the whole body"
-            case .noRanges: "a server without ranges"
-            case .nginx: "nginx"
-            }
-        }
-    }
-
     /// Files of every size, random bytes (a fixed seed), in a directory served by `server`.
     final class Fixture: @unchecked Sendable {
         let directory: URL
         var files: [Int: [UInt8]] = [:]
-        let test: HTTPTestServer
-        let nginx: NginxServer?
+        let servers: HTTPServers
 
         init(nginx wantNginx: Bool) throws {
             HTTPInput.register(options: HTTPOptions())
@@ -46,17 +31,10 @@ struct HTTPSourceTests {
                 files[size] = bytes
                 try Data(bytes).write(to: directory.appendingPathComponent("f\(size).bin"))
             }
-            test = try HTTPTestServer(directory: directory)
-            nginx = wantNginx ? try NginxServer(directory: directory) : nil
+            servers = try HTTPServers(directory: directory, nginx: wantNginx)
         }
 
-        func url(_ server: Server, size: Int) -> String {
-            switch server {
-            case .nginx: nginx!.url("f\(size).bin")
-            case .rangesPaced: test.url("paced/f\(size).bin?chunk=1460&ms=1")
-            default: test.url("\(server.rawValue)/f\(size).bin")
-            }
-        }
+        func url(_ server: HTTPServerKind, size: Int) -> String { servers.url(server, "f\(size).bin") }
     }
 
     /// Reads `count` bytes at `offset` through `source` (seeking there first) and checks them
@@ -71,8 +49,8 @@ struct HTTPSourceTests {
         return n
     }
 
-    @Test("a decoder's opening (a look at the end and back, as libmpg123's ID3v1 check), then reading on to the end in 4 KiB reads, gives the file", arguments: Server.allCases)
-    func openThenPlay(_ server: Server) throws {
+    @Test("a decoder's opening (a look at the end and back, as libmpg123's ID3v1 check), then reading on to the end in 4 KiB reads, gives the file", arguments: HTTPServerKind.available)
+    func openThenPlay(_ server: HTTPServerKind) throws {
         let fixture = try Fixture(nginx: server == .nginx)
         for size in Self.sizes {
             let file = fixture.files[size]!
@@ -93,10 +71,10 @@ struct HTTPSourceTests {
         }
     }
 
-    @Test("random seeks and reads (a fixed seed) give the file's bytes; a file from a server without ranges is kept whole", arguments: Server.allCases)
-    func randomReads(_ server: Server) throws {
+    @Test("random seeks and reads (a fixed seed) give the file's bytes; a file from a server without ranges is kept whole", arguments: HTTPServerKind.available)
+    func randomReads(_ server: HTTPServerKind) throws {
         let fixture = try Fixture(nginx: server == .nginx)
-        var rng = SplitMix64(seed: 0xB4C4_11E5 &+ UInt64(Server.allCases.firstIndex(of: server)!))
+        var rng = SplitMix64(seed: 0xB4C4_11E5 &+ UInt64(HTTPServerKind.allCases.firstIndex(of: server)!))
         for size in Self.sizes {
             let file = fixture.files[size]!
             let source = try HTTPSource(url: fixture.url(server, size: size))
