@@ -136,6 +136,8 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         case database
         /// An answer would be larger than allowed.
         case tooLarge = "too-large"
+        /// The query was cancelled (its client has gone).
+        case cancelled
     }
     public var kind: Kind
     public var message: String

@@ -152,4 +152,27 @@ struct LibraryMPDTests {
         #expect(stat(os, "songs") == 2001 && stat(ms, "songs") == 2003)
         #expect((stat(os, "db_update") ?? 0) > 1_700_000_000)
     }
+    @Test("regular expressions over 30,000-character titles: `(a+)+$` answers at once; one needing more than a query's steps is an ACK with the reason (mpd's PCRE calls its limit no match: OK and nothing), and another client's `list` answers meanwhile")
+    func costlyRegex() throws {
+        let tree = try Harness.makeTemporaryDirectory("regex-cost-mpd")
+        let source = try FormatFixtures.source("regex-cost", seconds: 0.2)
+        let long = String(repeating: "a", count: 30_000)
+        let ending = try FormatFixtures.flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
+        let stopped = try FormatFixtures.flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
+        for i in 0..<30 {
+            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
+            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
+        }
+        let (d, port) = try Self.daemon(tree)
+        defer { d.expectCleanStop() }
+        let attacker = try TCPLineClient.mpd(port: port), owner = try TCPLineClient.mpd(port: port)
+        defer { attacker.close(); owner.close() }
+        let found = try attacker.ask("find \"(title =~ '(a+)+$')\"")
+        #expect(found.components(separatedBy: "file: ").count - 1 == 30 && found.hasSuffix("OK\n"))
+        try attacker.write("find \"(title =~ '(.*a){1,500}b')\"")
+        #expect(try owner.ask("list title").hasSuffix("OK\n"))
+        let refused = attacker.textLine(within: 120) ?? "(none)"
+        #expect(refused.hasPrefix("ACK [2@0] {find} regular expression too costly"), "\(refused)")
+        #expect(try attacker.ask("count \"(title =~ 'a!$')\"") == "songs: 30\nplaytime: 6\nOK\n")
+    }
 }
