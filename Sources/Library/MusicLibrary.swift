@@ -36,10 +36,13 @@ public final class MusicLibrary: Sendable {
 
     /// What happened while opening: a damaged database moved aside (its new name), for the log.
     public let recovered: String?
+    /// Why it was moved aside: SQLite found it damaged, or its tables were not those of its
+    /// version (a table dropped: every scan failed on it).
+    public let recoveredBecause: String?
 
     /// Opens (creating) the library at `path` for `musicDirectory`. A database from a newer
-    /// Backline is refused; one that is damaged or not a database is moved aside
-    /// (`PATH.corrupt-N`) and a new one made.
+    /// Backline is refused; one that is damaged, not a database, or missing tables, columns or
+    /// indexes of its version is moved aside (`PATH.corrupt-N`) and a new one made.
     public init(path: String, musicDirectory: String, registry: DecoderRegistry = .standard) throws(LibraryError) {
         self.path = path
         self.musicDirectory = musicDirectory
@@ -47,6 +50,7 @@ public final class MusicLibrary: Sendable {
         suffixes = registry.suffixes
         root = Path.realPath(musicDirectory)
         var moved: String? = nil
+        var damage: String? = nil
         do throws(Schema.Problem) {
             try Self.prepare(path)
         } catch {
@@ -57,9 +61,16 @@ public final class MusicLibrary: Sendable {
                 guard s.isCorruption else { throw LibraryError(s) }
                 moved = try Self.moveAside(path)
                 do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
+            case .damaged(let what):
+                // (Rebuilt by a scan, as a corrupt one: only the library is lost, and the music
+                // directory has it.)
+                moved = try Self.moveAside(path)
+                damage = what
+                do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
             }
         }
         recovered = moved
+        recoveredBecause = moved == nil ? nil : damage ?? "damaged (SQLite's check failed)"
     }
 
     /// Opens `path`, checks it whole (`quick_check`: a damaged page is found now, not by a
@@ -85,6 +96,7 @@ public final class MusicLibrary: Sendable {
             throw .sqlite(error)
         }
         try Schema.migrate(db)
+        try Schema.checkLayout(db)
     }
 
     /// Renames `path` (and its WAL and shared-memory files) to `path.corrupt-N`.

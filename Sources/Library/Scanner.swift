@@ -63,6 +63,29 @@ extension MusicLibrary {
         return job
     }
 
+    /// The paths of scans that began and did not complete (killed, or stopped with the
+    /// daemon), each recorded when its scan began and removed in the transaction that ends it:
+    /// ``resumeInterruptedScans()`` runs them again.
+    public func interruptedScans() throws(LibraryError) -> [String] {
+        try read { db throws(SQLiteError) in
+            let st = try db.prepare("SELECT key FROM meta WHERE key >= 'incomplete ' AND key < 'incomplete!' ORDER BY key")
+            var out: [String] = []
+            while try st.step() { out.append(String(st.text(0).dropFirst(Scan.incompleteKey("").count))) }
+            return out
+        }
+    }
+
+    /// Queues again the scans that did not complete (a scan of the whole music directory
+    /// covers the others); their job numbers.
+    @discardableResult
+    public func resumeInterruptedScans() throws(LibraryError) -> [Int] {
+        let paths = try interruptedScans()
+        if paths.contains("") { return [try update("")] }
+        var jobs: [Int] = []
+        for p in paths { jobs.append(try update(p)) }
+        return jobs
+    }
+
     /// The scan running or waiting first (MPD's `updating_db`), if any.
     public var updating: LibraryUpdate? {
         jobs.withLock { $0.running ?? $0.queue.first }
@@ -318,6 +341,9 @@ struct Scan {
             // had not been removed yet (nor found moved).
             let orphans = try db.cached("SELECT id FROM songs WHERE directory IN (SELECT id FROM directories WHERE parent = -1)")
             while try orphans.step() { missing.insert(orphans.int(0)) }
+            // Begun: what a kill leaves is resumed at the next start (``interruptedScans``),
+            // until the transaction that ends the walk removes this row.
+            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run([.text(Self.incompleteKey(top)), .text(String(now))])
             // Reasons are found again as the walk meets the files.
             try db.cached("DELETE FROM skipped WHERE ?1 = '' OR path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')").run([.text(top)])
             try loadKnown(top)
@@ -346,10 +372,10 @@ struct Scan {
             try? db.execute("ROLLBACK")
             throw error
         }
-        if job.changed {
-            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('updated', ?)").run([.text(String(now))])
-        }
     }
+
+    /// The `meta` row saying a scan of `path` began and has not completed.
+    static func incompleteKey(_ path: String) -> String { "incomplete " + path }
 
     private func mtime(_ p: String) -> Int {
         var st = stat()
@@ -687,6 +713,9 @@ struct Scan {
     }
 
     /// Removes the songs that were not found again, and the directories that left.
+    /// A stopped scan ends here too (what it wrote stays; it is resumed at the next start). A
+    /// completed one says so durably in the transaction of its last batch: its `incomplete`
+    /// row (and those of the paths under it) leaves, and the time of the update is written.
     private mutating func finish(_ top: String) throws(SQLiteError) {
         guard !library.isStopping else { return }
         for id in missing {
@@ -694,8 +723,14 @@ struct Scan {
             job.removed += 1
         }
         try db.execute("DELETE FROM directories WHERE parent = -1")
-        // Skipped entries under the walked path that were not seen again.
-        _ = top
+        let key = Self.incompleteKey(top)
+        try db.cached("DELETE FROM meta WHERE key = ?1 OR (key >= ?2 AND key < ?3) OR (?4 = '' AND key >= ?1 AND key < 'incomplete!')")
+            .run([.text(key), .text(key + "/"), .text(key + "0"), .text(top)])
+        // (The first scan writes it even when the music directory is empty: the library is made.)
+        let recorded = try db.integer("SELECT count(*) FROM meta WHERE key = 'updated'") ?? 0
+        if job.changed || recorded == 0 {
+            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('updated', ?)").run([.text(String(now))])
+        }
     }
 }
 

@@ -113,7 +113,7 @@ import Testing
         #expect(re.updated == re.scanned && re.added == 0 && re.removed == 0)
     }
 
-    @Test("a damaged database is moved aside and rebuilt; one from a newer schema is refused, untouched")
+    @Test("a damaged database, or one missing a table or an index of its schema, is moved aside and rebuilt; one from a newer schema is refused, untouched")
     func damagedAndNewer() throws {
         let tree = try MusicTree.fresh(songs: 12)
         let path = try Self.database()
@@ -133,6 +133,20 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path + ".corrupt-1"))
         _ = try scan(reopened)
         #expect(try reopened.stats().songs == 12)
+        reopened.stop()
+
+        // A table dropped (SQLite's check finds nothing wrong: every scan failed with "no such
+        // table"), then an index: moved aside, named, rebuilt.
+        for (n, statement, named) in [(2, "DROP TABLE songs", "table songs ON songs"), (3, "DROP INDEX tags_value", "index tags_value ON tags")] {
+            #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", path, statement]).status == 0)
+            let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
+            #expect(rebuilt.recovered == path + ".corrupt-\(n)")
+            #expect(rebuilt.recoveredBecause?.contains(named) == true, "\(rebuilt.recoveredBecause ?? "nil")")
+            #expect(try rebuilt.stats().songs == 0)
+            _ = try scan(rebuilt)
+            #expect(try rebuilt.stats().songs == 12)
+            rebuilt.stop()
+        }
 
         // A database of schema 99 (a newer Backline's).
         let newer = try Self.database()
