@@ -407,7 +407,13 @@ struct Scan {
     }
 
     private mutating func walk(_ dir: String, rel: String, id: Int, depth: Int) throws(SQLiteError) {
-        guard depth < 64, !library.isStopping else { return }
+        guard !library.isStopping else { return }
+        guard depth < Self.maximumDepth else {
+            // Not walked (each level holds its state in the walk), and said so: kept with the
+            // reason (`unreadable`, the scan's failed count), its songs not lost unseen.
+            try skip(rel, "more than \(Self.maximumDepth) directories below the scanned one: not scanned (scan a directory further down)")
+            return
+        }
         var dst = stat()
         guard stat(dir, &dst) == 0 else { return }
         walked.insert([UInt64(dst.st_dev), UInt64(dst.st_ino)])
@@ -597,6 +603,9 @@ struct Scan {
         var plugin: String?
         var failure: String?
     }
+
+    /// How many directories deep a scan walks below where it starts.
+    static let maximumDepth = 64
 
     /// Files read at once (their tags held until written).
     static let batch = 32

@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import BacklineWire
 import Foundation
 import Testing
 
@@ -174,5 +175,33 @@ struct LibraryMPDTests {
         let refused = attacker.textLine(within: 120) ?? "(none)"
         #expect(refused.hasPrefix("ACK [2@0] {find} regular expression too costly"), "\(refused)")
         #expect(try attacker.ask("count \"(title =~ 'a!$')\"") == "songs: 30\nplaytime: 6\nOK\n")
+    }
+    @Test("a tree 70 directories deep: `add` of its top is refused with the reason and adds nothing (not 2 of 6 songs); a directory further down adds its songs; the scan keeps the directory it did not walk among the unreadable, with the reason")
+    func deepTree() throws {
+        let tree = try Harness.makeTemporaryDirectory("deep-tree")
+        let song = try FormatFixtures.flac("deep-song", from: try FormatFixtures.source("deep-song", seconds: 0.2))
+        var dir = "deep"
+        var paths: [Int: String] = [:]
+        for level in 1...70 {
+            dir += "/l\(level)"
+            paths[level] = dir
+            try FileManager.default.createDirectory(atPath: tree.path + "/" + dir, withIntermediateDirectories: true)
+            if [1, 30, 65, 66, 68, 70].contains(level) {
+                try FileManager.default.copyItem(atPath: song.path, toPath: tree.path + "/" + dir + "/s\(level).flac")
+            }
+        }
+        let (d, port) = try Self.daemon(tree)
+        defer { d.expectCleanStop() }
+        let c = try TCPLineClient.mpd(port: port)
+        defer { c.close() }
+        let refused = try c.ask("add deep")
+        #expect(refused.hasPrefix("ACK [51@0] {add} ") && refused.contains("nested more than 64 levels") && refused.contains("nothing added"), "\(refused)")
+        #expect(try c.ask("status").contains("playlistlength: 0\n"))
+        #expect(try c.ask("add \"\(paths[40]!)\"") == "OK\n")
+        #expect(try c.ask("status").contains("playlistlength: 4\n"))
+        // The scan from the music directory walks 64 levels (deep/l1…l63) and records the next.
+        let stats = try d.request("stats")
+        #expect(stats["songs"]?.int == 2 && stats["unreadable"]?.int == 1, "\(stats.text)")
+        #expect(d.log().contains("failed=1") || d.log().contains("\"failed\":\"1\"") || d.log().contains("failed: 1"), "\(d.log())")
     }
 }
