@@ -186,7 +186,7 @@ public final class DaemonCore: Sendable {
             } else {
                 logger.info("library updated", metadata: [
                     "job": "\(u.job)", "path": "\(u.path)", "scanned": "\(u.scanned)", "added": "\(u.added)", "updated": "\(u.updated)",
-                    "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)"])
+                    "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)", "read": "\(u.read)"])
             }
         }
         // Scans in a process of their own: this executable's `library-scan`.

@@ -111,6 +111,9 @@ public struct LibraryUpdate: Sendable, Equatable {
     public var removed = 0
     public var moved = 0
     public var failed = 0
+    /// Files opened to read their tags: a hard link of a file already read in this scan (same
+    /// device, inode, size and time) takes its tags without being opened again.
+    public var read = 0
     /// Files the walk will look at, when known (the previous count of this subtree: for a progress bar).
     public var expected: Int?
     /// Whether it ended, and how (nil: ended well).

@@ -218,10 +218,10 @@ extension MusicLibrary {
 
 extension Scan {
     /// A scan's progress as the scanner process prints it: `progress|done SCANNED EXPECTED
-    /// ADDED UPDATED REMOVED MOVED FAILED` (EXPECTED -1 when unknown), or `error MESSAGE`.
+    /// ADDED UPDATED REMOVED MOVED FAILED READ` (EXPECTED -1 when unknown), or `error MESSAGE`.
     static func progressLine(_ u: LibraryUpdate) -> String {
         if let e = u.error { return "error \(e)" }
-        return "\(u.done ? "done" : "progress") \(u.scanned) \(u.expected ?? -1) \(u.added) \(u.updated) \(u.removed) \(u.moved) \(u.failed)"
+        return "\(u.done ? "done" : "progress") \(u.scanned) \(u.expected ?? -1) \(u.added) \(u.updated) \(u.removed) \(u.moved) \(u.failed) \(u.read)"
     }
 
     /// `job` with what a progress line says; nil for another line.
@@ -232,10 +232,11 @@ extension Scan {
             return u
         }
         let f = line.split(separator: " ")
-        guard f.count == 8, f[0] == "progress" || f[0] == "done" else { return nil }
+        guard f.count == 9, f[0] == "progress" || f[0] == "done" else { return nil }
         let n = f.dropFirst().compactMap { Int($0) }
-        guard n.count == 7 else { return nil }
+        guard n.count == 8 else { return nil }
         (u.scanned, u.expected, u.added, u.updated, u.removed, u.moved, u.failed) = (n[0], n[1] < 0 ? nil : n[1], n[2], n[3], n[4], n[5], n[6])
+        u.read = n[7]
         return u
     }
 }
@@ -285,6 +286,22 @@ struct Scan {
     /// The names in the directory being walked (as a set once a move is looked for).
     private var currentNameList: [String] = []
     private var currentNames: Set<String>?
+    /// Tags read in this scan of files with several links, by device, inode, size and time: a
+    /// hard link of one takes them instead of opening the file again (100,000 links of two
+    /// files were each opened and parsed).
+    private var linkedReads: [[Int]: Read] = [:]
+    /// Files with several links (same key) for which no song was found moved: their other
+    /// links are not looked for again (each look went through every song of the inode, a cost
+    /// that grew with each link added).
+    private var linkedNotMoved = Set<[Int]>()
+
+    /// The key of a file for ``linkedReads``, when it has several links.
+    static func linkKey(_ st: stat) -> [Int]? {
+        guard st.st_nlink > 1 else { return nil }
+        return [Int(bitPattern: UInt(st.st_dev)), Int(bitPattern: UInt(st.st_ino)), Int(st.st_size),
+                Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)]
+    }
+
     /// What the database had under the scanned path when the scan began, by directory: one
     /// query each instead of three a directory (a rescan with nothing changed is mostly this).
     private var known: Known?
@@ -561,6 +578,17 @@ struct Scan {
     /// A song elsewhere in the database that is this file (same device, inode, size and time)
     /// and is no longer at its own path: it moved here.
     private mutating func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
+        let link = Self.linkKey(st)
+        if let link, linkedNotMoved.contains(link) { return nil }
+        guard let found = try movedSongLookup(st, to: rel, directory: directory) else {
+            // (Its other links find the same songs, each still where it was, or new in this scan.)
+            if let link { linkedNotMoved.insert(link) }
+            return nil
+        }
+        return found
+    }
+
+    private mutating func movedSongLookup(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
         let q = try db.cached("SELECT id, path, size, mtime, directory FROM songs WHERE device = ? AND inode = ?")
         try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
         let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
@@ -614,8 +642,30 @@ struct Scan {
     /// open and parse each file: the scan's cost), then writes them in order.
     private mutating func storeAll(_ files: inout [Pending], directory: Int, dirRel: String) throws(SQLiteError) {
         guard !files.isEmpty else { return }
-        let reads = Self.read(files.map(\.path), library)
-        for (f, r) in zip(files, reads) {
+        // Hard links of a file read in this scan (or earlier in this batch) are not opened.
+        var reads = [Read?](repeating: nil, count: files.count)
+        var toOpen: [Int] = []
+        var opening = Set<[Int]>()
+        for (i, f) in files.enumerated() {
+            if let key = Self.linkKey(f.st) {
+                if let r = linkedReads[key] { reads[i] = r; continue }
+                if !opening.insert(key).inserted { continue }
+            }
+            toOpen.append(i)
+        }
+        for (i, r) in zip(toOpen, Self.read(toOpen.map { files[$0].path }, library)) {
+            reads[i] = r
+            if let key = Self.linkKey(files[i].st) {
+                // (Bounded: a tree of many linked files keeps the last few thousand's tags.)
+                if linkedReads.count >= 4096 { linkedReads.removeAll(keepingCapacity: true) }
+                linkedReads[key] = r
+            }
+        }
+        job.read += toOpen.count
+        for (i, f) in files.enumerated() where reads[i] == nil {
+            reads[i] = Self.linkKey(f.st).flatMap { linkedReads[$0] }
+        }
+        for (f, r) in zip(files, reads.map { $0 ?? Read(info: nil, plugin: nil, failure: "not read") }) {
             try store(f, r, directory: directory, dirRel: dirRel)
             if f.existing == nil { job.added += 1 } else { job.updated += 1 }
             try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(f.rel)])

@@ -295,6 +295,36 @@ import Testing
             }
         }
     }
+
+    @Test("2,000 hard links of two files: the two are opened once each, every link is a song with their tags; a rescan opens none, a changed file is read again")
+    func hardLinks() throws {
+        let tree = try Harness.makeTemporaryDirectory("hard-links")
+        let source = try FormatFixtures.source("hard-links", seconds: 0.2)
+        let originals = [try FormatFixtures.flac("hard-link-x", from: source, args: ["-T", "TITLE=Linked X"]),
+                         try FormatFixtures.flac("hard-link-y", from: source, args: ["-T", "TITLE=Linked Y"])]
+        for (k, o) in originals.enumerated() { try FileManager.default.copyItem(at: o, to: tree.appendingPathComponent("\(k).flac")) }
+        for d in 0..<20 {
+            let dir = tree.appendingPathComponent("d\(d)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for i in 0..<100 {
+                #expect(link(tree.appendingPathComponent("\(i % 2).flac").path, dir.appendingPathComponent("\(i).flac").path) == 0)
+            }
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        let first = try scan(lib)
+        #expect(first.added == 2002 && first.read == 2 && first.failed == 0, "\(first)")
+        #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1001)
+        #expect(try lib.count(.tag(.title, .equals, "Linked Y", fold: false)).songs == 1001)
+        let again = try scan(lib)
+        #expect(again.read == 0 && !again.changed, "\(again)")
+        // A new link and a changed file (its links change with it: one inode).
+        #expect(link(tree.appendingPathComponent("0.flac").path, tree.appendingPathComponent("new.flac").path) == 0)
+        #expect(try runProcess("metaflac", ["--remove-tag=TITLE", "--set-tag=TITLE=Linked Z", tree.appendingPathComponent("1.flac").path]).status == 0)
+        let changed = try scan(lib)
+        #expect(changed.added == 1 && changed.updated == 1001 && changed.read <= 2, "\(changed)")
+        #expect(try lib.count(.tag(.title, .equals, "Linked Z", fold: false)).songs == 1001)
+        #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1002)
+    }
 }
 
 /// A value handed from one thread to another.
