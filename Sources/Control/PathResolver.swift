@@ -146,6 +146,10 @@ public struct PathResolver: Sendable {
         return lines.filter { !$0.isEmpty && !$0.hasPrefix("#") }.map(path)
     }
 
+    /// How many directories deep a directory's expansion goes (each level holds a directory
+    /// open while the walk is below it). A directory with any deeper is refused, saying so.
+    public static let maximumDirectoryDepth = 64
+
     /// How many playlists deep an expansion follows (a playlist naming a playlist…).
     public static let maximumPlaylistDepth = 8
 
@@ -174,8 +178,13 @@ public struct PathResolver: Sendable {
         }
         if kind == S_IFDIR {
             var names: [String] = []
-            guard Self.walk(path, prefix: "", into: &names, skipped: &w.r.skipped, depth: 0) else {
+            var tooDeep: String?
+            guard Self.walk(path, prefix: "", into: &names, skipped: &w.r.skipped, tooDeep: &tooDeep, depth: 0) else {
                 throw Refusal(code: .notFound, path: request, message: "cannot read the directory")
+            }
+            // Refused whole rather than added in part: what lies deeper would be left out unseen.
+            if let tooDeep {
+                throw Refusal(code: .tooLarge, path: request, message: "directories nested more than \(Self.maximumDirectoryDepth) levels below it (\(tooDeep)): nothing added; add a directory further down")
             }
             var found: [String] = []
             for rel in names {
@@ -391,10 +400,15 @@ public struct PathResolver: Sendable {
     /// not valid UTF-8 cannot be named in the protocol (its text is UTF-8), and one holding a
     /// control character would split a protocol line: each is skipped with its reason and its
     /// bytes shown as `\xNN`, as mpd skips what it cannot convert and names with a newline.
-    /// False when `dir` itself cannot be read.
+    /// False when `dir` itself cannot be read. A directory more than
+    /// ``maximumDirectoryDepth`` levels down is not read: its path goes in `tooDeep`.
     private static func walk(_ dir: String, prefix: String, into names: inout [String],
-                             skipped: inout [Refusal], depth: Int) -> Bool {
-        guard depth < 64, let d = opendir(dir) else { return false }
+                             skipped: inout [Refusal], tooDeep: inout String?, depth: Int) -> Bool {
+        guard depth < maximumDirectoryDepth else {
+            if tooDeep == nil { tooDeep = prefix.isEmpty ? dir : String(prefix.dropLast()) }
+            return true
+        }
+        guard let d = opendir(dir) else { return false }
         defer { closedir(d) }
         while let e = readdir(d) {
             let (raw, isDirectory): ([UInt8], Bool) = withUnsafeBytes(of: e.pointee.d_name) { b in
@@ -415,7 +429,7 @@ public struct PathResolver: Sendable {
                 descend = lstat(dir + "/" + name, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR
             }
             if descend {
-                _ = walk(dir + "/" + name, prefix: prefix + name + "/", into: &names, skipped: &skipped, depth: depth + 1)
+                _ = walk(dir + "/" + name, prefix: prefix + name + "/", into: &names, skipped: &skipped, tooDeep: &tooDeep, depth: depth + 1)
             } else {
                 names.append(prefix + name)
             }

@@ -175,7 +175,8 @@ public final class DaemonCore: Sendable {
     private func startLibrary() {
         guard let library = playback.library else { return }
         if let moved = library.recovered {
-            logger.warning("the library database was damaged: moved aside and rebuilt", metadata: ["moved-to": "\(moved)"])
+            logger.warning("the library database was damaged: moved aside and rebuilt", metadata: [
+                "moved-to": "\(moved)", "reason": "\(library.recoveredBecause ?? "damaged")"])
         }
         library.observe { [logger, trimmer] u in
             guard u.done else { return }
@@ -185,7 +186,7 @@ public final class DaemonCore: Sendable {
             } else {
                 logger.info("library updated", metadata: [
                     "job": "\(u.job)", "path": "\(u.path)", "scanned": "\(u.scanned)", "added": "\(u.added)", "updated": "\(u.updated)",
-                    "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)"])
+                    "removed": "\(u.removed)", "moved": "\(u.moved)", "failed": "\(u.failed)", "read": "\(u.read)"])
             }
         }
         // Scans in a process of their own: this executable's `library-scan`.
@@ -193,8 +194,14 @@ public final class DaemonCore: Sendable {
             library.runScans(in: [me, "library-scan"])
         }
         let stats = try? library.stats()
+        let interrupted = (try? library.interruptedScans()) ?? []
         if config.updateOnStart == "yes" || config.updateOnStart == "auto" && (stats?.updated ?? 0) == 0 && (stats?.songs ?? 0) == 0 {
             _ = try? library.update("")
+        } else if !interrupted.isEmpty {
+            // A scan killed or stopped before it completed (a first one leaves a library that
+            // looks made): resumed, whatever update-on-start says, or the library stays partial.
+            logger.info("resuming library scans that did not complete", metadata: ["paths": "\(interrupted.map { $0.isEmpty ? "/" : $0 })"])
+            _ = try? library.resumeInterruptedScans()
         }
         if config.autoUpdate {
             let w = LibraryWatcher(library: library, delay: config.autoUpdateDelay) { [logger] m in logger.warning("\(m)") }

@@ -401,7 +401,7 @@ public enum JSONCodec {
         var f: [(String, JSON)] = [("job", .int(u.job)), ("path", .string(u.path)), ("rescan", .bool(u.rescan)), ("done", .bool(u.done)),
                                    ("scanned", .int(u.scanned)), ("expected", u.expected.map(JSON.int) ?? .null),
                                    ("added", .int(u.added)), ("updated", .int(u.updated)), ("removed", .int(u.removed)),
-                                   ("moved", .int(u.moved)), ("failed", .int(u.failed))]
+                                   ("moved", .int(u.moved)), ("failed", .int(u.failed)), ("read", .int(u.read))]
         if let e = u.error { f.append(("error", .string(e))) }
         return f
     }

@@ -111,6 +111,9 @@ public struct LibraryUpdate: Sendable, Equatable {
     public var removed = 0
     public var moved = 0
     public var failed = 0
+    /// Files opened to read their tags: a hard link of a file already read in this scan (same
+    /// device, inode, size and time) takes its tags without being opened again.
+    public var read = 0
     /// Files the walk will look at, when known (the previous count of this subtree: for a progress bar).
     public var expected: Int?
     /// Whether it ended, and how (nil: ended well).
@@ -136,6 +139,8 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         case database
         /// An answer would be larger than allowed.
         case tooLarge = "too-large"
+        /// The query was cancelled (its client has gone).
+        case cancelled
     }
     public var kind: Kind
     public var message: String

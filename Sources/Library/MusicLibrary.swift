@@ -36,10 +36,13 @@ public final class MusicLibrary: Sendable {
 
     /// What happened while opening: a damaged database moved aside (its new name), for the log.
     public let recovered: String?
+    /// Why it was moved aside: SQLite found it damaged, or its tables were not those of its
+    /// version (a table dropped: every scan failed on it).
+    public let recoveredBecause: String?
 
     /// Opens (creating) the library at `path` for `musicDirectory`. A database from a newer
-    /// Backline is refused; one that is damaged or not a database is moved aside
-    /// (`PATH.corrupt-N`) and a new one made.
+    /// Backline is refused; one that is damaged, not a database, or missing tables, columns or
+    /// indexes of its version is moved aside (`PATH.corrupt-N`) and a new one made.
     public init(path: String, musicDirectory: String, registry: DecoderRegistry = .standard) throws(LibraryError) {
         self.path = path
         self.musicDirectory = musicDirectory
@@ -47,6 +50,7 @@ public final class MusicLibrary: Sendable {
         suffixes = registry.suffixes
         root = Path.realPath(musicDirectory)
         var moved: String? = nil
+        var damage: String? = nil
         do throws(Schema.Problem) {
             try Self.prepare(path)
         } catch {
@@ -57,9 +61,16 @@ public final class MusicLibrary: Sendable {
                 guard s.isCorruption else { throw LibraryError(s) }
                 moved = try Self.moveAside(path)
                 do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
+            case .damaged(let what):
+                // (Rebuilt by a scan, as a corrupt one: only the library is lost, and the music
+                // directory has it.)
+                moved = try Self.moveAside(path)
+                damage = what
+                do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
             }
         }
         recovered = moved
+        recoveredBecause = moved == nil ? nil : damage ?? "damaged (SQLite's check failed)"
     }
 
     /// Opens `path`, checks it whole (`quick_check`: a damaged page is found now, not by a
@@ -85,6 +96,7 @@ public final class MusicLibrary: Sendable {
             throw .sqlite(error)
         }
         try Schema.migrate(db)
+        try Schema.checkLayout(db)
     }
 
     /// Renames `path` (and its WAL and shared-memory files) to `path.corrupt-N`.
@@ -101,8 +113,9 @@ public final class MusicLibrary: Sendable {
 
     // MARK: - Connections
 
-    /// Runs `body` with a reader connection.
-    func read<T>(_ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(LibraryError) -> T {
+    /// Runs `body` with a reader connection: its regular expressions may take
+    /// ``regexSteps`` steps, and it stops once `cancellation` is cancelled.
+    func read<T>(cancellation: QueryCancellation? = nil, _ body: (SQLiteDatabase) throws(SQLiteError) -> T) throws(LibraryError) -> T {
         let box: ConnectionBox
         if let b = readers.withLock({ $0.popLast() }) {
             box = b
@@ -114,15 +127,21 @@ public final class MusicLibrary: Sendable {
                 // through read() that was 40 % of its time). What is mapped counts as resident
                 // while the connection lives; idle connections are closed (`releaseMemory`).
                 try db.execute("PRAGMA mmap_size = 268435456")
-                try SQLFunctions.register(db)
-                box = ConnectionBox(db)
+                let budget = MatchBudget()
+                try SQLFunctions.register(db, budget: budget)
+                box = ConnectionBox(db, budget: budget)
             } catch { throw LibraryError(error) }
         }
+        box.budget.reset(steps: Self.regexSteps, cancellation: cancellation)
         defer {
             box.db.resetStatements()
+            box.budget.reset(steps: Self.regexSteps, cancellation: nil)
             readers.withLock { if $0.count < 4 { $0.append(box) } }
         }
-        do { return try body(box.db) } catch { throw LibraryError(error) }
+        do { return try body(box.db) } catch {
+            // (A regular expression out of steps, or a cancelled query, fails its statement.)
+            throw box.budget.stopped ?? LibraryError(error)
+        }
     }
 
     /// Lets idle connections go (their page caches: the daemon's memory after big queries);
@@ -175,7 +194,9 @@ public final class MusicLibrary: Sendable {
 
     /// The songs `filter` takes, in walk order (each directory's songs by album, disc, track
     /// and name, then its subdirectories) or by `sort`, then cut to `window`.
-    public func songs(_ filter: SongFilter = .all, sort: SongSort? = nil, window: Range<Int>? = nil) throws(LibraryError) -> [LibrarySong] {
+    /// `cancellation` stops it early (its client has gone).
+    public func songs(_ filter: SongFilter = .all, sort: SongSort? = nil, window: Range<Int>? = nil,
+                      cancellation: QueryCancellation? = nil) throws(LibraryError) -> [LibrarySong] {
         let c = try filter.compile()
         try checkBases(c.bases)
         var order = "s.sort_key, s.path"
@@ -197,18 +218,18 @@ public final class MusicLibrary: Sendable {
         var limit = ""
         if let window { limit = " LIMIT \(window.count) OFFSET \(window.lowerBound)" }
         let sql = "SELECT \(Self.songColumns) FROM songs s WHERE s.error IS NULL AND \(c.sql) ORDER BY \(order)\(limit)"
-        return try read { db throws(SQLiteError) in
+        return try read(cancellation: cancellation) { db throws(SQLiteError) in
             let st = try db.prepare(sql)
             try st.bind(values)
             return try Self.songs(st, db)
         }
     }
 
-    /// How many songs `filter` takes.
-    public func count(_ filter: SongFilter = .all) throws(LibraryError) -> (songs: Int, playtime: Double) {
+    /// How many songs `filter` takes (`cancellation` stops it early).
+    public func count(_ filter: SongFilter = .all, cancellation: QueryCancellation? = nil) throws(LibraryError) -> (songs: Int, playtime: Double) {
         let c = try filter.compile()
         try checkBases(c.bases)
-        return try read { db throws(SQLiteError) in
+        return try read(cancellation: cancellation) { db throws(SQLiteError) in
             let st = try db.prepare("SELECT count(*), total(s.duration) FROM songs s WHERE s.error IS NULL AND \(c.sql)")
             try st.bind(c.values)
             try st.step()
@@ -224,14 +245,15 @@ public final class MusicLibrary: Sendable {
     /// The values of `tag` (after its fallbacks; "" for a song without it) over the songs
     /// `filter` takes, grouped by `groups` (the outermost first): each row is the group values
     /// then the value, sorted in byte order, unique. Answers are kept until the library changes
-    /// (clients ask the same `list Artist` again and again).
-    public func values(_ tag: TagKey, filter: SongFilter = .all, groups: [TagKey] = []) throws(LibraryError) -> [[String]] {
+    /// (clients ask the same `list Artist` again and again). `cancellation` stops it early.
+    public func values(_ tag: TagKey, filter: SongFilter = .all, groups: [TagKey] = [],
+                       cancellation: QueryCancellation? = nil) throws(LibraryError) -> [[String]] {
         let key = "values \(tag.rawValue) \(groups.map(\.rawValue)) \(filter)"
         if let hit = cached(key, as: [[String]].self) { return hit }
         let generation = self.generation.load(ordering: .acquiring)
         let keys = groups + [tag]
         var out = Set<[String]>()
-        try eachSong(filter, keys: keys) { _, _, tags in
+        try eachSong(filter, keys: keys, cancellation: cancellation) { _, _, tags in
             // The cross product of each key's effective values (a song with two artists counts under both).
             var combos: [[String]] = [[]]
             for k in keys {
@@ -249,14 +271,15 @@ public final class MusicLibrary: Sendable {
     }
 
     /// Song counts and total durations per value of `group` (after fallbacks; "" for songs
-    /// without it), in byte order of the value.
-    public func counts(_ filter: SongFilter = .all, group: TagKey) throws(LibraryError) -> [(value: String, songs: Int, playtime: Double)] {
+    /// without it), in byte order of the value. `cancellation` stops it early.
+    public func counts(_ filter: SongFilter = .all, group: TagKey,
+                       cancellation: QueryCancellation? = nil) throws(LibraryError) -> [(value: String, songs: Int, playtime: Double)] {
         let key = "counts \(group.rawValue) \(filter)"
         if let hit = cached(key, as: [(value: String, songs: Int, playtime: Double)].self) { return hit }
         let generation = self.generation.load(ordering: .acquiring)
         let chain = [group] + fallbacks(group)
         var sums: [String: (Int, Double)] = [:]
-        try eachSong(filter, keys: [group]) { _, duration, tags in
+        try eachSong(filter, keys: [group], cancellation: cancellation) { _, duration, tags in
             let vs = chain.lazy.compactMap { tags[$0] }.first ?? [""]
             for v in Set(vs) {
                 let old = sums[v] ?? (0, 0)
@@ -271,12 +294,12 @@ public final class MusicLibrary: Sendable {
     /// Calls `body` for each song `filter` takes, with its duration and its values of `keys`
     /// (and their fallbacks): the songs in id order merged with one pass over the tags in their
     /// primary key's order (song, position).
-    private func eachSong(_ filter: SongFilter, keys: [TagKey],
+    private func eachSong(_ filter: SongFilter, keys: [TagKey], cancellation: QueryCancellation?,
                           _ body: (Int, Double, [TagKey: [String]]) -> Void) throws(LibraryError) {
         let c = try filter.compile()
         try checkBases(c.bases)
         let wanted = Set(keys.flatMap { [$0] + fallbacks($0) }).map { String($0.rawValue) }.joined(separator: ",")
-        try read { db throws(SQLiteError) in
+        try read(cancellation: cancellation) { db throws(SQLiteError) in
             let songs = try db.prepare("SELECT s.id, s.duration FROM songs s WHERE s.error IS NULL AND \(c.sql) ORDER BY s.id")
             try songs.bind(c.values)
             let tags = try db.prepare("SELECT song, key, value FROM tags NOT INDEXED WHERE key IN (\(wanted)) ORDER BY song, seq")
@@ -441,5 +464,7 @@ public final class MusicLibrary: Sendable {
 /// A connection handed between threads (used by one at a time: the pool's rule).
 final class ConnectionBox: @unchecked Sendable {
     let db: SQLiteDatabase
-    init(_ db: SQLiteDatabase) { self.db = db }
+    /// What its queries' regular expressions may spend.
+    let budget: MatchBudget
+    init(_ db: SQLiteDatabase, budget: MatchBudget) { (self.db, self.budget) = (db, budget) }
 }

@@ -188,8 +188,8 @@ extension SongFilter {
         case .notEquals: return a != b
         case .contains: return b.isEmpty || a.contains(b)
         case .startsWith: return a.hasPrefix(b)
-        case .matches: return try Regex(v, fold: fold).matches(s)
-        case .notMatches: return try !Regex(v, fold: fold).matches(s)
+        case .matches: return try Regex(v, fold: fold).matches(s) ?? false
+        case .notMatches: return try !(Regex(v, fold: fold).matches(s) ?? false)
         }
     }
 }
@@ -201,122 +201,11 @@ private extension String {
     }
 }
 
-/// A POSIX extended regular expression (mpd uses PCRE; the common subset is the same),
-/// case-insensitive for `search`.
-final class Regex {
-    private var re = regex_t()
-
-    init(_ pattern: String, fold: Bool) throws(LibraryError) {
-        try Self.check(pattern)
-        let rc = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB | (fold ? REG_ICASE : 0))
-        guard rc == 0 else {
-            var buf = [CChar](repeating: 0, count: 256)
-            regerror(rc, &re, &buf, buf.count)
-            throw LibraryError(.badFilter, "Invalid regular expression: \(String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
-        }
-    }
-
-    deinit { regfree(&re) }
-
-    /// The most a pattern may cost to compile, in copies of its atoms: glibc's `regcomp` copies
-    /// a repeated expression once a repetition, so `u++++…` (each `+` doubling it) or
-    /// `(a{1,200}){1,200}` took gigabytes (fuzz finding filter/regex-repetition: a remote
-    /// `find` made the daemon run out of memory).
-    static let maximumCost = 2_000
-
-    /// Refuses a pattern longer than 1 KiB, one whose repetitions multiply past
-    /// ``maximumCost``, a repetition of a repetition (`a++`, `a*?`: undefined in POSIX, and
-    /// glibc took minutes over a few of them: fuzz finding filter/regex-stacked), and
-    /// back-references (glibc's extension to ERE, exponential to match).
-    static func check(_ pattern: String) throws(LibraryError) {
-        let b = Array(pattern.utf8)
-        guard b.count <= 1024 else { throw LibraryError(.badFilter, "Invalid regular expression: longer than 1024 bytes") }
-        // The cost so far at each open group, and the cost of the last atom there (which a
-        // repetition multiplies).
-        var sums = [0], last: [Int?] = [nil]
-        func add(_ cost: Int) { sums[sums.count - 1] += cost; last[last.count - 1] = cost }
-        func repeatLast(_ factor: Int) throws(LibraryError) {
-            guard let atom = last[last.count - 1] else { return }  // (nothing to repeat: regcomp says so)
-            let (n, o) = atom.multipliedReportingOverflow(by: max(1, factor))
-            guard !o, n <= maximumCost else { throw LibraryError(.badFilter, "Invalid regular expression: too many repetitions") }
-            sums[sums.count - 1] += n - atom
-            last[last.count - 1] = n
-            guard sums[sums.count - 1] <= maximumCost else { throw LibraryError(.badFilter, "Invalid regular expression: too many repetitions") }
-        }
-        var i = 0
-        var afterRepetition = false
-        func isRepetition(_ c: UInt8) -> Bool { c == UInt8(ascii: "*") || c == UInt8(ascii: "+") || c == UInt8(ascii: "?") || c == UInt8(ascii: "{") }
-        while i < b.count {
-            if afterRepetition, isRepetition(b[i]) {
-                throw LibraryError(.badFilter, "Invalid regular expression: a repetition of a repetition")
-            }
-            afterRepetition = isRepetition(b[i])
-            switch b[i] {
-            case UInt8(ascii: "\\"):
-                if i + 1 < b.count, (0x31...0x39).contains(b[i + 1]) {
-                    throw LibraryError(.badFilter, "Invalid regular expression: back-references are not taken")
-                }
-                add(1)
-                i += 2
-                continue
-            case UInt8(ascii: "["):
-                // A bracket expression: `]` first is a member; `[:class:]` and the like inside.
-                var j = i + 1
-                if j < b.count, b[j] == UInt8(ascii: "^") { j += 1 }
-                if j < b.count, b[j] == UInt8(ascii: "]") { j += 1 }
-                while j < b.count, b[j] != UInt8(ascii: "]") {
-                    if b[j] == UInt8(ascii: "["), j + 1 < b.count, [UInt8(ascii: ":"), UInt8(ascii: "."), UInt8(ascii: "=")].contains(b[j + 1]) {
-                        let close = b[j + 1]
-                        j += 2
-                        while j + 1 < b.count, !(b[j] == close && b[j + 1] == UInt8(ascii: "]")) { j += 1 }
-                        j += 2
-                    } else {
-                        j += 1
-                    }
-                }
-                add(1)
-                i = j + 1
-                continue
-            case UInt8(ascii: "("):
-                sums.append(0)
-                last.append(nil)
-            case UInt8(ascii: ")"):
-                if sums.count > 1 {
-                    let group = sums.removeLast()
-                    last.removeLast()
-                    add(max(1, group))
-                } else {
-                    add(1)
-                }
-            case UInt8(ascii: "|"):
-                last[last.count - 1] = nil
-            case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"):
-                try repeatLast(2)
-            case UInt8(ascii: "{"):
-                var j = i + 1, numbers: [Int] = [0]
-                while j < b.count, b[j] != UInt8(ascii: "}") {
-                    if b[j] == UInt8(ascii: ",") { numbers.append(0) } else if (0x30...0x39).contains(b[j]) {
-                        numbers[numbers.count - 1] = min(100_000, numbers[numbers.count - 1] * 10 + Int(b[j] - 0x30))
-                    }
-                    j += 1
-                }
-                try repeatLast(max(2, numbers.max() ?? 2) + 1)
-                i = j + 1
-                continue
-            default:
-                add(1)
-            }
-            i += 1
-        }
-    }
-
-    func matches(_ s: String) -> Bool { regexec(&re, s, 0, nil, 0) == 0 }
-}
-
 /// The SQL functions the queries use, registered on each connection: `bl_fold(text)` and
-/// `bl_regexp(pattern, text, icase)` (the compiled pattern kept for the statement's run).
+/// `bl_regexp(pattern, text, icase)` (the compiled pattern kept for the statement's run; its
+/// steps paid from `budget`, and an error once that is spent or its query cancelled).
 enum SQLFunctions {
-    static func register(_ db: SQLiteDatabase) throws(SQLiteError) {
+    static func register(_ db: SQLiteDatabase, budget: MatchBudget = MatchBudget()) throws(SQLiteError) {
         var rc = sqlite3_create_function_v2(db.handle, "bl_fold", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, { ctx, _, argv in
             guard let p = sqlite3_value_text(argv![0]) else { return sqlite3_result_null(ctx) }
             let s = String(cString: p)
@@ -326,7 +215,9 @@ enum SQLFunctions {
             }
         }, nil, nil, nil)
         guard rc == SQLITE_OK else { throw db.error("create_function bl_fold", rc) }
-        rc = sqlite3_create_function_v2(db.handle, "bl_regexp", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, { ctx, _, argv in
+        // (The function holds the budget: released with the connection.)
+        rc = sqlite3_create_function_v2(db.handle, "bl_regexp", 3, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                        Unmanaged.passRetained(budget).toOpaque(), { ctx, _, argv in
             let re: Regex
             if let aux = sqlite3_get_auxdata(ctx, 0) {
                 re = Unmanaged<Regex>.fromOpaque(aux).takeUnretainedValue()
@@ -341,8 +232,15 @@ enum SQLFunctions {
                 }
             }
             guard let t = sqlite3_value_text(argv![1]) else { return sqlite3_result_int(ctx, 0) }
-            sqlite3_result_int(ctx, re.matches(String(cString: t)) ? 1 : 0)
-        }, nil, nil, nil)
+            let budget = sqlite3_user_data(ctx).map { Unmanaged<MatchBudget>.fromOpaque($0).takeUnretainedValue() }
+            guard let matched = re.matches(String(cString: t), budget: budget) else {
+                return sqlite3_result_error(ctx, "regular expression stopped", -1)
+            }
+            sqlite3_result_int(ctx, matched ? 1 : 0)
+        }, nil, nil, { p in
+            if let p { Unmanaged<MatchBudget>.fromOpaque(p).release() }
+        })
         guard rc == SQLITE_OK else { throw db.error("create_function bl_regexp", rc) }
+        budget.watch(db)
     }
 }

@@ -63,6 +63,29 @@ extension MusicLibrary {
         return job
     }
 
+    /// The paths of scans that began and did not complete (killed, or stopped with the
+    /// daemon), each recorded when its scan began and removed in the transaction that ends it:
+    /// ``resumeInterruptedScans()`` runs them again.
+    public func interruptedScans() throws(LibraryError) -> [String] {
+        try read { db throws(SQLiteError) in
+            let st = try db.prepare("SELECT key FROM meta WHERE key >= 'incomplete ' AND key < 'incomplete!' ORDER BY key")
+            var out: [String] = []
+            while try st.step() { out.append(String(st.text(0).dropFirst(Scan.incompleteKey("").count))) }
+            return out
+        }
+    }
+
+    /// Queues again the scans that did not complete (a scan of the whole music directory
+    /// covers the others); their job numbers.
+    @discardableResult
+    public func resumeInterruptedScans() throws(LibraryError) -> [Int] {
+        let paths = try interruptedScans()
+        if paths.contains("") { return [try update("")] }
+        var jobs: [Int] = []
+        for p in paths { jobs.append(try update(p)) }
+        return jobs
+    }
+
     /// The scan running or waiting first (MPD's `updating_db`), if any.
     public var updating: LibraryUpdate? {
         jobs.withLock { $0.running ?? $0.queue.first }
@@ -195,10 +218,10 @@ extension MusicLibrary {
 
 extension Scan {
     /// A scan's progress as the scanner process prints it: `progress|done SCANNED EXPECTED
-    /// ADDED UPDATED REMOVED MOVED FAILED` (EXPECTED -1 when unknown), or `error MESSAGE`.
+    /// ADDED UPDATED REMOVED MOVED FAILED READ` (EXPECTED -1 when unknown), or `error MESSAGE`.
     static func progressLine(_ u: LibraryUpdate) -> String {
         if let e = u.error { return "error \(e)" }
-        return "\(u.done ? "done" : "progress") \(u.scanned) \(u.expected ?? -1) \(u.added) \(u.updated) \(u.removed) \(u.moved) \(u.failed)"
+        return "\(u.done ? "done" : "progress") \(u.scanned) \(u.expected ?? -1) \(u.added) \(u.updated) \(u.removed) \(u.moved) \(u.failed) \(u.read)"
     }
 
     /// `job` with what a progress line says; nil for another line.
@@ -209,10 +232,11 @@ extension Scan {
             return u
         }
         let f = line.split(separator: " ")
-        guard f.count == 8, f[0] == "progress" || f[0] == "done" else { return nil }
+        guard f.count == 9, f[0] == "progress" || f[0] == "done" else { return nil }
         let n = f.dropFirst().compactMap { Int($0) }
-        guard n.count == 7 else { return nil }
+        guard n.count == 8 else { return nil }
         (u.scanned, u.expected, u.added, u.updated, u.removed, u.moved, u.failed) = (n[0], n[1] < 0 ? nil : n[1], n[2], n[3], n[4], n[5], n[6])
+        u.read = n[7]
         return u
     }
 }
@@ -262,6 +286,22 @@ struct Scan {
     /// The names in the directory being walked (as a set once a move is looked for).
     private var currentNameList: [String] = []
     private var currentNames: Set<String>?
+    /// Tags read in this scan of files with several links, by device, inode, size and time: a
+    /// hard link of one takes them instead of opening the file again (100,000 links of two
+    /// files were each opened and parsed).
+    private var linkedReads: [[Int]: Read] = [:]
+    /// Files with several links (same key) for which no song was found moved: their other
+    /// links are not looked for again (each look went through every song of the inode, a cost
+    /// that grew with each link added).
+    private var linkedNotMoved = Set<[Int]>()
+
+    /// The key of a file for ``linkedReads``, when it has several links.
+    static func linkKey(_ st: stat) -> [Int]? {
+        guard st.st_nlink > 1 else { return nil }
+        return [Int(bitPattern: UInt(st.st_dev)), Int(bitPattern: UInt(st.st_ino)), Int(st.st_size),
+                Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)]
+    }
+
     /// What the database had under the scanned path when the scan began, by directory: one
     /// query each instead of three a directory (a rescan with nothing changed is mostly this).
     private var known: Known?
@@ -318,6 +358,9 @@ struct Scan {
             // had not been removed yet (nor found moved).
             let orphans = try db.cached("SELECT id FROM songs WHERE directory IN (SELECT id FROM directories WHERE parent = -1)")
             while try orphans.step() { missing.insert(orphans.int(0)) }
+            // Begun: what a kill leaves is resumed at the next start (``interruptedScans``),
+            // until the transaction that ends the walk removes this row.
+            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)").run([.text(Self.incompleteKey(top)), .text(String(now))])
             // Reasons are found again as the walk meets the files.
             try db.cached("DELETE FROM skipped WHERE ?1 = '' OR path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')").run([.text(top)])
             try loadKnown(top)
@@ -346,10 +389,10 @@ struct Scan {
             try? db.execute("ROLLBACK")
             throw error
         }
-        if job.changed {
-            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('updated', ?)").run([.text(String(now))])
-        }
     }
+
+    /// The `meta` row saying a scan of `path` began and has not completed.
+    static func incompleteKey(_ path: String) -> String { "incomplete " + path }
 
     private func mtime(_ p: String) -> Int {
         var st = stat()
@@ -381,7 +424,13 @@ struct Scan {
     }
 
     private mutating func walk(_ dir: String, rel: String, id: Int, depth: Int) throws(SQLiteError) {
-        guard depth < 64, !library.isStopping else { return }
+        guard !library.isStopping else { return }
+        guard depth < Self.maximumDepth else {
+            // Not walked (each level holds its state in the walk), and said so: kept with the
+            // reason (`unreadable`, the scan's failed count), its songs not lost unseen.
+            try skip(rel, "more than \(Self.maximumDepth) directories below the scanned one: not scanned (scan a directory further down)")
+            return
+        }
         var dst = stat()
         guard stat(dir, &dst) == 0 else { return }
         walked.insert([UInt64(dst.st_dev), UInt64(dst.st_ino)])
@@ -534,6 +583,17 @@ struct Scan {
     /// A song elsewhere in the database that is this file (same device, inode, size and time)
     /// and is no longer at its own path: it moved here.
     private mutating func movedSong(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
+        let link = Self.linkKey(st)
+        if let link, linkedNotMoved.contains(link) { return nil }
+        guard let found = try movedSongLookup(st, to: rel, directory: directory) else {
+            // (Its other links find the same songs, each still where it was, or new in this scan.)
+            if let link { linkedNotMoved.insert(link) }
+            return nil
+        }
+        return found
+    }
+
+    private mutating func movedSongLookup(_ st: stat, to rel: String, directory: Int) throws(SQLiteError) -> (Int, Int, String)? {
         let q = try db.cached("SELECT id, path, size, mtime, directory FROM songs WHERE device = ? AND inode = ?")
         try q.bind([.int(Int(bitPattern: UInt(st.st_dev))), .int(Int(bitPattern: UInt(st.st_ino)))])
         let mtime = Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)
@@ -577,6 +637,9 @@ struct Scan {
         var failure: String?
     }
 
+    /// How many directories deep a scan walks below where it starts.
+    static let maximumDepth = 64
+
     /// Files read at once (their tags held until written).
     static let batch = 32
 
@@ -584,8 +647,30 @@ struct Scan {
     /// open and parse each file: the scan's cost), then writes them in order.
     private mutating func storeAll(_ files: inout [Pending], directory: Int, dirRel: String) throws(SQLiteError) {
         guard !files.isEmpty else { return }
-        let reads = Self.read(files.map(\.path), library)
-        for (f, r) in zip(files, reads) {
+        // Hard links of a file read in this scan (or earlier in this batch) are not opened.
+        var reads = [Read?](repeating: nil, count: files.count)
+        var toOpen: [Int] = []
+        var opening = Set<[Int]>()
+        for (i, f) in files.enumerated() {
+            if let key = Self.linkKey(f.st) {
+                if let r = linkedReads[key] { reads[i] = r; continue }
+                if !opening.insert(key).inserted { continue }
+            }
+            toOpen.append(i)
+        }
+        for (i, r) in zip(toOpen, Self.read(toOpen.map { files[$0].path }, library)) {
+            reads[i] = r
+            if let key = Self.linkKey(files[i].st) {
+                // (Bounded: a tree of many linked files keeps the last few thousand's tags.)
+                if linkedReads.count >= 4096 { linkedReads.removeAll(keepingCapacity: true) }
+                linkedReads[key] = r
+            }
+        }
+        job.read += toOpen.count
+        for (i, f) in files.enumerated() where reads[i] == nil {
+            reads[i] = Self.linkKey(f.st).flatMap { linkedReads[$0] }
+        }
+        for (f, r) in zip(files, reads.map { $0 ?? Read(info: nil, plugin: nil, failure: "not read") }) {
             try store(f, r, directory: directory, dirRel: dirRel)
             if f.existing == nil { job.added += 1 } else { job.updated += 1 }
             try db.cached("DELETE FROM skipped WHERE path = ?").run([.text(f.rel)])
@@ -692,6 +777,9 @@ struct Scan {
     }
 
     /// Removes the songs that were not found again, and the directories that left.
+    /// A stopped scan ends here too (what it wrote stays; it is resumed at the next start). A
+    /// completed one says so durably in the transaction of its last batch: its `incomplete`
+    /// row (and those of the paths under it) leaves, and the time of the update is written.
     private mutating func finish(_ top: String) throws(SQLiteError) {
         guard !library.isStopping else { return }
         for id in missing {
@@ -699,8 +787,14 @@ struct Scan {
             job.removed += 1
         }
         try db.execute("DELETE FROM directories WHERE parent = -1")
-        // Skipped entries under the walked path that were not seen again.
-        _ = top
+        let key = Self.incompleteKey(top)
+        try db.cached("DELETE FROM meta WHERE key = ?1 OR (key >= ?2 AND key < ?3) OR (?4 = '' AND key >= ?1 AND key < 'incomplete!')")
+            .run([.text(key), .text(key + "/"), .text(key + "0"), .text(top)])
+        // (The first scan writes it even when the music directory is empty: the library is made.)
+        let recorded = try db.integer("SELECT count(*) FROM meta WHERE key = 'updated'") ?? 0
+        if job.changed || recorded == 0 {
+            try db.cached("INSERT OR REPLACE INTO meta(key, value) VALUES ('updated', ?)").run([.text(String(now))])
+        }
     }
 }
 

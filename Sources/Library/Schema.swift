@@ -70,6 +70,43 @@ enum Schema {
     enum Problem: Error {
         case newer(Int)
         case sqlite(SQLiteError)
+        /// Its tables, columns or indexes are not those of its version (a table dropped, a
+        /// column missing): every scan and query would fail on it.
+        case damaged(String)
+    }
+
+    /// The tables, indexes and columns a database of this version has: each as
+    /// `type name ON table` or `column table.name TYPE NOT NULL PK`.
+    static func layout(_ db: SQLiteDatabase) throws(SQLiteError) -> Set<String> {
+        var out = Set<String>()
+        var tables: [String] = []
+        let st = try db.prepare("SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")
+        while try st.step() {
+            out.insert("\(st.text(0)) \(st.text(1)) ON \(st.text(2))")
+            if st.text(0) == "table" { tables.append(st.text(1)) }
+        }
+        for t in tables {
+            let c = try db.prepare("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)")
+            try c.bind([.text(t)])
+            while try c.step() { out.insert("column \(t).\(c.text(0)) \(c.text(1)) \(c.int(2)) \(c.int(3))") }
+        }
+        return out
+    }
+
+    /// What a database made by this version's migrations has (made once, in memory).
+    static let expectedLayout: Set<String>? = {
+        guard let db = try? SQLiteDatabase(path: ":memory:"), (try? migrate(db)) != nil else { return nil }
+        return try? layout(db)
+    }()
+
+    /// Checks that `db` (at ``version``) has every table, index and column of its version.
+    static func checkLayout(_ db: SQLiteDatabase) throws(Problem) {
+        guard let expected = expectedLayout else { return }
+        let found: Set<String>
+        do { found = try layout(db) } catch { throw .sqlite(error) }
+        // (Tables and indexes named first: a dropped table's columns are missing too.)
+        let missing = expected.subtracting(found).sorted { ($0.hasPrefix("column") ? "1" : "0") + $0 < ($1.hasPrefix("column") ? "1" : "0") + $1 }
+        guard missing.isEmpty else { throw .damaged("missing " + missing.prefix(5).joined(separator: ", ")) }
     }
 
     /// Brings `db` to ``version`` (or refuses a newer one).

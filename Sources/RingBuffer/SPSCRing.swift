@@ -58,13 +58,35 @@ public final class SPSCRing: @unchecked Sendable {
         self.init(bytes: (exactCapacity + 63) / 64 * 64)
     }
 
+    /// The ring's memory, its bytes then its two counters' lines, in pages of its own.
+    ///
+    /// Mapped rather than taken from malloc: ``lockMemory()`` locks whole pages, and locked
+    /// pages freed into malloc's heap stayed locked and resident (never given back by a trim,
+    /// and locked again under the next allocation there); 400 partitions made and deleted left
+    /// 20 MB so. Unmapped at `deinit`, the pages and their lock go.
+    private let mapping: (address: UnsafeMutableRawPointer, length: Int)
+
     private init(bytes c: Int) {
         capacity = c
         mask = c & (c - 1) == 0 ? c - 1 : -1
-        base = UnsafeMutableRawPointer.allocate(byteCount: c, alignment: Self.lineSize)
-        base.initializeMemory(as: UInt8.self, repeating: 0, count: c)
-        lines = UnsafeMutableRawPointer.allocate(byteCount: 2 * Self.lineSize, alignment: Self.lineSize)
-        lines.initializeMemory(as: UInt8.self, repeating: 0, count: 2 * Self.lineSize)
+        #if canImport(Glibc)
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        let ringPages = (c + page - 1) / page * page
+        let length = ringPages + (2 * Self.lineSize + page - 1) / page * page
+        guard let m = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), m != MAP_FAILED else {
+            fatalError("SPSCRing: cannot map \(length) bytes: errno \(errno)")
+        }
+        // (Anonymous pages are zero.)
+        mapping = (m, length)
+        base = m
+        lines = m + ringPages
+        #else
+        let m = UnsafeMutableRawPointer.allocate(byteCount: c + 2 * Self.lineSize, alignment: Self.lineSize)
+        m.initializeMemory(as: UInt8.self, repeating: 0, count: c + 2 * Self.lineSize)
+        mapping = (m, c + 2 * Self.lineSize)
+        base = m
+        lines = m + c
+        #endif
         lines.bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
         (lines + Self.lineSize).bindMemory(to: Atomic<Int>.self, capacity: 1).initialize(to: Atomic(0))
     }
@@ -72,8 +94,11 @@ public final class SPSCRing: @unchecked Sendable {
     deinit {
         lines.assumingMemoryBound(to: Atomic<Int>.self).deinitialize(count: 1)
         (lines + Self.lineSize).assumingMemoryBound(to: Atomic<Int>.self).deinitialize(count: 1)
-        lines.deallocate()
-        base.deallocate()
+        #if canImport(Glibc)
+        munmap(mapping.address, mapping.length)
+        #else
+        mapping.address.deallocate()
+        #endif
     }
 
     var writeCounter: UnsafeMutablePointer<Atomic<Int>> { lines.assumingMemoryBound(to: Atomic<Int>.self) }
@@ -105,7 +130,7 @@ public final class SPSCRing: @unchecked Sendable {
     @discardableResult
     public func lockMemory() -> Bool {
         #if canImport(Glibc)
-        return mlock(base, capacity) == 0 && mlock(lines, 2 * Self.lineSize) == 0
+        return mlock(mapping.address, mapping.length) == 0
         #else
         return false
         #endif

@@ -424,4 +424,39 @@ struct HardeningTests {
         #expect(eventually { d.log().contains("state saved again") }, "\(d.log().suffix(500))")
         d.expectCleanStop()
     }
+    /// A field in KiB of /proc/PID/status (`VmRSS`, `VmLck`).
+    static func statusKiB(_ pid: pid_t, _ field: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+
+    @Test("400 rounds of newpartition, moveoutput, delpartition: the daemon's resident memory stays within 3 MB of where it was after the first, no more of it is locked (each player's ring is locked in RAM), and its threads are where they were")
+    func partitionChurn() throws {
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        let port = Self.port()
+        try d.start(["--library", "off", "--mpd-listen", "127.0.0.1:\(port)", "--output", "kitchen=null", "--output", "bath=null"])
+        defer { d.expectCleanStop() }
+        let pid = try #require(d.process?.pid)
+        let c = try TCPLineClient.mpd(port: port)
+        defer { c.close() }
+        func round(_ n: Int) throws {
+            #expect(try c.ask("newpartition p\(n)") == "OK\n")
+            #expect(try c.ask("partition p\(n)") == "OK\n")
+            #expect(try c.ask("moveoutput \(n % 2 == 0 ? "kitchen" : "bath")") == "OK\n")
+            #expect(try c.ask("partition default") == "OK\n")
+            #expect(try c.ask("delpartition p\(n)") == "OK\n")
+        }
+        let deadline = Date().addingTimeInterval(300)
+        try round(0)
+        usleep(2_000_000)  // (the deleted partition's threads end; the worker pool has started)
+        let (rss, locked, threads) = (Self.statusKiB(pid, "VmRSS"), Self.statusKiB(pid, "VmLck"), Self.threads(pid))
+        for n in 1..<400 where Date() < deadline { try round(n) }
+        #expect(Date() < deadline, "400 rounds within 5 minutes")
+        let (rssAfter, lockedAfter) = (Self.statusKiB(pid, "VmRSS"), Self.statusKiB(pid, "VmLck"))
+        let threadsBack = eventually(timeout: 15) { Self.threads(pid) <= threads }
+        #expect(rss > 0 && rssAfter - rss <= 3 * 1024, "VmRSS \(rss) KiB after one round, \(rssAfter) KiB after 400")
+        #expect(locked >= 0 && lockedAfter <= locked, "VmLck \(locked) KiB after one round, \(lockedAfter) KiB after 400")
+        #expect(threadsBack, "threads \(threads) after one round, \(Self.threads(pid)) after 400")
+    }
 }

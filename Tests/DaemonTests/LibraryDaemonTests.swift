@@ -94,7 +94,7 @@ struct LibraryDaemonTests {
         #expect(eventually(timeout: 20) { !has(firstPath) }, "a deletion")
     }
 
-    @Test("kill -9 in the middle of the first scan: the database opens again (not damaged), what was committed is there, and the next scan completes it")
+    @Test("kill -9 in the middle of the first scan: the database opens again (not damaged), what was committed is there, and the restarted daemon resumes the scan by itself until it completes")
     func killMidScan() throws {
         let tree = try MusicTree.shared(songs: 2000)
         let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground, musicDirectory: tree.path)
@@ -119,8 +119,37 @@ struct LibraryDaemonTests {
         #expect(!d.log().contains("damaged"), "\(d.log())")
         let after = try d.request("stats")
         #expect(after.ok && (after["songs"]?.int ?? 0) > 0, "\(after.text)")
+        // No `update`: the scan that did not complete runs again at start, and records its end.
+        #expect(eventually(timeout: 120) {
+            guard let s = try? d.request("stats") else { return false }
+            return s["songs"]?.int == 2001 && s["updating"] == .null && s["updated"] != .null
+        }, "\((try? d.request("stats"))?.text ?? "")")
+        #expect(d.log().contains("resuming library scans that did not complete"), "\(d.log())")
+        // Completed: the next start does not scan again.
+        #expect(try d.stop() == 0)
+        try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
+        #expect(try d.request("stats")["songs"]?.int == 2001)
+        #expect(!d.log().contains("resuming library scans"), "\(d.log())")
+    }
+
+    @Test("a library whose songs table was dropped: the daemon moves it aside, says why, and rebuilds it by a scan of its own; updates work again")
+    func droppedTable() throws {
+        let tree = try MusicTree.fresh(songs: 12)
+        let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground, musicDirectory: tree.path)
+        try d.start()
+        #expect(eventually(timeout: 120) { (try? d.request("stats"))?["songs"]?.int == 12 && (try? d.request("stats"))?["updating"] == .null })
+        #expect(try d.stop() == 0)
+        let path = (d.stateFile as NSString).deletingLastPathComponent + "/library.sqlite"
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DROP TABLE songs'); c.commit()", path]).status == 0)
+        try d.start()
+        defer { d.expectCleanStop() }
+        #expect(d.log().contains("the library database was damaged: moved aside and rebuilt") && d.log().contains("table songs ON songs"), "\(d.log())")
+        #expect(FileManager.default.fileExists(atPath: path + ".corrupt-1"))
+        #expect(eventually(timeout: 120) { (try? d.request("stats"))?["songs"]?.int == 12 && (try? d.request("stats"))?["updating"] == .null })
         #expect(try d.request("update").ok)
-        #expect(eventually(timeout: 120) { (try? d.request("stats"))?["songs"]?.int == 2001 && (try? d.request("stats"))?["updating"] == .null })
+        #expect(eventually(timeout: 60) { (try? d.request("stats"))?["updating"] == .null })
+        #expect(!d.log().contains("library update failed"), "\(d.log())")
     }
 
     @Test("a library from a newer Backline: the daemon refuses to start, says why, and leaves the file alone; library = off: no database, browse still lists")

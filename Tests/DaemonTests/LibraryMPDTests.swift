@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import BacklineWire
 import Foundation
 import Testing
 
@@ -151,5 +152,56 @@ struct LibraryMPDTests {
         #expect(stat(ms, "artists") == stat(os, "artists") && stat(ms, "albums") == stat(os, "albums"))
         #expect(stat(os, "songs") == 2001 && stat(ms, "songs") == 2003)
         #expect((stat(os, "db_update") ?? 0) > 1_700_000_000)
+    }
+    @Test("regular expressions over 30,000-character titles: `(a+)+$` answers at once; one needing more than a query's steps is an ACK with the reason (mpd's PCRE calls its limit no match: OK and nothing), and another client's `list` answers meanwhile")
+    func costlyRegex() throws {
+        let tree = try Harness.makeTemporaryDirectory("regex-cost-mpd")
+        let source = try FormatFixtures.source("regex-cost", seconds: 0.2)
+        let long = String(repeating: "a", count: 30_000)
+        let ending = try FormatFixtures.flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
+        let stopped = try FormatFixtures.flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
+        for i in 0..<30 {
+            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
+            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
+        }
+        let (d, port) = try Self.daemon(tree)
+        defer { d.expectCleanStop() }
+        let attacker = try TCPLineClient.mpd(port: port), owner = try TCPLineClient.mpd(port: port)
+        defer { attacker.close(); owner.close() }
+        let found = try attacker.ask("find \"(title =~ '(a+)+$')\"")
+        #expect(found.components(separatedBy: "file: ").count - 1 == 30 && found.hasSuffix("OK\n"))
+        try attacker.write("find \"(title =~ '(.*a){1,500}b')\"")
+        #expect(try owner.ask("list title").hasSuffix("OK\n"))
+        let refused = attacker.textLine(within: 120) ?? "(none)"
+        #expect(refused.hasPrefix("ACK [2@0] {find} regular expression too costly"), "\(refused)")
+        #expect(try attacker.ask("count \"(title =~ 'a!$')\"") == "songs: 30\nplaytime: 6\nOK\n")
+    }
+    @Test("a tree 70 directories deep: `add` of its top is refused with the reason and adds nothing (not 2 of 6 songs); a directory further down adds its songs; the scan keeps the directory it did not walk among the unreadable, with the reason")
+    func deepTree() throws {
+        let tree = try Harness.makeTemporaryDirectory("deep-tree")
+        let song = try FormatFixtures.flac("deep-song", from: try FormatFixtures.source("deep-song", seconds: 0.2))
+        var dir = "deep"
+        var paths: [Int: String] = [:]
+        for level in 1...70 {
+            dir += "/l\(level)"
+            paths[level] = dir
+            try FileManager.default.createDirectory(atPath: tree.path + "/" + dir, withIntermediateDirectories: true)
+            if [1, 30, 65, 66, 68, 70].contains(level) {
+                try FileManager.default.copyItem(atPath: song.path, toPath: tree.path + "/" + dir + "/s\(level).flac")
+            }
+        }
+        let (d, port) = try Self.daemon(tree)
+        defer { d.expectCleanStop() }
+        let c = try TCPLineClient.mpd(port: port)
+        defer { c.close() }
+        let refused = try c.ask("add deep")
+        #expect(refused.hasPrefix("ACK [51@0] {add} ") && refused.contains("nested more than 64 levels") && refused.contains("nothing added"), "\(refused)")
+        #expect(try c.ask("status").contains("playlistlength: 0\n"))
+        #expect(try c.ask("add \"\(paths[40]!)\"") == "OK\n")
+        #expect(try c.ask("status").contains("playlistlength: 4\n"))
+        // The scan from the music directory walks 64 levels (deep/l1…l63) and records the next.
+        let stats = try d.request("stats")
+        #expect(stats["songs"]?.int == 2 && stats["unreadable"]?.int == 1, "\(stats.text)")
+        #expect(d.log().contains("failed=1") || d.log().contains("\"failed\":\"1\"") || d.log().contains("failed: 1"), "\(d.log())")
     }
 }

@@ -131,7 +131,7 @@ import Testing
                         "ok\\x1B[2J": "the file name holds a control character"], "\(bad)")
     }
 
-    @Test("a damaged database is moved aside and rebuilt; one from a newer schema is refused, untouched")
+    @Test("a damaged database, or one missing a table or an index of its schema, is moved aside and rebuilt; one from a newer schema is refused, untouched")
     func damagedAndNewer() throws {
         let tree = try MusicTree.fresh(songs: 12)
         let path = try Self.database()
@@ -151,6 +151,20 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path + ".corrupt-1"))
         _ = try scan(reopened)
         #expect(try reopened.stats().songs == 12)
+        reopened.stop()
+
+        // A table dropped (SQLite's check finds nothing wrong: every scan failed with "no such
+        // table"), then an index: moved aside, named, rebuilt.
+        for (n, statement, named) in [(2, "DROP TABLE songs", "table songs ON songs"), (3, "DROP INDEX tags_value", "index tags_value ON tags")] {
+            #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", path, statement]).status == 0)
+            let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
+            #expect(rebuilt.recovered == path + ".corrupt-\(n)")
+            #expect(rebuilt.recoveredBecause?.contains(named) == true, "\(rebuilt.recoveredBecause ?? "nil")")
+            #expect(try rebuilt.stats().songs == 0)
+            _ = try scan(rebuilt)
+            #expect(try rebuilt.stats().songs == 12)
+            rebuilt.stop()
+        }
 
         // A database of schema 99 (a newer Backline's).
         let newer = try Self.database()
@@ -220,4 +234,122 @@ import Testing
         #expect(try lib.songs(try SongFilter.parse(pairs, fold: true)).isEmpty)
         refused(try SongFilter.parse(pairs + ["title", "y"], fold: true), "too many conditions (at most 256)")
     }
+    /// `body`'s result, run on a thread of its own, or nil when it has not ended within
+    /// `seconds` (a query that would run for minutes fails the test instead of holding it).
+    func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let box = LockedBox<T?>(nil)
+        Thread.detachNewThread {
+            box.set(body())
+            done.signal()
+        }
+        return done.wait(timeout: .now() + seconds) == .success ? box.get() : nil
+    }
+
+    @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a cancelled query stops; POSIX's and PCRE's common syntax")
+    func regexCost() throws {
+        let tree = try Harness.makeTemporaryDirectory("regex-cost")
+        let source = try FormatFixtures.source("regex-cost", seconds: 0.2)
+        let long = String(repeating: "a", count: 30_000)
+        let ending = try FormatFixtures.flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
+        let stopped = try FormatFixtures.flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
+        for i in 0..<12 {
+            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
+            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
+        }
+        for (i, title) in ["Love Song", "Café del Mar", "Track 12", "the end.", "Ab_c d"].enumerated() {
+            let f = try FormatFixtures.flac("regex-cost-\(i)", from: source, args: ["-T", "TITLE=\(title)"])
+            try FileManager.default.copyItem(at: f, to: tree.appendingPathComponent("s\(i).flac"))
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        _ = try scan(lib)
+        #expect(try lib.count().songs == 29)
+
+        // Backtracking tries every way to split the a's between the groups (glibc took 5 s a
+        // title, minutes for these 24); the automaton follows its few states along each title.
+        let found = within(120) { Result { () throws(LibraryError) in try lib.count(.tag(.title, .matches, "(a+)+$", fold: false)).songs } }
+        #expect(try #require(found).get() == 12)
+        // 500 copies of `.*a`, all alive along a title of a's, never matching: 30 million steps
+        // a title, more than a query's 100 million by the fourth. Refused with the reason, not run for hours.
+        let costly = within(120) { Result { () throws(LibraryError) in try lib.songs(.tag(.title, .matches, "(.*a){1,500}b", fold: false)) } }
+        #expect { try #require(costly).get() } throws: { e in
+            (e as? LibraryError)?.kind == .badFilter && "\(e)".contains("regular expression too costly")
+        }
+        // The budget is the query's: the next one has its own.
+        #expect(try lib.count(.tag(.title, .matches, "^Love", fold: false)).songs == 1)
+        // A query whose client has gone stops.
+        let gone = QueryCancellation()
+        gone.cancel()
+        #expect { try lib.songs(.tag(.title, .matches, "a$", fold: false), cancellation: gone) } throws: { e in
+            (e as? LibraryError)?.kind == .cancelled
+        }
+        #expect(try lib.values(.title, filter: .tag(.title, .matches, "^the", fold: true), cancellation: QueryCancellation()) == [["the end."]])
+
+        // The syntax: POSIX's extended expressions, case-insensitive for `search`, with PCRE's
+        // `\d \w \s \b`.
+        func titles(_ pattern: String, fold: Bool = false) throws -> [String] {
+            try lib.songs(.tag(.title, .matches, pattern, fold: fold)).compactMap { $0.tags.first { $0.key == .title }?.value }
+                .filter { $0.count < 100 }.sorted()
+        }
+        #expect(try titles("^love", fold: true) == ["Love Song"])
+        #expect(try titles("^love") == [])
+        #expect(try titles("CAFÉ", fold: true) == ["Café del Mar"])
+        #expect(try titles("[[:digit:]]{2}$") == ["Track 12"])
+        #expect(try titles("\\d+") == ["Track 12"])
+        #expect(try titles("\\.$") == ["the end."])
+        #expect(try titles(".$") == ["Ab_c d", "Café del Mar", "Love Song", "Track 12", "the end."])
+        #expect(try titles("^(Love|Track) ") == ["Love Song", "Track 12"])
+        #expect(try titles("\\bd") == ["Ab_c d", "Café del Mar"])
+        #expect(try titles("\\<c") == [])
+        #expect(try titles("b_c\\b") == ["Ab_c d"])
+        #expect(try titles("^[^LT]") == ["Ab_c d", "Café del Mar", "the end."])
+        #expect(try titles("[a-c]_[[:alpha:]]") == ["Ab_c d"])
+        #expect(try titles("s?o{1,2}n[g]") == ["Love Song"])
+        #expect(try titles("^$|x*Q") == [])
+        for (bad, reason) in [("(ab", "Unmatched ( or \\("), ("[ab", "Unmatched ["), ("*a", "Invalid preceding regular expression"),
+                              ("a{3,2}", "Invalid content of \\{\\}"), ("[[:nope:]]", "Invalid character class name"), ("[z-a]", "Invalid range end")] {
+            #expect { try lib.songs(.tag(.title, .matches, bad, fold: false)) } throws: { e in
+                (e as? LibraryError)?.kind == .badFilter && "\(e)".contains(reason)
+            }
+        }
+    }
+
+    @Test("2,000 hard links of two files: the two are opened once each, every link is a song with their tags; a rescan opens none, a changed file is read again")
+    func hardLinks() throws {
+        let tree = try Harness.makeTemporaryDirectory("hard-links")
+        let source = try FormatFixtures.source("hard-links", seconds: 0.2)
+        let originals = [try FormatFixtures.flac("hard-link-x", from: source, args: ["-T", "TITLE=Linked X"]),
+                         try FormatFixtures.flac("hard-link-y", from: source, args: ["-T", "TITLE=Linked Y"])]
+        for (k, o) in originals.enumerated() { try FileManager.default.copyItem(at: o, to: tree.appendingPathComponent("\(k).flac")) }
+        for d in 0..<20 {
+            let dir = tree.appendingPathComponent("d\(d)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for i in 0..<100 {
+                #expect(link(tree.appendingPathComponent("\(i % 2).flac").path, dir.appendingPathComponent("\(i).flac").path) == 0)
+            }
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        let first = try scan(lib)
+        #expect(first.added == 2002 && first.read == 2 && first.failed == 0, "\(first)")
+        #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1001)
+        #expect(try lib.count(.tag(.title, .equals, "Linked Y", fold: false)).songs == 1001)
+        let again = try scan(lib)
+        #expect(again.read == 0 && !again.changed, "\(again)")
+        // A new link and a changed file (its links change with it: one inode).
+        #expect(link(tree.appendingPathComponent("0.flac").path, tree.appendingPathComponent("new.flac").path) == 0)
+        #expect(try runProcess("metaflac", ["--remove-tag=TITLE", "--set-tag=TITLE=Linked Z", tree.appendingPathComponent("1.flac").path]).status == 0)
+        let changed = try scan(lib)
+        #expect(changed.added == 1 && changed.updated == 1001 && changed.read <= 2, "\(changed)")
+        #expect(try lib.count(.tag(.title, .equals, "Linked Z", fold: false)).songs == 1001)
+        #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1002)
+    }
+}
+
+/// A value handed from one thread to another.
+final class LockedBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func set(_ v: T) { lock.withLock { value = v } }
+    func get() -> T { lock.withLock { value } }
 }

@@ -51,7 +51,7 @@ extension CommandError {
         case .badFilter: self = .badArgument(e.message)
         case .notFound: self = .notFound(e.message)
         case .tooLarge: self = .tooLarge(e.message)
-        case .newerSchema, .database: self = .failed(e.message)
+        case .newerSchema, .database, .cancelled: self = .failed(e.message)
         }
     }
 

@@ -1,5 +1,6 @@
 import Control
 import Dispatch
+import Library
 import Logging
 import NIOCore
 import NIOPosix
@@ -102,6 +103,8 @@ final class MPDConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // Nobody will read what a query still running for this client finds.
+        state.cancellation.cancel()
         if let observer { codec.dispatcher.partitions.removeObserver(observer) }
         observer = nil
         codec.dispatcher.messages.remove(client.id)

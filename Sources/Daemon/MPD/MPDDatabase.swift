@@ -27,7 +27,7 @@ extension MPDProtocol {
         case .badFilter: MPDError(.arg, e.message)
         case .notFound: MPDError(.noExist, e.message)
         case .tooLarge: MPDError(.updateAlready, e.message)
-        case .newerSchema, .database: MPDError(.system, e.message)
+        case .newerSchema, .database, .cancelled: MPDError(.system, e.message)
         }
     }
 
@@ -65,15 +65,17 @@ extension MPDProtocol {
         } catch { throw Self.error(error) }
     }
 
-    func songs(_ s: Selection) throws(MPDError) -> [LibrarySong] {
+    func songs(_ s: Selection, _ r: MPDRequest) throws(MPDError) -> [LibrarySong] {
         let library = try library()
-        do throws(LibraryError) { return try library.songs(s.filter, sort: s.sort, window: s.window) } catch { throw Self.error(error) }
+        do throws(LibraryError) {
+            return try library.songs(s.filter, sort: s.sort, window: s.window, cancellation: r.state.cancellation)
+        } catch { throw Self.error(error) }
     }
 
     /// `find` / `search`: song blocks, in walk order or `sort`, cut to `window`.
     func find(_ r: MPDRequest, fold: Bool, into out: inout ByteBuffer) throws(MPDError) {
         _ = try library()
-        let found = try songs(selection(r, fold: fold))
+        let found = try songs(selection(r, fold: fold), r)
         let start = out.writerIndex
         for s in found {
             write(s, r.state, into: &out)
@@ -93,7 +95,7 @@ extension MPDProtocol {
     func findAdd(_ r: MPDRequest, fold: Bool) throws(MPDError) -> MPDText {
         _ = try library()
         let s = try selection(r, fold: fold, position: true)
-        let found = try songs(s)
+        let found = try songs(s, r)
         guard !found.isEmpty, let root = playback.resolver.root else { return "" }
         if let p = s.position, p > playback.queue.entries.count { throw MPDError(.arg, "Number too large: \(p)") }
         _ = try run(AddCommand(paths: found.map { root + "/" + $0.path }, position: s.position, partial: true))
@@ -104,7 +106,7 @@ extension MPDProtocol {
     /// need be; nothing found, nothing created).
     func searchAddPlaylist(_ r: MPDRequest) throws(MPDError) -> MPDText {
         _ = try library()
-        let found = try songs(selection(r, fold: true, from: 1))
+        let found = try songs(selection(r, fold: true, from: 1), r)
         guard !found.isEmpty, let root = playback.resolver.root else { return "" }
         _ = try runPlaylist(PlaylistAddCommand(name: r.args[0], paths: found.map { root + "/" + $0.path }))
         return ""
@@ -123,10 +125,10 @@ extension MPDProtocol {
         do throws(LibraryError) {
             let filter = args.isEmpty ? SongFilter.all : try SongFilter.parse(args, fold: false)
             guard let group else {
-                let c = try library.count(filter)
+                let c = try library.count(filter, cancellation: r.state.cancellation)
                 return "songs: \(c.songs)\nplaytime: \(Int(c.playtime))\n"
             }
-            return try library.counts(filter, group: group).map { "\(group.mpdName): \($0.value)\nsongs: \($0.songs)\nplaytime: \(Int($0.playtime))\n" }.joined()
+            return try library.counts(filter, group: group, cancellation: r.state.cancellation).map { "\(group.mpdName): \($0.value)\nsongs: \($0.songs)\nplaytime: \(Int($0.playtime))\n" }.joined()
         } catch { throw Self.error(error) }
     }
 
@@ -157,9 +159,9 @@ extension MPDProtocol {
                 filter = try SongFilter.parse(args, fold: false)
             }
             if isFile {
-                out = try library.songs(filter).map { "file: \($0.path)\n" as MPDText }
+                out = try library.songs(filter, cancellation: r.state.cancellation).map { "file: \($0.path)\n" as MPDText }
             } else {
-                let rows = try library.values(tag, filter: filter, groups: groups)
+                let rows = try library.values(tag, filter: filter, groups: groups, cancellation: r.state.cancellation)
                 let names = (groups + [tag]).map(\.mpdName)
                 var lines: [MPDText] = []
                 var previous: [String]?

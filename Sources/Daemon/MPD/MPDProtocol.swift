@@ -63,6 +63,8 @@ final class MPDClientState: @unchecked Sendable {
     /// The largest binary chunk (`albumart`, `readpicture`) this client takes (`binarylimit`).
     var binaryLimit = 8192
     let local: Bool
+    /// Cancelled when the connection closes: a library query still running for it stops.
+    let cancellation = QueryCancellation()
     init(local: Bool) { self.local = local }
 }
 

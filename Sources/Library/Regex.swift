@@ -1,0 +1,233 @@
+/// A POSIX extended regular expression (mpd uses PCRE; the common subset is the same, and
+/// `\d \w \s \b` and their negations are taken as PCRE takes them), case-insensitive for
+/// `search`. Only whether it matches is asked, so its answer is POSIX's and PCRE's alike.
+///
+/// Matched by simulating its automaton (Thompson's construction): every state the text could
+/// be in is followed at once, one character after the other, so a match costs at most the
+/// text's length times the pattern's size, never the exponential blow-up of a backtracking
+/// engine (glibc's `regexec` took 5 s for `(a+)+$` on one 30,000-character title). Each step
+/// is paid from a ``MatchBudget``, which stops the match when the query has spent its share
+/// or its client has gone.
+final class Regex {
+    private let program: Program
+    private let fold: Bool
+
+    init(_ pattern: String, fold: Bool) throws(LibraryError) {
+        try Self.check(pattern)
+        var parser = RegexParser(pattern, fold: fold)
+        let tree = try parser.parse()
+        program = try Program(tree)
+        self.fold = fold
+    }
+
+    /// The most a pattern may cost to compile, in copies of its atoms: a repeated expression is
+    /// copied once a repetition, so `u++++…` (each `+` doubling it) or `(a{1,200}){1,200}`
+    /// would take gigabytes (fuzz finding filter/regex-repetition: a remote `find` made the
+    /// daemon run out of memory).
+    static let maximumCost = 2_000
+
+    /// Refuses a pattern longer than 1 KiB, one whose repetitions multiply past
+    /// ``maximumCost``, a repetition of a repetition (`a++`, `a*?`: undefined in POSIX, and
+    /// PCRE's possessive and lazy forms mean nothing for a yes-or-no match: fuzz finding
+    /// filter/regex-stacked), and back-references (not regular: no automaton matches them).
+    static func check(_ pattern: String) throws(LibraryError) {
+        let b = Array(pattern.utf8)
+        guard b.count <= 1024 else { throw LibraryError(.badFilter, "Invalid regular expression: longer than 1024 bytes") }
+        // The cost so far at each open group, and the cost of the last atom there (which a
+        // repetition multiplies).
+        var sums = [0], last: [Int?] = [nil]
+        func add(_ cost: Int) { sums[sums.count - 1] += cost; last[last.count - 1] = cost }
+        func repeatLast(_ factor: Int) throws(LibraryError) {
+            guard let atom = last[last.count - 1] else { return }  // (nothing to repeat: the parser says so)
+            let (n, o) = atom.multipliedReportingOverflow(by: max(1, factor))
+            guard !o, n <= maximumCost else { throw LibraryError(.badFilter, "Invalid regular expression: too many repetitions") }
+            sums[sums.count - 1] += n - atom
+            last[last.count - 1] = n
+            guard sums[sums.count - 1] <= maximumCost else { throw LibraryError(.badFilter, "Invalid regular expression: too many repetitions") }
+        }
+        var i = 0
+        var afterRepetition = false
+        func isRepetition(_ c: UInt8) -> Bool { c == UInt8(ascii: "*") || c == UInt8(ascii: "+") || c == UInt8(ascii: "?") || c == UInt8(ascii: "{") }
+        while i < b.count {
+            if afterRepetition, isRepetition(b[i]) {
+                throw LibraryError(.badFilter, "Invalid regular expression: a repetition of a repetition")
+            }
+            afterRepetition = isRepetition(b[i])
+            switch b[i] {
+            case UInt8(ascii: "\\"):
+                if i + 1 < b.count, (0x31...0x39).contains(b[i + 1]) {
+                    throw LibraryError(.badFilter, "Invalid regular expression: back-references are not taken")
+                }
+                add(1)
+                i += 2
+                continue
+            case UInt8(ascii: "["):
+                // A bracket expression: `]` first is a member; `[:class:]` and the like inside.
+                var j = i + 1
+                if j < b.count, b[j] == UInt8(ascii: "^") { j += 1 }
+                if j < b.count, b[j] == UInt8(ascii: "]") { j += 1 }
+                while j < b.count, b[j] != UInt8(ascii: "]") {
+                    if b[j] == UInt8(ascii: "["), j + 1 < b.count, [UInt8(ascii: ":"), UInt8(ascii: "."), UInt8(ascii: "=")].contains(b[j + 1]) {
+                        let close = b[j + 1]
+                        j += 2
+                        while j + 1 < b.count, !(b[j] == close && b[j + 1] == UInt8(ascii: "]")) { j += 1 }
+                        j += 2
+                    } else {
+                        j += 1
+                    }
+                }
+                add(1)
+                i = j + 1
+                continue
+            case UInt8(ascii: "("):
+                sums.append(0)
+                last.append(nil)
+            case UInt8(ascii: ")"):
+                if sums.count > 1 {
+                    let group = sums.removeLast()
+                    last.removeLast()
+                    add(max(1, group))
+                } else {
+                    add(1)
+                }
+            case UInt8(ascii: "|"):
+                last[last.count - 1] = nil
+            case UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "?"):
+                try repeatLast(2)
+            case UInt8(ascii: "{"):
+                var j = i + 1, numbers: [Int] = [0]
+                while j < b.count, b[j] != UInt8(ascii: "}") {
+                    if b[j] == UInt8(ascii: ",") { numbers.append(0) } else if (0x30...0x39).contains(b[j]) {
+                        numbers[numbers.count - 1] = min(100_000, numbers[numbers.count - 1] * 10 + Int(b[j] - 0x30))
+                    }
+                    j += 1
+                }
+                try repeatLast(max(2, numbers.max() ?? 2) + 1)
+                i = j + 1
+                continue
+            default:
+                add(1)
+            }
+            i += 1
+        }
+    }
+
+    /// Whether the pattern matches somewhere in `s`; nil when `budget` ran out or its query was
+    /// cancelled first (the budget says which).
+    func matches(_ s: String, budget: MatchBudget? = nil) -> Bool? {
+        let text = Array(s.unicodeScalars)
+        let folded = fold ? text.map(RegexFold.lower) : text
+        let n = text.count
+        let size = program.ops.count
+        // Two sets of states (current and next: Briggs and Torczon's sparse sets, constant-time
+        // insertion, membership and clearing) and the stack of states to add (each state added
+        // pushes two at most), in one buffer.
+        let memory = UnsafeMutablePointer<Int32>.allocate(capacity: 6 * size + 2)
+        memory.initialize(repeating: 0, count: 6 * size + 2)
+        defer { memory.deallocate() }
+        var dense = (memory, memory + size), sparse = (memory + 2 * size, memory + 3 * size)
+        let stack = memory + 4 * size
+        var counts = (0, 0)
+        var steps = 0
+        return program.ops.withUnsafeBufferPointer { ops -> Bool? in
+            for i in 0...n {
+                // A new start at every position (the expression is not anchored), unless it can
+                // only match at the start. Each added state brings those it leads to without
+                // consuming a character (jumps, splits, assertions that hold here).
+                if i == 0 || !program.anchored {
+                    var top = 0
+                    stack[0] = 0
+                    top = 1
+                    while top > 0 {
+                        top -= 1
+                        let pc = Int(stack[top])
+                        let at = Int(sparse.0[pc])
+                        if at < counts.0, Int(dense.0[at]) == pc { continue }
+                        sparse.0[pc] = Int32(counts.0)
+                        dense.0[counts.0] = Int32(pc)
+                        counts.0 += 1
+                        steps += 1
+                        switch ops[pc] {
+                        case .jump(let to): stack[top] = Int32(to); top += 1
+                        case .split(let a, let b):
+                            stack[top] = Int32(b)
+                            stack[top + 1] = Int32(a)
+                            top += 2
+                        case .assert(let a): if a.holds(text, i) { stack[top] = Int32(pc + 1); top += 1 }
+                        default: break
+                        }
+                    }
+                }
+                if counts.0 == 0 { break }
+                counts.1 = 0
+                let c: Unicode.Scalar = i < n ? (fold ? folded[i] : text[i]) : "\0"
+                for k in 0..<counts.0 {
+                    let pc = Int(dense.0[k])
+                    let taken: Bool
+                    switch ops[pc] {
+                    case .match: return true
+                    case .char(let x): taken = i < n && c == x
+                    case .any: taken = i < n
+                    case .set(let index):
+                        guard i < n else { taken = false; break }
+                        let set = program.sets[index]
+                        taken = set.contains(text[i]) || (fold && (set.contains(c) || set.contains(RegexFold.upper(text[i]))))
+                    case .split, .jump, .assert: taken = false
+                    }
+                    guard taken else { continue }
+                    var top = 1
+                    stack[0] = Int32(pc + 1)
+                    while top > 0 {
+                        top -= 1
+                        let pc = Int(stack[top])
+                        let at = Int(sparse.1[pc])
+                        if at < counts.1, Int(dense.1[at]) == pc { continue }
+                        sparse.1[pc] = Int32(counts.1)
+                        dense.1[counts.1] = Int32(pc)
+                        counts.1 += 1
+                        steps += 1
+                        switch ops[pc] {
+                        case .jump(let to): stack[top] = Int32(to); top += 1
+                        case .split(let a, let b):
+                            stack[top] = Int32(b)
+                            stack[top + 1] = Int32(a)
+                            top += 2
+                        case .assert(let a): if a.holds(text, i + 1) { stack[top] = Int32(pc + 1); top += 1 }
+                        default: break
+                        }
+                    }
+                }
+                swap(&dense.0, &dense.1)
+                swap(&sparse.0, &sparse.1)
+                counts = (counts.1, 0)
+                steps += 1
+                if steps >= 1 << 16 {
+                    if let budget, !budget.spend(steps) { return nil }
+                    steps = 0
+                }
+            }
+            if let budget, !budget.spend(steps) { return nil }
+            return false
+        }
+    }
+}
+
+/// Case folding for `search`'s expressions: one scalar to one scalar (a mapping to several,
+/// as `ß` to `SS`, leaves the scalar as it is).
+enum RegexFold {
+    static func lower(_ c: Unicode.Scalar) -> Unicode.Scalar {
+        if c.isASCII {
+            return c.value >= 65 && c.value <= 90 ? Unicode.Scalar(c.value + 32)! : c
+        }
+        let m = c.properties.lowercaseMapping.unicodeScalars
+        return m.count == 1 ? m.first! : c
+    }
+
+    static func upper(_ c: Unicode.Scalar) -> Unicode.Scalar {
+        if c.isASCII {
+            return c.value >= 97 && c.value <= 122 ? Unicode.Scalar(c.value - 32)! : c
+        }
+        let m = c.properties.uppercaseMapping.unicodeScalars
+        return m.count == 1 ? m.first! : c
+    }
+}
