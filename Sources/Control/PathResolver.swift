@@ -289,7 +289,7 @@ public struct PathResolver: Sendable {
             throw Refusal(code: .unsupported, path: url, message: "no input for \(scheme): URLs\(known.isEmpty ? "" : " (\(known) are played)")")
         }
         let name = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        guard Self.playlistExtensions.contains(Path.extension(name).lowercased()) else { return [url] }
+        guard Self.isPlaylistURL(url) else { return [url] }
         guard !chain.contains(url), chain.count < Self.maximumPlaylistDepth else {
             throw Refusal(code: .unsupported, path: url, message: "playlists nested too deeply, or including themselves")
         }
@@ -346,6 +346,15 @@ public struct PathResolver: Sendable {
         var latin1 = String.UnicodeScalarView()
         latin1.append(contentsOf: bytes.map { Unicode.Scalar($0) })
         return .success(String(latin1))
+    }
+
+    /// Whether `request` names a playlist by URL (a URL of a scheme other than `file` whose name,
+    /// before any query, ends `.m3u`, `.m3u8` or `.pls`): expanding it fetches it, which may
+    /// take up to ``fetchSeconds``.
+    public static func isPlaylistURL(_ request: String) -> Bool {
+        guard let scheme = InputSources.scheme(of: request), scheme != "file" else { return false }
+        let name = request.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request
+        return playlistExtensions.contains(Path.extension(name).lowercased())
     }
 
     /// Why bytes are not a playlist's text.
