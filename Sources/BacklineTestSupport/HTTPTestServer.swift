@@ -26,6 +26,9 @@ import Foundation
 ///   when the connection closes): the file, with no `Content-Length`.
 /// - `/drip/NAME`: no `Content-Length`, then the file a byte every 0.2 s, again and again, without end.
 /// - `/gzip/NAME`: the file gzip-compressed, `Content-Encoding: gzip`, whatever the request accepts.
+/// - `/error/NAME?code=N&size=BYTES`: status N (404 by default) with a body of BYTES (an
+///   error page larger than any playlist); with `drip`, no length and a byte every 0.2 s
+///   without end instead.
 /// - `/html` (an HTML page), `/missing` (404), `/loop` (a redirect to itself), `/hls.m3u8`
 ///   (an HLS playlist), `/endless-header` (header lines forever), `/silent` (a head, then
 ///   nothing), `/hang` (nothing at all, not even a head).
@@ -157,6 +160,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 while True:
                     for b in data:
                         self.wfile.write(bytes([b])); self.wfile.flush(); time.sleep(0.2)
+            if kind == "error":
+                code = int(q.get("code", ["404"])[0])
+                if "drip" in q:
+                    self.send_head(code, [("Content-Type", "text/html"), ("Connection", "close")])
+                    self.close_connection = True
+                    while True:
+                        self.wfile.write(b"x"); self.wfile.flush(); time.sleep(0.2)
+                size = int(q.get("size", ["0"])[0])
+                self.send_head(code, [("Content-Type", "text/html"), ("Content-Length", str(size))])
+                return self.wfile.write(b"x" * size)
             if kind == "html":
                 body = b"<!DOCTYPE html><html><body>Not audio</body></html>"
                 self.send_head(200, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))])

@@ -32,9 +32,10 @@ public struct PathResolver: Sendable {
     /// The largest playlist fetched by URL (its body after decoding): a station's playlist is
     /// a few hundred bytes, and 1 MiB still holds ~10,000 entries.
     public static let maximumRemotePlaylistSize = 1 << 20
-    /// How long the playlists one request fetches by URL may take in all, nested ones included,
-    /// seconds (from the first fetch): past it the fetch under way is given up with the reason.
-    /// A server that drips, or sends a body that never ends, costs this long at most.
+    /// How long the playlists one request fetches by URL may take in all, every path it names
+    /// and nested ones included (one ``Walk``), seconds from the first fetch: past it the fetch
+    /// under way is given up with the reason, and later ones are not begun. A server that drips,
+    /// or sends a body that never ends, costs this long at most, however many URLs name it.
     public static let fetchSeconds = 10.0
 
     public init(musicDirectory: String, allowAbsolutePaths: Bool, allowStreams: Bool = true) {
@@ -73,10 +74,28 @@ public struct PathResolver: Sendable {
     }
 
     /// Like ``resolve(_:)``, and also names the files of directories left out as not audio Backline plays.
+    /// `request` alone has its bounds (``Walk``); a request naming several paths expands each
+    /// into one walk (``expand(_:into:)``).
     public func expand(_ request: String) throws(Refusal) -> Resolution {
         var w = Walk()
-        w.r.files = try expand(request, relativeTo: nil, chain: [], into: &w)
+        try expand(request, into: &w)
         return w.r
+    }
+
+    /// Expands `request`, one of the paths a request names, into `walk`: its files and the entries
+    /// skipped are appended to the walk's, within the bounds the walk keeps for the whole request
+    /// (entries read from playlists, the time for fetches by URL). Throws when `request` itself
+    /// cannot be used (then nothing of it is kept), or when the whole request is past its bounds
+    /// (``Walk/exhausted``: the caller refuses the request rather than skipping `request`).
+    public func expand(_ request: String, into walk: inout Walk) throws(Refusal) {
+        let (skipped, ignored) = (walk.r.skipped.count, walk.r.ignored.count)
+        do throws(Refusal) {
+            walk.r.files += try expand(request, relativeTo: nil, chain: [], into: &walk)
+        } catch {
+            walk.r.skipped.removeSubrange(skipped...)
+            walk.r.ignored.removeSubrange(ignored...)
+            throw error
+        }
     }
 
     /// The files a playlist's text names (M3U/M3U8, or PLS when it starts with `[playlist]`),
@@ -97,18 +116,35 @@ public struct PathResolver: Sendable {
         return w.r
     }
 
-    /// One expansion's state: what it found so far, and its bounds across every level of nesting.
-    private struct Walk {
+    /// One request's expansion, across every path it names and every level of nesting: what
+    /// it found so far, and its bounds. One walk serves the whole request (``expand(_:into:)``
+    /// for each path), so a request naming many paths costs what one naming them all in a
+    /// single playlist costs: 6,000 paths naming a playlist of 100,000 entries each, each path
+    /// with a walk of its own, were read to 600 million files before the queue refused them,
+    /// and 6,000 slow playlist URLs waited 10 s each.
+    public struct Walk: Sendable {
         var r = Resolution()
         /// Entries read from playlists so far, nested ones included.
         var entries = 0
         /// When the fetches of playlists by URL must be done (monotonic ns), set by the first.
         var fetchDeadline: Int?
-        /// Past the bound of entries: the request is refused, no entry skipped.
-        var exhausted = false
+        /// Past the bound of entries: no further entry is expanded. The daemon then refuses the
+        /// whole request; ``expand(playlistText:relativeTo:)`` returns what it gathered before,
+        /// with the refusal in ``Resolution/skipped``.
+        public private(set) var exhausted = false
+
+        public init() {}
+
+        /// What the request expanded to so far.
+        public var resolution: Resolution { r }
+        /// The files found so far, in order.
+        public var files: [String] { r.files }
+        /// Records `refusal` (a path of the request that cannot be used) as skipped.
+        public mutating func skip(_ refusal: Refusal) { r.skipped.append(refusal) }
 
         /// Counts the `n` entries of a playlist just read (`shown`), before any is expanded:
-        /// past ``Limits/playlistEntries`` in all, the whole request is refused. An `add` can
+        /// past ``Limits/playlistEntries`` in all (every path of the request), the walk is
+        /// ``exhausted``. An `add` can
         /// never queue more than the queue holds (that many), so reading more can only fail
         /// later, after memory grew (2,000 nested playlists of 100,000 entries each were read
         /// to 10.7 million entries, 983 MiB, before the queue refused them).
@@ -117,7 +153,7 @@ public struct PathResolver: Sendable {
             guard entries <= Limits.playlistEntries else {
                 exhausted = true
                 throw Refusal(code: .tooLarge, path: shown,
-                              message: "playlists name more than \(Limits.playlistEntries) entries in all (nested ones included)")
+                              message: "playlists name more than \(Limits.playlistEntries) entries in all (every path of the request, nested ones included)")
             }
         }
     }
@@ -262,7 +298,7 @@ public struct PathResolver: Sendable {
             throw Refusal(code: .unsupported, path: url, message: "no input for \(scheme): URLs\(known.isEmpty ? "" : " (\(known) are played)")")
         }
         let name = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        guard Self.playlistExtensions.contains(Path.extension(name).lowercased()) else { return [url] }
+        guard Self.isPlaylistURL(url) else { return [url] }
         guard !chain.contains(url), chain.count < Self.maximumPlaylistDepth else {
             throw Refusal(code: .unsupported, path: url, message: "playlists nested too deeply, or including themselves")
         }
@@ -273,7 +309,7 @@ public struct PathResolver: Sendable {
             bytes = try InputSources.fetch(url, limit: Self.maximumRemotePlaylistSize, deadline: deadline)
         } catch {
             // (libcurl's timer, set from the deadline, may end the transfer a few ms before it.)
-            let late = monotonicNanos() + 50_000_000 >= deadline ? " (playlists by URL have \(Int(Self.fetchSeconds)) s in all, nested ones included)" : ""
+            let late = monotonicNanos() + 50_000_000 >= deadline ? " (playlists by URL have \(Int(Self.fetchSeconds)) s in all per request, nested ones included)" : ""
             throw Refusal(code: chain.isEmpty && error.message.hasPrefix("larger than") ? .tooLarge : .unsupported, path: url,
                           message: "playlist: \(error.reason)\(late)")
         }
@@ -319,6 +355,15 @@ public struct PathResolver: Sendable {
         var latin1 = String.UnicodeScalarView()
         latin1.append(contentsOf: bytes.map { Unicode.Scalar($0) })
         return .success(String(latin1))
+    }
+
+    /// Whether `request` names a playlist by URL (a URL of a scheme other than `file` whose name,
+    /// before any query, ends `.m3u`, `.m3u8` or `.pls`): expanding it fetches it, which may
+    /// take up to ``fetchSeconds``.
+    public static func isPlaylistURL(_ request: String) -> Bool {
+        guard let scheme = InputSources.scheme(of: request), scheme != "file" else { return false }
+        let name = request.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request
+        return playlistExtensions.contains(Path.extension(name).lowercased())
     }
 
     /// Why bytes are not a playlist's text.

@@ -82,6 +82,9 @@ public final class DaemonCore: Sendable {
     let trimmer: MemoryTrimmer
     /// The player on the session bus, when published.
     let mpris = Lock<MPRISService?>(nil)
+    /// Where MPRIS `OpenUri` of a playlist URL runs (it fetches it), off the bus's thread: one
+    /// thread, the URIs opened in the order asked.
+    let mprisOpens = RemoteWaits(maxThreads: 1)
     /// "Now playing" notifications, when turned on.
     let notifications = Lock<LocalNotificationCenter?>(nil)
     /// The music directory's watcher (`auto-update`), while the daemon runs.
@@ -301,6 +304,7 @@ public final class DaemonCore: Sendable {
             m?.stop()
             m = nil
         }
+        mprisOpens.finish(seconds: 3)
         watcher.withLock { w in
             w?.stop()
             w = nil

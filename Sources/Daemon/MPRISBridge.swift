@@ -27,6 +27,17 @@ extension DaemonCore {
         options.quit = { kill(getpid(), SIGTERM) }  // the graceful stop a signal starts
         let streams = playback.configuration.allowStreams ? InputSources.schemes : []
         options.supportedUriSchemes = ["file"] + streams
+        /// Queues `target` and plays it; why not, or nil.
+        @Sendable func open(_ target: String) -> String? {
+            switch dispatcher.execute(AddCommand(paths: [target])) {
+            case .failure(let e): return e.message
+            case .success(.added(let ids, _)):
+                if let first = ids.first, case .failure(let e) = dispatcher.execute(PlayCommand(item: first)) { return e.message }
+                return nil
+            case .success: return nil
+            }
+        }
+        let (opens, logger) = (mprisOpens, self.logger)
         options.openURI = { uri in
             // A stream as it is (http, https); a file by its path.
             let target: String
@@ -37,13 +48,16 @@ extension DaemonCore {
             } else {
                 return "only \((["file"] + streams).map { "\($0)://" }.joined(separator: ", ")) URIs can be opened (got \(uri))"
             }
-            switch dispatcher.execute(AddCommand(paths: [target])) {
-            case .failure(let e): return e.message
-            case .success(.added(let ids, _)):
-                if let first = ids.first, case .failure(let e) = dispatcher.execute(PlayCommand(item: first)) { return e.message }
+            // A playlist by URL is fetched, for up to 10 s: not on the bus's thread, which
+            // answers every MPRIS call (each waited as long). OpenUri returns nothing, so the
+            // call is answered at once and a failure is logged.
+            guard !PathResolver.isPlaylistURL(target) else {
+                opens.run {
+                    if let why = open(target) { logger.warning("cannot open the URI", metadata: ["uri": "\(uri)", "error": "\(why)"]) }
+                }
                 return nil
-            case .success: return nil
             }
+            return open(target)
         }
         options.canPlay = { !queue.entries.isEmpty }
         // The TrackList interface: the play queue by its stable ids, edited with the same commands.

@@ -10,7 +10,8 @@ import Synchronization
 /// stream here, never fetched again), decoded when the server compressed it (libcurl's
 /// `Accept-Encoding`: gzip, deflate and what else it was built with; another encoding is
 /// refused with libcurl's reason), at most a limit of bytes and before a deadline (one that
-/// drips, or never ends, is given up with the reason).
+/// drips, or never ends, is given up with the reason). A response that is no success (`404`,
+/// `500`) is given up at its body's first bytes with its status, whatever its error page is.
 ///
 /// Fetches in flight are known (``cancelAll()``): a daemon told to stop ends them at once, and
 /// ``HTTPInput/shutdown(seconds:)`` waits until none is inside libcurl before the process exits.
@@ -23,6 +24,11 @@ enum HTTPFetch {
         let cancelled = Atomic<Bool>(false)
         var body: [UInt8] = []
         var tooLarge = false
+        /// The response's status, read at its body's first bytes: one that is no success ends
+        /// the transfer there (its error page is not read, however large or slow).
+        var failedStatus: Int?
+        /// The transfer, for its status (set before it begins).
+        var handle: CurlHandle?
         init(url: String, limit: Int) { (self.url, self.limit) = (url, limit) }
     }
 
@@ -46,6 +52,7 @@ enum HTTPFetch {
         guard let raw = api.pointee.curl_easy_init() else { throw MediaError(.io, "out of memory", library: "libcurl", item: url) }
         defer { api.pointee.curl_easy_cleanup(raw) }
         let h = CurlHandle(api: api, handle: raw)
+        request.handle = h
         let me = Unmanaged.passUnretained(request).toOpaque()
         h.set(CURLOPT_URL, url)
         h.set(CURLOPT_NOSIGNAL, 1)
@@ -69,6 +76,7 @@ enum HTTPFetch {
             return api.pointee.curl_easy_perform(raw)
         }
         if request.cancelled.load(ordering: .relaxed) { throw MediaError(.io, "cancelled", item: url) }
+        if let status = request.failedStatus { throw MediaError(.io, "HTTP \(status) from \(host)", item: url) }
         if request.tooLarge { throw MediaError(.io, "larger than \(limit) bytes", item: url) }
         if code == CURLE_OPERATION_TIMEDOUT {
             throw MediaError(.io, "\(host) did not send all of it in time (\(request.body.count) bytes so far)", item: url)
@@ -108,6 +116,13 @@ private func fetchWrite(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ cou
     let r = Unmanaged<HTTPFetch.Request>.fromOpaque(me).takeUnretainedValue()
     let n = size * count
     if r.cancelled.load(ordering: .relaxed) { return 0 }
+    // The status is known once the body begins (libcurl passes on no body of a redirect it
+    // follows): an error page ends the transfer at once, reported as its status rather than as
+    // too large or too slow, as a 404 page of 2 MB or one that dripped was.
+    if r.body.isEmpty, let status = r.handle?.long(CURLINFO_RESPONSE_CODE), !(200..<300).contains(status) {
+        r.failedStatus = status
+        return 0
+    }
     guard r.body.count + n <= r.limit else {
         r.tooLarge = true
         return 0

@@ -265,6 +265,57 @@ struct BoundsTests {
     }
 }
 
+extension BoundsTests {
+    @Test("an `add` of 20 paths each naming a playlist of 100,000 entries is refused once 100,000 entries are read in all (the request's bound, not each path's), with `partial` too, before the daemon grows")
+    func manyPathsShareOneBound() throws {
+        let big = String(repeating: "album/a.mp3\n", count: 100_000)
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        try big.write(toFile: d.music + "/big.m3u", atomically: true, encoding: .utf8)
+        try d.start()
+        let pid = try #require(d.process?.pid)
+        let before = try #require(SoakTests.rss(pid))
+        let paths = JSON.array([JSON](repeating: "big.m3u", count: 20))
+        for partial in [false, true] {
+            let r = try d.client().request("add", [("paths", paths), ("partial", .bool(partial))], timeout: 60)
+            #expect(r.errorCode == "too-large" && r.text.contains("more than 100000 entries in all"),
+                    "partial \(partial): \(r.text.prefix(300))")
+        }
+        let grown = (SoakTests.rss(pid) ?? 0) - before
+        #expect(grown < 64 * 1024, "grew by \(grown >> 10) MiB")
+        #expect(try d.request("status")["count"] == 0)
+        d.expectCleanStop()
+    }
+
+    @Test("an `add` of three playlist URLs that drip, with `partial`, is answered once the request's 10 s are up, not after 10 s for each: the reason says the time is the request's")
+    func slowURLsShareOneDeadline() throws {
+        let server = try Self.server()
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        try d.start()
+        let urls = (0..<3).map { JSON.string(server.url("drip/radio.m3u?\($0)")) }
+        let started = Date()
+        let r = try d.client().request("add", [("paths", .array(urls)), ("partial", true)], timeout: 60)
+        let took = Date().timeIntervalSince(started)
+        #expect(r.errorCode == "unsupported" && r.text.contains("in time") && r.text.contains("10 s in all per request"), "\(r.text.prefix(400))")
+        #expect(took < 20, "answered after \(Int(took)) s: each URL had 10 s of its own")
+        #expect(try d.request("status")["count"] == 0)
+        d.expectCleanStop()
+    }
+
+    @Test("a playlist URL answered with 404 and an error page over 1 MiB, or one that drips, is refused as `HTTP 404 from` its host, not as too large or too slow")
+    func errorStatusBeforeBody() throws {
+        let server = try Self.server()
+        let d = try DaemonFixture(device: "null", config: Self.config)
+        try d.start()
+        for path in ["error/big.m3u?code=404&size=2000000", "error/drip.m3u?code=404&drip=1", "error/small.m3u?code=500&size=10"] {
+            let r = try d.client().request("add", [("path", .string(server.url(path)))], timeout: 30)
+            let code = path.contains("500") ? "500" : "404"
+            #expect(r.errorCode == "unsupported" && r.text.contains("HTTP \(code) from 127.0.0.1"), "\(path): \(r.text.prefix(300))")
+        }
+        #expect(try d.request("status")["count"] == 0)
+        d.expectCleanStop()
+    }
+}
+
 extension ControlClient {
     /// `command`'s reply if it comes within `seconds` (nil: none).
     func requestWithin(_ seconds: Double, _ command: String, _ arguments: [(String, JSON)] = []) -> JSON? {

@@ -188,6 +188,27 @@ struct MPRISTests {
         d.expectCleanStop()
     }
 
+    @Test("busctl: OpenUri of a playlist URL is answered at once, its fetch off the bus's thread: one that answers is queued and played, one that drips is answered without waiting for it (its failure logged once its 10 s are up)")
+    func openPlaylistURL() throws {
+        guard Self.available else { return }
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        let dir = try Harness.makeTemporaryDirectory("mpris-playlist")
+        try FileManager.default.copyItem(at: try Fixtures.tone("mpris-playlist", seconds: 2, frequency: 500), to: dir.appendingPathComponent("s.mp3"))
+        try "s.mp3\n".write(to: dir.appendingPathComponent("radio.m3u"), atomically: true, encoding: .utf8)
+        let server = try HTTPTestServer(directory: dir)
+        let good = try Self.busctl(bus, ["OpenUri", "s", server.url("files/radio.m3u")])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(eventually { (try? d.request("status")["current"]?["path"]?.string) == server.url("files/s.mp3") })
+        let slow = try Self.busctl(bus, ["OpenUri", "s", server.url("drip/radio.m3u")])
+        #expect(slow.status == 0, "answered with an error, after the fetch: \(slow.stderr)")
+        #expect(try Self.playerctl(bus, "-p", "backline", "status") == "Playing")
+        #expect(eventually(timeout: 20) { d.log().contains("did not send all of it in time") }, "\(d.log().suffix(1000))")
+        #expect(try d.request("list")["items"]?.array?.count == 4)
+        d.expectCleanStop()
+    }
+
     @Test("changes are signalled, not polled: one PropertiesChanged per transition, Seeked after a seek, playerctl -F follows; --no-mpris and no bus at all leave the daemon working")
     func signalsAndNoBus() throws {
         guard Self.available else { return }

@@ -112,14 +112,18 @@ public struct PlaylistAddCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let store = try x.store()
         try PlaylistStore.check(name)
-        var files: [String] = []
-        for p in paths {
-            do { files += try x.playback.resolver.resolve(p).files } catch { throw CommandError(error) }
-        }
         let old = store.exists(name) ? try store.entries(name) : []
-        guard old.count + files.count <= Limits.playlistEntries else {
-            throw .tooLarge("a stored playlist holds at most \(Limits.playlistEntries) entries")
+        // One walk for every path (its bounds are the request's, as `add`'s), stopped as soon
+        // as the files found outgrow the playlist's room.
+        let resolver = x.playback.resolver
+        var walk = PathResolver.Walk()
+        for p in paths {
+            do throws(PathResolver.Refusal) { try resolver.expand(p, into: &walk) } catch { throw CommandError(error) }
+            guard old.count + walk.files.count <= Limits.playlistEntries else {
+                throw .tooLarge("a stored playlist holds at most \(Limits.playlistEntries) entries")
+            }
         }
+        let files = walk.files
         try store.write(name, entries: old + files.map(store.entry(for:)))
         x.playback.post(.playlists(name: name))
         return .count(old.count + files.count)

@@ -45,30 +45,41 @@ public struct AddCommand: ControlCommand {
 
     /// Resolves `requests` and queues what they name. With `failFirst` one request that
     /// cannot be used fails them all (nothing is added); without, it is skipped with its reason.
+    ///
+    /// Every request shares one walk (``PathResolver/Walk``): the bound of playlist entries and
+    /// the time for fetches by URL are the whole request's, not each path's; past the entries'
+    /// bound the request is refused even with `partial`. Resolving stops as soon as the files
+    /// found outgrow the queue's room, before the next path is read.
     func add(_ requests: [String], _ x: CommandContext, failFirst: Bool) throws(CommandError) -> Reply {
-        var files: [String] = []
-        var skipped: [PathResolver.Refusal] = []
+        let resolver = x.playback.resolver
+        var walk = PathResolver.Walk()
+        // The room now, read without the command lock (checked again under it, where it counts):
+        // more files than that can never be queued.
+        let room = max(0, Limits.queueLength - x.playback.queue.count)
         for request in requests {
-            do {
-                let (f, s) = try x.playback.resolver.resolve(request)
-                files += f
-                skipped += s
+            do throws(PathResolver.Refusal) {
+                try resolver.expand(request, into: &walk)
             } catch {
-                if failFirst { throw CommandError(error) }
-                skipped.append(error)
+                if failFirst || walk.exhausted { throw CommandError(error) }
+                walk.skip(error)
             }
+            guard walk.files.count <= room else { throw Self.noRoom(walk.files.count, room: room, more: true) }
         }
+        let (files, skipped) = (walk.files, walk.resolution.skipped)
         if files.isEmpty, let first = skipped.first { throw CommandError(first) }
         let ids = try x.locked { () throws(CommandError) -> [Int] in
             let queue = x.playback.queue
             let room = Limits.queueLength - queue.count
-            guard files.count <= room else {
-                throw .tooLarge("the queue holds at most \(Limits.queueLength) items: \(files.count) to add, room for \(max(0, room))")
-            }
+            guard files.count <= room else { throw Self.noRoom(files.count, room: room, more: false) }
             return queue.add(files, at: position)
         }
         x.playback.tags.prefetch(files)  // read tags ahead for `list`
         return .added(ids: ids, skipped: skipped.map { SkippedPath(path: $0.path, reason: $0.message) })
+    }
+
+    /// The queue cannot take `count` files (`more`: at least that many, resolving stopped there).
+    static func noRoom(_ count: Int, room: Int, more: Bool) -> CommandError {
+        .tooLarge("the queue holds at most \(Limits.queueLength) items: \(more ? "more than \(room)" : "\(count)") to add, room for \(max(0, room))")
     }
 }
 

@@ -78,8 +78,8 @@ package struct MPDCommand: Sendable {
     /// The kinds of the first arguments, checked in order (later ones are `.any`).
     let arguments: [MPDArgument]
     let permission: Permission
-    /// Runs on the connection's event loop (touches no file: microseconds); otherwise on the
-    /// server's pool.
+    /// Runs on the connection's event loop (touches no file: microseconds); otherwise off it:
+    /// on the server's pool, or on a thread of its own when ``remote``.
     let inline: Bool
     /// May wait on a remote server (a playlist URL fetched): runs on a thread of its own
     /// (``RemoteWaits``), never on the server's shared pool.

@@ -28,9 +28,11 @@ struct MPDLineProtocol: WireProtocol {
 }
 
 /// One MPD client's connection: the greeting, command lists, `idle`/`noidle` with the
-/// connection's pending subsystems, and the order of replies. Commands run on the connection's
-/// own serial queue (some read tags or the file system); replies are written on the event loop
-/// in request order.
+/// connection's pending subsystems, and the order of replies. A command that touches no file
+/// (``MPDCommand/inline``) runs on the event loop; the rest off it, one at a time per connection
+/// (``RequestOrder``): on the server's shared pool (they read tags or the file system), or, for
+/// one that may wait on a remote server (``MPDCommand/remote``), on a thread of its own
+/// (``RemoteWaits``). Replies are written on the event loop in request order.
 final class MPDConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -207,7 +209,8 @@ final class MPDConnectionHandler: ChannelDuplexHandler {
 
     /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
     /// command that touches no file (``MPDCommand/inline``), or an unknown one, runs here on the event loop, as the
-    /// JSON protocol's do (microseconds); the rest on the connection's queue.
+    /// JSON protocol's do (microseconds); the rest off it, on the server's pool or, when one
+    /// may wait on a remote server, on a thread of its own.
     private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
         // (An unknown command is answered here too: there is nothing to run.)
         if listOK == nil, commands.count == 1, let name = commands[0].first, MPDCommandTable.command(name)?.inline ?? true {
@@ -218,22 +221,26 @@ final class MPDConnectionHandler: ChannelDuplexHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let loop = context.eventLoop
         let (codec, state, client) = (codec, state, client)
-        let answer: @Sendable () -> Void = {
+        let respond: @Sendable () -> ByteBuffer = {
             let response = Self.respond(commands, listOK: listOK, codec: codec, state: state, client: client)
             // A big answer (a library listing, a search) leaves freed memory behind: given back soon.
             if response.readableBytes > 64 << 10 { codec.shared.bigAnswer() }
-            loop.execute {
-                let (handler, context) = bound.value
-                handler.order.resume()
-                handler.write(response, context: context)
-                handler.drain(context: context)
-            }
+            return response
+        }
+        let deliver: @Sendable (ByteBuffer) -> Void = { response in
+            let (handler, context) = bound.value
+            handler.order.resume()
+            handler.write(response, context: context)
+            handler.drain(context: context)
         }
         // (A command that may wait on a remote server never holds the shared pool's threads.)
         if commands.contains(where: { $0.first.flatMap(MPDCommandTable.command)?.remote == true }) {
-            remote.run(answer)
+            remote.run(respond, answerOn: loop, deliver)
         } else {
-            blocking.submit { _ in answer() }
+            blocking.submit { _ in
+                let response = respond()
+                loop.execute { deliver(response) }
+            }
         }
     }
 

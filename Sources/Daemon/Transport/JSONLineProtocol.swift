@@ -104,16 +104,20 @@ final class ConnectionHandler: ChannelDuplexHandler {
             order.suspend()
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let loop = context.eventLoop
-            let answer: @Sendable () -> Void = {
-                let reply = prepared.run()
-                loop.execute {
-                    let (handler, context) = bound.value
-                    handler.order.resume()
-                    handler.write(reply, context: context)
-                    handler.drain(context: context)
+            let deliver: @Sendable (JSON) -> Void = { reply in
+                let (handler, context) = bound.value
+                handler.order.resume()
+                handler.write(reply, context: context)
+                handler.drain(context: context)
+            }
+            if prepared.executor == .network {
+                remote.run(prepared.run, answerOn: loop, deliver)
+            } else {
+                blocking.submit { _ in
+                    let reply = prepared.run()
+                    loop.execute { deliver(reply) }
                 }
             }
-            if prepared.executor == .network { remote.run(answer) } else { blocking.submit { _ in answer() } }
             return
         }
         let reply = prepared.run()

@@ -1,5 +1,6 @@
 import Locking
 import Media
+import NIOCore
 import Platform
 import Synchronization
 
@@ -11,41 +12,74 @@ import Synchronization
 ///
 /// A thread starts for a request when fewer than ``maxThreads`` run, and ends when nothing
 /// waits; past that many, requests wait their turn here (each connection has at most one
-/// request running at a time, and a fetch at most ``Control/PathResolver/fetchSeconds``).
+/// request running at a time, and a request's fetches take at most
+/// ``Control/PathResolver/fetchSeconds`` in all).
+///
+/// The threads are joined, not detached (as the HTTP input's transfer threads are): one that
+/// fetched over https runs OpenSSL's per-thread clean-up as it ends, and doing so while `exit`
+/// runs OpenSSL's global clean-up crashes on its freed locks. ``finish(seconds:)`` joins every
+/// thread that has ended; a thread starting joins those that ended before it.
 final class RemoteWaits: Sendable {
     /// Threads at once: requests waiting on remote servers at once before more wait their turn.
-    static let maxThreads = 32
+    let maxThreads: Int
 
     private struct State {
         var queue: [@Sendable () -> Void] = []
         var first = 0
-        var threads = 0
+        /// The threads running, by number.
+        var threads: [Int: PlatformThread] = [:]
+        var nextThread = 0
+        /// Threads whose loop has returned, to join.
+        var ended: [PlatformThread] = []
         var stopped = false
     }
     private let state = Lock(State())
 
+    init(maxThreads: Int = 32) { self.maxThreads = maxThreads }
+
     /// Runs `work` on a thread of its own (or after the running ones, when ``maxThreads`` run).
     /// After ``finish(seconds:)`` it is not run.
     func run(_ work: @escaping @Sendable () -> Void) {
-        let start = state.withLock { s -> Bool in
-            guard !s.stopped else { return false }
-            s.queue.append(work)
-            guard s.threads < Self.maxThreads else { return false }
-            s.threads += 1
-            return true
+        let ended = state.withLock { s -> [PlatformThread] in
+            defer { s.ended = [] }
+            return s.ended
         }
-        if start { PlatformThread.start(name: "bl-remote") { [self] in loop() }.detach() }
+        for t in ended { t.join() }
+        state.withLock { s in
+            guard !s.stopped else { return }
+            s.queue.append(work)
+            guard s.threads.count < maxThreads else { return }
+            let n = s.nextThread
+            s.nextThread += 1
+            // Started with the lock held: the thread's end, which takes it, comes after it is recorded.
+            s.threads[n] = PlatformThread.start(name: "bl-remote") { [self] in loop(n) }
+        }
     }
 
-    private func loop() {
-        while let work = next() { work() }
+    /// Runs `work` on a thread of its own (as ``run(_:)``), then `answer` with its result on
+    /// `loop`, unless ``finish(seconds:)`` has begun: the server shuts its event loops down
+    /// after it, and a task given to a loop that is shut down is an error.
+    func run<T: Sendable>(_ work: @escaping @Sendable () -> T, answerOn loop: any EventLoop,
+                          _ answer: @escaping @Sendable (T) -> Void) {
+        run { [self] in
+            let result = work()
+            // (Under the lock: `finish` cannot begin between the check and the hand-over.)
+            state.withLock { s in
+                guard !s.stopped else { return }
+                loop.execute { answer(result) }
+            }
+        }
     }
 
-    /// The next request waiting, or nil (and the thread is counted out).
-    private func next() -> (@Sendable () -> Void)? {
+    private func loop(_ n: Int) {
+        while let work = next(n) { work() }
+    }
+
+    /// The next request waiting, or nil (and the thread `n` is counted out, to be joined).
+    private func next(_ n: Int) -> (@Sendable () -> Void)? {
         state.withLock { s in
             guard !s.stopped, s.first < s.queue.count else {
-                s.threads -= 1
+                if let t = s.threads.removeValue(forKey: n) { s.ended.append(t) }
                 return nil
             }
             let w = s.queue[s.first]
@@ -56,8 +90,10 @@ final class RemoteWaits: Sendable {
     }
 
     /// Runs nothing more, ends the waits of what runs (every fetch in flight,
-    /// ``Media/InputSources/cancelFetches()``) and waits at most `seconds` for it to return:
-    /// a daemon told to stop does so promptly whatever servers it waits on.
+    /// ``Media/InputSources/cancelFetches()``), waits at most `seconds` for it to return, and
+    /// joins every thread that has ended: a daemon told to stop does so promptly whatever
+    /// servers it waits on. A thread still running then (a request that returns late) answers
+    /// nobody and is not joined.
     func finish(seconds: Double) {
         state.withLock { s in
             s.stopped = true
@@ -67,8 +103,13 @@ final class RemoteWaits: Sendable {
         let deadline = monotonicNanos() + Int(seconds * 1e9)
         repeat {
             InputSources.cancelFetches()  // (again: one may have begun meanwhile)
-            if state.withLock({ $0.threads }) == 0 { return }
+            if state.withLock({ $0.threads.isEmpty }) { break }
             sleepThread(seconds: 0.01)
         } while monotonicNanos() < deadline
+        let ended = state.withLock { s -> [PlatformThread] in
+            defer { s.ended = [] }
+            return s.ended
+        }
+        for t in ended { t.join() }
     }
 }

@@ -350,10 +350,15 @@ extension ChannelHandlerContext {
         read()
     }
 
-    /// Once `order` has answered everything read, passes on the read it held (``ReadHold/released``).
+    /// Once `order` has answered everything read, lets go of the read it held
+    /// (``ReadHold/released``) and passes it on, unless the client is not reading its replies
+    /// (the channel is not writable): then ``BackPressure`` has turned `autoRead` off, and its
+    /// turning it on again when the replies drain asks for the next read. Passed on regardless,
+    /// the read went past ``BackPressure`` and requests were read from a client whose replies
+    /// piled up.
     func releaseRead<R>(_ order: inout RequestOrder<R>) {
         guard order.releaseRead() else { return }
         triggerUserOutboundEvent(ReadHold.released, promise: nil)
-        read()
+        if channel.isWritable { read() }
     }
 }
