@@ -85,8 +85,8 @@ let package = Package(
         .systemLibrary(name: "CTerminal"),
         // libsoxr: the pipe output's resampler (items at other rates than the pipe's).
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        // SQLite: the music library's database.
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // SQLite: the music library's database (headers only: the library opened with dlopen, see CSQLite).
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (libsystemd): the session bus, for MPRIS.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 

@@ -69,8 +69,9 @@ public struct OutputSettings: Sendable, Equatable {
 /// alsa-lib; that happens only at item boundaries that change format, under the one lock this
 /// thread takes (`EngineShared.deviceChannels`, shared with the decoder thread's probe of what
 /// the device takes), never while rendering.
-/// Generic over the driver (`ALSAPCM`, `PulseStream`, `PacedOutput`): specialised per driver,
-/// so the loop calls its device directly, with no existential or witness table on the
+/// Generic over the driver (`ALSAPCM`, `PulseStream`, `PipeOutput`, `PacedOutput`): the loop is
+/// entered through the concrete type (`runSpecialised`), so it is specialised per driver and
+/// calls its device directly, with no existential, witness table or metadata lookup on the
 /// real-time path; the engine holds it as an ``OutputThreadHandle`` (start and join only).
 final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Sendable {
     // @unchecked Sendable: after `start()` every mutable field is used only by the thread itself;
@@ -144,7 +145,27 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     }
 
     func start() {
-        thread = PlatformThread.start(name: "bl-output") { [self] in run() }
+        thread = PlatformThread.start(name: "bl-output") { [self] in runSpecialised() }
+    }
+
+    /// Runs the loop through a concrete `OutputThread<Driver>` for the drivers that play
+    /// audio, so the optimiser specialises it. The engine starts the thread through the
+    /// ``OutputThreadHandle`` existential, which reaches only the generic code: there every
+    /// `pcm` (a `Device?`) read asked the runtime for `Optional<Device>`'s metadata
+    /// (`$sSqMa`: 5,244 calls costing 1.7 M instructions per minute of audio, callgrind of
+    /// `play --device null`; 1 call, the class's own metadata, once entered here). A
+    /// `@_specialize` of `OutputDrivers.thread` does not reach these methods. The test driver
+    /// (`PacedOutput`) runs the generic loop.
+    private func runSpecialised() {
+        if let t = self as? OutputThread<ALSAPCM> {
+            t.run()
+        } else if let t = self as? OutputThread<PulseStream> {
+            t.run()
+        } else if let t = self as? OutputThread<PipeOutput> {
+            t.run()
+        } else {
+            run()
+        }
     }
 
     func join() {

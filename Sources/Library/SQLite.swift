@@ -35,6 +35,10 @@ final class SQLiteDatabase {
 
     /// Opens (creating when `create`) the database at `path`.
     init(path: String, readOnly: Bool = false, create: Bool = true) throws(SQLiteError) {
+        // SQLite is opened with dlopen at the first database (SQLiteLibrary): not installed, no call can be made.
+        if case .failure(let failure) = SQLiteLibrary.api {
+            throw SQLiteError("open \(path)", code: failure.code, message: failure.message)
+        }
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE)
         if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
