@@ -75,6 +75,22 @@ public enum FormatFixtures {
         }
     }
 
+    /// Fills `tree` with `copies` FLAC files of 0.2 s whose title is 30,000 `a`s (`a0.flac`…)
+    /// and as many whose title is those `a`s and `!` (`b0.flac`…): a regular expression's hard
+    /// case. The source they were encoded from, for more files alike.
+    @discardableResult
+    public static func longTitles(in tree: URL, copies: Int) throws -> URL {
+        let source = try Self.source("regex-cost", seconds: 0.2)
+        let long = String(repeating: "a", count: 30_000)
+        let ending = try flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
+        let stopped = try flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
+        for i in 0..<copies {
+            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
+            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
+        }
+        return source
+    }
+
     /// `source` converted by sox (the extension picks WAV or AIFF; `args` the sample encoding,
     /// e.g. `["-e", "floating-point", "-b", "32"]`).
     public static func sox(_ name: String, from source: URL, ext: String, args: [String]) throws -> URL {

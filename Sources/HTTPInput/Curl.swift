@@ -37,6 +37,23 @@ struct CurlHandle {
     func set(_ option: CURLoption, pointer value: UnsafeRawPointer?) { _ = bl_curl_set_ptr(api, handle, option, value) }
     /// (libcurl copies string options.)
     func set(_ option: CURLoption, _ value: String) { _ = value.withCString { bl_curl_set_ptr(api, handle, option, $0) } }
+    /// The settings every request of ours starts from: `url`, no signals, HTTP and HTTPS only,
+    /// at most `options.maxRedirects` redirects followed, `connectTimeout` milliseconds to
+    /// connect, our user agent, an error status's body received rather than refused, and the
+    /// progress callback called.
+    func setRequest(_ url: String, options: HTTPOptions, connectTimeout: Int) {
+        set(CURLOPT_URL, url)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_FOLLOWLOCATION, 1)
+        set(CURLOPT_MAXREDIRS, options.maxRedirects)
+        set(CURLOPT_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_CONNECTTIMEOUT_MS, connectTimeout)
+        set(CURLOPT_USERAGENT, "Backline/1 (Linux)")
+        set(CURLOPT_FAILONERROR, 0)
+        set(CURLOPT_NOPROGRESS, 0)
+    }
+
     func long(_ info: CURLINFO) -> Int? {
         var v = 0
         return bl_curl_get_long(api, handle, info, &v) == CURLE_OK ? v : nil

@@ -54,18 +54,9 @@ enum HTTPFetch {
         let h = CurlHandle(api: api, handle: raw)
         request.handle = h
         let me = Unmanaged.passUnretained(request).toOpaque()
-        h.set(CURLOPT_URL, url)
-        h.set(CURLOPT_NOSIGNAL, 1)
-        h.set(CURLOPT_FOLLOWLOCATION, 1)
-        h.set(CURLOPT_MAXREDIRS, options.maxRedirects)
-        h.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        h.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        h.set(CURLOPT_CONNECTTIMEOUT_MS, min(left, Int(options.connectTimeout * 1000)))
+        h.setRequest(url, options: options, connectTimeout: min(left, Int(options.connectTimeout * 1000)))
         h.set(CURLOPT_TIMEOUT_MS, left)  // the whole request, body included
-        h.set(CURLOPT_USERAGENT, "Backline/1 (Linux)")
         h.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
-        h.set(CURLOPT_FAILONERROR, 0)
-        h.set(CURLOPT_NOPROGRESS, 0)
         _ = bl_curl_set_data_callback(api, raw, CURLOPT_WRITEFUNCTION, fetchWrite)
         h.set(CURLOPT_WRITEDATA, pointer: me)
         _ = bl_curl_set_progress_callback(api, raw, fetchProgress)

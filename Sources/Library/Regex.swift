@@ -135,28 +135,7 @@ final class Regex {
                 // only match at the start. Each added state brings those it leads to without
                 // consuming a character (jumps, splits, assertions that hold here).
                 if i == 0 || !program.anchored {
-                    var top = 0
-                    stack[0] = 0
-                    top = 1
-                    while top > 0 {
-                        top -= 1
-                        let pc = Int(stack[top])
-                        let at = Int(sparse.0[pc])
-                        if at < counts.0, Int(dense.0[at]) == pc { continue }
-                        sparse.0[pc] = Int32(counts.0)
-                        dense.0[counts.0] = Int32(pc)
-                        counts.0 += 1
-                        steps += 1
-                        switch ops[pc] {
-                        case .jump(let to): stack[top] = Int32(to); top += 1
-                        case .split(let a, let b):
-                            stack[top] = Int32(b)
-                            stack[top + 1] = Int32(a)
-                            top += 2
-                        case .assert(let a): if a.holds(text, i) { stack[top] = Int32(pc + 1); top += 1 }
-                        default: break
-                        }
-                    }
+                    Self.add(0, at: i, of: text, ops: ops, dense: dense.0, sparse: sparse.0, count: &counts.0, stack: stack, steps: &steps)
                 }
                 if counts.0 == 0 { break }
                 counts.1 = 0
@@ -175,27 +154,7 @@ final class Regex {
                     case .split, .jump, .assert: taken = false
                     }
                     guard taken else { continue }
-                    var top = 1
-                    stack[0] = Int32(pc + 1)
-                    while top > 0 {
-                        top -= 1
-                        let pc = Int(stack[top])
-                        let at = Int(sparse.1[pc])
-                        if at < counts.1, Int(dense.1[at]) == pc { continue }
-                        sparse.1[pc] = Int32(counts.1)
-                        dense.1[counts.1] = Int32(pc)
-                        counts.1 += 1
-                        steps += 1
-                        switch ops[pc] {
-                        case .jump(let to): stack[top] = Int32(to); top += 1
-                        case .split(let a, let b):
-                            stack[top] = Int32(b)
-                            stack[top + 1] = Int32(a)
-                            top += 2
-                        case .assert(let a): if a.holds(text, i + 1) { stack[top] = Int32(pc + 1); top += 1 }
-                        default: break
-                        }
-                    }
+                    Self.add(pc + 1, at: i + 1, of: text, ops: ops, dense: dense.1, sparse: sparse.1, count: &counts.1, stack: stack, steps: &steps)
                 }
                 swap(&dense.0, &dense.1)
                 swap(&sparse.0, &sparse.1)
@@ -208,6 +167,39 @@ final class Regex {
             }
             if let budget, !budget.spend(steps) { return nil }
             return false
+        }
+    }
+
+    /// Adds state `start` to the set held in `dense`, `sparse` and `count` (a sparse set), with
+    /// every state it leads to without consuming a character: jumps, both sides of a split, and
+    /// the state after an assertion that holds at `position` in `text`. `stack` has room for
+    /// two states for each state added; each state added is one step.
+    @inline(__always)
+    private static func add(
+        _ start: Int, at position: Int, of text: [Unicode.Scalar], ops: UnsafeBufferPointer<RegexOp>,
+        dense: UnsafeMutablePointer<Int32>, sparse: UnsafeMutablePointer<Int32>, count: inout Int,
+        stack: UnsafeMutablePointer<Int32>, steps: inout Int
+    ) {
+        var top = 1
+        stack[0] = Int32(start)
+        while top > 0 {
+            top -= 1
+            let pc = Int(stack[top])
+            let at = Int(sparse[pc])
+            if at < count, Int(dense[at]) == pc { continue }
+            sparse[pc] = Int32(count)
+            dense[count] = Int32(pc)
+            count += 1
+            steps += 1
+            switch ops[pc] {
+            case .jump(let to): stack[top] = Int32(to); top += 1
+            case .split(let a, let b):
+                stack[top] = Int32(b)
+                stack[top + 1] = Int32(a)
+                top += 2
+            case .assert(let a): if a.holds(text, position) { stack[top] = Int32(pc + 1); top += 1 }
+            default: break
+            }
         }
     }
 }

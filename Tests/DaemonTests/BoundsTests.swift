@@ -20,31 +20,7 @@ struct BoundsTests {
 
     /// Connects to 127.0.0.1:`port` (or the Unix socket `unix`), non-blocking.
     static func connect(port: Int? = nil, unix: String? = nil) throws -> Int32 {
-        let fd: Int32
-        let r: Int32
-        if let unix {
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(unix.utf8)
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
-            r = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-        } else {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_port = in_port_t(UInt16(port ?? 0).bigEndian)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            r = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        guard r == 0 else { close(fd); throw HarnessError("connect failed: errno \(errno)") }
+        let fd = try LoopbackSocket.connect(port: port, unix: unix)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         return fd
     }

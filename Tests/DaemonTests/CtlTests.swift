@@ -240,11 +240,7 @@ struct CtlTests {
         let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground)
         let name = "\u{1B}]0;pwned\u{07}\u{1B}[2Jtitle\nline.mp3"
         try FileManager.default.copyItem(atPath: d.music + "/album/a.mp3", toPath: d.music + "/" + name)
-        try FileManager.default.createDirectory(atPath: (d.stateFile as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        var s = StateFileTests.valid()
-        s.queue.entries = [PlayQueueEntry(id: 1, path: d.music + "/" + name)]
-        (s.queue.current, s.queue.position, s.queue.shuffle, s.queue.shuffleOrder, s.queue.history, s.queue.nextID) = (1, 0, false, [], [], 2)
-        try JSONEncoder().encode(s).write(to: URL(fileURLWithPath: d.stateFile))
+        try d.saveQueue([name])
         try d.start()
         #expect(try d.request("status")["count"] == 1)
         let shown = "\\x1B]0;pwned\\x07\\x1B[2Jtitle\\x0Aline.mp3"

@@ -217,6 +217,39 @@ extension JSON {
     var errorCode: String? { self["error"]?["code"]?.string }
 }
 
+/// A stream socket connected to a daemon's listener.
+enum LoopbackSocket {
+    /// A blocking socket connected to the Unix socket `unix`, or else to 127.0.0.1:`port`
+    /// (port 0 when neither is given); closed again when it could not connect.
+    static func connect(port: Int? = nil, unix: String? = nil) throws -> Int32 {
+        if let unix {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(unix.utf8)
+            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+                raw.copyBytes(from: bytes)
+                raw[bytes.count] = 0
+            }
+            let r = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard r == 0 else { close(fd); throw HarnessError("connect to \(unix) failed: errno \(errno)") }
+            return fd
+        }
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port ?? 0).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard r == 0 else { close(fd); throw HarnessError("connect to 127.0.0.1:\(port ?? 0) failed: errno \(errno)") }
+        return fd
+    }
+}
+
 /// A minimal blocking TCP client for the loopback listeners: JSON lines (``send(_:)``) or MPD
 /// requests (``mpd(port:)``, ``ask(_:)``).
 final class TCPLineClient {
@@ -225,19 +258,7 @@ final class TCPLineClient {
     private var isOpen = true
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard r == 0 else {
-            Glibc.close(fd)
-            isOpen = false
-            throw HarnessError("connect to 127.0.0.1:\(port) failed: errno \(errno)")
-        }
+        fd = try LoopbackSocket.connect(port: port)
     }
 
     deinit { close() }

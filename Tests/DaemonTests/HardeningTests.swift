@@ -44,31 +44,7 @@ struct HardeningTests {
 
     /// ``raw(port:unix:_:seconds:)``, what was sent back as bytes.
     static func rawBytes(port: Int? = nil, unix: String? = nil, _ bytes: [UInt8], seconds: Double = 5) throws -> (bytes: [UInt8], closed: Bool) {
-        let fd: Int32
-        if let unix {
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(unix.utf8)
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
-            let r = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard r == 0 else { close(fd); throw HarnessError("connect to \(unix) failed: errno \(errno)") }
-        } else {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_port = in_port_t(UInt16(port ?? 0).bigEndian)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let r = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard r == 0 else { close(fd); throw HarnessError("connect failed: errno \(errno)") }
-        }
+        let fd = try LoopbackSocket.connect(port: port, unix: unix)
         defer { close(fd) }
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var got: [UInt8] = []

@@ -71,11 +71,7 @@ struct InjectionTests {
         let d = try DaemonFixture(device: "null", config: DaemonFixture.foreground)
         let name = "evil\nOK\nfile: injected.mp3"
         try FileManager.default.copyItem(atPath: d.music + "/album/a.mp3", toPath: d.music + "/" + name)
-        try FileManager.default.createDirectory(atPath: (d.stateFile as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        var s = StateFileTests.valid()
-        s.queue.entries = [PlayQueueEntry(id: 1, path: d.music + "/" + name), PlayQueueEntry(id: 2, path: d.music + "/long.mp3")]
-        (s.queue.current, s.queue.position, s.queue.shuffle, s.queue.shuffleOrder, s.queue.history, s.queue.nextID) = (1, 0, false, [], [], 3)
-        try JSONEncoder().encode(s).write(to: URL(fileURLWithPath: d.stateFile))
+        try d.saveQueue([name, "long.mp3"])
         let port = HardeningTests.port()
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
         let c = try TCPLineClient.mpd(port: port)

@@ -156,14 +156,7 @@ struct LibraryMPDTests {
     @Test("regular expressions over 30,000-character titles: `(a+)+$` answers at once; one needing more than a query's steps is an ACK with the reason (mpd's PCRE calls its limit no match: OK and nothing), and another client's `list` answers meanwhile")
     func costlyRegex() throws {
         let tree = try Harness.makeTemporaryDirectory("regex-cost-mpd")
-        let source = try FormatFixtures.source("regex-cost", seconds: 0.2)
-        let long = String(repeating: "a", count: 30_000)
-        let ending = try FormatFixtures.flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
-        let stopped = try FormatFixtures.flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
-        for i in 0..<30 {
-            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
-            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
-        }
+        try FormatFixtures.longTitles(in: tree, copies: 30)
         let (d, port) = try Self.daemon(tree)
         defer { d.expectCleanStop() }
         let attacker = try TCPLineClient.mpd(port: port), owner = try TCPLineClient.mpd(port: port)

@@ -190,3 +190,16 @@ struct StateFileTests {
         d.expectCleanStop()
     }
 }
+
+extension DaemonFixture {
+    /// Writes, before ``start(_:)``, a state file whose queue holds `names` (files in the music
+    /// directory, ids 1, 2, …), the first current at its start, not shuffled: a queue an
+    /// earlier daemon saved.
+    func saveQueue(_ names: [String]) throws {
+        try FileManager.default.createDirectory(atPath: (stateFile as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var s = StateFileTests.valid()
+        s.queue.entries = names.enumerated().map { PlayQueueEntry(id: $0.offset + 1, path: music + "/" + $0.element) }
+        (s.queue.current, s.queue.position, s.queue.shuffle, s.queue.shuffleOrder, s.queue.history, s.queue.nextID) = (1, 0, false, [], [], names.count + 1)
+        try JSONEncoder().encode(s).write(to: URL(fileURLWithPath: stateFile))
+    }
+}

@@ -249,14 +249,7 @@ import Testing
     @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a cancelled query stops; POSIX's and PCRE's common syntax")
     func regexCost() throws {
         let tree = try Harness.makeTemporaryDirectory("regex-cost")
-        let source = try FormatFixtures.source("regex-cost", seconds: 0.2)
-        let long = String(repeating: "a", count: 30_000)
-        let ending = try FormatFixtures.flac("regex-cost-a", from: source, args: ["-T", "TITLE=\(long)"])
-        let stopped = try FormatFixtures.flac("regex-cost-bang", from: source, args: ["-T", "TITLE=\(long)!"])
-        for i in 0..<12 {
-            try FileManager.default.copyItem(at: ending, to: tree.appendingPathComponent("a\(i).flac"))
-            try FileManager.default.copyItem(at: stopped, to: tree.appendingPathComponent("b\(i).flac"))
-        }
+        let source = try FormatFixtures.longTitles(in: tree, copies: 12)
         for (i, title) in ["Love Song", "Café del Mar", "Track 12", "the end.", "Ab_c d"].enumerated() {
             let f = try FormatFixtures.flac("regex-cost-\(i)", from: source, args: ["-T", "TITLE=\(title)"])
             try FileManager.default.copyItem(at: f, to: tree.appendingPathComponent("s\(i).flac"))
