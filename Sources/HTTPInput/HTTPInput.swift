@@ -2,7 +2,7 @@ import Media
 import MediaCore
 
 /// The HTTP input: `http://` and `https://` through libcurl (``HTTPSource``; a playlist by URL
-/// is fetched whole, ``InputSources/fetch(_:limit:deadline:)``). A program that plays streams
+/// is fetched whole, `InputSources.fetch(_:limit:deadline:)`). A program that plays streams
 /// registers it once; the engine and the decoders know nothing of networking.
 public enum HTTPInput {
     /// The input, as `InputSources.register(_:)` takes it.

@@ -106,7 +106,7 @@ public final class HTTPSource: ByteSource {
     }
 
     /// Reads at ``position``: from the first bytes kept when it lies among them, else from a
-    /// transfer that stands at or before it (``moveTransfer(to:)`` finds or starts one).
+    /// transfer that stands at or before it (`moveTransfer(to:)` finds or starts one).
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(MediaError) -> Int {
         guard buffer.count > 0 else { return 0 }
         if let length, position >= length { return 0 }

@@ -54,7 +54,7 @@ public enum InputSources {
     /// Fetches the URL `location` whole, as a document rather than a stream (a playlist): its
     /// body read to its end however the server frames it (a length, chunks, or the connection's
     /// close; never taken for a live stream and fetched again), decoded when the server
-    /// compressed it, at most `limit` bytes, before `deadline` (``Platform/monotonicNanos()``).
+    /// compressed it, at most `limit` bytes, before `deadline` (`monotonicNanos()`, monotonic nanoseconds).
     /// - Throws: `MediaError` with the reason: no input for its scheme, the HTTP status, too
     ///   large, too slow, cancelled (``cancelFetches()``), or the network's failure.
     public static func fetch(_ location: String, limit: Int, deadline: Int) throws(MediaError) -> [UInt8] {
