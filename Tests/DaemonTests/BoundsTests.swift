@@ -151,6 +151,11 @@ struct BoundsTests {
         #expect(try runProcess("sox", [cover.path, "-n", "spectrogram", "-r", "-x", "128", "-y", "129", "-o", d.music + "/album/cover.png"]).status == 0)
         try d.start(["--mpd-listen", "127.0.0.1:\(mpdPort)", "--http-listen", "127.0.0.1:\(httpPort)"])
         let item = try #require(try d.request("add", [("paths", ["album/a.mp3"])])["items"]?.array?.first?.int)
+        // The library's first scan (its own process) must be over before the fetches start: a
+        // loaded machine was still scanning when `lsinfo` asked, and the library was empty.
+        let mpd = try TCPLineClient.mpd(port: mpdPort)
+        #expect(eventually(timeout: 60) { (try? mpd.ask("lsinfo album"))?.contains("file: album/a.mp3") == true },
+                "the library's first scan did not end: \(d.log().suffix(2000))")
         func dripping() throws -> [ControlClient] {
             try (0..<2).map { k in
                 let c = try d.client()
@@ -164,7 +169,6 @@ struct BoundsTests {
         #expect(owner.requestWithin(5, "list")?["items"]?.array?.count == 1)
         #expect(owner.requestWithin(5, "browse", [("path", "album")])?.ok == true)
         #expect(owner.requestWithin(5, "add", [("paths", ["album/b.mp3"])])?["items"]?.array?.count == 1)
-        let mpd = try TCPLineClient.mpd(port: mpdPort)
         #expect((try? mpd.ask("lsinfo album"))?.contains("file: album/a.mp3") == true)
         #expect((try? mpd.ask("playlistinfo"))?.contains("file: album/b.mp3") == true)
         #expect(try WebRemoteTests.get(httpPort, "/").status == 200)

@@ -407,7 +407,7 @@ struct HardeningTests {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
     }
 
-    @Test("400 rounds of newpartition, moveoutput, delpartition: the daemon's resident memory stays within 3 MB of where it was after the first, no more of it is locked (each player's ring is locked in RAM), and its threads are where they were")
+    @Test("400 rounds of newpartition, moveoutput, delpartition: the daemon's resident memory stays within 10 MB of where it was after the first, no more of it is locked (each player's ring is locked in RAM), and its threads are where they were")
     func partitionChurn() throws {
         let d = try DaemonFixture(device: "null", config: Self.config)
         let port = Self.port()
@@ -431,7 +431,10 @@ struct HardeningTests {
         #expect(Date() < deadline, "400 rounds within 5 minutes")
         let (rssAfter, lockedAfter) = (Self.statusKiB(pid, "VmRSS"), Self.statusKiB(pid, "VmLck"))
         let threadsBack = eventually(timeout: 15) { Self.threads(pid) <= threads }
-        #expect(rss > 0 && rssAfter - rss <= 3 * 1024, "VmRSS \(rss) KiB after one round, \(rssAfter) KiB after 400")
+        // Each round's player kept its locked ring resident before (+20 MB over 400 rounds, and
+        // VmLck grew); 10 MB leaves room for malloc's arenas on a machine loaded by the parallel
+        // pass (+4.5 MB seen there), and VmLck, below, is held exactly.
+        #expect(rss > 0 && rssAfter - rss <= 10 * 1024, "VmRSS \(rss) KiB after one round, \(rssAfter) KiB after 400")
         #expect(locked >= 0 && lockedAfter <= locked, "VmLck \(locked) KiB after one round, \(lockedAfter) KiB after 400")
         #expect(threadsBack, "threads \(threads) after one round, \(Self.threads(pid)) after 400")
     }
