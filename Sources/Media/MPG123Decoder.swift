@@ -51,7 +51,10 @@ public final class MPG123Decoder: AudioDecoder {
     /// Whether ``lengthFrames`` is libmpg123's estimate from the size and bit rate (a file
     /// without an Info header, from a source that cannot seek, so cannot be scanned).
     private var lengthEstimated = false
-    public var lengthAccuracy: LengthAccuracy { lengthEstimated ? .estimated : .exact }
+    /// Exact where a scan counted the frames; stated where a header gave the count (a header
+    /// can claim fewer frames than follow it: a fuzzed Xing count of 1,908 before 2,304 frames
+    /// decoded); estimated from the size where neither could be had.
+    public var lengthAccuracy: LengthAccuracy { lengthEstimated ? .estimated : lengthFromHeader ? .stated : .exact }
     /// Frames delivered so far (from the start of the file, seeks included).
     public private(set) var position = 0
     /// The room ``decode(into:spillingInto:)`` needs: the most bytes any MPEG frame decodes
@@ -146,11 +149,13 @@ public final class MPG123Decoder: AudioDecoder {
                 // size and the frames' bit rate, and the audio is decoded as it comes, to its
                 // end. (libmpg123 reports such a stream's positions as accurate: it has not
                 // looked for a header it cannot find.)
-                // Before it is told the size, libmpg123 knows a length only from a header's
-                // frame count (a LAME/Info or a Xing-only VBR header).
-                lengthFromHeader = mpg123_length(h) > 0
-                lengthEstimated = !lengthFromHeader
-                if !lengthFromHeader, let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
+                // Its length is a header's frame count where there is one (a LAME/Info or a
+                // Xing header: libmpg123 knows one before it is told the size), else estimated
+                // from the size. Either way only stated: a header that cannot be checked against
+                // a scan may lie (a fuzzed Xing count of 1,908 frames before 2,304 decoded).
+                lengthFromHeader = false
+                lengthEstimated = true
+                if mpg123_length(h) <= 0, let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
             } else {
                 lengthFromHeader = accurate == 1 && !source.isLive
             }
