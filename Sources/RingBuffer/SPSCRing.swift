@@ -76,7 +76,10 @@ public final class SPSCRing: @unchecked Sendable {
         guard let m = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), m != MAP_FAILED else {
             fatalError("SPSCRing: cannot map \(length) bytes: errno \(errno)")
         }
-        // (Anonymous pages are zero.)
+        // Anonymous pages are zero but not yet there: each is touched now, so that neither side
+        // (the output thread, real-time, produces into the event ring, which is not locked)
+        // takes a page fault on its first pass.
+        m.initializeMemory(as: UInt8.self, repeating: 0, count: length)
         mapping = (m, length)
         base = m
         lines = m + ringPages
