@@ -145,28 +145,15 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     }
 
     func start() {
-        thread = PlatformThread.start(name: "bl-output") { [self] in runSpecialised() }
-    }
-
-    /// Runs the loop through a concrete `OutputThread<Driver>` for the drivers that play
-    /// audio, so the optimiser specialises it. The engine starts the thread through the
-    /// ``OutputThreadHandle`` existential, which reaches only the generic code: there every
-    /// `pcm` (a `Device?`) read asked the runtime for `Optional<Device>`'s metadata
-    /// (`$sSqMa`: 5,244 calls costing 1.7 M instructions per minute of audio, callgrind of
-    /// `play --device null`; 1 call, the class's own metadata, once entered here). A
-    /// `@_specialize` of `OutputDrivers.thread` does not reach these methods. The test driver
-    /// (`PacedOutput`) runs the generic loop.
-    private func runSpecialised() {
-        if let t = self as? OutputThread<ALSAPCM> {
-            t.run()
-        } else if let t = self as? OutputThread<PulseStream> {
-            t.run()
-        } else if let t = self as? OutputThread<PipeOutput> {
-            t.run()
-        } else {
-            run()
+        // The loop compiled for this driver (``OutputDriver``), else the generic one.
+        let loop = OutputDrivers.entry(for: Device.self)?.run
+        thread = PlatformThread.start(name: "bl-output") { [self] in
+            if let loop { loop(self) } else { run() }
         }
     }
+
+    /// The thread's loop, for ``OutputDriver/of(_:)``.
+    func runLoop() { run() }
 
     func join() {
         shared.wakeOutput()  // (from a wait with no timeout)
