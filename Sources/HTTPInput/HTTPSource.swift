@@ -119,8 +119,12 @@ public final class HTTPSource: ByteSource {
         try moveTransfer(to: position)
         if position > head.count, head.count < headLimit, transfer.window.next == head.count {
             // The transfer stands at the end of the first bytes kept (a reader coming back to
-            // the parked transfer, or a live stream read on): those it passes over are kept.
-            try keepHead(upTo: min(position, headLimit))
+            // the parked transfer, or a live stream read on): those it passes over are kept, as
+            // a read at the end of them keeps what it reads.
+            let target = position
+            position = head.count
+            defer { position = target }
+            try readOn(to: min(target, headLimit))
         }
         let n = try transfer.read(at: position, into: buffer)
         if position == head.count, head.count < headLimit {
@@ -199,18 +203,6 @@ public final class HTTPSource: ByteSource {
         let next = HTTPTransfer(url: name, options: options, startOffset: offset)
         use(next)
         next.start()
-    }
-
-    /// Reads from ``transfer`` from its window's start up to `end`, keeping the bytes as
-    /// the first bytes (the transfer must stand at their end).
-    private func keepHead(upTo end: Int) throws(MediaError) {
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
-        defer { scratch.deallocate() }
-        while head.count < end {
-            let n = try transfer.read(at: head.count, into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(end - head.count, scratch.count)]))
-            if n == 0 { break }
-            appendHead(UnsafeRawBufferPointer(rebasing: scratch[..<n]))
-        }
     }
 
     private func appendHead(_ bytes: UnsafeRawBufferPointer) {
