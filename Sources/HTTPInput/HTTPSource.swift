@@ -75,7 +75,7 @@ public final class HTTPSource: ByteSource {
         length = isLive ? nil : (head.totalLength ?? head.contentLength)
         rangesServed = !isLive && head.acceptsRanges
         headLimit = if !isLive && !rangesServed, let length, length <= options.wholeFileLimit { length } else { Self.firstBytes }
-        keptWhole = !isLive && !rangesServed && length.map { $0 <= headLimit } == true
+        keptWhole = !isLive && !rangesServed && (length ?? .max) <= headLimit
         isSeekable = rangesServed || keptWhole
         self.head.reserveCapacity(headLimit)
         station = Self.stationTags(head)
