@@ -15,10 +15,7 @@ enum Curl {
         // runs the last registered first): every transfer cancelled and its thread joined, in a
         // program that did not call `HTTPInput.shutdown()` (a test process; ThreadSanitizer
         // reported the ended threads not yet joined as leaked).
-        atexit {
-            HTTPFetch.cancelAllAndWait(seconds: 3)
-            TransferThreads.cancelAllAndJoin(seconds: 3)
-        }
+        atexit { HTTPInput.shutdown(seconds: 3) }
         return .success(UnsafePointer(api))
     }()
 

@@ -1,5 +1,4 @@
 import CCurl
-import Locking
 import MediaCore
 import Platform
 import Synchronization
@@ -33,7 +32,9 @@ enum HTTPFetch {
         init(url: String, limit: Int) { (self.url, self.limit) = (url, limit) }
     }
 
-    private static let inFlight = Lock<[ObjectIdentifier: Request]>([:])
+    /// The fetches in flight, under `monitor`, which is signalled as each starts and ends.
+    private static let monitor = Monitor()
+    nonisolated(unsafe) private static var inFlight: [ObjectIdentifier: Request] = [:]
 
     /// `url`'s body, at most `limit` bytes, before `deadline` (monotonic ns).
     static func fetch(_ url: String, limit: Int, deadline: Int, options: HTTPOptions) throws(MediaError) -> [UInt8] {
@@ -47,8 +48,16 @@ enum HTTPFetch {
         guard left > 0 else { throw MediaError(.io, "no time left to fetch it from \(host)", item: url) }
         let request = Request(url: url, limit: limit)
         let id = ObjectIdentifier(request)
-        inFlight.withLock { $0[id] = request }
-        defer { inFlight.withLock { _ = $0.removeValue(forKey: id) } }
+        monitor.locked {
+            inFlight[id] = request
+            monitor.broadcast()
+        }
+        defer {
+            monitor.locked {
+                inFlight[id] = nil
+                monitor.broadcast()
+            }
+        }
 
         guard let raw = api.pointee.curl_easy_init() else { throw MediaError(.io, "out of memory", library: "libcurl", item: url) }
         defer { api.pointee.curl_easy_cleanup(raw) }
@@ -78,17 +87,20 @@ enum HTTPFetch {
 
     /// Ends every fetch in flight (each throws "cancelled" within libcurl's progress interval).
     static func cancelAll() {
-        for r in inFlight.withLock({ Array($0.values) }) { r.cancelled.store(true, ordering: .relaxed) }
+        monitor.locked { for r in inFlight.values { r.cancelled.store(true, ordering: .relaxed) } }
     }
 
-    /// Cancels every fetch and waits (at most `seconds`) until none is inside libcurl.
-    static func cancelAllAndWait(seconds: Double) {
-        let deadline = monotonicNanos() + Int(seconds * 1e9)
-        repeat {
-            cancelAll()
-            if inFlight.withLock({ $0.isEmpty }) { return }
-            sleepThread(seconds: 0.01)
-        } while monotonicNanos() < deadline
+    /// Cancels every fetch, and each that starts meanwhile, and waits until none is inside
+    /// libcurl or `deadline` (monotonic ns) has passed, woken as each starts or ends.
+    static func cancelAllAndWait(until deadline: Int) {
+        monitor.locked {
+            while true {
+                for r in inFlight.values { r.cancelled.store(true, ordering: .relaxed) }
+                let left = deadline - monotonicNanos()
+                if inFlight.isEmpty || left <= 0 { return }
+                monitor.wait(seconds: Double(left) / 1e9)
+            }
+        }
     }
 }
 

@@ -76,7 +76,7 @@ final class Monitor: @unchecked Sendable {
 }
 
 /// The transfer threads. Each is joined after it ends (by the next transfer's start, or by
-/// ``cancelAllAndJoin(seconds:)``) rather than detached: before the process exits every transfer
+/// ``cancelAllAndJoin(until:)``) rather than detached: before the process exits every transfer
 /// is cancelled and its thread joined (`HTTPInput.shutdown()`), since a thread still inside
 /// libcurl, or running OpenSSL's per-thread clean-up as it ends, while `exit` runs OpenSSL's
 /// global clean-up crashes on its freed locks (seen: SIGSEGV in libcrypto at a daemon's exit).
@@ -106,14 +106,17 @@ enum TransferThreads {
         }
     }
 
-    /// Cancels every transfer, waits (at most `seconds`) until their requests have ended
-    /// (cancelling ends one within libcurl's progress interval, 1 s at most), and joins the
-    /// threads that have.
-    static func cancelAllAndJoin(seconds: Double) {
+    /// Cancels every transfer, waits (until `deadline`, monotonic ns) until their requests have
+    /// ended (cancelling ends one within libcurl's progress interval, 1 s at most; each thread
+    /// signals as it ends), and joins the threads that have.
+    static func cancelAllAndJoin(until deadline: Int) {
         for entry in monitor.locked({ Array(running.values) }) { entry.transfer.cancel() }
-        let deadline = monotonicNanos() + Int(seconds * 1e9)
         let finished = monitor.locked { () -> [PlatformThread] in
-            while !running.isEmpty, monotonicNanos() < deadline { monitor.wait(seconds: 0.05) }
+            while !running.isEmpty {
+                let left = deadline - monotonicNanos()
+                if left <= 0 { break }
+                monitor.wait(seconds: Double(left) / 1e9)
+            }
             defer { ended = [] }
             return ended
         }
