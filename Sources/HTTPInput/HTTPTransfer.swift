@@ -207,7 +207,7 @@ final class HTTPTransfer: @unchecked Sendable {
     /// Audio bytes (ICY blocks removed) from `bufferStart` on.
     private var buffer: [UInt8] = []
     private var bufferRead = 0
-    private(set) var bufferStart: Int
+    private var bufferStart: Int
     private var head: ResponseHead?
     private var headError: MediaError?
     private var ended = false
@@ -363,9 +363,6 @@ final class HTTPTransfer: @unchecked Sendable {
     func takeMark(at offset: Int) -> [UInt8]? {
         monitor.locked { marks.take(through: offset) }
     }
-
-    /// Bytes buffered ahead of the reader.
-    var buffered: Int { monitor.locked { buffer.count - bufferRead } }
 
     /// The offset of the next byte the transfer gives (every byte before it was read or
     /// dropped), and how many bytes from there it holds now.
