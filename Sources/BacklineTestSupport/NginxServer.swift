@@ -5,7 +5,7 @@ import Foundation
 ///
 /// It runs as one process (`master_process off`: as root it does not switch to a worker user
 /// that could not read the test's private directory), in the foreground, killed with the
-/// object. Every request is logged with its `Range` (``requests(_:)``).
+/// object.
 public final class NginxServer: @unchecked Sendable {
     /// Where Debian installs it.
     public static let binary = "/usr/sbin/nginx"
@@ -35,16 +35,14 @@ public final class NginxServer: @unchecked Sendable {
             http {
               types { audio/mpeg mp3; audio/mp4 m4a; audio/ogg opus ogg; audio/flac flac; }
               default_type application/octet-stream;
-              log_format ranges '$uri $http_range $status $body_bytes_sent';
-              access_log \(w)/access.log ranges;
+              access_log off;
               client_body_temp_path \(w)/body; proxy_temp_path \(w)/proxy; fastcgi_temp_path \(w)/fastcgi;
               uwsgi_temp_path \(w)/uwsgi; scgi_temp_path \(w)/scgi;
               server { listen 127.0.0.1:\(port); root \(directory.path); }
             }
             """.write(to: conf, atomically: true, encoding: .utf8)
             let p = try SpawnedProcess(Self.binary, ["-p", w, "-c", conf.path])
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline, p.isRunning, !Self.answers(port) { usleep(20_000) }
+            eventually(timeout: 10, every: 0.02) { !p.isRunning || Self.answers(port) }
             if p.isRunning, Self.answers(port) { started = (p, port) } else {
                 failure = p.stderr + ((try? String(contentsOf: work.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")
                 p.signal(SIGKILL)
@@ -62,16 +60,6 @@ public final class NginxServer: @unchecked Sendable {
 
     /// `http://127.0.0.1:PORT/NAME`.
     public func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
-
-    /// The requests made so far for `/NAME`, in order: each one's `Range` header, `-` for none.
-    /// (nginx logs a request when it ends.)
-    public func requests(_ name: String) -> [String] {
-        let log = (try? String(contentsOf: work.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
-        return log.split(separator: "\n").compactMap { line in
-            let parts = line.split(separator: " ")
-            return parts.count >= 2 && parts[0] == "/" + name ? String(parts[1]) : nil
-        }
-    }
 
     /// Whether something accepts a TCP connection on the loopback port.
     private static func answers(_ port: Int) -> Bool {

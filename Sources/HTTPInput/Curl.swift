@@ -15,10 +15,7 @@ enum Curl {
         // runs the last registered first): every transfer cancelled and its thread joined, in a
         // program that did not call `HTTPInput.shutdown()` (a test process; ThreadSanitizer
         // reported the ended threads not yet joined as leaked).
-        atexit {
-            HTTPFetch.cancelAllAndWait(seconds: 3)
-            TransferThreads.cancelAllAndJoin(seconds: 3)
-        }
+        atexit { HTTPInput.shutdown(seconds: 3) }
         return .success(UnsafePointer(api))
     }()
 
@@ -54,8 +51,20 @@ struct CurlHandle {
         set(CURLOPT_NOPROGRESS, 0)
     }
 
-    func long(_ info: CURLINFO) -> Int? {
-        var v = 0
-        return bl_curl_get_long(api, handle, info, &v) == CURLE_OK ? v : nil
+    /// Runs the request to its end (`curl_easy_perform`): libcurl's code, and for any code but
+    /// `CURLE_OK` the failure in libcurl's words (its error buffer's detail, else the code's
+    /// text), naming `item`.
+    func perform(item: String) -> (code: CURLcode, failure: MediaError?) {
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code = errorBuffer.withUnsafeMutableBufferPointer { eb -> CURLcode in
+            set(CURLOPT_ERRORBUFFER, pointer: eb.baseAddress)
+            // (The buffer is gone after this call: libcurl must not keep it.)
+            defer { set(CURLOPT_ERRORBUFFER, pointer: nil) }
+            return api.pointee.curl_easy_perform(handle)
+        }
+        guard code != CURLE_OK else { return (code, nil) }
+        let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let message = detail.isEmpty ? Curl.message(api, code) : detail
+        return (code, MediaError(.io, message, library: "libcurl", code: Int32(code.rawValue), item: item))
     }
 }

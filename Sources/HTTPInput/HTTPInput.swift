@@ -1,5 +1,6 @@
 import Media
 import MediaCore
+import Platform
 
 /// The HTTP input: `http://` and `https://` through libcurl (``HTTPSource``; a playlist by URL
 /// is fetched whole, `InputSources.fetch(_:limit:deadline:)`). A program that plays streams
@@ -21,11 +22,12 @@ public enum HTTPInput {
         InputSources.register(input(options: options))
     }
 
-    /// Cancels every transfer and fetch and waits (at most `seconds`) for them to end. Call it
-    /// before the process exits, after the players are stopped: a transfer thread still in
-    /// libcurl, or ending, while `exit` runs OpenSSL's clean-up would crash the process.
+    /// Cancels every transfer and fetch and waits (at most `seconds` in all) for them to end.
+    /// Call it before the process exits, after the players are stopped: a transfer thread still
+    /// in libcurl, or ending, while `exit` runs OpenSSL's clean-up would crash the process.
     public static func shutdown(seconds: Double = 3) {
-        HTTPFetch.cancelAllAndWait(seconds: seconds)
-        TransferThreads.cancelAllAndJoin(seconds: seconds)
+        let deadline = monotonicNanos() + Int(seconds * 1e9)
+        HTTPFetch.cancelAllAndWait(until: deadline)
+        TransferThreads.cancelAllAndJoin(until: deadline)
     }
 }

@@ -35,6 +35,11 @@ public final class HTTPSource: ByteSource {
     /// then from the start); a larger one plays only where its decoder reads it front to back.
     private let headLimit: Int
     private static let firstBytes = 65536
+    /// Whether all of the file is kept in `head`: a file from a server without ranges whose
+    /// length is at most `headLimit` (up to ``HTTPOptions/wholeFileLimit``, or within the first
+    /// bytes kept of every file where that limit is smaller). It seeks anywhere: back within
+    /// what it keeps, on by reading.
+    private let keptWhole: Bool
     /// The station's tags (`icy-name`, `icy-genre`, …) and the title heard last.
     private var station = TrackMetadata()
     private var pendingUpdate: TrackMetadata?
@@ -70,8 +75,8 @@ public final class HTTPSource: ByteSource {
         length = isLive ? nil : (head.totalLength ?? head.contentLength)
         rangesServed = !isLive && head.acceptsRanges
         headLimit = if !isLive && !rangesServed, let length, length <= options.wholeFileLimit { length } else { Self.firstBytes }
-        // A file kept whole seeks within what it keeps, and reads on to the rest.
-        isSeekable = rangesServed || (!isLive && headLimit == length)
+        keptWhole = !isLive && !rangesServed && (length ?? .max) <= headLimit
+        isSeekable = rangesServed || keptWhole
         self.head.reserveCapacity(headLimit)
         station = Self.stationTags(head)
     }
@@ -119,8 +124,12 @@ public final class HTTPSource: ByteSource {
         try moveTransfer(to: position)
         if position > head.count, head.count < headLimit, transfer.window.next == head.count {
             // The transfer stands at the end of the first bytes kept (a reader coming back to
-            // the parked transfer, or a live stream read on): those it passes over are kept.
-            try keepHead(upTo: min(position, headLimit))
+            // the parked transfer, or a live stream read on): those it passes over are kept, as
+            // a read at the end of them keeps what it reads.
+            let target = position
+            position = head.count
+            defer { position = target }
+            try readOn(to: min(target, headLimit))
         }
         let n = try transfer.read(at: position, into: buffer)
         if position == head.count, head.count < headLimit {
@@ -148,7 +157,7 @@ public final class HTTPSource: ByteSource {
             // Only forward, reading on (and not past a buffer's worth: a stream read on that
             // far would stall the decoder for as long as it takes to arrive).
             let next = transfer.window.next
-            guard offset >= next && (offset - next <= options.bufferBytes || headLimit == length) else {
+            guard offset >= next && (offset - next <= options.bufferBytes || keptWhole) else {
                 throw MediaError(.io, isLive ? "a live stream cannot seek" : "\(HTTPTransfer.host(name)) does not serve ranges: cannot seek", item: name)
             }
         }
@@ -199,18 +208,6 @@ public final class HTTPSource: ByteSource {
         let next = HTTPTransfer(url: name, options: options, startOffset: offset)
         use(next)
         next.start()
-    }
-
-    /// Reads from ``transfer`` from its window's start up to `end`, keeping the bytes as
-    /// the first bytes (the transfer must stand at their end).
-    private func keepHead(upTo end: Int) throws(MediaError) {
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16384, alignment: 8)
-        defer { scratch.deallocate() }
-        while head.count < end {
-            let n = try transfer.read(at: head.count, into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(end - head.count, scratch.count)]))
-            if n == 0 { break }
-            appendHead(UnsafeRawBufferPointer(rebasing: scratch[..<n]))
-        }
     }
 
     private func appendHead(_ bytes: UnsafeRawBufferPointer) {

@@ -76,7 +76,7 @@ final class Monitor: @unchecked Sendable {
 }
 
 /// The transfer threads. Each is joined after it ends (by the next transfer's start, or by
-/// ``cancelAllAndJoin(seconds:)``) rather than detached: before the process exits every transfer
+/// ``cancelAllAndJoin(until:)``) rather than detached: before the process exits every transfer
 /// is cancelled and its thread joined (`HTTPInput.shutdown()`), since a thread still inside
 /// libcurl, or running OpenSSL's per-thread clean-up as it ends, while `exit` runs OpenSSL's
 /// global clean-up crashes on its freed locks (seen: SIGSEGV in libcrypto at a daemon's exit).
@@ -106,14 +106,17 @@ enum TransferThreads {
         }
     }
 
-    /// Cancels every transfer, waits (at most `seconds`) until their requests have ended
-    /// (cancelling ends one within libcurl's progress interval, 1 s at most), and joins the
-    /// threads that have.
-    static func cancelAllAndJoin(seconds: Double) {
+    /// Cancels every transfer, waits (until `deadline`, monotonic ns) until their requests have
+    /// ended (cancelling ends one within libcurl's progress interval, 1 s at most; each thread
+    /// signals as it ends), and joins the threads that have.
+    static func cancelAllAndJoin(until deadline: Int) {
         for entry in monitor.locked({ Array(running.values) }) { entry.transfer.cancel() }
-        let deadline = monotonicNanos() + Int(seconds * 1e9)
         let finished = monitor.locked { () -> [PlatformThread] in
-            while !running.isEmpty, monotonicNanos() < deadline { monitor.wait(seconds: 0.05) }
+            while !running.isEmpty {
+                let left = deadline - monotonicNanos()
+                if left <= 0 { break }
+                monitor.wait(seconds: Double(left) / 1e9)
+            }
             defer { ended = [] }
             return ended
         }
@@ -173,6 +176,17 @@ package struct ResponseHead: Sendable {
         }
         return .field
     }
+
+    /// Why this final response is not the body asked for, or nil when it is: a status that is
+    /// no success (with its reason phrase), or an HTML page (an error or login page sent as
+    /// `200`). `expecting` names what was wanted instead of a page (`not audio: …`).
+    package func refusal(from host: String, expecting: String? = nil) -> String? {
+        if !(200..<300).contains(status) { return "HTTP \(status)\(reason.isEmpty ? "" : " \(reason)") from \(host)" }
+        if let type = contentType, type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") {
+            return "\(expecting.map { "not \($0): " } ?? "")\(host) sent an HTML page"
+        }
+        return nil
+    }
 }
 
 /// One HTTP GET on its own thread (libcurl's easy interface), feeding a bounded byte buffer the
@@ -193,7 +207,7 @@ final class HTTPTransfer: @unchecked Sendable {
     /// Audio bytes (ICY blocks removed) from `bufferStart` on.
     private var buffer: [UInt8] = []
     private var bufferRead = 0
-    private(set) var bufferStart: Int
+    private var bufferStart: Int
     private var head: ResponseHead?
     private var headError: MediaError?
     private var ended = false
@@ -215,7 +229,6 @@ final class HTTPTransfer: @unchecked Sendable {
     private var pendingHead = ResponseHead()
     private var lastByte = 0
     private var receivedThisConnection = 0
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
     /// Why this connection was given up by us (a refused response on a reconnect, no data).
     private var abortReason: MediaError?
     /// Bytes of the body to drop: a server that ignored a `Range` request sent them from 0.
@@ -351,9 +364,6 @@ final class HTTPTransfer: @unchecked Sendable {
         monitor.locked { marks.take(through: offset) }
     }
 
-    /// Bytes buffered ahead of the reader.
-    var buffered: Int { monitor.locked { buffer.count - bufferRead } }
-
     /// The offset of the next byte the transfer gives (every byte before it was read or
     /// dropped), and how many bytes from there it holds now.
     var window: (next: Int, buffered: Int) { monitor.locked { (bufferStart, buffer.count - bufferRead) } }
@@ -442,7 +452,6 @@ final class HTTPTransfer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         h.setRequest(url, options: options, connectTimeout: Int(options.connectTimeout * 1000))
         h.set(CURLOPT_BUFFERSIZE, 16384)
-        errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let resume = monitor.locked { bufferStart + (buffer.count - bufferRead) }
         let live = monitor.locked { head.map { $0.contentLength == nil || $0.icyMetaInterval != nil } ?? false }
         if resume > 0 && !live { h.set(CURLOPT_RANGE, "\(resume)-") }
@@ -455,18 +464,9 @@ final class HTTPTransfer: @unchecked Sendable {
         h.set(CURLOPT_HEADERDATA, pointer: me)
         _ = bl_curl_set_progress_callback(api, raw, httpProgress)
         h.set(CURLOPT_XFERINFODATA, pointer: me)
-        let code = errorBuffer.withUnsafeMutableBufferPointer { eb -> CURLcode in
-            h.set(CURLOPT_ERRORBUFFER, pointer: eb.baseAddress)
-            return api.pointee.curl_easy_perform(raw)
-        }
-        if code == CURLE_OK {
-            // A body that was not audio (an error page) was refused in the header callback.
-            return .success(())
-        }
-        if let e = abortReason ?? monitor.locked({ headError ?? failure }) { return .failure(e) }
-        let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let message = detail.isEmpty ? Curl.message(api, code) : detail
-        return .failure(MediaError(.io, message, library: "libcurl", code: Int32(code.rawValue), item: url))
+        // A body that was not audio (an error page) was refused in the header callback.
+        guard let libcurlFailure = h.perform(item: url).failure else { return .success(()) }
+        return .failure(abortReason ?? monitor.locked({ headError ?? failure }) ?? libcurlFailure)
     }
 
     // Callbacks (the transfer thread).
@@ -481,16 +481,11 @@ final class HTTPTransfer: @unchecked Sendable {
 
     /// Checks the final response: a success with audio, or the item's failure.
     private func acceptHead(_ h: ResponseHead) -> Bool {
-        var problem: String?
         let host = Self.host(url)
-        if !(200..<300).contains(h.status) {
-            problem = "HTTP \(h.status)\(h.reason.isEmpty ? "" : " \(h.reason)") from \(host)"
-        } else if let type = h.contentType {
-            if type.hasPrefix("text/html") || type.hasPrefix("application/xhtml") {
-                problem = "not audio: \(host) sent an HTML page"
-            } else if type.contains("mpegurl") && !type.contains("audio/x-mpegurl") || type.contains("vnd.apple.mpegurl") {
-                problem = "HLS is not supported (\(host) sent an HLS playlist)"
-            }
+        var problem = h.refusal(from: host, expecting: "audio")
+        if problem == nil, let type = h.contentType,
+           type.contains("mpegurl") && !type.contains("audio/x-mpegurl") || type.contains("vnd.apple.mpegurl") {
+            problem = "HLS is not supported (\(host) sent an HLS playlist)"
         }
         if problem == nil, let interval = h.icyMetaInterval, interval < ICYDemuxer.minimumInterval {
             problem = "icy-metaint \(interval) from \(host) is below \(ICYDemuxer.minimumInterval) bytes: refused (metadata that often only costs the listener)"

@@ -93,38 +93,29 @@ package struct ICYMarks: Sendable {
     /// Blocks kept at once. A 512 KiB network buffer holds 32 of Icecast's 16000-byte intervals.
     package static let capacity = 64
     private var marks: [(offset: Int, block: [UInt8])] = []
-    private var first = 0
 
     package init() {}
 
     /// How many are kept.
-    package var count: Int { marks.count - first }
+    package var count: Int { marks.count }
     /// The bytes of the blocks kept.
-    package var bytes: Int { marks[first...].reduce(0) { $0 + $1.block.count } }
+    package var bytes: Int { marks.reduce(0) { $0 + $1.block.count } }
     /// The offset of the next one.
-    package var nextOffset: Int? { first < marks.count ? marks[first].offset : nil }
+    package var nextOffset: Int? { marks.first?.offset }
 
-    /// Keeps `block`, at audio offset `offset` (not before the last one's).
+    /// Keeps `block`, at audio offset `offset` (not before the last one's); the oldest goes
+    /// when ``capacity`` are kept already.
     package mutating func add(_ block: [UInt8], at offset: Int) {
-        if count == Self.capacity { first += 1 }
+        if marks.count == Self.capacity { marks.removeFirst() }
         marks.append((offset, block))
-        if first > Self.capacity {
-            marks.removeFirst(first)
-            first = 0
-        }
     }
 
     /// The last block at or before `offset`, once; those before it go too.
     package mutating func take(through offset: Int) -> [UInt8]? {
-        var last: [UInt8]?
-        while first < marks.count, marks[first].offset <= offset {
-            last = marks[first].block
-            first += 1
-        }
-        if first == marks.count {
-            marks.removeAll(keepingCapacity: true)
-            first = 0
-        }
+        let passed = marks.prefix { $0.offset <= offset }.count
+        guard passed > 0 else { return nil }
+        let last = marks[passed - 1].block
+        marks.removeFirst(passed)
         return last
     }
 }

@@ -48,12 +48,13 @@ public final class MPG123Decoder: AudioDecoder {
     /// Whether ``lengthFrames`` came from the file's Info header (not a scan): then a stream that
     /// ends early is reported as truncated.
     public private(set) var lengthFromHeader = false
-    /// Whether ``lengthFrames`` is libmpg123's estimate from the size and bit rate (a file
-    /// without an Info header, from a source that cannot seek, so cannot be scanned).
+    /// Whether ``lengthFrames`` could not be checked: a source that cannot seek is not scanned,
+    /// so its length is a header's frame count where it has one, else libmpg123's estimate from
+    /// the size and the frames' bit rate.
     private var lengthEstimated = false
-    /// Exact where a scan counted the frames; stated where a header gave the count (a header
-    /// can claim fewer frames than follow it: a fuzzed Xing count of 1,908 before 2,304 frames
-    /// decoded); estimated from the size where neither could be had.
+    /// Exact where a scan counted the frames; stated where a header gave the count on a source
+    /// that can seek (a header can claim fewer frames than follow it: a fuzzed Xing count of
+    /// 1,908 before 2,304 frames decoded); estimated on a source that cannot seek.
     public var lengthAccuracy: LengthAccuracy { lengthEstimated ? .estimated : lengthFromHeader ? .stated : .exact }
     /// Frames delivered so far (from the start of the file, seeks included).
     public private(set) var position = 0
@@ -136,34 +137,36 @@ public final class MPG123Decoder: AudioDecoder {
             output = (rate, Int(channels))
             formatGuard = FormatGuard(rate: rate, channels: Int(channels))
             metadata = readMetadata()
-            // Exact length: from the LAME/Info header when there is one (libmpg123 then reports
-            // accurate positions); otherwise scan every frame, and reopen, because decoding after
-            // the scan's seek back to 0 differs from a fresh decode in the first frames of
-            // MPEG-2 streams by rounding, and a fresh open is bit-exact.
-            var accurate = 0
-            var unused = 0.0
-            mpg123_getstate2(h, Int32(MPG123_ACCURATE.rawValue), &accurate, &unused)
-            if !source.isLive && !source.isSeekable {
-                // A file that cannot seek (a server that ignores `Range`) cannot be scanned
-                // and read again: without an Info header its length is estimated from its
-                // size and the frames' bit rate, and the audio is decoded as it comes, to its
-                // end. (libmpg123 reports such a stream's positions as accurate: it has not
-                // looked for a header it cannot find.)
-                // Its length is a header's frame count where there is one (a LAME/Info or a
-                // Xing header: libmpg123 knows one before it is told the size), else estimated
-                // from the size. Either way only stated: a header that cannot be checked against
-                // a scan may lie (a fuzzed Xing count of 1,908 frames before 2,304 decoded).
-                lengthFromHeader = false
+            switch (source.isLive, source.isSeekable) {
+            case (true, _):
+                // A live stream has no length: none is looked for.
+                break
+            case (false, false):
+                // A file that cannot seek (a server without ranges, larger than is kept whole)
+                // cannot be scanned and read again: its length is a header's frame count where
+                // it has one (libmpg123 reads a LAME/Info or Xing header before it is told the
+                // size), else estimated from the size and the frames' bit rate, and either is
+                // only estimated, since a header no scan checks may lie. libmpg123 calls such a
+                // stream's positions accurate (it has not looked for a header it cannot find), so
+                // that flag says nothing here. The audio is decoded as it comes, to its end.
                 lengthEstimated = true
                 if mpg123_length(h) <= 0, let bytes = source.length { mpg123_set_filesize(h, off_t(bytes)) }
-            } else {
-                lengthFromHeader = accurate == 1 && !source.isLive
-            }
-            if !lengthFromHeader && !source.isLive && source.isSeekable {
-                try check(mpg123_scan(h))
-                mpg123_close(h)
-                try open()
-                try check(mpg123_getformat(h, &rate, &channels, &enc))
+            case (false, true):
+                // The LAME/Info header's frame count where there is one (libmpg123 then reports
+                // accurate positions), stated; otherwise every frame is scanned, and the handle
+                // opened again, because decoding after the scan's seek back to 0 differs from a
+                // fresh decode in the first frames of MPEG-2 streams by rounding, and a fresh
+                // open is bit-exact.
+                var accurate = 0
+                var unused = 0.0
+                mpg123_getstate2(h, Int32(MPG123_ACCURATE.rawValue), &accurate, &unused)
+                lengthFromHeader = accurate == 1
+                if !lengthFromHeader {
+                    try check(mpg123_scan(h))
+                    mpg123_close(h)
+                    try open()
+                    try check(mpg123_getformat(h, &rate, &channels, &enc))
+                }
             }
             let n = mpg123_length(h)
             guard n > 0 || source.isLive else {

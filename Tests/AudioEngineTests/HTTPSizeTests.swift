@@ -80,8 +80,9 @@ struct HTTPSizeTests {
         options.wholeFileLimit = 32768
         let dir = try Harness.makeTemporaryDirectory("http-front-to-back")
         let layer2 = try Fixtures.layer2Tone("http-size-layer2", seconds: 12, rate: 44100, channels: 2, bitrate: 96)
-        let lame = try Fixtures.mp3(from: try FormatFixtures.source("http-size-65536", seconds: Double(65536 - 6000) / 16000),
-                                    name: "http-size-65536", lameArgs: ["-b", "128", "--id3v1-only", "--tt", "Sized"])
+        // (Both larger than the 64 KiB kept of every file, which a file within them is kept whole in.)
+        let lame = try Fixtures.mp3(from: try FormatFixtures.source("http-size-524288", seconds: Double(524_288 - 6000) / 16000),
+                                    name: "http-size-524288", lameArgs: ["-b", "128", "--id3v1-only", "--tt", "Sized"])
         for f in [layer2, lame] { try FileManager.default.copyItem(at: f, to: dir.appendingPathComponent(f.lastPathComponent)) }
         let server = try HTTPTestServer(directory: dir)
         for (file, fromHeader) in [(layer2, false), (lame, true)] {

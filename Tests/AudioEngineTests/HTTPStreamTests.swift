@@ -140,12 +140,25 @@ struct HTTPStreamTests {
         var reason: String?
         do throws(MediaError) { _ = try HTTPSource(url: url, options: Self.options) } catch { reason = error.reason }
         #expect(reason?.contains("icy-metaint 1 from 127.0.0.1") == true, "\(reason ?? "opened")")
-        let fine = try HTTPSource(url: server.url("live/http-mp3.mp3?metaint=1024&titles=A"), options: Self.options)
-        #expect(fine.isLive)
+        // Just below, at and above the smallest interval taken.
+        for interval in [ICYDemuxer.minimumInterval - 1, ICYDemuxer.minimumInterval, ICYDemuxer.minimumInterval + 1] {
+            var refusal: String?
+            do throws(MediaError) {
+                let source = try HTTPSource(url: server.url("live/http-mp3.mp3?metaint=\(interval)&titles=A"), options: Self.options)
+                #expect(source.isLive)
+            } catch { refusal = error.reason }
+            #expect((refusal != nil) == (interval < ICYDemuxer.minimumInterval), "icy-metaint \(interval): \(refusal ?? "opened")")
+        }
     }
 
     @Test("pending ICY blocks are bounded while nobody reads: the newest are kept, the oldest go, the last one passed is the one handed over")
     func icyMarksBounded() {
+        // Just below, at and above the bound: nothing is dropped until it is passed.
+        for n in [ICYMarks.capacity - 1, ICYMarks.capacity, ICYMarks.capacity + 1] {
+            var m = ICYMarks()
+            for k in 0..<n { m.add([UInt8(truncatingIfNeeded: k)], at: k * 1024) }
+            #expect(m.count == min(n, ICYMarks.capacity) && m.nextOffset == (n > ICYMarks.capacity ? 1024 : 0), "\(n) blocks")
+        }
         var marks = ICYMarks()
         let block = [UInt8](repeating: 0x41, count: 4080)
         for k in 0..<100_000 { marks.add(block + [UInt8(truncatingIfNeeded: k)], at: k * 1024) }

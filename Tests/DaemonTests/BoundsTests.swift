@@ -283,15 +283,15 @@ extension BoundsTests {
         d.expectCleanStop()
     }
 
-    @Test("a playlist URL answered with 404 and an error page over 1 MiB, or one that drips, is refused as `HTTP 404 from` its host, not as too large or too slow")
+    @Test("a playlist URL answered with 404 and an error page over 1 MiB, or one that drips, is refused as `HTTP 404 Not Found from` its host, not as too large or too slow")
     func errorStatusBeforeBody() throws {
         let server = try Self.server()
         let d = try DaemonFixture(device: "null", config: Self.config)
         try d.start()
         for path in ["error/big.m3u?code=404&size=2000000", "error/drip.m3u?code=404&drip=1", "error/small.m3u?code=500&size=10"] {
             let r = try d.client().request("add", [("path", .string(server.url(path)))], timeout: 30)
-            let code = path.contains("500") ? "500" : "404"
-            #expect(r.errorCode == "unsupported" && r.text.contains("HTTP \(code) from 127.0.0.1"), "\(path): \(r.text.prefix(300))")
+            let status = path.contains("500") ? "500 Internal Server Error" : "404 Not Found"
+            #expect(r.errorCode == "unsupported" && r.text.contains("HTTP \(status) from 127.0.0.1"), "\(path): \(r.text.prefix(300))")
         }
         #expect(try d.request("status")["count"] == 0)
         d.expectCleanStop()

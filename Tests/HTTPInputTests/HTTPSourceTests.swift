@@ -23,7 +23,6 @@ struct HTTPSourceTests {
         let servers: HTTPServers
 
         init(nginx wantNginx: Bool) throws {
-            HTTPInput.register(options: HTTPOptions())
             directory = try Harness.makeTemporaryDirectory("http-source")
             var rng = SplitMix64(seed: 0x5EED_B17E)
             for size in HTTPSourceTests.sizes {
@@ -88,6 +87,23 @@ struct HTTPSourceTests {
                 let count = 1 + Int(rng.next() % 40_000)
                 _ = try Self.check(source, file, at: offset, count: count, "\(server.rawValue) \(size) B")
             }
+        }
+    }
+
+    @Test("a file from a server without ranges is kept whole, and seeks, up to and at the kept-whole limit; one byte over, it reads front to back only", arguments: [-1, 0, 1])
+    func wholeFileLimit(_ over: Int) throws {
+        let fixture = try Fixture(nginx: false)
+        var options = HTTPOptions()
+        let size = 512 * 1024  // (over the 64 KiB kept of every file)
+        options.wholeFileLimit = size + over
+        let file = fixture.files[size]!
+        let source = try HTTPSource(url: fixture.url(.noRanges, size: size), options: options)
+        #expect(source.isSeekable == (over >= 0), "limit \(options.wholeFileLimit), file \(size) B")
+        if source.isSeekable {
+            _ = try Self.check(source, file, at: size - 128, count: 128, "the end")
+            _ = try Self.check(source, file, at: 0, count: size, "back to the start, then all of it")
+        } else {
+            _ = try Self.check(source, file, at: 0, count: size, "front to back")
         }
     }
 
