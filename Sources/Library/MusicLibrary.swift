@@ -318,6 +318,11 @@ public final class MusicLibrary: Sendable {
 
     // MARK: - Answers kept until the library changes
 
+    /// How many files with several links a scan in this process remembers (their tags, and
+    /// that no song of theirs moved), so that their other links are not opened again: 4,096.
+    /// Tests lower it to cross the bound with a small tree.
+    let linkMemory = Atomic<Int>(4096)
+
     /// Bumped by every scan's commit: cached answers from an older generation are stale.
     let generation = Atomic<Int>(0)
     private let answers = Lock<[String: (generation: Int, value: any Sendable)]>([:])

@@ -1,7 +1,8 @@
 import BacklineTestSupport
 import Foundation
-import Library
+@testable import Library
 import MediaCore
+import Synchronization
 import Testing
 
 /// Scans of generated trees, in process: what the database holds, incremental rescans, moves,
@@ -335,6 +336,44 @@ import Testing
         #expect(changed.added == 1 && changed.updated == 1001 && changed.read <= 2, "\(changed)")
         #expect(try lib.count(.tag(.title, .equals, "Linked Z", fold: false)).songs == 1001)
         #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1002)
+    }
+
+    @Test("hard links and the scan's link memory (lowered to 4 files): links of ten files in one batch, past the bound, are each a song with its tags, none \"not read\"; links in a second directory of 3, 4 and 5 files: each file opened once up to the bound, one past it the memory is emptied and the fifth opened again")
+    func linkMemory() throws {
+        let source = try FormatFixtures.source("link-memory", seconds: 0.2)
+        let originals = try (0..<10).map { try FormatFixtures.flac("link-memory-\($0)", from: source, args: ["-T", "TITLE=Link \($0)"]) }
+        func titled(_ lib: MusicLibrary, _ k: Int) throws -> Int {
+            try lib.count(.tag(.title, .equals, "Link \(k)", fold: false)).songs
+        }
+        // One directory: two links of each of ten files (one batch of 20).
+        let tree = try Harness.makeTemporaryDirectory("link-memory-batch")
+        for (k, o) in originals.enumerated() {
+            try FileManager.default.copyItem(at: o, to: tree.appendingPathComponent("\(k)a.flac"))
+            #expect(link(tree.appendingPathComponent("\(k)a.flac").path, tree.appendingPathComponent("\(k)b.flac").path) == 0)
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        lib.linkMemory.store(4, ordering: .relaxed)
+        let u = try scan(lib)
+        #expect(u.added == 20 && u.failed == 0 && u.read == 10, "\(u)")
+        for k in 0..<10 { #expect(try titled(lib, k) == 2, "Link \(k)") }
+        lib.stop()
+
+        // N files in one directory, a link of each in another: the bound just above, at and
+        // just below N.
+        for (n, read) in [(3, 3), (4, 4), (5, 6)] {
+            let tree = try Harness.makeTemporaryDirectory("link-memory-\(n)")
+            for d in ["a", "b"] { try FileManager.default.createDirectory(at: tree.appendingPathComponent(d), withIntermediateDirectories: true) }
+            for k in 0..<n {
+                try FileManager.default.copyItem(at: originals[k], to: tree.appendingPathComponent("a/\(k).flac"))
+                #expect(link(tree.appendingPathComponent("a/\(k).flac").path, tree.appendingPathComponent("b/\(k).flac").path) == 0)
+            }
+            let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+            lib.linkMemory.store(4, ordering: .relaxed)
+            let u = try scan(lib)
+            #expect(u.added == 2 * n && u.failed == 0 && u.read == read, "\(n) files: \(u)")
+            for k in 0..<n { #expect(try titled(lib, k) == 2, "\(n) files: Link \(k)") }
+            lib.stop()
+        }
     }
 }
 
