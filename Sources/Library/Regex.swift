@@ -149,8 +149,7 @@ final class Regex {
                     case .any: taken = i < n
                     case .set(let index):
                         guard i < n else { taken = false; break }
-                        let set = program.sets[index]
-                        taken = set.contains(text[i]) || (fold && (set.contains(c) || set.contains(RegexFold.upper(text[i]))))
+                        taken = program.sets[index].contains(text[i], lower: c, folding: fold)
                     case .split, .jump, .assert: taken = false
                     }
                     guard taken else { continue }

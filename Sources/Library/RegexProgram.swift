@@ -65,11 +65,17 @@ struct RegexSet {
     var negatedClasses: [RegexClass] = []
     var negated = false
 
-    func contains(_ c: Unicode.Scalar) -> Bool {
-        var found = ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) }
-            || negatedClasses.contains { !$0.contains(c) }
-        if negated { found.toggle() }
-        return found
+    /// Whether `c` is one of the listed ranges or classes, the negation left aside.
+    func lists(_ c: Unicode.Scalar) -> Bool {
+        ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) } || negatedClasses.contains { !$0.contains(c) }
+    }
+
+    /// Whether the set takes `c`; `folding`, whether it takes `c` in any case: `c`, its lower
+    /// case `lower` or its upper case is listed, that answer negated once for `[^…]` (negating
+    /// each case's answer took `A` for `[^a]`, as `A` itself is not listed).
+    func contains(_ c: Unicode.Scalar, lower: Unicode.Scalar, folding: Bool) -> Bool {
+        let listed = lists(c) || (folding && (lists(lower) || lists(RegexFold.upper(c))))
+        return listed != negated
     }
 }
 

@@ -300,6 +300,16 @@ import Testing
         #expect(try titles("[a-c]_[[:alpha:]]") == ["Ab_c d"])
         #expect(try titles("s?o{1,2}n[g]") == ["Love Song"])
         #expect(try titles("^$|x*Q") == [])
+        // A negated bracket with folding takes a character only when no case of it is listed
+        // (glibc's REG_ICASE and PCRE's caseless alike); without folding, case counts.
+        #expect(try titles("^[^l]", fold: true) == ["Ab_c d", "Café del Mar", "Track 12", "the end."])
+        #expect(try titles("^[^L]", fold: true) == ["Ab_c d", "Café del Mar", "Track 12", "the end."])
+        #expect(try titles("^[^l]") == ["Ab_c d", "Café del Mar", "Love Song", "Track 12", "the end."])
+        #expect(try lib.count(.tag(.title, .matches, "^[^A-Z]+$", fold: true)).songs == 0)
+        #expect(try lib.count(.tag(.title, .matches, "^[^A-Z]+$", fold: false)).songs == 25)  // the a's, the a's then !, "the end."
+        #expect(try titles("^[^A-Z]", fold: false) == ["the end."])
+        #expect(try titles("^[^[:upper:]]", fold: true) == [])
+        #expect(try titles("^[^[:upper:]]") == ["the end."])
         for (bad, reason) in [("(ab", "Unmatched ( or \\("), ("[ab", "Unmatched ["), ("*a", "Invalid preceding regular expression"),
                               ("a{3,2}", "Invalid content of \\{\\}"), ("[[:nope:]]", "Invalid character class name"), ("[z-a]", "Invalid range end")] {
             #expect { try lib.songs(.tag(.title, .matches, bad, fold: false)) } throws: { e in
