@@ -193,7 +193,12 @@ struct RegexParser {
         while i < s.count, s[i] != "|", !(s[i] == ")" && depth > 0) {
             var atom = try self.atom(depth: depth)
             while i < s.count, let (min, max) = try repetition() {
-                if case .assert = atom { continue }  // (a repeated assertion is the assertion)
+                if case .assert = atom {
+                    // A repeated assertion is the assertion when required (`^+`), and nothing
+                    // when it may be absent (`^?`, `\b*`, `(^){0,1}`): it need not hold.
+                    if min == 0 { atom = .empty }
+                    continue
+                }
                 atom = .repeated(atom, min: min, max: max)
             }
             parts.append(atom)

@@ -310,6 +310,16 @@ import Testing
         #expect(try titles("^[^A-Z]", fold: false) == ["the end."])
         #expect(try titles("^[^[:upper:]]", fold: true) == [])
         #expect(try titles("^[^[:upper:]]") == ["the end."])
+        // An assertion that may be absent (`?`, `*`, `{0,…}`) need not hold; one required (`+`) must.
+        #expect(try titles("(^)?o") == ["Love Song"])
+        #expect(try titles("^?e") == ["Café del Mar", "Love Song", "the end."])
+        #expect(try titles("^*T") == ["Track 12"])
+        #expect(try titles("^+T") == ["Track 12"])
+        #expect(try titles("^+e") == [])
+        #expect(try titles("S\\b?o") == ["Love Song"])
+        #expect(try titles("S\\bo") == [])
+        #expect(try titles("d$?") == ["Ab_c d", "Café del Mar", "the end."])
+        #expect(try titles("d${1}") == ["Ab_c d"])
         for (bad, reason) in [("(ab", "Unmatched ( or \\("), ("[ab", "Unmatched ["), ("*a", "Invalid preceding regular expression"),
                               ("a{3,2}", "Invalid content of \\{\\}"), ("[[:nope:]]", "Invalid character class name"), ("[z-a]", "Invalid range end")] {
             #expect { try lib.songs(.tag(.title, .matches, bad, fold: false)) } throws: { e in
