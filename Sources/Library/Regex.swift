@@ -114,7 +114,16 @@ final class Regex {
 
     /// Whether the pattern matches somewhere in `s`; nil when `budget` ran out or its query was
     /// cancelled first (the budget says which).
-    func matches(_ s: String, budget: MatchBudget? = nil) -> Bool? {
+    func matches(_ s: String, budget: MatchBudget) -> Bool? { run(s, budget: budget) }
+
+    /// Whether the pattern matches somewhere in `s`, however many steps that takes.
+    func matches(_ s: String) -> Bool {
+        // (Only a budget stops a match: without one there is always an answer.)
+        guard let answer = run(s, budget: nil) else { preconditionFailure("a match without a budget stopped") }
+        return answer
+    }
+
+    private func run(_ s: String, budget: MatchBudget?) -> Bool? {
         let text = Array(s.unicodeScalars)
         let folded = fold ? text.map(RegexFold.lower) : text
         let n = text.count

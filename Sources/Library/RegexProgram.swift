@@ -62,12 +62,11 @@ enum RegexClass: String {
 struct RegexSet {
     var ranges: [ClosedRange<UInt32>] = []
     var classes: [RegexClass] = []
-    var negatedClasses: [RegexClass] = []
     var negated = false
 
     /// Whether `c` is one of the listed ranges or classes, the negation left aside.
     func lists(_ c: Unicode.Scalar) -> Bool {
-        ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) } || negatedClasses.contains { !$0.contains(c) }
+        ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) }
     }
 
     /// Whether the set takes `c`; `folding`, whether it takes `c` in any case: `c`, its lower
