@@ -318,6 +318,12 @@ public final class MusicLibrary: Sendable {
 
     // MARK: - Answers kept until the library changes
 
+    /// How many levels of directories below the one it starts from a scan walks, and an `add`
+    /// of a directory expands: 64 (the starting directory is level 0; each level holds a
+    /// directory open while the walk is below it). A directory deeper than that is not read,
+    /// and said so.
+    public static let maximumDirectoryDepth = 64
+
     /// How many files with several links a scan in this process remembers (their tags, and
     /// that no song of theirs moved), so that their other links are not opened again: 4,096.
     /// Tests lower it to cross the bound with a small tree.

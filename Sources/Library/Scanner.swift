@@ -434,10 +434,10 @@ struct Scan {
 
     private mutating func walk(_ dir: String, rel: String, id: Int, depth: Int) throws(SQLiteError) {
         guard !library.isStopping else { return }
-        guard depth < Self.maximumDepth else {
+        guard depth <= MusicLibrary.maximumDirectoryDepth else {
             // Not walked (each level holds its state in the walk), and said so: kept with the
             // reason (`unreadable`, the scan's failed count), its songs not lost unseen.
-            try skip(rel, "more than \(Self.maximumDepth) directories below the scanned one: not scanned (scan a directory further down)")
+            try skip(rel, "more than \(MusicLibrary.maximumDirectoryDepth) directories below the scanned one: not scanned (scan a directory further down)")
             return
         }
         var dst = stat()
@@ -649,9 +649,6 @@ struct Scan {
         var plugin: String?
         var failure: String?
     }
-
-    /// How many directories deep a scan walks below where it starts.
-    static let maximumDepth = 64
 
     /// Files read at once (their tags held until written).
     static let batch = 32

@@ -328,6 +328,19 @@ import Testing
         }
     }
 
+    @Test("a query's budget for regular expressions, 100 million steps: exactly its steps are paid, one more is refused with the reason")
+    func matchBudgetBound() throws {
+        #expect(MusicLibrary.regexSteps == 100_000_000)
+        for n in [1, 65_536, MusicLibrary.regexSteps] {
+            let exact = MatchBudget(steps: n)
+            #expect(exact.spend(n - 1) && exact.spend(1) && exact.stopped == nil, "\(n)")
+            #expect(!exact.spend(1) && exact.stopped?.kind == .badFilter, "\(n)")
+            let over = MatchBudget(steps: n)
+            #expect(!over.spend(n + 1), "\(n)")
+            #expect("\(try #require(over.stopped))".contains("regular expression too costly: this query's matches needed more than \(n) steps"))
+        }
+    }
+
     @Test("2,000 hard links of two files: the two are opened once each, every link is a song with their tags; a rescan opens none, a changed file is read again")
     func hardLinks() throws {
         let tree = try Harness.makeTemporaryDirectory("hard-links")
