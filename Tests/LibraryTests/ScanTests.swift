@@ -1,6 +1,7 @@
 import BacklineTestSupport
 import Foundation
 @testable import Library
+import Locking
 import MediaCore
 import Synchronization
 import Testing
@@ -247,7 +248,7 @@ import Testing
         return done.wait(timeout: .now() + seconds) == .success ? box.get() : nil
     }
 
-    @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a cancelled query stops; POSIX's and PCRE's common syntax")
+    @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a query cancelled before it runs, or while it runs (in its regular expression's steps, and in SQLite's progress handler), stops; POSIX's and PCRE's common syntax")
     func regexCost() throws {
         let tree = try Harness.makeTemporaryDirectory("regex-cost")
         let source = try FormatFixtures.longTitles(in: tree, copies: 12)
@@ -278,6 +279,36 @@ import Testing
             (e as? LibraryError)?.kind == .cancelled
         }
         #expect(try lib.values(.title, filter: .tag(.title, .matches, "^the", fold: true), cancellation: QueryCancellation()) == [["the end."]])
+        // Cancelled 0.2 s after it began: what the query ended with, and whether it ended within
+        // 10 s of the cancellation.
+        func cancelledWhileRunning(_ sql: String) -> String {
+            let token = QueryCancellation()
+            let started = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
+            let outcome = Lock<String>("")
+            Thread.detachNewThread {
+                let r: String
+                do throws(LibraryError) {
+                    let n = try lib.read(cancellation: token) { db throws(SQLiteError) in
+                        started.signal()
+                        return try db.integer(sql)
+                    }
+                    r = "answered \(n ?? -1)"
+                } catch {
+                    r = error.kind.rawValue
+                }
+                outcome.withLock { $0 = r }
+                ended.signal()
+            }
+            started.wait()
+            Thread.sleep(forTimeInterval: 0.2)
+            token.cancel()
+            guard ended.wait(timeout: .now() + 10) == .success else { return "not stopped within 10 s" }
+            return outcome.withLock { $0 }
+        }
+        // Its regular expression's steps (100 million: seconds) see it...
+        #expect(cancelledWhileRunning("SELECT count(*) FROM tags t WHERE bl_regexp('(.*a){1,500}b', t.value, 0)") == "cancelled")
+        // ...and so does SQLite's progress handler, in a statement that calls none (a billion rows).
+        #expect(cancelledWhileRunning("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c") == "cancelled")
 
         // The syntax: POSIX's extended expressions, case-insensitive for `search`, with PCRE's
         // `\d \w \s \b`.
