@@ -133,7 +133,7 @@ import Testing
                         "ok\\x1B[2J": "the file name holds a control character"], "\(bad)")
     }
 
-    @Test("a damaged database, or one missing a table or an index of its schema, is moved aside and rebuilt; one from a newer schema is refused, untouched")
+    @Test("a damaged database, or one missing a table of its schema, is moved aside and rebuilt; one missing an index has it made again in place, its songs kept; one from a newer schema is refused, untouched")
     func damagedAndNewer() throws {
         let tree = try MusicTree.fresh(songs: 12)
         let path = try Self.database()
@@ -156,17 +156,29 @@ import Testing
         reopened.stop()
 
         // A table dropped (SQLite's check finds nothing wrong: every scan failed with "no such
-        // table"), then an index: moved aside, named, rebuilt.
-        for (n, statement, named) in [(2, "DROP TABLE songs", "table songs ON songs"), (3, "DROP INDEX tags_value", "index tags_value ON tags")] {
-            #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", path, statement]).status == 0)
-            let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
-            #expect(rebuilt.recovered == path + ".corrupt-\(n)")
-            #expect(rebuilt.recoveredBecause?.contains(named) == true, "\(rebuilt.recoveredBecause ?? "nil")")
-            #expect(try rebuilt.stats().songs == 0)
-            _ = try scan(rebuilt)
-            #expect(try rebuilt.stats().songs == 12)
-            rebuilt.stop()
-        }
+        // table"): moved aside, named, rebuilt.
+        let python = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()"
+        #expect(try runProcess("/usr/bin/python3", ["-c", python, path, "DROP TABLE songs"]).status == 0)
+        let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(rebuilt.recovered == path + ".corrupt-2" && rebuilt.rebuiltIndexes.isEmpty)
+        #expect(rebuilt.recoveredBecause?.contains("table songs ON songs") == true, "\(rebuilt.recoveredBecause ?? "nil")")
+        #expect(try rebuilt.stats().songs == 0)
+        _ = try scan(rebuilt)
+        #expect(try rebuilt.stats().songs == 12)
+        rebuilt.stop()
+        // An index dropped: made again in place (it holds nothing its table does not), the
+        // songs kept, nothing moved aside.
+        #expect(try runProcess("/usr/bin/python3", ["-c", python, path, "DROP INDEX tags_value"]).status == 0)
+        let repaired = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(repaired.recovered == nil && repaired.recoveredBecause == nil)
+        #expect(repaired.rebuiltIndexes == ["index tags_value ON tags"])
+        #expect(!FileManager.default.fileExists(atPath: path + ".corrupt-3"))
+        #expect(try repaired.stats().songs == 12)
+        #expect(try repaired.count(.tag(.title, .equals, try #require(repaired.songs().first?.first(.title)), fold: false)).songs >= 1)
+        repaired.stop()
+        let again = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(again.recovered == nil && again.rebuiltIndexes.isEmpty)
+        again.stop()
 
         // A database of schema 99 (a newer Backline's).
         let newer = try Self.database()
