@@ -252,12 +252,13 @@ import Testing
     /// `seconds` (a query that would run for minutes fails the test instead of holding it).
     func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
         let done = DispatchSemaphore(value: 0)
-        let box = LockedBox<T?>(nil)
+        let box = Lock<T?>(nil)
         Thread.detachNewThread {
-            box.set(body())
+            let value = body()
+            box.withLock { $0 = value }
             done.signal()
         }
-        return done.wait(timeout: .now() + seconds) == .success ? box.get() : nil
+        return done.wait(timeout: .now() + seconds) == .success ? box.withLock { $0 } : nil
     }
 
     @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a query cancelled before it runs, or while it runs (in its regular expression's steps, and in SQLite's progress handler), stops; POSIX's and PCRE's common syntax")
@@ -451,13 +452,4 @@ import Testing
             lib.stop()
         }
     }
-}
-
-/// A value handed from one thread to another.
-final class LockedBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func set(_ v: T) { lock.withLock { value = v } }
-    func get() -> T { lock.withLock { value } }
 }
