@@ -244,7 +244,7 @@ let package = Package(
 
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strictSettings),
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
-        .testTarget(name: "LibraryTests", dependencies: ["Library", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "LibraryTests", dependencies: ["Library", "Locking", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
         // Every committed fuzz input (seeds and findings, `Tests/FuzzCorpus`) through its target.
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "MediaCore"], exclude: ["FuzzCorpus"], swiftSettings: strictSettings),

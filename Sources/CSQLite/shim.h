@@ -7,44 +7,51 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+/// The SQLite functions Backline calls: this one list makes both the table's fields and
+/// `bl_sqlite3_load`'s look-ups (a function added here is declared and resolved).
+#define BL_SQLITE3_FUNCTIONS(X) \
+    X(sqlite3_bind_double) \
+    X(sqlite3_bind_int64) \
+    X(sqlite3_bind_null) \
+    X(sqlite3_bind_text) \
+    X(sqlite3_changes) \
+    X(sqlite3_clear_bindings) \
+    X(sqlite3_close_v2) \
+    X(sqlite3_column_bytes) \
+    X(sqlite3_column_double) \
+    X(sqlite3_column_int64) \
+    X(sqlite3_column_text) \
+    X(sqlite3_column_type) \
+    X(sqlite3_create_function_v2) \
+    X(sqlite3_errmsg) \
+    X(sqlite3_errstr) \
+    X(sqlite3_exec) \
+    X(sqlite3_extended_errcode) \
+    X(sqlite3_extended_result_codes) \
+    X(sqlite3_finalize) \
+    X(sqlite3_free) \
+    X(sqlite3_get_auxdata) \
+    X(sqlite3_last_insert_rowid) \
+    X(sqlite3_next_stmt) \
+    X(sqlite3_open_v2) \
+    X(sqlite3_prepare_v2) \
+    X(sqlite3_progress_handler) \
+    X(sqlite3_reset) \
+    X(sqlite3_result_error) \
+    X(sqlite3_result_int) \
+    X(sqlite3_result_null) \
+    X(sqlite3_result_text) \
+    X(sqlite3_set_auxdata) \
+    X(sqlite3_step) \
+    X(sqlite3_user_data) \
+    X(sqlite3_value_int) \
+    X(sqlite3_value_text)
+
 /// The SQLite functions Backline calls, resolved by `bl_sqlite3_load`.
 typedef struct {
-    __typeof__(&sqlite3_bind_double) sqlite3_bind_double;
-    __typeof__(&sqlite3_bind_int64) sqlite3_bind_int64;
-    __typeof__(&sqlite3_bind_null) sqlite3_bind_null;
-    __typeof__(&sqlite3_bind_text) sqlite3_bind_text;
-    __typeof__(&sqlite3_changes) sqlite3_changes;
-    __typeof__(&sqlite3_clear_bindings) sqlite3_clear_bindings;
-    __typeof__(&sqlite3_close_v2) sqlite3_close_v2;
-    __typeof__(&sqlite3_column_bytes) sqlite3_column_bytes;
-    __typeof__(&sqlite3_column_double) sqlite3_column_double;
-    __typeof__(&sqlite3_column_int64) sqlite3_column_int64;
-    __typeof__(&sqlite3_column_text) sqlite3_column_text;
-    __typeof__(&sqlite3_column_type) sqlite3_column_type;
-    __typeof__(&sqlite3_create_function_v2) sqlite3_create_function_v2;
-    __typeof__(&sqlite3_errmsg) sqlite3_errmsg;
-    __typeof__(&sqlite3_errstr) sqlite3_errstr;
-    __typeof__(&sqlite3_exec) sqlite3_exec;
-    __typeof__(&sqlite3_extended_errcode) sqlite3_extended_errcode;
-    __typeof__(&sqlite3_extended_result_codes) sqlite3_extended_result_codes;
-    __typeof__(&sqlite3_finalize) sqlite3_finalize;
-    __typeof__(&sqlite3_free) sqlite3_free;
-    __typeof__(&sqlite3_get_auxdata) sqlite3_get_auxdata;
-    __typeof__(&sqlite3_last_insert_rowid) sqlite3_last_insert_rowid;
-    __typeof__(&sqlite3_next_stmt) sqlite3_next_stmt;
-    __typeof__(&sqlite3_open_v2) sqlite3_open_v2;
-    __typeof__(&sqlite3_prepare_v2) sqlite3_prepare_v2;
-    __typeof__(&sqlite3_progress_handler) sqlite3_progress_handler;
-    __typeof__(&sqlite3_reset) sqlite3_reset;
-    __typeof__(&sqlite3_result_error) sqlite3_result_error;
-    __typeof__(&sqlite3_result_int) sqlite3_result_int;
-    __typeof__(&sqlite3_result_null) sqlite3_result_null;
-    __typeof__(&sqlite3_result_text) sqlite3_result_text;
-    __typeof__(&sqlite3_set_auxdata) sqlite3_set_auxdata;
-    __typeof__(&sqlite3_step) sqlite3_step;
-    __typeof__(&sqlite3_user_data) sqlite3_user_data;
-    __typeof__(&sqlite3_value_int) sqlite3_value_int;
-    __typeof__(&sqlite3_value_text) sqlite3_value_text;
+#define BL_SQLITE3_FIELD(name) __typeof__(&name) name;
+    BL_SQLITE3_FUNCTIONS(BL_SQLITE3_FIELD)
+#undef BL_SQLITE3_FIELD
 } bl_sqlite3_api;
 
 /// Opens SQLite (ABI 0) and fills `api`; returns NULL, or what failed.
@@ -52,42 +59,7 @@ static inline const char *bl_sqlite3_load(bl_sqlite3_api *api) {
     void *lib = dlopen("libsqlite3.so.0", RTLD_LAZY | RTLD_LOCAL);
     if (!lib) return dlerror();
 #define BL_SQLITE3_SYM(name) if (!(api->name = (__typeof__(api->name))dlsym(lib, #name))) return "missing " #name;
-    BL_SQLITE3_SYM(sqlite3_bind_double)
-    BL_SQLITE3_SYM(sqlite3_bind_int64)
-    BL_SQLITE3_SYM(sqlite3_bind_null)
-    BL_SQLITE3_SYM(sqlite3_bind_text)
-    BL_SQLITE3_SYM(sqlite3_changes)
-    BL_SQLITE3_SYM(sqlite3_clear_bindings)
-    BL_SQLITE3_SYM(sqlite3_close_v2)
-    BL_SQLITE3_SYM(sqlite3_column_bytes)
-    BL_SQLITE3_SYM(sqlite3_column_double)
-    BL_SQLITE3_SYM(sqlite3_column_int64)
-    BL_SQLITE3_SYM(sqlite3_column_text)
-    BL_SQLITE3_SYM(sqlite3_column_type)
-    BL_SQLITE3_SYM(sqlite3_create_function_v2)
-    BL_SQLITE3_SYM(sqlite3_errmsg)
-    BL_SQLITE3_SYM(sqlite3_errstr)
-    BL_SQLITE3_SYM(sqlite3_exec)
-    BL_SQLITE3_SYM(sqlite3_extended_errcode)
-    BL_SQLITE3_SYM(sqlite3_extended_result_codes)
-    BL_SQLITE3_SYM(sqlite3_finalize)
-    BL_SQLITE3_SYM(sqlite3_free)
-    BL_SQLITE3_SYM(sqlite3_get_auxdata)
-    BL_SQLITE3_SYM(sqlite3_last_insert_rowid)
-    BL_SQLITE3_SYM(sqlite3_next_stmt)
-    BL_SQLITE3_SYM(sqlite3_open_v2)
-    BL_SQLITE3_SYM(sqlite3_prepare_v2)
-    BL_SQLITE3_SYM(sqlite3_progress_handler)
-    BL_SQLITE3_SYM(sqlite3_reset)
-    BL_SQLITE3_SYM(sqlite3_result_error)
-    BL_SQLITE3_SYM(sqlite3_result_int)
-    BL_SQLITE3_SYM(sqlite3_result_null)
-    BL_SQLITE3_SYM(sqlite3_result_text)
-    BL_SQLITE3_SYM(sqlite3_set_auxdata)
-    BL_SQLITE3_SYM(sqlite3_step)
-    BL_SQLITE3_SYM(sqlite3_user_data)
-    BL_SQLITE3_SYM(sqlite3_value_int)
-    BL_SQLITE3_SYM(sqlite3_value_text)
+    BL_SQLITE3_FUNCTIONS(BL_SQLITE3_SYM)
 #undef BL_SQLITE3_SYM
     return NULL;
 }

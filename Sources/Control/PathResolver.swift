@@ -1,5 +1,6 @@
 import BacklineWire
 import FoundationEssentials
+import Library
 import Media
 import MediaCore
 import Platform
@@ -182,10 +183,6 @@ public struct PathResolver: Sendable {
         return lines.filter { !$0.isEmpty && !$0.hasPrefix("#") }.map(path)
     }
 
-    /// How many directories deep a directory's expansion goes (each level holds a directory
-    /// open while the walk is below it). A directory with any deeper is refused, saying so.
-    public static let maximumDirectoryDepth = 64
-
     /// How many playlists deep an expansion follows (a playlist naming a playlist…).
     public static let maximumPlaylistDepth = 8
 
@@ -220,7 +217,7 @@ public struct PathResolver: Sendable {
             }
             // Refused whole rather than added in part: what lies deeper would be left out unseen.
             if let tooDeep {
-                throw Refusal(code: .tooLarge, path: request, message: "directories nested more than \(Self.maximumDirectoryDepth) levels below it (\(tooDeep)): nothing added; add a directory further down")
+                throw Refusal(code: .tooLarge, path: request, message: "directories nested more than \(MusicLibrary.maximumDirectoryDepth) levels below it (\(tooDeep)): nothing added; add a directory further down")
             }
             var found: [String] = []
             for rel in names {
@@ -446,10 +443,11 @@ public struct PathResolver: Sendable {
     /// control character would split a protocol line: each is skipped with its reason and its
     /// bytes shown as `\xNN`, as mpd skips what it cannot convert and names with a newline.
     /// False when `dir` itself cannot be read. A directory more than
-    /// ``maximumDirectoryDepth`` levels down is not read: its path goes in `tooDeep`.
+    /// `MusicLibrary.maximumDirectoryDepth` levels down (the library scan's depth) is not
+    /// read: its path goes in `tooDeep`.
     private static func walk(_ dir: String, prefix: String, into names: inout [String],
                              skipped: inout [Refusal], tooDeep: inout String?, depth: Int) -> Bool {
-        guard depth < maximumDirectoryDepth else {
+        guard depth <= MusicLibrary.maximumDirectoryDepth else {
             if tooDeep == nil { tooDeep = prefix.isEmpty ? dir : String(prefix.dropLast()) }
             return true
         }

@@ -181,6 +181,10 @@ public final class DaemonCore: Sendable {
             logger.warning("the library database was damaged: moved aside and rebuilt", metadata: [
                 "moved-to": "\(moved)", "reason": "\(library.recoveredBecause ?? "damaged")"])
         }
+        if !library.rebuiltIndexes.isEmpty {
+            logger.warning("the library database lacked indexes: made again, its songs kept", metadata: [
+                "indexes": "\(library.rebuiltIndexes.joined(separator: ", "))"])
+        }
         library.observe { [logger, trimmer] u in
             guard u.done else { return }
             trimmer.noteActivity()  // what the scan read and wrote is freed: given back soon

@@ -39,10 +39,14 @@ public final class MusicLibrary: Sendable {
     /// Why it was moved aside: SQLite found it damaged, or its tables were not those of its
     /// version (a table dropped: every scan failed on it).
     public let recoveredBecause: String?
+    /// The indexes of its version it lacked, made again while opening (`index NAME ON TABLE`),
+    /// for the log: its songs are kept.
+    public let rebuiltIndexes: [String]
 
     /// Opens (creating) the library at `path` for `musicDirectory`. A database from a newer
-    /// Backline is refused; one that is damaged, not a database, or missing tables, columns or
-    /// indexes of its version is moved aside (`PATH.corrupt-N`) and a new one made.
+    /// Backline is refused; one that is damaged, not a database, or missing tables or columns
+    /// of its version is moved aside (`PATH.corrupt-N`) and a new one made; a missing index is
+    /// made again in place (``rebuiltIndexes``).
     public init(path: String, musicDirectory: String, registry: DecoderRegistry = .standard) throws(LibraryError) {
         self.path = path
         self.musicDirectory = musicDirectory
@@ -51,8 +55,9 @@ public final class MusicLibrary: Sendable {
         root = Path.realPath(musicDirectory)
         var moved: String? = nil
         var damage: String? = nil
+        var rebuilt: [String] = []
         do throws(Schema.Problem) {
-            try Self.prepare(path)
+            rebuilt = try Self.prepare(path)
         } catch {
             switch error {
             case .newer(let v):
@@ -60,22 +65,26 @@ public final class MusicLibrary: Sendable {
             case .sqlite(let s):
                 guard s.isCorruption else { throw LibraryError(s) }
                 moved = try Self.moveAside(path)
-                do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
+                do throws(Schema.Problem) { _ = try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
             case .damaged(let what):
                 // (Rebuilt by a scan, as a corrupt one: only the library is lost, and the music
                 // directory has it.)
                 moved = try Self.moveAside(path)
                 damage = what
-                do throws(Schema.Problem) { try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
+                do throws(Schema.Problem) { _ = try Self.prepare(path) } catch { throw LibraryError(.database, "library database \(path): \(error)") }
+            case .layoutUnknown(let s):
+                // (Nothing to check the file against: it is neither used unchecked nor discarded.)
+                throw LibraryError(.database, "library database \(path) cannot be checked: this build's own layout could not be made (\(s))")
             }
         }
+        rebuiltIndexes = rebuilt
         recovered = moved
         recoveredBecause = moved == nil ? nil : damage ?? "damaged (SQLite's check failed)"
     }
 
     /// Opens `path`, checks it whole (`quick_check`: a damaged page is found now, not by a
-    /// query later) and migrates it.
-    private static func prepare(_ path: String) throws(Schema.Problem) {
+    /// query later), migrates it and makes again the indexes it lacks (returned).
+    private static func prepare(_ path: String) throws(Schema.Problem) -> [String] {
         let db: SQLiteDatabase
         let version: Int
         do throws(SQLiteError) {
@@ -96,7 +105,7 @@ public final class MusicLibrary: Sendable {
             throw .sqlite(error)
         }
         try Schema.migrate(db)
-        try Schema.checkLayout(db)
+        return try Schema.repairLayout(db)
     }
 
     /// Renames `path` (and its WAL and shared-memory files) to `path.corrupt-N`.
@@ -317,6 +326,17 @@ public final class MusicLibrary: Sendable {
     }
 
     // MARK: - Answers kept until the library changes
+
+    /// How many levels of directories below the one it starts from a scan walks, and an `add`
+    /// of a directory expands: 64 (the starting directory is level 0; each level holds a
+    /// directory open while the walk is below it). A directory deeper than that is not read,
+    /// and said so.
+    public static let maximumDirectoryDepth = 64
+
+    /// How many files with several links a scan in this process remembers (their tags, and
+    /// that no song of theirs moved), so that their other links are not opened again: 4,096.
+    /// Tests lower it to cross the bound with a small tree.
+    let linkMemory = Atomic<Int>(4096)
 
     /// Bumped by every scan's commit: cached answers from an older generation are stale.
     let generation = Atomic<Int>(0)

@@ -188,8 +188,8 @@ extension SongFilter {
         case .notEquals: return a != b
         case .contains: return b.isEmpty || a.contains(b)
         case .startsWith: return a.hasPrefix(b)
-        case .matches: return try Regex(v, fold: fold).matches(s) ?? false
-        case .notMatches: return try !(Regex(v, fold: fold).matches(s) ?? false)
+        case .matches: return try Regex(v, fold: fold).matches(s)
+        case .notMatches: return try !Regex(v, fold: fold).matches(s)
         }
     }
 }
@@ -232,7 +232,8 @@ enum SQLFunctions {
                 }
             }
             guard let t = sqlite3_value_text(argv![1]) else { return sqlite3_result_int(ctx, 0) }
-            let budget = sqlite3_user_data(ctx).map { Unmanaged<MatchBudget>.fromOpaque($0).takeUnretainedValue() }
+            guard let b = sqlite3_user_data(ctx) else { return sqlite3_result_error(ctx, "bl_regexp has no budget", -1) }
+            let budget = Unmanaged<MatchBudget>.fromOpaque(b).takeUnretainedValue()
             guard let matched = re.matches(String(cString: t), budget: budget) else {
                 return sqlite3_result_error(ctx, "regular expression stopped", -1)
             }

@@ -114,59 +114,96 @@ final class Regex {
 
     /// Whether the pattern matches somewhere in `s`; nil when `budget` ran out or its query was
     /// cancelled first (the budget says which).
-    func matches(_ s: String, budget: MatchBudget? = nil) -> Bool? {
-        let text = Array(s.unicodeScalars)
-        let folded = fold ? text.map(RegexFold.lower) : text
+    func matches(_ s: String, budget: MatchBudget) -> Bool? { run(s, budget: budget) }
+
+    /// Whether the pattern matches somewhere in `s`, however many steps that takes.
+    func matches(_ s: String) -> Bool {
+        // (Only a budget stops a match: without one there is always an answer.)
+        guard let answer = run(s, budget: nil) else { preconditionFailure("a match without a budget stopped") }
+        return answer
+    }
+
+    /// The matcher's memory, kept from one text to the next (a statement's rows, for which
+    /// SQLite keeps this expression): the text's scalars, their lower case, and two sets of
+    /// states (current and next: Briggs and Torczon's sparse sets, constant-time insertion,
+    /// membership and clearing) with the stack of states to add (each state added pushes two at
+    /// most), in one buffer of `6 × size + 2` made at the first match.
+    private var text: [Unicode.Scalar] = []
+    private var folded: [Unicode.Scalar] = []
+    private var memory: UnsafeMutablePointer<Int32>?
+
+    deinit { memory?.deallocate() }
+
+    /// The match: each text costs the expression's size, then a step per state followed at a
+    /// position (paid every 65,536 steps, and at the end).
+    private func run(_ s: String, budget: MatchBudget?) -> Bool? {
+        var text: [Unicode.Scalar] = [], folded: [Unicode.Scalar] = []
+        swap(&text, &self.text)
+        swap(&folded, &self.folded)
+        defer {
+            swap(&text, &self.text)
+            swap(&folded, &self.folded)
+        }
+        text.removeAll(keepingCapacity: true)
+        text.append(contentsOf: s.unicodeScalars)
+        if fold {
+            folded.removeAll(keepingCapacity: true)
+            for c in text { folded.append(RegexFold.lower(c)) }
+        }
         let n = text.count
         let size = program.ops.count
-        // Two sets of states (current and next: Briggs and Torczon's sparse sets, constant-time
-        // insertion, membership and clearing) and the stack of states to add (each state added
-        // pushes two at most), in one buffer.
-        let memory = UnsafeMutablePointer<Int32>.allocate(capacity: 6 * size + 2)
-        memory.initialize(repeating: 0, count: 6 * size + 2)
-        defer { memory.deallocate() }
+        let memory: UnsafeMutablePointer<Int32>
+        if let m = self.memory {
+            memory = m
+        } else {
+            // (Zeroed once: from then on a sparse set's entries are indices below `size`, which
+            // its membership test checks against the set's own count, whatever a text left.)
+            memory = .allocate(capacity: 6 * size + 2)
+            memory.initialize(repeating: 0, count: 6 * size + 2)
+            self.memory = memory
+        }
         var dense = (memory, memory + size), sparse = (memory + 2 * size, memory + 3 * size)
         let stack = memory + 4 * size
         var counts = (0, 0)
-        var steps = 0
+        var steps = size
+        let anchored = program.anchored
         return program.ops.withUnsafeBufferPointer { ops -> Bool? in
-            for i in 0...n {
-                // A new start at every position (the expression is not anchored), unless it can
-                // only match at the start. Each added state brings those it leads to without
-                // consuming a character (jumps, splits, assertions that hold here).
-                if i == 0 || !program.anchored {
-                    Self.add(0, at: i, of: text, ops: ops, dense: dense.0, sparse: sparse.0, count: &counts.0, stack: stack, steps: &steps)
-                }
-                if counts.0 == 0 { break }
-                counts.1 = 0
-                let c: Unicode.Scalar = i < n ? (fold ? folded[i] : text[i]) : "\0"
-                for k in 0..<counts.0 {
-                    let pc = Int(dense.0[k])
-                    let taken: Bool
-                    switch ops[pc] {
-                    case .match: return true
-                    case .char(let x): taken = i < n && c == x
-                    case .any: taken = i < n
-                    case .set(let index):
-                        guard i < n else { taken = false; break }
-                        let set = program.sets[index]
-                        taken = set.contains(text[i]) || (fold && (set.contains(c) || set.contains(RegexFold.upper(text[i]))))
-                    case .split, .jump, .assert: taken = false
+            program.sets.withUnsafeBufferPointer { sets -> Bool? in
+                for i in 0...n {
+                    // A new start at every position (the expression is not anchored), unless it can
+                    // only match at the start. Each added state brings those it leads to without
+                    // consuming a character (jumps, splits, assertions that hold here).
+                    if i == 0 || !anchored {
+                        Self.add(0, at: i, of: text, ops: ops, dense: dense.0, sparse: sparse.0, count: &counts.0, stack: stack, steps: &steps)
                     }
-                    guard taken else { continue }
-                    Self.add(pc + 1, at: i + 1, of: text, ops: ops, dense: dense.1, sparse: sparse.1, count: &counts.1, stack: stack, steps: &steps)
+                    if counts.0 == 0 { break }
+                    counts.1 = 0
+                    let c: Unicode.Scalar = i < n ? (fold ? folded[i] : text[i]) : "\0"
+                    for k in 0..<counts.0 {
+                        let pc = Int(dense.0[k])
+                        let taken: Bool
+                        switch ops[pc] {
+                        case .match: return true
+                        case .char(let x): taken = i < n && c == x
+                        case .any: taken = i < n
+                        case .set(let index): taken = i < n && sets[index].contains(text[i], lower: c, folding: fold)
+                        case .split, .jump, .assert: taken = false
+                        }
+                        guard taken else { continue }
+                        Self.add(pc + 1, at: i + 1, of: text, ops: ops, dense: dense.1, sparse: sparse.1, count: &counts.1, stack: stack, steps: &steps)
+                    }
+                    swap(&dense.0, &dense.1)
+                    swap(&sparse.0, &sparse.1)
+                    counts = (counts.1, 0)
+                    steps += 1
+                    if steps >= 1 << 16 {
+                        if let budget, !budget.spend(steps) { return nil }
+                        steps = 0
+                    }
                 }
-                swap(&dense.0, &dense.1)
-                swap(&sparse.0, &sparse.1)
-                counts = (counts.1, 0)
-                steps += 1
-                if steps >= 1 << 16 {
-                    if let budget, !budget.spend(steps) { return nil }
-                    steps = 0
-                }
+                if let budget, !budget.spend(steps) { return nil }
+                return false
             }
-            if let budget, !budget.spend(steps) { return nil }
-            return false
         }
     }
 

@@ -62,14 +62,19 @@ enum RegexClass: String {
 struct RegexSet {
     var ranges: [ClosedRange<UInt32>] = []
     var classes: [RegexClass] = []
-    var negatedClasses: [RegexClass] = []
     var negated = false
 
-    func contains(_ c: Unicode.Scalar) -> Bool {
-        var found = ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) }
-            || negatedClasses.contains { !$0.contains(c) }
-        if negated { found.toggle() }
-        return found
+    /// Whether `c` is one of the listed ranges or classes, the negation left aside.
+    func lists(_ c: Unicode.Scalar) -> Bool {
+        ranges.contains { $0.contains(c.value) } || classes.contains { $0.contains(c) }
+    }
+
+    /// Whether the set takes `c`; `folding`, whether it takes `c` in any case: `c`, its lower
+    /// case `lower` or its upper case is listed, that answer negated once for `[^…]` (negating
+    /// each case's answer took `A` for `[^a]`, as `A` itself is not listed).
+    func contains(_ c: Unicode.Scalar, lower: Unicode.Scalar, folding: Bool) -> Bool {
+        let listed = lists(c) || (folding && (lists(lower) || lists(RegexFold.upper(c))))
+        return listed != negated
     }
 }
 
@@ -187,7 +192,12 @@ struct RegexParser {
         while i < s.count, s[i] != "|", !(s[i] == ")" && depth > 0) {
             var atom = try self.atom(depth: depth)
             while i < s.count, let (min, max) = try repetition() {
-                if case .assert = atom { continue }  // (a repeated assertion is the assertion)
+                if case .assert = atom {
+                    // A repeated assertion is the assertion when required (`^+`), and nothing
+                    // when it may be absent (`^?`, `\b*`, `(^){0,1}`): it need not hold.
+                    if min == 0 { atom = .empty }
+                    continue
+                }
                 atom = .repeated(atom, min: min, max: max)
             }
             parts.append(atom)

@@ -288,18 +288,27 @@ struct Scan {
     private var currentNames: Set<String>?
     /// Tags read in this scan of files with several links, by device, inode, size and time: a
     /// hard link of one takes them instead of opening the file again (100,000 links of two
-    /// files were each opened and parsed).
-    private var linkedReads: [[Int]: Read] = [:]
+    /// files were each opened and parsed). Holds at most the library's `linkMemory` files
+    /// (see ``storeAll(_:directory:dirRel:)``).
+    private var linkedReads: [LinkKey: Read] = [:]
     /// Files with several links (same key) for which no song was found moved: their other
     /// links are not looked for again (each look went through every song of the inode, a cost
-    /// that grew with each link added).
-    private var linkedNotMoved = Set<[Int]>()
+    /// that grew with each link added). Bounded as ``linkedReads`` is.
+    private var linkedNotMoved = Set<LinkKey>()
+
+    /// One file with several links: its device, inode, size and modification time (ns).
+    struct LinkKey: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int
+        var mtime: Int
+    }
 
     /// The key of a file for ``linkedReads``, when it has several links.
-    static func linkKey(_ st: stat) -> [Int]? {
+    static func linkKey(_ st: stat) -> LinkKey? {
         guard st.st_nlink > 1 else { return nil }
-        return [Int(bitPattern: UInt(st.st_dev)), Int(bitPattern: UInt(st.st_ino)), Int(st.st_size),
-                Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec)]
+        return LinkKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int(st.st_size),
+                       mtime: Int(st.st_mtim.tv_sec) * 1_000_000_000 + Int(st.st_mtim.tv_nsec))
     }
 
     /// What the database had under the scanned path when the scan began, by directory: one
@@ -425,10 +434,10 @@ struct Scan {
 
     private mutating func walk(_ dir: String, rel: String, id: Int, depth: Int) throws(SQLiteError) {
         guard !library.isStopping else { return }
-        guard depth < Self.maximumDepth else {
+        guard depth <= MusicLibrary.maximumDirectoryDepth else {
             // Not walked (each level holds its state in the walk), and said so: kept with the
             // reason (`unreadable`, the scan's failed count), its songs not lost unseen.
-            try skip(rel, "more than \(Self.maximumDepth) directories below the scanned one: not scanned (scan a directory further down)")
+            try skip(rel, "more than \(MusicLibrary.maximumDirectoryDepth) directories below the scanned one: not scanned (scan a directory further down)")
             return
         }
         var dst = stat()
@@ -586,8 +595,12 @@ struct Scan {
         let link = Self.linkKey(st)
         if let link, linkedNotMoved.contains(link) { return nil }
         guard let found = try movedSongLookup(st, to: rel, directory: directory) else {
-            // (Its other links find the same songs, each still where it was, or new in this scan.)
-            if let link { linkedNotMoved.insert(link) }
+            // (Its other links find the same songs, each still where it was, or new in this scan.
+            // Emptied when full: a file forgotten is only looked for again.)
+            if let link {
+                if linkedNotMoved.count >= library.linkMemory.load(ordering: .relaxed) { linkedNotMoved.removeAll(keepingCapacity: true) }
+                linkedNotMoved.insert(link)
+            }
             return nil
         }
         return found
@@ -637,38 +650,44 @@ struct Scan {
         var failure: String?
     }
 
-    /// How many directories deep a scan walks below where it starts.
-    static let maximumDepth = 64
-
     /// Files read at once (their tags held until written).
     static let batch = 32
 
     /// Reads `files`' tags, on two threads when there are several (the decoders' tag readers
     /// open and parse each file: the scan's cost), then writes them in order.
+    ///
+    /// A file with several links is opened once: its other links in this batch take the read
+    /// from the batch's own table, those in later batches from ``linkedReads``. That memory
+    /// holds at most the library's `linkMemory` files: when this batch's new ones would take it
+    /// past that, it is emptied before the batch's reads, never during them (a link waiting for
+    /// a read that was dropped would be stored as "not read", and as its size and time do not
+    /// change, never read again). A tree of more linked files than that opens some again.
     private mutating func storeAll(_ files: inout [Pending], directory: Int, dirRel: String) throws(SQLiteError) {
         guard !files.isEmpty else { return }
-        // Hard links of a file read in this scan (or earlier in this batch) are not opened.
         var reads = [Read?](repeating: nil, count: files.count)
         var toOpen: [Int] = []
-        var opening = Set<[Int]>()
+        var opening = Set<LinkKey>()
         for (i, f) in files.enumerated() {
             if let key = Self.linkKey(f.st) {
                 if let r = linkedReads[key] { reads[i] = r; continue }
-                if !opening.insert(key).inserted { continue }
+                if !opening.insert(key).inserted { continue }  // (a link of one opened below)
             }
             toOpen.append(i)
         }
+        let bound = library.linkMemory.load(ordering: .relaxed)
+        if linkedReads.count + opening.count > bound { linkedReads.removeAll(keepingCapacity: true) }
+        var batchReads: [LinkKey: Read] = [:]
         for (i, r) in zip(toOpen, Self.read(toOpen.map { files[$0].path }, library)) {
             reads[i] = r
             if let key = Self.linkKey(files[i].st) {
-                // (Bounded: a tree of many linked files keeps the last few thousand's tags.)
-                if linkedReads.count >= 4096 { linkedReads.removeAll(keepingCapacity: true) }
-                linkedReads[key] = r
+                batchReads[key] = r
+                if linkedReads.count < bound { linkedReads[key] = r }
             }
         }
         job.read += toOpen.count
         for (i, f) in files.enumerated() where reads[i] == nil {
-            reads[i] = Self.linkKey(f.st).flatMap { linkedReads[$0] }
+            // Every file not opened is a link of one opened in this batch.
+            reads[i] = Self.linkKey(f.st).flatMap { batchReads[$0] }
         }
         for (f, r) in zip(files, reads.map { $0 ?? Read(info: nil, plugin: nil, failure: "not read") }) {
             try store(f, r, directory: directory, dirRel: dirRel)

@@ -6,8 +6,9 @@ import Glibc
 
 /// The database's layout, by version. Each migration takes version N−1 to N in one transaction;
 /// `PRAGMA user_version` says which one a file has. A file from a newer Backline is refused
-/// (never written to); a file that is not a database, or a damaged one, is moved aside and
-/// rebuilt by the next scan (only the library is lost: it is rebuilt from the music directory).
+/// (never written to); a file that is not a database, a damaged one, or one missing a table or
+/// a column is moved aside and rebuilt by the next scan (only the library is lost: it is rebuilt
+/// from the music directory); a missing index is made again in place.
 enum Schema {
     /// The version this build writes.
     static let version = 1
@@ -70,9 +71,11 @@ enum Schema {
     enum Problem: Error {
         case newer(Int)
         case sqlite(SQLiteError)
-        /// Its tables, columns or indexes are not those of its version (a table dropped, a
-        /// column missing): every scan and query would fail on it.
+        /// Its tables or columns are not those of its version (a table dropped, a column
+        /// missing): every scan and query would fail on it.
         case damaged(String)
+        /// This build's own layout could not be made in memory: no file can be checked.
+        case layoutUnknown(SQLiteError)
     }
 
     /// The tables, indexes and columns a database of this version has: each as
@@ -93,20 +96,60 @@ enum Schema {
         return out
     }
 
-    /// What a database made by this version's migrations has (made once, in memory).
-    static let expectedLayout: Set<String>? = {
-        guard let db = try? SQLiteDatabase(path: ":memory:"), (try? migrate(db)) != nil else { return nil }
-        return try? layout(db)
+    /// What a database made by this version's migrations has, and the statement making each
+    /// of its indexes (by its ``layout(_:)`` entry).
+    struct Expected: Sendable {
+        var layout: Set<String>
+        var indexes: [String: String]
+    }
+
+    /// ``Expected``, made once in memory by this version's migrations; SQLite's error when it
+    /// could not be made.
+    static let expected: Result<Expected, SQLiteError> = {
+        do throws(SQLiteError) {
+            let db = try SQLiteDatabase(path: ":memory:")
+            do throws(Problem) { try migrate(db) } catch {
+                if case .sqlite(let e) = error { throw e }
+                throw SQLiteError("migrate", code: SQLITE_ERROR, message: "\(error)")
+            }
+            var indexes: [String: String] = [:]
+            let st = try db.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
+            while try st.step() { indexes["index \(st.text(0)) ON \(st.text(1))"] = st.text(2) }
+            return .success(Expected(layout: try layout(db), indexes: indexes))
+        } catch {
+            return .failure(error)
+        }
     }()
 
-    /// Checks that `db` (at ``version``) has every table, index and column of its version.
-    static func checkLayout(_ db: SQLiteDatabase) throws(Problem) {
-        guard let expected = expectedLayout else { return }
-        let found: Set<String>
-        do { found = try layout(db) } catch { throw .sqlite(error) }
-        // (Tables and indexes named first: a dropped table's columns are missing too.)
-        let missing = expected.subtracting(found).sorted { ($0.hasPrefix("column") ? "1" : "0") + $0 < ($1.hasPrefix("column") ? "1" : "0") + $1 }
-        guard missing.isEmpty else { throw .damaged("missing " + missing.prefix(5).joined(separator: ", ")) }
+    /// Checks that `db` (at ``version``) has every table, index and column of its version, and
+    /// makes again each index it lacks (an index holds nothing its table does not: the library
+    /// is kept). Returns the indexes made, as `index NAME ON TABLE`.
+    /// - Throws: `.damaged` for a missing table or column; `.layoutUnknown` when this build's
+    ///   layout cannot be made to check against; `.sqlite` when an index cannot be made.
+    static func repairLayout(_ db: SQLiteDatabase) throws(Problem) -> [String] {
+        let expected: Expected
+        switch Self.expected {
+        case .success(let e): expected = e
+        case .failure(let e): throw .layoutUnknown(e)
+        }
+        func missing() throws(Problem) -> [String] {
+            let found: Set<String>
+            do { found = try layout(db) } catch { throw .sqlite(error) }
+            // (Tables and indexes named first: a dropped table's columns are missing too.)
+            return expected.layout.subtracting(found).sorted { ($0.hasPrefix("column") ? "1" : "0") + $0 < ($1.hasPrefix("column") ? "1" : "0") + $1 }
+        }
+        let lacking = try missing()
+        let lost = lacking.filter { !$0.hasPrefix("index ") }
+        guard lost.isEmpty else { throw .damaged("missing " + lost.prefix(5).joined(separator: ", ")) }
+        guard !lacking.isEmpty else { return [] }
+        do {
+            try db.transaction { () throws(SQLiteError) in
+                for entry in lacking { if let sql = expected.indexes[entry] { try db.execute(sql) } }
+            }
+        } catch { throw .sqlite(error) }
+        let still = try missing()
+        guard still.isEmpty else { throw .damaged("missing " + still.prefix(5).joined(separator: ", ")) }
+        return lacking
     }
 
     /// Brings `db` to ``version`` (or refuses a newer one).

@@ -153,7 +153,7 @@ struct LibraryMPDTests {
         #expect(stat(os, "songs") == 2001 && stat(ms, "songs") == 2003)
         #expect((stat(os, "db_update") ?? 0) > 1_700_000_000)
     }
-    @Test("regular expressions over 30,000-character titles: `(a+)+$` answers at once; one needing more than a query's steps is an ACK with the reason (mpd's PCRE calls its limit no match: OK and nothing), and another client's `list` answers meanwhile")
+    @Test("regular expressions over 30,000-character titles: `(a+)+$` answers at once; one needing more than a query's steps is an ACK with the reason (mpd's PCRE calls its limit no match: OK and nothing), and another client's `list` is answered while it has no reply yet")
     func costlyRegex() throws {
         let tree = try Harness.makeTemporaryDirectory("regex-cost-mpd")
         try FormatFixtures.longTitles(in: tree, copies: 30)
@@ -164,12 +164,17 @@ struct LibraryMPDTests {
         let found = try attacker.ask("find \"(title =~ '(a+)+$')\"")
         #expect(found.components(separatedBy: "file: ").count - 1 == 30 && found.hasSuffix("OK\n"))
         try attacker.write("find \"(title =~ '(.*a){1,500}b')\"")
+        // The costly query under way (its 100 million steps take seconds), the owner's `list`
+        // is answered while it still has no reply.
+        Thread.sleep(forTimeInterval: 0.3)
         #expect(try owner.ask("list title").hasSuffix("OK\n"))
-        let refused = attacker.textLine(within: 120) ?? "(none)"
+        let early = attacker.textLine(within: 0.01)
+        #expect(early == nil, "the costly query answered before the owner's list: \(early ?? "")")
+        let refused = early ?? attacker.textLine(within: 120) ?? "(none)"
         #expect(refused.hasPrefix("ACK [2@0] {find} regular expression too costly"), "\(refused)")
         #expect(try attacker.ask("count \"(title =~ 'a!$')\"") == "songs: 30\nplaytime: 6\nOK\n")
     }
-    @Test("a tree 70 directories deep: `add` of its top is refused with the reason and adds nothing (not 2 of 6 songs); a directory further down adds its songs; the scan keeps the directory it did not walk among the unreadable, with the reason")
+    @Test("a tree 70 directories deep, at the 64-level bound on both sides: `add` of a directory whose deepest is 65 levels below is refused with the reason and adds nothing, of one 64 levels above its deepest adds every song; the scan walks to 64 levels below the music directory (deep/l63) and keeps the next (deep/l64) among the unreadable, with the reason")
     func deepTree() throws {
         let tree = try Harness.makeTemporaryDirectory("deep-tree")
         let song = try FormatFixtures.flac("deep-song", from: try FormatFixtures.source("deep-song", seconds: 0.2))
@@ -179,7 +184,7 @@ struct LibraryMPDTests {
             dir += "/l\(level)"
             paths[level] = dir
             try FileManager.default.createDirectory(atPath: tree.path + "/" + dir, withIntermediateDirectories: true)
-            if [1, 30, 65, 66, 68, 70].contains(level) {
+            if [1, 30, 63, 64, 70].contains(level) {
                 try FileManager.default.copyItem(atPath: song.path, toPath: tree.path + "/" + dir + "/s\(level).flac")
             }
         }
@@ -187,14 +192,22 @@ struct LibraryMPDTests {
         defer { d.expectCleanStop() }
         let c = try TCPLineClient.mpd(port: port)
         defer { c.close() }
+        // From `deep`, lN is N levels below: l65 is past the bound.
         let refused = try c.ask("add deep")
         #expect(refused.hasPrefix("ACK [51@0] {add} ") && refused.contains("nested more than 64 levels") && refused.contains("nothing added"), "\(refused)")
         #expect(try c.ask("status").contains("playlistlength: 0\n"))
         #expect(try c.ask("add \"\(paths[40]!)\"") == "OK\n")
-        #expect(try c.ask("status").contains("playlistlength: 4\n"))
-        // The scan from the music directory walks 64 levels (deep/l1…l63) and records the next.
+        #expect(try c.ask("status").contains("playlistlength: 3\n"))
+        // From l6, l70 is 64 levels below (the last walked); from l5, 65 (the first refused).
+        #expect(try c.ask("add \"\(paths[6]!)\"") == "OK\n")
+        #expect(try c.ask("status").contains("playlistlength: 7\n"))
+        let past = try c.ask("add \"\(paths[5]!)\"")
+        #expect(past.hasPrefix("ACK [51@0] {add} ") && past.contains("nothing added"), "\(past)")
+        #expect(try c.ask("status").contains("playlistlength: 7\n"))
+        // The scan from the music directory: `deep` is level 1, lN level N + 1. It walks levels
+        // 0…64 (deep/l63 and its song the last) and records deep/l64, the first refused.
         let stats = try d.request("stats")
-        #expect(stats["songs"]?.int == 2 && stats["unreadable"]?.int == 1, "\(stats.text)")
+        #expect(stats["songs"]?.int == 3 && stats["unreadable"]?.int == 1, "\(stats.text)")
         #expect(d.log().contains("failed=1") || d.log().contains("\"failed\":\"1\"") || d.log().contains("failed: 1"), "\(d.log())")
     }
 }

@@ -1,7 +1,9 @@
 import BacklineTestSupport
 import Foundation
-import Library
+@testable import Library
+import Locking
 import MediaCore
+import Synchronization
 import Testing
 
 /// Scans of generated trees, in process: what the database holds, incremental rescans, moves,
@@ -131,7 +133,7 @@ import Testing
                         "ok\\x1B[2J": "the file name holds a control character"], "\(bad)")
     }
 
-    @Test("a damaged database, or one missing a table or an index of its schema, is moved aside and rebuilt; one from a newer schema is refused, untouched")
+    @Test("a damaged database, or one missing a table of its schema, is moved aside and rebuilt; one missing an index has it made again in place, its songs kept; one from a newer schema is refused, untouched")
     func damagedAndNewer() throws {
         let tree = try MusicTree.fresh(songs: 12)
         let path = try Self.database()
@@ -154,17 +156,29 @@ import Testing
         reopened.stop()
 
         // A table dropped (SQLite's check finds nothing wrong: every scan failed with "no such
-        // table"), then an index: moved aside, named, rebuilt.
-        for (n, statement, named) in [(2, "DROP TABLE songs", "table songs ON songs"), (3, "DROP INDEX tags_value", "index tags_value ON tags")] {
-            #expect(try runProcess("/usr/bin/python3", ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", path, statement]).status == 0)
-            let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
-            #expect(rebuilt.recovered == path + ".corrupt-\(n)")
-            #expect(rebuilt.recoveredBecause?.contains(named) == true, "\(rebuilt.recoveredBecause ?? "nil")")
-            #expect(try rebuilt.stats().songs == 0)
-            _ = try scan(rebuilt)
-            #expect(try rebuilt.stats().songs == 12)
-            rebuilt.stop()
-        }
+        // table"): moved aside, named, rebuilt.
+        let python = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()"
+        #expect(try runProcess("/usr/bin/python3", ["-c", python, path, "DROP TABLE songs"]).status == 0)
+        let rebuilt = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(rebuilt.recovered == path + ".corrupt-2" && rebuilt.rebuiltIndexes.isEmpty)
+        #expect(rebuilt.recoveredBecause?.contains("table songs ON songs") == true, "\(rebuilt.recoveredBecause ?? "nil")")
+        #expect(try rebuilt.stats().songs == 0)
+        _ = try scan(rebuilt)
+        #expect(try rebuilt.stats().songs == 12)
+        rebuilt.stop()
+        // An index dropped: made again in place (it holds nothing its table does not), the
+        // songs kept, nothing moved aside.
+        #expect(try runProcess("/usr/bin/python3", ["-c", python, path, "DROP INDEX tags_value"]).status == 0)
+        let repaired = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(repaired.recovered == nil && repaired.recoveredBecause == nil)
+        #expect(repaired.rebuiltIndexes == ["index tags_value ON tags"])
+        #expect(!FileManager.default.fileExists(atPath: path + ".corrupt-3"))
+        #expect(try repaired.stats().songs == 12)
+        #expect(try repaired.count(.tag(.title, .equals, try #require(repaired.songs().first?.first(.title)), fold: false)).songs >= 1)
+        repaired.stop()
+        let again = try MusicLibrary(path: path, musicDirectory: tree.path)
+        #expect(again.recovered == nil && again.rebuiltIndexes.isEmpty)
+        again.stop()
 
         // A database of schema 99 (a newer Backline's).
         let newer = try Self.database()
@@ -238,15 +252,16 @@ import Testing
     /// `seconds` (a query that would run for minutes fails the test instead of holding it).
     func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
         let done = DispatchSemaphore(value: 0)
-        let box = LockedBox<T?>(nil)
+        let box = Lock<T?>(nil)
         Thread.detachNewThread {
-            box.set(body())
+            let value = body()
+            box.withLock { $0 = value }
             done.signal()
         }
-        return done.wait(timeout: .now() + seconds) == .success ? box.get() : nil
+        return done.wait(timeout: .now() + seconds) == .success ? box.withLock { $0 } : nil
     }
 
-    @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a cancelled query stops; POSIX's and PCRE's common syntax")
+    @Test("a regular expression costs at most the text's length times its size: `(a+)+$` over 30,000-character titles answers at once; one that needs more than a query's steps fails with the reason; a query cancelled before it runs, or while it runs (in its regular expression's steps, and in SQLite's progress handler), stops; POSIX's and PCRE's common syntax")
     func regexCost() throws {
         let tree = try Harness.makeTemporaryDirectory("regex-cost")
         let source = try FormatFixtures.longTitles(in: tree, copies: 12)
@@ -277,6 +292,36 @@ import Testing
             (e as? LibraryError)?.kind == .cancelled
         }
         #expect(try lib.values(.title, filter: .tag(.title, .matches, "^the", fold: true), cancellation: QueryCancellation()) == [["the end."]])
+        // Cancelled 0.2 s after it began: what the query ended with, and whether it ended within
+        // 10 s of the cancellation.
+        func cancelledWhileRunning(_ sql: String) -> String {
+            let token = QueryCancellation()
+            let started = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
+            let outcome = Lock<String>("")
+            Thread.detachNewThread {
+                let r: String
+                do throws(LibraryError) {
+                    let n = try lib.read(cancellation: token) { db throws(SQLiteError) in
+                        started.signal()
+                        return try db.integer(sql)
+                    }
+                    r = "answered \(n ?? -1)"
+                } catch {
+                    r = error.kind.rawValue
+                }
+                outcome.withLock { $0 = r }
+                ended.signal()
+            }
+            started.wait()
+            Thread.sleep(forTimeInterval: 0.2)
+            token.cancel()
+            guard ended.wait(timeout: .now() + 10) == .success else { return "not stopped within 10 s" }
+            return outcome.withLock { $0 }
+        }
+        // Its regular expression's steps (100 million: seconds) see it...
+        #expect(cancelledWhileRunning("SELECT count(*) FROM tags t WHERE bl_regexp('(.*a){1,500}b', t.value, 0)") == "cancelled")
+        // ...and so does SQLite's progress handler, in a statement that calls none (a billion rows).
+        #expect(cancelledWhileRunning("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000000000) SELECT count(*) FROM c") == "cancelled")
 
         // The syntax: POSIX's extended expressions, case-insensitive for `search`, with PCRE's
         // `\d \w \s \b`.
@@ -299,11 +344,44 @@ import Testing
         #expect(try titles("[a-c]_[[:alpha:]]") == ["Ab_c d"])
         #expect(try titles("s?o{1,2}n[g]") == ["Love Song"])
         #expect(try titles("^$|x*Q") == [])
+        // A negated bracket with folding takes a character only when no case of it is listed
+        // (glibc's REG_ICASE and PCRE's caseless alike); without folding, case counts.
+        #expect(try titles("^[^l]", fold: true) == ["Ab_c d", "Café del Mar", "Track 12", "the end."])
+        #expect(try titles("^[^L]", fold: true) == ["Ab_c d", "Café del Mar", "Track 12", "the end."])
+        #expect(try titles("^[^l]") == ["Ab_c d", "Café del Mar", "Love Song", "Track 12", "the end."])
+        #expect(try lib.count(.tag(.title, .matches, "^[^A-Z]+$", fold: true)).songs == 0)
+        #expect(try lib.count(.tag(.title, .matches, "^[^A-Z]+$", fold: false)).songs == 25)  // the a's, the a's then !, "the end."
+        #expect(try titles("^[^A-Z]", fold: false) == ["the end."])
+        #expect(try titles("^[^[:upper:]]", fold: true) == [])
+        #expect(try titles("^[^[:upper:]]") == ["the end."])
+        // An assertion that may be absent (`?`, `*`, `{0,…}`) need not hold; one required (`+`) must.
+        #expect(try titles("(^)?o") == ["Love Song"])
+        #expect(try titles("^?e") == ["Café del Mar", "Love Song", "the end."])
+        #expect(try titles("^*T") == ["Track 12"])
+        #expect(try titles("^+T") == ["Track 12"])
+        #expect(try titles("^+e") == [])
+        #expect(try titles("S\\b?o") == ["Love Song"])
+        #expect(try titles("S\\bo") == [])
+        #expect(try titles("d$?") == ["Ab_c d", "Café del Mar", "the end."])
+        #expect(try titles("d${1}") == ["Ab_c d"])
         for (bad, reason) in [("(ab", "Unmatched ( or \\("), ("[ab", "Unmatched ["), ("*a", "Invalid preceding regular expression"),
                               ("a{3,2}", "Invalid content of \\{\\}"), ("[[:nope:]]", "Invalid character class name"), ("[z-a]", "Invalid range end")] {
             #expect { try lib.songs(.tag(.title, .matches, bad, fold: false)) } throws: { e in
                 (e as? LibraryError)?.kind == .badFilter && "\(e)".contains(reason)
             }
+        }
+    }
+
+    @Test("a query's budget for regular expressions, 100 million steps: exactly its steps are paid, one more is refused with the reason")
+    func matchBudgetBound() throws {
+        #expect(MusicLibrary.regexSteps == 100_000_000)
+        for n in [1, 65_536, MusicLibrary.regexSteps] {
+            let exact = MatchBudget(steps: n)
+            #expect(exact.spend(n - 1) && exact.spend(1) && exact.stopped == nil, "\(n)")
+            #expect(!exact.spend(1) && exact.stopped?.kind == .badFilter, "\(n)")
+            let over = MatchBudget(steps: n)
+            #expect(!over.spend(n + 1), "\(n)")
+            #expect("\(try #require(over.stopped))".contains("regular expression too costly: this query's matches needed more than \(n) steps"))
         }
     }
 
@@ -336,13 +414,42 @@ import Testing
         #expect(try lib.count(.tag(.title, .equals, "Linked Z", fold: false)).songs == 1001)
         #expect(try lib.count(.tag(.title, .equals, "Linked X", fold: false)).songs == 1002)
     }
-}
 
-/// A value handed from one thread to another.
-final class LockedBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func set(_ v: T) { lock.withLock { value = v } }
-    func get() -> T { lock.withLock { value } }
+    @Test("hard links and the scan's link memory (lowered to 4 files): links of ten files in one batch, past the bound, are each a song with its tags, none \"not read\"; links in a second directory of 3, 4 and 5 files: each file opened once up to the bound, one past it the memory is emptied and the fifth opened again")
+    func linkMemory() throws {
+        let source = try FormatFixtures.source("link-memory", seconds: 0.2)
+        let originals = try (0..<10).map { try FormatFixtures.flac("link-memory-\($0)", from: source, args: ["-T", "TITLE=Link \($0)"]) }
+        func titled(_ lib: MusicLibrary, _ k: Int) throws -> Int {
+            try lib.count(.tag(.title, .equals, "Link \(k)", fold: false)).songs
+        }
+        // One directory: two links of each of ten files (one batch of 20).
+        let tree = try Harness.makeTemporaryDirectory("link-memory-batch")
+        for (k, o) in originals.enumerated() {
+            try FileManager.default.copyItem(at: o, to: tree.appendingPathComponent("\(k)a.flac"))
+            #expect(link(tree.appendingPathComponent("\(k)a.flac").path, tree.appendingPathComponent("\(k)b.flac").path) == 0)
+        }
+        let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+        lib.linkMemory.store(4, ordering: .relaxed)
+        let u = try scan(lib)
+        #expect(u.added == 20 && u.failed == 0 && u.read == 10, "\(u)")
+        for k in 0..<10 { #expect(try titled(lib, k) == 2, "Link \(k)") }
+        lib.stop()
+
+        // N files in one directory, a link of each in another: the bound just above, at and
+        // just below N.
+        for (n, read) in [(3, 3), (4, 4), (5, 6)] {
+            let tree = try Harness.makeTemporaryDirectory("link-memory-\(n)")
+            for d in ["a", "b"] { try FileManager.default.createDirectory(at: tree.appendingPathComponent(d), withIntermediateDirectories: true) }
+            for k in 0..<n {
+                try FileManager.default.copyItem(at: originals[k], to: tree.appendingPathComponent("a/\(k).flac"))
+                #expect(link(tree.appendingPathComponent("a/\(k).flac").path, tree.appendingPathComponent("b/\(k).flac").path) == 0)
+            }
+            let lib = try MusicLibrary(path: Self.database(), musicDirectory: tree.path)
+            lib.linkMemory.store(4, ordering: .relaxed)
+            let u = try scan(lib)
+            #expect(u.added == 2 * n && u.failed == 0 && u.read == read, "\(n) files: \(u)")
+            for k in 0..<n { #expect(try titled(lib, k) == 2, "\(n) files: Link \(k)") }
+            lib.stop()
+        }
+    }
 }
