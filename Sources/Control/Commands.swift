@@ -119,12 +119,25 @@ public enum CommandPermission: Sendable {
 public enum CommandExecutor: Sendable {
     /// On the connection's event loop: microseconds.
     case loop
-    /// Off it: the file system, tags (`list`, `browse`).
+    /// Off it, on the server's few shared threads: the file system, tags (`list`, `browse`, an
+    /// `add` of files and directories).
     case offLoop
-    /// Off it, on a thread of its own: it may wait on a remote server (`add` of a playlist URL
-    /// fetches it), so it never holds the few shared threads that answer everyone's `offLoop`
-    /// commands.
+    /// Off it, on a thread of its own: the request names a playlist by URL, whose fetch may
+    /// wait on a remote server (up to ``PathResolver/fetchSeconds``), so it never holds the
+    /// shared threads that answer everyone's ``offLoop`` commands. Chosen per request
+    /// (``expanding(_:)``), never by a descriptor.
     case network
+
+    /// Where a request that expands `paths` runs (`add`, `insert`, `playlist-add`; MPD's `add`,
+    /// `addid`, `playlistadd`): ``network`` when one of them is a playlist URL
+    /// (``PathResolver/isPlaylistURL(_:)``: expanding it fetches it), else ``offLoop``, as every
+    /// request that reads files does. A thread per request that only walks the music directory
+    /// would let 32 walks at once bypass the shared threads' bound. A local playlist (a file or
+    /// a stored one) that names playlist URLs fetches them on the shared threads: at most
+    /// ``PathResolver/fetchSeconds`` in all for the request.
+    public static func expanding(_ paths: [String]) -> CommandExecutor {
+        paths.contains(where: PathResolver.isPlaylistURL) ? .network : .offLoop
+    }
 }
 
 /// Everything about a command but its behaviour: the one place a command is named.
@@ -134,6 +147,7 @@ public struct CommandDescriptor: Sendable {
     public let arguments: [ArgumentSpec]
     public let area: CommandArea
     public let permission: CommandPermission
+    /// Where it runs, unless the request says otherwise (``ControlCommand/executor``).
     public let executor: CommandExecutor
     /// Whether it wakes a suspended daemon (as a remote command wakes a suspended app).
     public let wakes: Bool
@@ -166,6 +180,9 @@ public protocol ControlCommand: Sendable {
     init(_ arguments: Arguments) throws(CommandError)
     /// Its arguments (what a client sends: the inverse of `init`).
     var arguments: Arguments { get }
+    /// Where this request runs: its descriptor's ``CommandDescriptor/executor``, unless what
+    /// it names decides (``CommandExecutor/expanding(_:)``).
+    var executor: CommandExecutor { get }
     /// Runs it.
     func run(_ context: CommandContext) throws(CommandError) -> Reply
 }
@@ -173,6 +190,7 @@ public protocol ControlCommand: Sendable {
 extension ControlCommand {
     public var descriptor: CommandDescriptor { Self.descriptor }
     public var arguments: Arguments { Arguments() }
+    public var executor: CommandExecutor { Self.descriptor.executor }
 }
 
 /// Every command, in the order `help` lists them.

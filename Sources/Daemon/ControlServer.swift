@@ -40,8 +40,10 @@ public final class ControlServer: Sendable {
     /// Threads in ``blocking``: a request that reads a slow disk delays at most this many
     /// others' file work (everyone's `status`, `play`, `next` run on the event loop regardless).
     static let blockingThreads = 2
-    /// Where requests that may wait on a remote server run (`add` of a playlist URL): threads
-    /// of their own, never ``blocking``'s.
+    /// Where requests that name a playlist URL run (an `add` of one fetches it, which may wait
+    /// on a remote server): threads of their own, never ``blocking``'s. Every other request
+    /// that reads files, an `add` of files or directories included, runs on ``blocking``
+    /// (``Control/CommandExecutor/expanding(_:)``).
     let remote = RemoteWaits()
     private let channels = Lock<[any Channel]>([])
     private let clients = Lock<[UInt64: any Channel]>([:])

@@ -326,10 +326,8 @@ public final class DaemonCore: Sendable {
     /// A parsed request, ready to run: the server runs it where its ``executor`` says (on its
     /// event loop, on its pool, or on a thread of its own). The server knows nothing else of commands.
     public struct PreparedRequest: Sendable {
-        /// Where to run it (``CommandExecutor``).
+        /// Where to run it (the command's ``Control/ControlCommand/executor``: chosen for this request).
         public let executor: CommandExecutor
-        /// Run it off the event loop (file system, tags, a remote server).
-        public var offLoop: Bool { executor != .loop }
         /// It presents a token (`auth`): the server delays a wrong one and closes.
         public let presentsToken: Bool
         /// Runs it; the reply line.
@@ -351,9 +349,8 @@ public final class DaemonCore: Sendable {
             let presents = request["command"]?.string == "auth"
             return PreparedRequest(executor: .loop, presentsToken: presents) { Self.errorReply(id, refusal) }
         }
-        let d = command.descriptor
         let dispatcher = dispatcher
-        return PreparedRequest(executor: d.executor, presentsToken: command is AuthCommand) {
+        return PreparedRequest(executor: command.executor, presentsToken: command is AuthCommand) {
             switch dispatcher.execute(command, from: client) {
             case .success(let reply): JSONCodec.success(id, reply)
             case .failure(.unauthorized) where !client.authenticated && !(command is AuthCommand): Self.errorReply(id, Self.authFirst)

@@ -243,13 +243,19 @@ struct DispatcherTests {
                 == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help",
                     "listpartitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists, the library), and
-        // what starts or stops a partition's player; on threads of their own, what may fetch a
-        // playlist by URL (never the shared pool's).
-        let network = ["add", "insert", "load", "playlist-add"]
-        #expect(CommandTable.all.filter { $0.executor == .network }.map(\.name) == network)
+        // what starts or stops a partition's player. No descriptor runs on a thread of its own:
+        // a request naming a playlist URL does (never the shared pool's threads), any other on the pool.
+        #expect(CommandTable.all.filter { $0.executor == .network }.isEmpty)
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
-                == ["list"] + CommandTable.all.filter { $0.area == .playlists && !network.contains($0.name) }.map(\.name)
+                == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name)
                     + CommandTable.all.filter { $0.area == .library }.map(\.name) + ["newpartition", "delpartition", "moveoutput"])
+        let station = "http://radio.example/live.m3u?x=1"
+        #expect(AddCommand(paths: ["album/a.mp3", "album", "list.m3u", "http://radio.example/live.mp3", "file:///m/x.m3u"]).executor == .offLoop)
+        #expect(AddCommand(paths: ["album", station]).executor == .network)
+        #expect(InsertCommand(paths: [station], position: 0).executor == .network)
+        #expect(PlaylistAddCommand(name: "p", paths: ["a.mp3"]).executor == .offLoop)
+        #expect(PlaylistAddCommand(name: "p", paths: [station]).executor == .network)
+        #expect(LoadPlaylistCommand(name: "p").executor == .offLoop)
         #expect(CommandTable.descriptor("seek")?.arguments.map(\.type) == [.number, .number, .integer])
         // Every command's arguments round-trip: built from what it reports, it reports the same.
         let samples: [any ControlCommand] = [

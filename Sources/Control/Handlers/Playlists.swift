@@ -36,11 +36,13 @@ public struct SavePlaylistCommand: ControlCommand {
 }
 
 /// Adds a stored playlist's entries (all, or `start..<end`) to the queue, at `position` or the end.
+/// It runs on the server's shared threads: the name is a stored playlist's, never a URL, and
+/// entries that are playlist URLs are fetched there, within ``PathResolver/fetchSeconds`` in all.
 public struct LoadPlaylistCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "load", .playlists, "Queue a stored playlist (or a range of it).",
         [("name", .string, "playlist name"), ("start", .integer, "first entry (0-based)"), ("end", .integer, "entry after the last"),
-         ("position", .integer, "insert at this index (default: end)")], executor: .network)
+         ("position", .integer, "insert at this index (default: end)")], executor: .offLoop)
     public var name: String
     public var range: Range<Int>?
     public var position: Int?
@@ -98,7 +100,7 @@ public struct PlaylistCommand: ControlCommand {
 public struct PlaylistAddCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "playlist-add", .playlists, "Append files, directories or playlists to a stored playlist (created if need be).",
-        [("name", .string, "playlist name"), ("paths", .strings, "what to add")], executor: .network)
+        [("name", .string, "playlist name"), ("paths", .strings, "what to add")], executor: .offLoop)
     public var name: String
     public var paths: [String]
     public init(name: String, paths: [String]) { (self.name, self.paths) = (name, paths) }
@@ -109,6 +111,7 @@ public struct PlaylistAddCommand: ControlCommand {
         (name, paths) = (n, p)
     }
     public var arguments: Arguments { Arguments(["name": .string(name), "paths": .strings(paths)]) }
+    public var executor: CommandExecutor { .expanding(paths) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let store = try x.store()
         try PlaylistStore.check(name)

@@ -5,14 +5,15 @@ import PlayQueue
 
 /// Queues files, directories (recursively, in name order) and M3U playlists, relative to the
 /// music directory; at `position` (an index) or at the end. Paths are resolved and tags read
-/// off the command lock; only the queue change takes it.
+/// off the command lock and off the event loop (on a thread of its own when a path is a
+/// playlist URL: ``CommandExecutor/expanding(_:)``); only the queue change takes the lock.
 public struct AddCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "add", .queue,
         "Queue files, directories (recursively, name order) and M3U playlists; relative to the music directory.",
         [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)"),
          ("partial", .boolean, "add what can be used and list the rest in skipped (default: one path that cannot be used adds nothing)")],
-        executor: .network)
+        executor: .offLoop)
     public var paths: [String]
     public var position: Int?
     /// Whether paths that cannot be used are skipped (listed in the reply) instead of failing
@@ -39,6 +40,7 @@ public struct AddCommand: ControlCommand {
         if partial { v["partial"] = .boolean(true) }
         return Arguments(v)
     }
+    public var executor: CommandExecutor { .expanding(paths) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         try add(paths, x, failFirst: !partial)
     }
@@ -88,7 +90,7 @@ public struct InsertCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(
         Self.self, "insert", .queue, "Like add, at a position.",
         [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required"), ("partial", .boolean, "as add")],
-        executor: .network)
+        executor: .offLoop)
     public var add: AddCommand
     public init(paths: [String], position: Int, partial: Bool = false) {
         add = AddCommand(paths: paths, position: position, partial: partial)
@@ -98,6 +100,7 @@ public struct InsertCommand: ControlCommand {
         guard add.position != nil else { throw .badArgument("insert: \"position\" is required") }
     }
     public var arguments: Arguments { add.arguments }
+    public var executor: CommandExecutor { add.executor }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply { try add.run(x) }
 }
 

@@ -78,12 +78,12 @@ package struct MPDCommand: Sendable {
     /// The kinds of the first arguments, checked in order (later ones are `.any`).
     let arguments: [MPDArgument]
     let permission: Permission
-    /// Runs on the connection's event loop (touches no file: microseconds); otherwise off it:
-    /// on the server's pool, or on a thread of its own when ``remote``.
+    /// Runs on the connection's event loop (touches no file: microseconds); otherwise off it,
+    /// where ``executor(_:)`` says.
     let inline: Bool
-    /// May wait on a remote server (a playlist URL fetched): runs on a thread of its own
-    /// (``RemoteWaits``), never on the server's shared pool.
-    let remote: Bool
+    /// The index of the argument naming what to expand (a file, a directory, a playlist, a
+    /// URL), as the JSON protocol's `add` names its paths: it decides where the command runs.
+    let expands: Int?
     /// A database command: listed by `commands` only with a library (without one they answer
     /// "No database", as an mpd built without a database would not list them).
     let database: Bool
@@ -92,7 +92,7 @@ package struct MPDCommand: Sendable {
     let run: @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void
 
     init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
-         permission: Permission = .control, inline: Bool = false, remote: Bool = false, database: Bool = false,
+         permission: Permission = .control, inline: Bool = false, expands: Int? = nil, database: Bool = false,
          bytes run: @escaping @Sendable (MPDProtocol, MPDRequest, inout ByteBuffer) throws(MPDError) -> Void) {
         self.name = name
         minArguments = arity.lowerBound
@@ -100,19 +100,27 @@ package struct MPDCommand: Sendable {
         self.arguments = arguments
         self.permission = permission
         self.inline = inline
-        self.remote = remote
+        self.expands = expands
         self.database = database
         self.run = run
     }
 
     /// A command answered in text (its values through ``MPDText``'s one rule).
     init(_ name: String, _ arity: ClosedRange<Int>, _ arguments: [MPDArgument] = [], unbounded: Bool = false,
-         permission: Permission = .control, inline: Bool = false, remote: Bool = false, database: Bool = false,
+         permission: Permission = .control, inline: Bool = false, expands: Int? = nil, database: Bool = false,
          _ text: @escaping @Sendable (MPDProtocol, MPDRequest) throws(MPDError) -> MPDText) {
-        self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, remote: remote, database: database,
+        self.init(name, arity, arguments, unbounded: unbounded, permission: permission, inline: inline, expands: expands, database: database,
                   bytes: { (p: MPDProtocol, r: MPDRequest, out: inout ByteBuffer) throws(MPDError) in
                       out.writeMPD(try text(p, r))
                   })
+    }
+
+    /// Where the command with `args` runs off the event loop: as the JSON protocol's requests
+    /// that expand paths (``Control/CommandExecutor/expanding(_:)``) when it expands one, else
+    /// on the server's pool.
+    func executor(_ args: ArraySlice<String>) -> CommandExecutor {
+        guard let expands, args.indices.contains(args.startIndex + expands) else { return .offLoop }
+        return .expanding([args[args.startIndex + expands]])
     }
 
     /// mpd's argument-count check (`command_check_request`), then each argument's kind.
@@ -130,8 +138,8 @@ package struct MPDCommand: Sendable {
 /// `close` and the command lists are the connection's own (``MPDConnectionHandler``).
 package enum MPDCommandTable {
     static let all: [MPDCommand] = [
-        MPDCommand("add", 1...2, remote: true) { p, r throws(MPDError) in try p.add(r) },
-        MPDCommand("addid", 1...2, remote: true) { p, r throws(MPDError) in try p.add(r) },
+        MPDCommand("add", 1...2, expands: 0) { p, r throws(MPDError) in try p.add(r) },
+        MPDCommand("addid", 1...2, expands: 0) { p, r throws(MPDError) in try p.add(r) },
         MPDCommand("addtagid", 3...3, [.unsigned]) { p, r throws(MPDError) in try p.editTags(r) },
         MPDCommand("albumart", 2...2, [.any, .unsigned], bytes: { p, r, out throws(MPDError) in
             out.writeBytes(try p.picture(r))
@@ -216,7 +224,7 @@ package enum MPDCommandTable {
             guard case .playlists(let all) = try p.runPlaylist(PlaylistsCommand()) else { return "" }
             return all.map { "playlist: \($0.name)\nLast-Modified: \(JSONCodec.iso8601($0.modified))\n" }.joined()
         },
-        MPDCommand("load", 1...3, [.any, .range], remote: true) { p, r throws(MPDError) in
+        MPDCommand("load", 1...3, [.any, .range]) { p, r throws(MPDError) in
             let range = r.args.count > 1 ? try p.range(r.args[1], count: Int(Int32.max), clamp: true) : nil
             let position = r.args.count > 2 ? try p.position(r.args[2]) : nil
             _ = try p.runPlaylist(LoadPlaylistCommand(name: r.args[0], range: range, position: position))
@@ -323,7 +331,7 @@ package enum MPDCommandTable {
         MPDCommand("playlist", 0...0) { p, _ in  // deprecated: `POS:file: URI`
             p.playback.queue.entries.enumerated().map { "\($0.offset):file: \(p.relative($0.element.path))\n" }.joined()
         },
-        MPDCommand("playlistadd", 2...2, remote: true) { p, r throws(MPDError) in
+        MPDCommand("playlistadd", 2...2, expands: 1) { p, r throws(MPDError) in
             _ = try p.run(PlaylistAddCommand(name: r.args[0], paths: [try p.uri(r.args[1], r.state)]))
             return ""
         },

@@ -31,7 +31,7 @@ struct MPDLineProtocol: WireProtocol {
 /// connection's pending subsystems, and the order of replies. A command that touches no file
 /// (``MPDCommand/inline``) runs on the event loop; the rest off it, one at a time per connection
 /// (``RequestOrder``): on the server's shared pool (they read tags or the file system), or, for
-/// one that may wait on a remote server (``MPDCommand/remote``), on a thread of its own
+/// one that names a playlist URL to fetch (``MPDCommand/executor(_:)``), on a thread of its own
 /// (``RemoteWaits``). Replies are written on the event loop in request order.
 final class MPDConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
@@ -210,7 +210,7 @@ final class MPDConnectionHandler: ChannelDuplexHandler {
     /// Runs one command (`listOK` nil) or a list; writes the response in order. A single
     /// command that touches no file (``MPDCommand/inline``), or an unknown one, runs here on the event loop, as the
     /// JSON protocol's do (microseconds); the rest off it, on the server's pool or, when one
-    /// may wait on a remote server, on a thread of its own.
+    /// names a playlist URL to fetch, on a thread of its own.
     private func run(_ commands: [[String]], listOK: Bool?, context: ChannelHandlerContext) {
         // (An unknown command is answered here too: there is nothing to run.)
         if listOK == nil, commands.count == 1, let name = commands[0].first, MPDCommandTable.command(name)?.inline ?? true {
@@ -234,14 +234,10 @@ final class MPDConnectionHandler: ChannelDuplexHandler {
             handler.drain(context: context)
         }
         // (A command that may wait on a remote server never holds the shared pool's threads.)
-        if commands.contains(where: { $0.first.flatMap(MPDCommandTable.command)?.remote == true }) {
-            remote.run(respond, answerOn: loop, deliver)
-        } else {
-            blocking.submit { _ in
-                let response = respond()
-                loop.execute { deliver(response) }
-            }
+        let network = commands.contains { words in
+            words.first.flatMap(MPDCommandTable.command)?.executor(words.dropFirst()) == .network
         }
+        remote.run(network ? .network : .offLoop, pool: blocking, respond, answerOn: loop, deliver)
     }
 
     /// The response to `commands`: each one's lines (and `list_OK` in an `_ok_` list), then `OK`,

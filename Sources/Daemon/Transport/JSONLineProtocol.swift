@@ -51,8 +51,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
     /// Its requests in order (some run off the event loop), and its half-close.
     private var order = RequestOrder<ByteBuffer>()
     /// Where this connection's off-loop requests run, one at a time (in request order anyway):
-    /// the server's shared pool (see ``ControlServer/blocking``), or, for those that may wait
-    /// on a remote server, threads of their own (``RemoteWaits``).
+    /// the server's shared pool (see ``ControlServer/blocking``), or, for those that name a
+    /// playlist URL to fetch, threads of their own (``RemoteWaits``).
     let blocking: NIOThreadPool
     let remote: RemoteWaits
     private var closing = false
@@ -110,14 +110,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
                 handler.write(reply, context: context)
                 handler.drain(context: context)
             }
-            if prepared.executor == .network {
-                remote.run(prepared.run, answerOn: loop, deliver)
-            } else {
-                blocking.submit { _ in
-                    let reply = prepared.run()
-                    loop.execute { deliver(reply) }
-                }
-            }
+            remote.run(prepared.executor, pool: blocking, prepared.run, answerOn: loop, deliver)
             return
         }
         let reply = prepared.run()

@@ -1,11 +1,13 @@
+import Control
 import Locking
 import Media
 import NIOCore
+import NIOPosix
 import Platform
 import Synchronization
 
 /// Where requests that may wait on a remote server run (``Control/CommandExecutor/network``:
-/// an `add` that fetches a playlist URL): threads of their own, at most ``maxThreads`` at once,
+/// an `add` naming a playlist URL, which it fetches): threads of their own, at most ``maxThreads`` at once,
 /// never the server's shared pool (``ControlServer/blocking``). That pool's two threads answer
 /// everyone's file requests (`list`, `browse`, `lsinfo`, cover art); two `add`s of a server
 /// that drips once held both, and everyone else waited as long as they lasted.
@@ -17,8 +19,10 @@ import Synchronization
 ///
 /// The threads are joined, not detached (as the HTTP input's transfer threads are): one that
 /// fetched over https runs OpenSSL's per-thread clean-up as it ends, and doing so while `exit`
-/// runs OpenSSL's global clean-up crashes on its freed locks. ``finish(seconds:)`` joins every
-/// thread that has ended; a thread starting joins those that ended before it.
+/// runs OpenSSL's global clean-up crashes on its freed locks. Each thread, before its first
+/// request, joins those that ended before it started, and ``finish(seconds:)`` joins every one
+/// that has ended. Never the caller of ``run(_:)`` (the event loop): a thread whose loop has
+/// returned may still be in its exit clean-up, and joining it waits for that.
 final class RemoteWaits: Sendable {
     /// Threads at once: requests waiting on remote servers at once before more wait their turn.
     let maxThreads: Int
@@ -40,11 +44,6 @@ final class RemoteWaits: Sendable {
     /// Runs `work` on a thread of its own (or after the running ones, when ``maxThreads`` run).
     /// After ``finish(seconds:)`` it is not run.
     func run(_ work: @escaping @Sendable () -> Void) {
-        let ended = state.withLock { s -> [PlatformThread] in
-            defer { s.ended = [] }
-            return s.ended
-        }
-        for t in ended { t.join() }
         state.withLock { s in
             guard !s.stopped else { return }
             s.queue.append(work)
@@ -52,7 +51,10 @@ final class RemoteWaits: Sendable {
             let n = s.nextThread
             s.nextThread += 1
             // Started with the lock held: the thread's end, which takes it, comes after it is recorded.
-            s.threads[n] = PlatformThread.start(name: "bl-remote") { [self] in loop(n) }
+            s.threads[n] = PlatformThread.start(name: "bl-remote") { [self] in
+                joinEnded()
+                loop(n)
+            }
         }
     }
 
@@ -69,6 +71,28 @@ final class RemoteWaits: Sendable {
                 loop.execute { answer(result) }
             }
         }
+    }
+
+    /// Runs `work` off the event loop where `executor` says, then `answer` with its result on
+    /// `loop`: on a thread of its own (``Control/CommandExecutor/network``, as ``run(_:answerOn:_:)``),
+    /// or on `pool`, the server's shared threads (``ControlServer/blocking``). The JSON and MPD
+    /// connections both choose here.
+    func run<T: Sendable>(_ executor: CommandExecutor, pool: NIOThreadPool, _ work: @escaping @Sendable () -> T,
+                          answerOn loop: any EventLoop, _ answer: @escaping @Sendable (T) -> Void) {
+        guard executor != .network else { return run(work, answerOn: loop, answer) }
+        pool.submit { _ in
+            let result = work()
+            loop.execute { answer(result) }
+        }
+    }
+
+    /// Joins the threads whose loop has returned (each once: the list is taken under the lock).
+    private func joinEnded() {
+        let ended = state.withLock { s -> [PlatformThread] in
+            defer { s.ended = [] }
+            return s.ended
+        }
+        for t in ended { t.join() }
     }
 
     private func loop(_ n: Int) {
@@ -106,10 +130,6 @@ final class RemoteWaits: Sendable {
             if state.withLock({ $0.threads.isEmpty }) { break }
             sleepThread(seconds: 0.01)
         } while monotonicNanos() < deadline
-        let ended = state.withLock { s -> [PlatformThread] in
-            defer { s.ended = [] }
-            return s.ended
-        }
-        for t in ended { t.join() }
+        joinEnded()
     }
 }

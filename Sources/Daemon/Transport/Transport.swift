@@ -77,7 +77,7 @@ struct AdmittedConnection: Sendable {
     let credentialFailures: LogLimiter
     /// Where commands that touch files run (see ``ControlServer/blocking``).
     let blocking: NIOThreadPool
-    /// Where commands that may wait on a remote server run (see ``ControlServer/remote``).
+    /// Where commands that name a playlist URL to fetch run (see ``ControlServer/remote``).
     let remote: RemoteWaits
     let logger: Logger
     /// The peer's address, for logs.
