@@ -95,7 +95,7 @@ let package = Package(
         // `backline` links it; Daemon re-exports it.
         .target(name: "BacklineWire", swiftSettings: strictSettings),
         // `backline ctl`: its syntax, help, output for people and the run itself (BacklineWire only).
-        .target(name: "CtlCore", dependencies: ["BacklineWire"], swiftSettings: strictSettings),
+        .target(name: "CtlCore", dependencies: ["BacklineWire", "Platform"], swiftSettings: strictSettings),
 
         // Thin POSIX helpers in place of Foundation's: threads, path strings, trimming, printf
         // formatting, a spawned child process. No dependencies: the player and daemon link no

@@ -330,7 +330,7 @@ public struct PathResolver: Sendable {
             let named = entry.replacing(" ", with: "%20")
             let absolute = InputSources.scheme(of: named) != nil ? named : Self.resolve(named, against: name)
             do throws(Refusal) {
-                if let problem = Self.urlProblem(absolute) { throw Refusal(code: .unsupported, path: Self.shown(entry), message: problem) }
+                if let problem = Self.urlProblem(absolute) { throw Refusal(code: .unsupported, path: escapedName(entry), message: problem) }
                 out += try expandURL(absolute, scheme: InputSources.scheme(of: absolute) ?? "", chain: chain + [url], into: &w)
             } catch where !w.exhausted {
                 w.r.skipped.append(error)
@@ -369,7 +369,7 @@ public struct PathResolver: Sendable {
     /// Why `url` cannot be a URL to fetch or play, or nil: a control character or a blank in
     /// it, no host.
     static func urlProblem(_ url: String) -> String? {
-        if url.unicodeScalars.contains(where: { $0.value < 0x21 || (0x7F...0x9F).contains($0.value) }) {
+        if url.unicodeScalars.contains(where: { $0.isControlCharacter || $0 == " " }) {
             return "not a URL (a blank or a control character in it)"
         }
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return "not a URL" }
@@ -377,20 +377,6 @@ public struct PathResolver: Sendable {
         let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if host.isEmpty { return "not a URL (no host)" }
         return nil
-    }
-
-    /// `s` with control characters as `\xNN`, for a reply that names it.
-    static func shown(_ s: String) -> String {
-        var out = ""
-        for u in s.unicodeScalars {
-            if u.value < 0x20 || (0x7F...0x9F).contains(u.value) {
-                let hex = String(u.value, radix: 16, uppercase: true)
-                out += "\\x" + (hex.count == 1 ? "0" : "") + hex
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-        return out
     }
 
     /// `relative` against the URL `base` (`a.mp3` next to it, `/x` at its host's root).

@@ -1,22 +1,13 @@
 import BacklineWire
+import Platform
 
 extension CtlText {
     /// `text` as ctl shows it to a person: each control character (Unicode's `Cc`: C0, DEL,
-    /// C1) as `\xNN`. A name from the daemon (a file's, a tag's, a URL) then can neither start
-    /// a terminal's control sequence (an OSC that retitles the window, a clear screen) nor
-    /// begin a line of its own. The one rule for every name and title ctl prints.
-    public static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var out = ""
-        for s in text.unicodeScalars {
-            guard isControl(s) else { out.unicodeScalars.append(s); continue }
-            let digits = Array("0123456789ABCDEF".unicodeScalars)
-            out += "\\x"
-            out.unicodeScalars.append(digits[Int(s.value >> 4)])
-            out.unicodeScalars.append(digits[Int(s.value & 0xF)])
-        }
-        return out
-    }
+    /// C1) as `\xNN`, by the rule the daemon names refused paths by (Platform's `escapedName`).
+    /// A name from the daemon (a file's, a tag's, a URL) then can neither start a terminal's
+    /// control sequence (an OSC that retitles the window, a clear screen) nor begin a line of
+    /// its own. The one rule for every name and title ctl prints.
+    public static func printable(_ text: String) -> String { escapedName(text) }
 
     /// `value` with each of its strings (an object's keys too) through ``printable(_:)-(String)``:
     /// what every human-readable output of a reply or an event is made from.
@@ -28,7 +19,4 @@ extension CtlText {
         case .null, .bool, .number: value
         }
     }
-
-    /// C0, DEL and C1 (every one below U+00A0, so two hex digits show it).
-    private static func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (s.value >= 0x7F && s.value <= 0x9F) }
 }

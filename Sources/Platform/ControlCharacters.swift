@@ -46,4 +46,6 @@ public func escapedName(_ raw: [UInt8]) -> String {
 }
 
 /// ``escapedName(_:)`` of a name that is valid UTF-8.
-public func escapedName(_ name: String) -> String { escapedName(Array(name.utf8)) }
+public func escapedName(_ name: String) -> String {
+    name.containsControlCharacter ? escapedName(Array(name.utf8)) : name
+}
