@@ -294,7 +294,7 @@ extension BoundsTests {
         let r = try d.client().request("add", [("paths", .array(urls)), ("partial", true)], timeout: 60)
         let took = Date().timeIntervalSince(started)
         #expect(r.errorCode == "unsupported" && r.text.contains("in time") && r.text.contains("10 s in all per request"), "\(r.text.prefix(400))")
-        #expect(took < 20, "answered after \(Int(took)) s: each URL had 10 s of its own")
+        #expect(took >= 9.5 && took < 20, "answered after \(Int(took)) s: the request has 10 s; each URL having its own would take 30")
         #expect(try d.request("status")["count"] == 0)
         d.expectCleanStop()
     }

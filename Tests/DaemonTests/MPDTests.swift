@@ -477,6 +477,10 @@ struct MPDTests {
         // A float a 32-bit float cannot hold: refused, not kept (mpd 0.23 keeps `-inf`).
         #expect(try session(Array("mixrampdb -1e308\n".utf8)).contains("ACK [2@0] {mixrampdb} Number too large: -1e308\n"))
         #expect(try session(Array("status\n".utf8)).contains("\nmixrampdb: 0\n"))
+        // At a 32-bit float's largest magnitude, held; just past it, refused.
+        #expect(try session(Array("mixrampdb -3.4028234e38\n".utf8)) == "OK MPD 0.23.5\nOK\n")
+        #expect(try session(Array("mixrampdb -3.5e38\n".utf8)) == "OK MPD 0.23.5\nACK [2@0] {mixrampdb} Number too large: -3.5e38\n")
+        #expect(try session(Array("mixrampdb 0\n".utf8)) == "OK MPD 0.23.5\nOK\n")
         // Binary garbage: answered or closed, never a crash.
         _ = try? session((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) } + [10])
         // A line begun and never finished: closed at the request deadline (1 s here) without a

@@ -11,9 +11,8 @@ import Testing
 struct SoakTests {
     /// Resident set size of `pid`, in KiB.
     static func rss(_ pid: pid_t) -> Int? {
-        guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
-        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        let kib = HardeningTests.statusKiB(pid, "VmRSS")
+        return kib < 0 ? nil : kib
     }
 
     /// Threads and open descriptors of `pid`.
