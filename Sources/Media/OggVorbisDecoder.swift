@@ -42,6 +42,9 @@ public final class OggVorbisDecoder: AudioDecoder {
 
     public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
+        // libvorbisfile is opened here the first time (see `VorbisFileLibrary`): without it the
+        // item fails, saying why.
+        try VorbisFileLibrary.load(item: source.name)
         file = .allocate(capacity: 1)
         try source.seek(to: 0)
         let callbacks = ov_callbacks(read_func: vorbisRead, seek_func: source.isSeekable ? vorbisSeek : nil,
