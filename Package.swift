@@ -71,7 +71,10 @@ let package = Package(
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev"])]),
         // libvorbisfile's header only: it is opened with dlopen when the first Ogg Vorbis item plays.
         .systemLibrary(name: "CVorbisFile", providers: [.apt(["libvorbis-dev"])]),
-        .systemLibrary(name: "COpusFile", pkgConfig: "opusfile", providers: [.apt(["libopusfile-dev"])]),
+        // libopusfile's header (apt libopusfile-dev), opened with dlopen when the first Opus item
+        // plays: a C target, whose public directory finds the header's <opus_multistream.h>
+        // (pkg-config's -I/usr/include/opus would link the library too).
+        .target(name: "COpusFile"),
         // FFmpeg's headers only: its libraries are opened with dlopen when an item needs them.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev"])]),
         // libcurl's headers only: it is opened with dlopen when the first HTTP item plays.

@@ -37,6 +37,9 @@ public final class OpusDecoder: AudioDecoder {
 
     public init(source: any ByteSource, options: DecoderOptions = .stereo) throws(MediaError) {
         self.source = source
+        // libopusfile is opened here the first time (see `OpusFileLibrary`): without it the item
+        // fails, saying why.
+        try OpusFileLibrary.load(item: source.name)
         try source.seek(to: 0)
         let box = SourceBox(source)
         var callbacks = OpusFileCallbacks(read: opusRead, seek: source.isSeekable ? opusSeek : nil, tell: opusTell, close: nil)
