@@ -87,8 +87,9 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // termios for `backline play`'s keys, with the crash handler that restores them (C storage only).
         .systemLibrary(name: "CTerminal"),
-        // libsoxr: the pipe output's resampler (items at other rates than the pipe's).
-        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // libsoxr: the pipe output's resampler (items at other rates than the pipe's); its header
+        // only, the library opened with dlopen when the pipe first resamples (see CSoxr).
+        .systemLibrary(name: "CSoxr", providers: [.apt(["libsoxr-dev"])]),
         // SQLite: the music library's database (headers only: the library opened with dlopen, see CSQLite).
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (libsystemd): the session bus, for MPRIS.

@@ -1,7 +1,9 @@
 import CALSA  // (its headers declare poll and the signal sets this module uses)
 import CSoxr
+import Locking
 import MediaCore
 import Platform
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -89,8 +91,11 @@ struct PipeOutput: AudioOutput {
         } catch {
             Glibc.close(fd.read)
             Glibc.close(fd.write)
-            throw MediaError(.device, "libsoxr: \(error.message)", library: "libsoxr", item: device)
+            let reason = "libsoxr: \(error.message)"
+            resamplerFailure.withLock { $0 = reason }
+            throw MediaError(.device, reason, library: "libsoxr", item: device)
         }
+        resamplerFailure.withLock { $0 = nil }
         return PipeOutput(configuration: DeviceConfiguration(
             rate: rate, channels: min(channels, t.channels), sampleFormat: direct ? .s16 : .float32, bufferFrames: buffer,
             periodFrames: period, canPause: true, maxChannels: t.channels), pipe: stream)
@@ -120,17 +125,23 @@ struct PipeOutput: AudioOutput {
         return (r, w)
     }
 
-    /// Which FIFO, and what is wrong with it (missing, not a FIFO, no reader), or nil.
+    /// Which FIFO, and what is wrong with it (missing, not a FIFO, no reader), or why its resampler
+    /// failed; nil when neither.
     static func failureReason(device: String) -> String? {
         do throws(MediaError) {
             let fd = try openFIFO(try target(device).path, device: device)
             Glibc.close(fd.read)
             Glibc.close(fd.write)
-            return nil
+            return resamplerFailure.withLock { $0 }
         } catch {
             return error.message
         }
     }
+
+    /// Why the last open failed once its FIFO had opened: the resampler (libsoxr not installed,
+    /// or refusing the rates); nil after an open that succeeded. ``failureReason(device:)``
+    /// says it, as the output thread reports a failed open by its code alone.
+    private static let resamplerFailure = Lock<String?>(nil)
 
     /// At most the pipe's channels (the decoder down-mixes the rest).
     static func channelLimit(device: String) -> Int? { (try? target(device))?.channels }
@@ -224,6 +235,9 @@ final class PipeStream: @unchecked Sendable {
         queueCapacity = pipeFrames * bytesPerFrame
         leadBytes = (Self.pipeFrames(periodFrames, from: inRate, to: target.rate) + target.rate / 50) * bytesPerFrame
         if inRate != target.rate {
+            // libsoxr is opened here the first time (see `SoxrLibrary`): without it the output
+            // cannot open at this rate, saying why.
+            try SoxrLibrary.load()
             var error: soxr_error_t?
             var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_INT16_I)
             io.flags |= UInt(SOXR_NO_DITHER)  // (deterministic: the same input, the same output)
