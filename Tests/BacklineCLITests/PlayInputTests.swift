@@ -176,6 +176,40 @@ struct PlayInputTests {
         #expect(r.stderr.contains("backline: cli-ff.m4a: Apple Lossless (MPEG-4), 16-bit, 44100 Hz, stereo"), "\(r.stderr.suffix(800))")
     }
 
+    @Test("libvorbisfile, libopusfile and libsoxr (with libgomp) are opened by an item that needs them, not by an MP3 or a FLAC; an Ogg Vorbis and an Opus each open their own and play")
+    func codecLibrariesOnDemand() throws {
+        let src = try FormatFixtures.source("cli-dl", seconds: 0.3)
+        let mp3 = try Fixtures.mp3(from: src, name: "cli-dl")
+        let flac = try FormatFixtures.flac("cli-dl", from: src)
+        let ogg = try FormatFixtures.vorbis("cli-dl", from: src)
+        let opus = try FormatFixtures.opus("cli-dl", from: src)
+        /// The shared objects the dynamic loader loaded for the run, by name.
+        func loaded(_ file: URL) throws -> (libraries: [String], result: ProcessResult) {
+            var env = try isolated()
+            env["LD_DEBUG"] = "files"
+            let r = try runProcess(backline, ["play", "--no-mpris", "--device", "null", file.path], environment: env)
+            let libs = r.stderr.split(separator: "\n").filter { $0.contains("file=") && ($0.contains("needed by") || $0.contains("dynamically loaded by")) }
+            return (libs.map(String.init), r)
+        }
+        let onDemand = ["libvorbisfile", "libopusfile", "libsoxr", "libgomp"]
+        for file in [mp3, flac] {
+            let (libs, r) = try loaded(file)
+            #expect(r.status == 0, "\(r.stderr.suffix(500))")
+            for name in onDemand {
+                #expect(!libs.contains { $0.contains(name) }, "\(file.lastPathComponent): \(name) loaded")
+            }
+        }
+        for (file, name) in [(ogg, "libvorbisfile"), (opus, "libopusfile")] {
+            let (libs, r) = try loaded(file)
+            #expect(r.status == 0, "\(r.stderr.suffix(500))")
+            #expect(libs.contains { $0.contains(name) && $0.contains("dynamically loaded by") }, "\(file.lastPathComponent): \(name) not opened")
+            #expect(Self.announced(r.stdoutText) == [file.lastPathComponent], "\(r.stdoutText)")
+            for other in onDemand where other != name {
+                #expect(!libs.contains { $0.contains(other) }, "\(file.lastPathComponent): \(other) loaded")
+            }
+        }
+    }
+
     @Test("--verbose prints the device's settings and scheduling; a bad device is named without ALSA's raw lines")
     func verboseAndDevice() throws {
         let tone = try Fixtures.tone("verbose-tone", seconds: 0.5, frequency: 550)
