@@ -99,8 +99,8 @@ let package = Package(
         // directory's rules, the event kinds. No dependencies (not even Foundation): the small
         // `backline` links it; Daemon re-exports it.
         .target(name: "BacklineWire", swiftSettings: strictSettings),
-        // `backline ctl`: its syntax, help, output for people and the run itself (BacklineWire only).
-        .target(name: "CtlCore", dependencies: ["BacklineWire", "Platform"], swiftSettings: strictSettings),
+        // `backline ctl`: its syntax, help, output for people and the run itself.
+        .target(name: "CtlCore", dependencies: ["BacklineWire"], swiftSettings: strictSettings),
 
         // Thin POSIX helpers in place of Foundation's: threads, path strings, trimming, printf
         // formatting, a spawned child process. No dependencies: the player and daemon link no
@@ -141,7 +141,7 @@ let package = Package(
         // MPD's filters and queries over it. No networking.
         .target(
             name: "Library",
-            dependencies: ["Locking", "MediaCore", "Media", "Platform", "CSQLite"],
+            dependencies: ["Locking", "BacklineWire", "MediaCore", "Media", "Platform", "CSQLite"],
             swiftSettings: strictSettings
         ),
 

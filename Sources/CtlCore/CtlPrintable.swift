@@ -1,9 +1,8 @@
 import BacklineWire
-import Platform
 
 extension CtlText {
     /// `text` as ctl shows it to a person: each control character (Unicode's `Cc`: C0, DEL,
-    /// C1) as `\xNN`, by the rule the daemon names refused paths by (Platform's `escapedName`).
+    /// C1) as `\xNN`, by the rule the daemon names refused paths by (`escapedName`).
     /// A name from the daemon (a file's, a tag's, a URL) then can neither start a terminal's
     /// control sequence (an OSC that retitles the window, a clear screen) nor begin a line of
     /// its own. The one rule for every name and title ctl prints.

@@ -51,6 +51,17 @@ struct CurlHandle {
         set(CURLOPT_NOPROGRESS, 0)
     }
 
+    /// The body, header and progress callbacks, each given `target` (the object they report to).
+    func setCallbacks(body: bl_curl_data_callback, header: bl_curl_data_callback, progress: bl_curl_progress_callback,
+                      target: UnsafeMutableRawPointer) {
+        _ = bl_curl_set_data_callback(api, handle, CURLOPT_WRITEFUNCTION, body)
+        set(CURLOPT_WRITEDATA, pointer: target)
+        _ = bl_curl_set_data_callback(api, handle, CURLOPT_HEADERFUNCTION, header)
+        set(CURLOPT_HEADERDATA, pointer: target)
+        _ = bl_curl_set_progress_callback(api, handle, progress)
+        set(CURLOPT_XFERINFODATA, pointer: target)
+    }
+
     /// Runs the request to its end (`curl_easy_perform`): libcurl's code, and for any code but
     /// `CURLE_OK` the failure in libcurl's words (its error buffer's detail, else the code's
     /// text), naming `item`.

@@ -66,12 +66,7 @@ enum HTTPFetch {
         h.setRequest(url, options: options, connectTimeout: min(left, Int(options.connectTimeout * 1000)))
         h.set(CURLOPT_TIMEOUT_MS, left)  // the whole request, body included
         h.set(CURLOPT_ACCEPT_ENCODING, "")  // every encoding this libcurl decodes
-        _ = bl_curl_set_data_callback(api, raw, CURLOPT_WRITEFUNCTION, fetchWrite)
-        h.set(CURLOPT_WRITEDATA, pointer: me)
-        _ = bl_curl_set_data_callback(api, raw, CURLOPT_HEADERFUNCTION, fetchHeader)
-        h.set(CURLOPT_HEADERDATA, pointer: me)
-        _ = bl_curl_set_progress_callback(api, raw, fetchProgress)
-        h.set(CURLOPT_XFERINFODATA, pointer: me)
+        h.setCallbacks(body: fetchWrite, header: fetchHeader, progress: fetchProgress, target: me)
         let (code, failure) = h.perform(item: url)
         if request.cancelled.load(ordering: .relaxed) { throw MediaError(.io, "cancelled", item: url) }
         if let refusal = request.refusal { throw MediaError(.io, refusal, item: url) }

@@ -458,12 +458,7 @@ final class HTTPTransfer: @unchecked Sendable {
         let headers = api.pointee.curl_slist_append(nil, "Icy-MetaData: 1")
         defer { api.pointee.curl_slist_free_all(headers) }
         h.set(CURLOPT_HTTPHEADER, pointer: headers)
-        _ = bl_curl_set_data_callback(api, raw, CURLOPT_WRITEFUNCTION, httpWrite)
-        h.set(CURLOPT_WRITEDATA, pointer: me)
-        _ = bl_curl_set_data_callback(api, raw, CURLOPT_HEADERFUNCTION, httpHeader)
-        h.set(CURLOPT_HEADERDATA, pointer: me)
-        _ = bl_curl_set_progress_callback(api, raw, httpProgress)
-        h.set(CURLOPT_XFERINFODATA, pointer: me)
+        h.setCallbacks(body: httpWrite, header: httpHeader, progress: httpProgress, target: me)
         // A body that was not audio (an error page) was refused in the header callback.
         guard let libcurlFailure = h.perform(item: url).failure else { return .success(()) }
         return .failure(abortReason ?? monitor.locked({ headError ?? failure }) ?? libcurlFailure)

@@ -1,3 +1,4 @@
+import BacklineWire
 import CSQLite
 import Media
 import MediaCore

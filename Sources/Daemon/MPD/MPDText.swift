@@ -1,5 +1,5 @@
+import BacklineWire
 import NIOCore
-import Platform
 
 /// Text of an MPD response: its literal parts are the protocol's own (keys, `: `, line ends),
 /// and every value interpolated into it goes through ``MPDText/field(_:)``. Replies, ACK
