@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A daemon with nothing to do (issue 18, goal 4): `backline daemon` and mpd side by side, each
+/// A daemon with nothing to do: `backline daemon` and mpd side by side, each
 /// paused in the middle of an item (device held) and then stopped (device released), no client
 /// connected: context switches of all threads (every wake-up is at least one) and CPU time over
 /// ``seconds``. Ours runs with MPRIS on when `dbus-daemon` is there, as on a desktop.

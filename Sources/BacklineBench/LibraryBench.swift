@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The music library (issue 36), beside mpd 0.23 on the same generated tree in the same run:
+/// The music library, beside mpd 0.23 on the same generated tree in the same run:
 /// - a full scan of a 10,000-file tree (`scripts/music-tree`: short tagged files in five
 ///   formats; generated once and cached), each side starting from no database: `update`, then
 ///   `status` polled every 2 ms until `updating_db` is gone; then the same with nothing changed;

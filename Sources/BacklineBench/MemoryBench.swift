@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A daemon playing from a 1,000-item queue (issue 18, goal 2): `backline daemon` and mpd side
+/// A daemon playing from a 1,000-item queue: `backline daemon` and mpd side
 /// by side, each with the same 1,000 files queued (hard links of one 30 s MP3, so every item is
 /// a file of its own to resolve and tag), playing through the paced device for ``seconds``,
 /// then their peak resident memory (`VmHWM`). Ours runs with MPRIS on when `dbus-daemon` is

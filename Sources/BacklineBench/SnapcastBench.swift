@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Feeding Snapcast (issue 38), each beside mpd's `fifo` output into the same private
+/// Feeding Snapcast, each beside mpd's `fifo` output into the same private
 /// `snapserver`, one after the other: the CPU of `backline daemon --device pipe:FIFO` playing 60 s
 /// of a 44.1 kHz MP3 (resampled to snapserver's 48 kHz); and how long a room (a `snapclient` into
 /// a private PulseAudio null sink, its monitor recorded) goes on sounding after `pause`.

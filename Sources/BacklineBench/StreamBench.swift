@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Streams (issue 35): a private Icecast server on loopback (Debian's `icecast2`, fed by
+/// Streams: a private Icecast server on loopback (Debian's `icecast2`, fed by
 /// `ffmpeg -re` looping a 90 s, 320 kbit/s bench file) and
 /// - first sound: `backline play URL` to the sink's monitor beside `mpg123 URL`, `mpv URL` and
 ///   mpd (`add URL`, then `play` timed), alternating, median of ``runs``;

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The web remote (issue 37): the WebSocket's `status` round trip beside the Unix socket's, in
+/// The web remote: the WebSocket's `status` round trip beside the Unix socket's, in
 /// one daemon and one run; the page's first paint (title and cover shown) in headless Chromium
 /// and what it transferred; and the daemon's resident memory with the HTTP listener and 20
 /// connected pages beside the same daemon without it.
