@@ -274,8 +274,9 @@ extension RealtimeTests {
             engine.pause()
             Thread.sleep(forTimeInterval: 1.2)  // (the monitor watches closely for 1 s after a command)
             let paused = wakeUps(over: 2)
-            // Before issue 18: the output woke every 100 ms, the monitor every 100 ms, the decoder
-            // every 250 ms and libpulse's timing updates every 1.5 s of a corked stream.
+            // What this guards against: the output once woke every 100 ms while paused, the monitor
+            // every 100 ms, the decoder every 250 ms and libpulse's timing updates every 1.5 s of a
+            // corked stream.
             #expect(paused.values.allSatisfy { $0 <= 1 }, "context switches in 2 s, paused: \(paused)")
             #expect(!sinkInputs(ofProcess: getpid(), environment: sink.environment).isEmpty, "paused: the stream is held")
 

@@ -3,7 +3,7 @@ import BacklineWire
 import Foundation
 import Testing
 
-/// The chaos soak (issue 39): the daemon plays a mixed-format queue and an HTTP stream through a
+/// The chaos soak: the daemon plays a mixed-format queue and an HTTP stream through a
 /// private PulseAudio server while 50 clients (JSON, MPD, WebSocket, MPRIS:
 /// `scripts/lib/chaos_clients.py`) send random valid and invalid commands. Meanwhile, at random:
 /// the sound server is killed and restarted; the stream server killed, or stalled; files of the

@@ -3,7 +3,7 @@ import BacklineWire
 import Foundation
 import Testing
 
-/// The disk under the daemon's state fails (issue 39): the state directory on a small tmpfs of
+/// The disk under the daemon's state fails: the state directory on a small tmpfs of
 /// its own that fills up, then turns read-only, while the daemon plays. It keeps playing, says
 /// why it cannot save once (not at every save), saves again when it can; the state file and
 /// the library database are never left half-written; a kill at the worst moment loses nothing

@@ -4,11 +4,12 @@ import Foundation
 import PlayQueue
 import Testing
 
-/// Issue 31's breaks, each against a real daemon process: MPD connections that leaked until
+/// Breaks a hostile client or a damaged state file once caused, each against a real daemon
+/// process (each test failed before its fix): MPD connections that leaked until
 /// everyone was refused, a web page running MPD commands, one listener's clients locking out the
 /// others, alarms in the state file crashing every start, links swapped in after a check,
 /// an MPD socket others could rename, sizes nobody bounded.
-@Suite("backline daemon: safe under attack, round two", Harness.audioTools)
+@Suite("backline daemon: hostile clients, pages, links and state files", Harness.audioTools)
 struct HardeningTests {
     static let config = DaemonFixture.foreground
 

@@ -38,7 +38,7 @@ struct MPDDifferentialTests {
     }
 
     /// The script: every command of the table with good and bad arguments (the database's own
-    /// commands are the library issue's). Run in order; the queue it builds is the same on both.
+    /// commands are compared in LibraryMPDTests). Run in order; the queue it builds is the same on both.
     static let script: [String] = [
         "ping", "status 1", "frobnicate", "commands", "notcommands", "tagtypes", "tagtypes disable Genre Date",
         "tagtypes", "tagtypes enable genre", "tagtypes enable Bogus", "tagtypes ENABLE Title", "tagtypes all", "tagtypes clear x",

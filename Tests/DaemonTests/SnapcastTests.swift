@@ -3,7 +3,7 @@ import Daemon
 import Foundation
 import Testing
 
-/// Backline as a Snapcast source (issue 38): `backline daemon --device pipe:FIFO` feeding a real
+/// Backline as a Snapcast source: `backline daemon --device pipe:FIFO` feeding a real
 /// `snapserver` (Debian's 0.26, a private config on loopback), heard through a real `snapclient`
 /// writing what it plays to a file.
 @Suite("Backline as a Snapcast source: daemon → FIFO → snapserver → snapclient", .serialized)
