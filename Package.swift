@@ -11,8 +11,8 @@ let strictSettings: [SwiftSetting] = [
     .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
 ]
 
-/// How the release `backline-player` is linked (issue 18: its resident memory was mostly its own
-/// code pages, spread over the binary). lld, with: the functions `scripts/order-file` saw
+/// How the release `backline-player` is linked (its resident memory was mostly its own code
+/// pages, spread over the binary). lld, with: the functions `scripts/order-file` saw
 /// `play` and the daemon run, in that order, first (`Resources/backline-player.order`; the
 /// kernel maps code in 64 KiB runs, so scattered code costs memory as well as cache); relative
 /// relocations packed (DT_RELR: 10 KiB instead of 1.2 MiB read at every start); and only the

@@ -16,7 +16,7 @@ import Glibc
 /// channels are down-mixed by the decoder (``channelLimit(device:)``).
 ///
 /// - The FIFO is never created here: the reader makes it (snapserver's `mode=create`), so no
-///   stale FIFO of ours is ever read (Snapcast #96); missing, the device is unavailable. It is
+///   stale FIFO's old audio is ever replayed; missing, the device is unavailable. It is
 ///   opened for reading too, as mpd's `fifo` output does: snapserver opens its end only now and
 ///   then while nothing writes (each time it finds the end of the file), so a writer alone would
 ///   find no reader; and holding a read end lets a flush take back what the reader has not read.
@@ -303,7 +303,7 @@ final class PipeStream: @unchecked Sendable {
         if startNanos == 0 {
             // A run starts with the whole lead queued (after a seek the decoder is still filling
             // it): a reader that gets a few frames and then nothing (snapserver) resyncs its
-            // stream at the next ones, a drop-out of a second (Snapcast #433).
+            // stream at the next ones, a drop-out of a second.
             guard draining || queued >= min(leadBytes, queueCapacity / 2) else { return }
             // The clock starts (again): what the FIFO still holds counts as sent ahead.
             var inFIFO: Int32 = 0

@@ -441,7 +441,8 @@ public final class DaemonCore: Sendable {
         }
     }
 
-    /// Debounced save: at most 0.5 s after a change (the issue allows 2 s).
+    /// Debounced save: at most 0.5 s after a change, well within the 2 s of position a kill may
+    /// lose (ChaosTests' bound).
     private func scheduleSave() {
         let go = timers.withLock { t -> Bool in
             guard !t.saveScheduled, !t.shuttingDown else { return false }

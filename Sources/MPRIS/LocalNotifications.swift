@@ -57,7 +57,7 @@ public struct LocalNotificationError: Error, Sendable, Equatable, CustomStringCo
 /// `scheduledLocalNotifications`). At most ``limit`` may be pending at once, as the iOS 4
 /// guide states; one more is refused.
 public final class LocalNotificationCenter: Sendable {
-    /// Pending notifications at most (iOS: 64 per app; the guide: 128).
+    /// Pending notifications at most: 128, as the guide above states (current iOS keeps 64 per app).
     public static let limit = 128
     private let connection: DBusConnection
     private let appName: String

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The chaos soak's clients (issue 39): N clients over the daemon's JSON socket, MPD over TCP,
+"""The chaos soak's clients: N clients over the daemon's JSON socket, MPD over TCP,
 the web remote's WebSocket and MPRIS on D-Bus, each sending random valid and invalid commands
 until told to stop. Each checks that every request gets a well-formed answer, or that the
 connection closes cleanly (a daemon killed on purpose, a line too long), and reconnects.

@@ -139,7 +139,7 @@ final class LogLimiter: Sendable {
 /// line (`POST / HTTP/1.1`) or a header line (`Host: …`) is closed at once, and nothing it
 /// sends is passed on. A web page can make the browser send an HTTP request to any local port
 /// (`fetch(…, {mode: "no-cors", body})`); the body's lines would otherwise run as commands
-/// (mpd closes such a connection; Mopidy's issue #1684). No line of either protocol looks like
+/// (mpd closes such a connection too). No line of either protocol looks like
 /// one: JSON requests start with `{`, and no MPD command name holds `:` or is upper case.
 final class CrossProtocolGuard: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
