@@ -67,9 +67,21 @@ public struct DecoderRegistry: Sendable {
 
     /// The suffix of a path or URL (a URL's query and fragment left out), lower case.
     static func suffix(of name: String) -> String {
-        guard name.contains("://") else { return Path.extension(name).lowercased() }
+        guard isURL(name) else { return Path.extension(name).lowercased() }
         let path = name.prefix { $0 != "?" && $0 != "#" }
         return Path.extension(String(path)).lowercased()
+    }
+
+    /// Whether `name` holds `://`, read byte by byte: String's `contains` of a string is the
+    /// string-processing library's searcher, whose code a `play` would page in for this alone
+    /// (some 150 KiB of resident memory).
+    private static func isURL(_ name: String) -> Bool {
+        var last: (UInt8, UInt8) = (0, 0)
+        for b in name.utf8 {
+            if b == UInt8(ascii: "/"), last == (UInt8(ascii: ":"), UInt8(ascii: "/")) { return true }
+            last = (last.1, b)
+        }
+        return false
     }
 
     /// Opens a decoder for `source`, chosen by content, for an output as `options` say.
