@@ -176,7 +176,7 @@ struct PlayInputTests {
         #expect(r.stderr.contains("backline: cli-ff.m4a: Apple Lossless (MPEG-4), 16-bit, 44100 Hz, stereo"), "\(r.stderr.suffix(800))")
     }
 
-    @Test("libvorbisfile, libopusfile and libsoxr (with libgomp) are opened by an item that needs them, not by an MP3 or a FLAC; an Ogg Vorbis and an Opus each open their own and play")
+    @Test("an MP3 or a FLAC loads none of libvorbisfile, libopusfile, libsoxr, libgomp; an Ogg Vorbis and an Opus each open their own with dlopen, no other, and play")
     func codecLibrariesOnDemand() throws {
         let src = try FormatFixtures.source("cli-dl", seconds: 0.3)
         let mp3 = try Fixtures.mp3(from: src, name: "cli-dl")
