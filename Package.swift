@@ -6,10 +6,12 @@ import PackageDescription
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-    // Release: each function in its own section, so the linker can lay out `backline-player`'s
-    // start-up and playback code together (see `playerLayout`).
-    .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
 ]
+// No target a library product holds carries `unsafeFlags`: SwiftPM refuses them in a package
+// depended on by version. The release build's tuning (each function in its own section, so
+// the linker can lay `backline-player`'s start-up and playback code out together; LLVM's
+// function merging off) is passed by `scripts/build` for every module; only the executables
+// below carry flags of their own.
 
 /// How the release `backline-player` is linked (its resident memory was mostly its own code
 /// pages, spread over the binary). lld, with: the functions `scripts/order-file` saw
@@ -42,15 +44,21 @@ let package = Package(
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
         .executable(name: "backline-fuzz", targets: ["backline-fuzz"]),
-        .library(name: "RingBuffer", targets: ["RingBuffer"]),
+        // The libraries others depend on (README, "Use it from Swift"); their API changes only
+        // as CHANGELOG.md says (scripts/api-check). HTTPInput plays http and https URLs once
+        // registered; BacklineWire is the client of a running daemon's JSON protocol.
+        .library(name: "Player", targets: ["Player"]),
+        .library(name: "Session", targets: ["Session"]),
+        .library(name: "NowPlaying", targets: ["NowPlaying"]),
+        .library(name: "Lifecycle", targets: ["Lifecycle"]),
+        .library(name: "AudioEngine", targets: ["AudioEngine"]),
         .library(name: "MediaCore", targets: ["MediaCore"]),
         .library(name: "Media", targets: ["Media"]),
         .library(name: "HTTPInput", targets: ["HTTPInput"]),
-        .library(name: "AudioEngine", targets: ["AudioEngine"]),
-        .library(name: "Player", targets: ["Player"]),
-        .library(name: "Session", targets: ["Session"]),
-        .library(name: "Lifecycle", targets: ["Lifecycle"]),
-        .library(name: "NowPlaying", targets: ["NowPlaying"]),
+        .library(name: "BacklineWire", targets: ["BacklineWire"]),
+        // The programs' own modules, products since 0.1.0: they build as dependencies too, but
+        // their API may change in any version.
+        .library(name: "RingBuffer", targets: ["RingBuffer"]),
         .library(name: "PlayQueue", targets: ["PlayQueue"]),
         .library(name: "Control", targets: ["Control"]),
         .library(name: "MPRIS", targets: ["MPRIS"]),
@@ -110,9 +118,8 @@ let package = Package(
         // can see (scripts/sanitize).
         .target(name: "Locking", swiftSettings: strictSettings),
 
-        // The render callback's steady-gain loop, in C compiled optimised in every build (see
-        // its header): debug builds' output threads keep real-time pace with it.
-        .target(name: "RenderKernel", cSettings: [.unsafeFlags(["-O2"])]),
+        // The render callback's steady-gain loop, in C (see its header).
+        .target(name: "RenderKernel"),
 
         // Lock-free single-producer/single-consumer byte ring: no dependencies at all.
         .target(name: "RingBuffer", swiftSettings: strictSettings),
@@ -258,7 +265,7 @@ let package = Package(
             // The tests run both executables (`backline` execs `backline-player`), which `swift build`
             // and `swift test` build; `backline` is not a dependency here: its `-static-executable`
             // would be linked into the test bundle too.
-            dependencies: ["backline-player", "BacklineTestSupport"],
+            dependencies: ["backline-player", "BacklineTestSupport", "AudioEngine", "Media", "HTTPInput"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -5,8 +5,9 @@
 
 /// `dst[i] = src[i] * gain` for `count` float32 samples: the render callback's steady-gain
 /// copy (at gain 1 exactly a copy, bit for bit). Real-time safe: no locks, allocation or
-/// system calls. Compiled optimised in every build (vectorised multiply, AVX2 where the CPU has
-/// it, never a `memcpy` call), so a debug build's output thread renders as fast as a release build's.
+/// system calls. In a release build a vectorised multiply (AVX2 where the CPU has it), never a
+/// `memcpy` call; a debug build compiles it unoptimised (a package others depend on may set no
+/// optimisation flags of its own), still far faster than real time.
 void backline_scale_f32(const float *restrict src, float *restrict dst, size_t count, float gain);
 
 #endif
