@@ -35,6 +35,9 @@ public struct ItemInfo: Sendable, Equatable {
 }
 
 /// Engine events. Item events fire when the listener *hears* them (position-based), not when decoded.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum EngineEvent: Sendable, Equatable {
     /// An item's first sample (or its first sample after a seek, with `fromSeek`) became audible.
     case itemStarted(ItemInfo, fromSeek: Bool)

@@ -63,6 +63,9 @@ public func fileKind(_ mode: mode_t) -> String {
 /// list. The command layer's events name their kind with it (a new event is a new case here,
 /// or the daemon does not compile), the JSON codec writes its raw value, `ctl` checks and
 /// prints by it.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum EventKind: String, CaseIterable, Sendable {
     case state, buffering, current, queue, modes, failed, seeked, position, volume
     case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, partitions, message

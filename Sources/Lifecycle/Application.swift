@@ -34,6 +34,9 @@ public enum ApplicationState: Int, Sendable {
 }
 
 /// Application notifications, in Apple's order for each transition.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum ApplicationEvent: Sendable, Equatable {
     /// The app is leaving the active state (`UIApplication.willResignActiveNotification`).
     case willResignActive

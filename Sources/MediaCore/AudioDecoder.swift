@@ -141,6 +141,9 @@ public struct DecoderPlugin: Sendable {
 }
 
 /// How far a decoder's ``AudioDecoder/lengthFrames`` can be trusted.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum LengthAccuracy: Sendable, Equatable {
     /// To the sample: the file states it (FLAC's STREAMINFO, an MP3's Info header, MP4's edit
     /// list) or the decoder counted it.

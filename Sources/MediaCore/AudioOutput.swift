@@ -1,4 +1,7 @@
 /// Sample format written to the device.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum DeviceSampleFormat: Sendable, Equatable, CustomStringConvertible {
     /// 32-bit float, little-endian: the decoder's own format, copied bit-exact.
     case float32

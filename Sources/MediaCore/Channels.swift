@@ -1,5 +1,8 @@
 /// How an output numbers the channels of a stream with more than two (mono and stereo are the
 /// same everywhere).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum ChannelOrder: Sendable, Equatable {
     /// FL FR FC LFE BL BR SL SR: `WAVE_FORMAT_EXTENSIBLE`'s and FLAC's order, and PulseAudio's
     /// `WAVEEX` channel map (which Backline's Pulse output sets).

@@ -5,6 +5,9 @@
 /// `t.m4a: unsupported format: MPEG-4 audio (AAC)`, `a.flac: corrupt data: lost sync (libFLAC)`.
 public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure.
+    ///
+    /// Cases may be added in a minor version: `switch` over it with a `default:` case, as over
+    /// Apple's non-frozen enums.
     public enum Kind: String, Sendable, Equatable {
         /// The content is not a format any decoder plays (or a variant one does not).
         case unsupportedFormat = "unsupported format"

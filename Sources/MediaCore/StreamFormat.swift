@@ -38,6 +38,9 @@ public struct StreamFormat: Sendable, Equatable, CustomStringConvertible {
 
 /// How a file stores its samples (what MPD's `Format` and `--verbose` show), before the
 /// decoder converts them to float32.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum SampleEncoding: Sendable, Equatable, CustomStringConvertible {
     /// Signed (or 8-bit unsigned) integers of this many significant bits.
     case integer(bits: Int)

@@ -1,6 +1,9 @@
 /// A tag type, as mpd 0.23 names and orders them (`src/tag/Type.h`, `src/tag/Names.c`).
 ///
 /// The raw values are mpd's enum order, the order `tagtypes` lists them in.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum TagKey: Int, CaseIterable, Sendable {
     /// `Artist`.
     case artist

@@ -9,6 +9,9 @@ import Locking
 /// `MPMediaItemProperty*` and `MPNowPlayingInfoProperty*` entries.
 public struct NowPlayingInfo: Sendable, Equatable {
     /// `MPNowPlayingInfoMediaType`.
+    ///
+    /// Cases may be added in a minor version: `switch` over it with a `default:` case, as over
+    /// Apple's non-frozen enums.
     public enum MediaType: Int, Sendable {
         /// Unspecified.
         case none = 0
@@ -105,6 +108,9 @@ public enum NowPlayingPlaybackState: Int, Sendable {
 }
 
 /// Changes of the now-playing store.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum NowPlayingEvent: Sendable, Equatable {
     /// The info was set (nil: cleared).
     case infoChanged(NowPlayingInfo?)

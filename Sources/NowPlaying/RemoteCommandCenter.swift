@@ -22,6 +22,9 @@ public enum RemoteCommandHandlerStatus: Int, Sendable {
 }
 
 /// The commands (`MPRemoteCommandCenter`'s properties).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum RemoteCommandKind: String, Sendable, CaseIterable {
     /// Start playing (`MPRemoteCommandCenter.playCommand`).
     case play
@@ -103,6 +106,9 @@ public enum SeekCommandEventType: Int, Sendable {
 public struct RemoteCommandEvent: Sendable, Equatable {
     /// The command's argument: the fields of `MPSkipIntervalCommandEvent`,
     /// `MPChangePlaybackPositionCommandEvent` and the other event subclasses.
+    ///
+    /// Cases may be added in a minor version: `switch` over it with a `default:` case, as over
+    /// Apple's non-frozen enums.
     public enum Payload: Sendable, Equatable {
         /// No argument (play, pause, next, …; a skip without one uses the command's first
         /// preferred interval).

@@ -33,6 +33,9 @@ public enum TimeControlStatus: Int, Sendable {
 }
 
 /// Why the player waits (`AVPlayer.WaitingReason`).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum WaitingReason: String, Sendable {
     /// The player waits for its buffer: an item over the network before its first audio, or
     /// one that stalled (its input behind the device) until enough is buffered again.
@@ -44,6 +47,9 @@ public enum WaitingReason: String, Sendable {
 }
 
 /// Why the rate changed (`AVPlayer.RateDidChangeReason`, plus Backline's own).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum RateChangeReason: String, Sendable {
     /// `play()`, `pause()` or `setRate(_:)`.
     case setRateCalled
@@ -76,6 +82,9 @@ public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConv
 }
 
 /// Player notifications (the `AVPlayerItem…Notification`s and AVPlayer's observable properties).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum PlayerEvent: Sendable {
     /// `currentItem` changed (nil: the queue ran out or was emptied).
     case currentItemChanged(PlayerItem?)

@@ -66,6 +66,9 @@ public struct SetActiveOptions: OptionSet, Sendable {
 /// people, ``description`` adds the code (as `NSError` shows it), ``code`` is the code.
 public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The error's code (`AVAudioSession.ErrorCode`), with Apple's four-character values.
+    ///
+    /// Cases may be added in a minor version: `switch` over it with a `default:` case, as over
+    /// Apple's non-frozen enums.
     public enum Code: Int, Sendable {
         /// `'!int'`: another session could not be interrupted.
         case cannotInterruptOthers = 560557684
@@ -92,6 +95,9 @@ public struct AudioSessionError: Error, Sendable, Equatable, CustomStringConvert
 }
 
 /// Interruption reasons (`AVAudioSession.InterruptionReason`).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum InterruptionReason: Int, Sendable {
     /// Another session activated.
     case `default` = 0
@@ -102,6 +108,9 @@ public enum InterruptionReason: Int, Sendable {
 }
 
 /// Route-change reasons (`AVAudioSession.RouteChangeReason`).
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum RouteChangeReason: Int, Sendable {
     /// The reason is not known (`AVAudioSession.RouteChangeReason.unknown`).
     case unknown = 0
@@ -116,6 +125,9 @@ public enum RouteChangeReason: Int, Sendable {
 }
 
 /// Session notifications, with Apple's payloads.
+///
+/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
+/// non-frozen enums.
 public enum SessionEvent: Sendable, Equatable {
     /// `.began`: the session is already inactive and its players paused. `by` is the session
     /// that interrupted (its registry id), when known.
