@@ -12,10 +12,18 @@ import Locking
 /// name plays it. Adding an output is its driver in one file and one line here.
 enum OutputDrivers {
     static let all: [OutputDriver] = [
-        .of(PacedOutput.self),  // `paced:NAME`: a device the test paces
-        .of(PulseStream.self),  // `pulse`, `pulse:SINK`
-        .of(PipeOutput.self),   // `pipe:PATH`: a FIFO another program reads (snapserver)
-        .of(ALSAPCM.self),      // every other name: an ALSA PCM
+        .of(PacedOutput.self, OutputDeviceKind(
+            name: "paced", forms: ["paced:NAME"],
+            summary: "a device a test paces (never heard)", forTests: true)),
+        .of(PulseStream.self, OutputDeviceKind(
+            name: "PulseAudio", forms: ["pulse", "pulse:SINK"],
+            summary: "the default sink of the PulseAudio or PipeWire-Pulse server, or a named one")),
+        .of(PipeOutput.self, OutputDeviceKind(
+            name: "pipe", forms: ["pipe:PATH"],
+            summary: "raw PCM into a FIFO another program reads, such as snapserver")),
+        .of(ALSAPCM.self, OutputDeviceKind(
+            name: "ALSA", forms: ["default", "hw:0", "null", "file:…", "any other ALSA PCM name"],
+            summary: "any PCM name no other kind takes")),
     ]
 
     /// The driver for `device`.
@@ -68,10 +76,33 @@ func waitForWake(_ wake: Int32) {
 /// runs it (`OutputThread.start`).
 struct OutputDriver: Sendable {
     let type: any AudioOutput.Type
+    /// The device names it plays, for people.
+    let kind: OutputDeviceKind
     /// Runs the loop of `thread`, an `OutputThread<type>`.
     let run: @Sendable (AnyObject) -> Void
 
-    static func of<D: AudioOutput>(_ driver: D.Type) -> OutputDriver {
-        OutputDriver(type: driver) { thread in (thread as! OutputThread<D>).runLoop() }
+    static func of<D: AudioOutput>(_ driver: D.Type, _ kind: OutputDeviceKind) -> OutputDriver {
+        OutputDriver(type: driver, kind: kind) { thread in (thread as! OutputThread<D>).runLoop() }
     }
+}
+
+/// A kind of output device: the device names one output driver plays, for help texts and
+/// documentation.
+public struct OutputDeviceKind: Sendable, Equatable {
+    /// The driver's name (`PulseAudio`, `ALSA`).
+    public var name: String
+    /// The forms of device name it takes (`pulse`, `pulse:SINK`), in the order to show them.
+    public var forms: [String]
+    /// What it plays to, for people.
+    public var summary: String
+    /// Whether it exists for tests alone (a device nobody hears): help texts leave it out.
+    public var forTests: Bool
+
+    /// A kind from its parts.
+    public init(name: String, forms: [String], summary: String, forTests: Bool = false) {
+        (self.name, self.forms, self.summary, self.forTests) = (name, forms, summary, forTests)
+    }
+
+    /// Every kind the engine plays to, in the order device names are matched against them.
+    public static var all: [OutputDeviceKind] { OutputDrivers.all.map(\.kind) }
 }

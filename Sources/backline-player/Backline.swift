@@ -14,7 +14,15 @@ import Glibc
 struct Backline: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backline",
-        abstract: "Gapless, sample-exact MP3 playback on Linux (ALSA + libmpg123).",
+        abstract: "Gapless, sample-exact audio playback on Linux: a terminal player and a music daemon.",
+        discussion: """
+            `play` plays files, folders, playlists and streams with keys on a terminal; `daemon` \
+            plays a queue that `ctl`, MPD clients (mpc, ncmpcpp), the desktop's media controls \
+            (MPRIS) and a web remote control; `ctl` sends it commands; `bench` measures.
+
+            Formats: \(HelpText.formats). URLs: \(HelpText.urlSchemes). \
+            Devices: \(HelpText.devices).
+            """,
         version: Backline.version,
         subcommands: [Play.self, DaemonCommand.self, Ctl.self, BenchHandOff.self]
     )

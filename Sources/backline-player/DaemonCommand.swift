@@ -39,7 +39,7 @@ struct DaemonCommand: ParsableCommand {
     @Option(name: .long, help: "Config file (default: $XDG_CONFIG_HOME/backline/daemon.conf, if it exists).")
     var config: String?
 
-    @Option(name: .long, help: "ALSA PCM device name.")
+    @Option(name: .long, help: ArgumentHelp(HelpText.deviceOption))
     var device: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")

@@ -23,11 +23,12 @@ import Locking
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",  // (given: deriving it reflects on the type, a conformance scan at start-up)
-        abstract: "Play MP3 files, folders and playlists, gaplessly, with keys on a terminal.",
+        abstract: "Play audio files, folders, playlists and streams, gaplessly, with keys on a terminal.",
         discussion: """
-            Files play in the order given. A folder plays its MP3 files (recursively, in natural \
-            order); an .m3u, .m3u8 or .pls playlist plays its entries (relative ones against the \
-            playlist's folder); `-` reads paths or a playlist from standard input.
+            Items play in the order given. A folder plays its audio files (recursively, in \
+            natural order); an .m3u, .m3u8 or .pls playlist plays its entries (relative ones \
+            against the playlist's folder); a URL plays as a file or a live stream (radio, with \
+            its titles); `-` reads paths or a playlist from standard input.
 
             Keys (when standard input is a terminal; --no-keys turns them off): space or p \
             pause/resume, n or > next, b or < previous (restarts the item when more than 3 s \
@@ -48,7 +49,7 @@ struct Play: ParsableCommand {
             device and restoring the terminal (a shell shows 130, 143, 141).
             """)
 
-    @Option(name: .long, help: "ALSA PCM device name.")
+    @Option(name: .long, help: ArgumentHelp(HelpText.deviceOption))
     var device = PlayOptions.defaults.device
 
     @Option(name: .customLong("buffer-ms"), help: "Device buffer length in milliseconds (period = a half).")
@@ -100,7 +101,7 @@ struct Play: ParsableCommand {
     @Flag(name: .customLong("no-mpris"), help: "Do not publish the player on the session bus (MPRIS2: desktop media controls, media keys, playerctl).")
     var noMPRIS = PlayOptions.defaults.noMPRIS
 
-    @Argument(help: "Audio files (MP3, FLAC, Ogg Vorbis, Opus, WAV, AIFF), folders, playlists (.m3u, .m3u8, .pls), or - for a list on standard input.")
+    @Argument(help: ArgumentHelp(HelpText.items))
     var files: [String]
 
     /// The options as parsed, for ``PlayOptions/run()``.
