@@ -1,5 +1,5 @@
 /// The daemon's sizes, each bounded so that no client, file or saved state can make it slow or
-/// large without end (README's limits table lists them all). Past one, the request is refused
+/// large without end (docs/GUIDE.md's limits table lists them all). Past one, the request is refused
 /// with ``CommandError/tooLarge(_:)`` and nothing changes.
 public enum Limits {
     /// Entries in the queue (mpd's `max_playlist_length` defaults to 16,384; a library-wide

@@ -18,7 +18,7 @@ import Locking
 /// - `duckOthers` lowers every other active session while this one is active.
 /// - If the interrupting or ducking process dies (even `kill -9`), the others notice within
 ///   about 200 ms: ducking is undone and the interruption ends with `shouldResume` (the other
-///   side can never send it any more; decision recorded in the README).
+///   side can never send it any more; decision recorded in docs/GUIDE.md).
 /// - The silent switch and the screen lock silence `ambient` and `soloAmbient` sessions in
 ///   every process; `playback` ignores both.
 public final class AudioSession: Sendable {

@@ -5,7 +5,7 @@ import Testing
 /// One command script, run against mpd 0.23 (started here on the same music tree, `null`
 /// output) and against Backline; the replies compared line by line after normalising what may
 /// differ (ids, queue versions, times). Every other difference is a bug, or listed in
-/// ``MPDDifferences/deliberate`` with its reason (README's MPD section shows that list).
+/// ``MPDDifferences/deliberate`` with its reason (docs/GUIDE.md's MPD section shows that list).
 @Suite("MPD protocol: the same script against mpd 0.23 and Backline", Harness.audioTools)
 struct MPDDifferentialTests {
     static var mpdAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/mpd") }
@@ -164,8 +164,8 @@ struct MPDDifferentialTests {
     }
 }
 
-/// The deliberate differences from mpd 0.23, each with its reason: the one list (README's MPD
-/// section shows it).
+/// The deliberate differences from mpd 0.23, each with its reason: the one list (docs/GUIDE.md's
+/// MPD section shows it).
 enum MPDDifferences {
     /// `Format:` and `audio:` (normalised away in every reply): mpd 0.23 on Debian decodes MP3
     /// with libmad, which gives 24-bit samples (`44100:24:2`); Backline decodes with libmpg123

@@ -1,7 +1,10 @@
-// README's Swift snippets, compiled as written (Swift 6 mode, warnings as errors). Each function
-// body holds one README block, line for line (its `import` lines are this file's imports); what
-// a block leaves to the reader (`paths`, an earlier block's `player`) is a parameter, and lines
-// after a block only silence "never used". `ReadmeTests` checks that the blocks are still here.
+// The Swift snippets of README.md and docs/GUIDE.md, compiled as written (Swift 6 mode, warnings
+// as errors). Each function body holds one block, line for line (its `import` lines are this
+// file's imports): `player()` is README's QueuePlayer example, and the guide's copy of it without
+// its first line; the others are the guide's. What a block leaves to the reader (an earlier
+// block's `player`) is a parameter, and lines after a block only silence "never used".
+// `ReadmeTests` checks that the blocks are still here. README's package manifest example is not
+// Swift this target can compile: `ReadmeTests` checks the products it names instead.
 // The functions are compiled, not run (they play to the default device); `IOSStyleClientTests`
 // runs an app written the same way.
 import AudioEngine
@@ -21,7 +24,8 @@ enum ReadmeSnippets {
         print(engine.position as Any)                      // item + frame actually audible now
     }
 
-    static func player(paths: [String]) async {
+    static func player() async {
+        let paths = Array(CommandLine.arguments.dropFirst())                  // the files to play
         let player = QueuePlayer(items: paths.map { PlayerItem(path: $0) })   // paused, first item current
         player.addObserver(queue: .main) { event in                           // PlayerEvent, in order
             if case .currentItemChanged(let item) = event { print("now playing:", item?.displayName ?? "nothing") }

@@ -2,13 +2,48 @@ import BacklineTestSupport
 import Foundation
 import Testing
 
-@Suite("README's and the DocC articles' Swift snippets compile as written")
+@Suite("README's, the guide's and the DocC articles' Swift snippets compile as written")
 struct ReadmeTests {
-    @Test("every ```swift block of README.md is in ReadmeSnippets.swift, line for line (imports at the top)")
+    @Test("every ```swift block of README.md and docs/GUIDE.md but README's package manifest is in ReadmeSnippets.swift, line for line (imports at the top)")
     func snippetsAreCompiled() throws {
-        let blocks = try Self.swiftBlocks(in: "README.md")
-        #expect(blocks.count >= 4, "README has \(blocks.count) swift blocks")
-        try Self.expectCompiled(blocks, of: "README", in: "Tests/SnippetTests/ReadmeSnippets.swift")
+        let readme = try Self.swiftBlocks(in: "README.md").filter { !Self.isManifest($0) }
+        let guide = try Self.swiftBlocks(in: "docs/GUIDE.md")
+        #expect(readme.count >= 1, "README has \(readme.count) swift blocks besides its package manifest")
+        #expect(guide.count >= 3, "docs/GUIDE.md has \(guide.count) swift blocks")
+        #expect(readme.count + guide.count >= 4, "README and the guide have \(readme.count + guide.count) swift blocks")
+        try Self.expectCompiled(readme, of: "README", in: "Tests/SnippetTests/ReadmeSnippets.swift")
+        try Self.expectCompiled(guide, of: "docs/GUIDE.md", in: "Tests/SnippetTests/ReadmeSnippets.swift")
+    }
+
+    @Test("README's package manifest example depends on library products Package.swift declares")
+    func manifestNamesLibraryProducts() throws {
+        let manifests = try Self.swiftBlocks(in: "README.md").filter(Self.isManifest)
+        #expect(manifests.count == 1, "README has \(manifests.count) package manifest examples")
+        let packageSwift = try String(contentsOf: Harness.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        for block in manifests {
+            let text = block.joined(separator: "\n")
+            let products = Self.backlineProducts(in: text)
+            #expect(!products.isEmpty, "README's manifest example names no product of the package \"backline\":\n\(text)")
+            for name in products {
+                #expect(packageSwift.contains(".library(name: \"\(name)\""),
+                        "README's manifest example depends on \(name), which is not a library product of Package.swift")
+            }
+        }
+    }
+
+    /// Whether a ```swift block is a package manifest's (it declares a package dependency), which
+    /// a test target cannot compile.
+    static func isManifest(_ block: [String]) -> Bool {
+        block.contains { $0.contains(".package(url:") }
+    }
+
+    /// The names in `.product(name: "NAME", package: "backline")` in `text`.
+    static func backlineProducts(in text: String) -> [String] {
+        text.components(separatedBy: ".product(name: \"").dropFirst().compactMap { part -> String? in
+            guard let end = part.firstIndex(of: "\"") else { return nil }
+            guard part[end...].hasPrefix("\", package: \"backline\")") else { return nil }
+            return String(part[..<end])
+        }
     }
 
     /// The four areas' landing articles, each with one complete example program.
