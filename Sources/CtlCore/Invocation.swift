@@ -4,8 +4,9 @@ import BacklineWire
 import Glibc
 #endif
 
-/// The version `backline --version`, `backline daemon` and `ctl version` report.
-public let backlineVersion = "0.3.0"
+/// The version `backline --version`, `backline daemon` and `ctl version` report: the newest
+/// release in CHANGELOG.md, whose git tag has this name (a test holds the two equal).
+public let backlineVersion = "0.2.0"
 
 /// `backline ctl [--socket PATH] [--partition NAME] [--json] [--format F] COMMAND [ARGUMENTS…]`, as given.
 public struct CtlInvocation: Sendable {
