@@ -1,17 +1,24 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The release build of Backline's own programs (`scripts/build` sets
+/// `BACKLINE_PROGRAM_BUILD=1`): each function of this package's modules in its own section, so
+/// the link can lay `backline-player`'s start-up and playback code out together (see
+/// `playerLayout`). Passed for every module instead (`-Xswiftc`), the dependencies' code
+/// split too, and a 60 s `play` kept 150 KiB more of the binary's code resident.
+///
+/// A package that depends on Backline never sets the variable, so it sees no `unsafeFlags` in
+/// any target (SwiftPM refuses a package depended on by version whose products carry them).
+let programTuning: [SwiftSetting] = Context.environment["BACKLINE_PROGRAM_BUILD"] == "1"
+    ? [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
+    : []
+
 /// Settings every Swift target shares: Swift 6 language mode is the package default;
 /// these add the upcoming-feature checks the model Swift server packages use.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
-]
-// No target a library product holds carries `unsafeFlags`: SwiftPM refuses them in a package
-// depended on by version. The release build's tuning (each function in its own section, so
-// the linker can lay `backline-player`'s start-up and playback code out together; LLVM's
-// function merging off) is passed by `scripts/build` for every module; only the executables
-// below carry flags of their own.
+] + programTuning
 
 /// How the release `backline-player` is linked (its resident memory was mostly its own code
 /// pages, spread over the binary). lld, with: the functions `scripts/order-file` saw

@@ -2,10 +2,10 @@
 # scripts/build, scripts/bench and scripts/order-file: modules built with other flags would be
 # rebuilt by the next of them). They are passed here, not in Package.swift, because SwiftPM
 # refuses a package with `unsafeFlags` in its library products when others depend on it by version.
-#   -function-sections: each function in its own section, so the link can place the functions
-#     Resources/backline-player.order lists together (Package.swift, `playerLayout`): the code
-#     `play` and the daemon run shares 64 KiB fault-around windows instead of touching windows
-#     all over the binary.
+#   BACKLINE_PROGRAM_BUILD=1: Package.swift then compiles this package's own modules with a
+#     section per function (`programTuning`), so the link can place the functions
+#     Resources/backline-player.order lists together; a package that depends on Backline never
+#     sets it, and sees no unsafe flags.
 #   -disable-llvm-merge-functions-pass: LLVM's function merging folds identical helpers (value
 #     witnesses, outlined copies) across modules into one `…Tm` function whose name changes from
 #     build to build, so the order file could not place them and each sat in a window of code
@@ -13,6 +13,6 @@
 #     instead of 15.3; the binary is 0.25 MB larger.
 release_flags=(
   -c release --static-swift-stdlib
-  -Xswiftc -Xfrontend -Xswiftc -function-sections
   -Xswiftc -Xfrontend -Xswiftc -disable-llvm-merge-functions-pass
 )
+export BACKLINE_PROGRAM_BUILD=1
