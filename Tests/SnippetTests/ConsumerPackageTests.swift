@@ -28,6 +28,38 @@ struct ConsumerPackageTests {
         return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    @Test("no target any library product holds carries unsafe flags, as a dependent package sees the manifest")
+    func noUnsafeFlagsInLibraries() throws {
+        // A dependent package's build never sets BACKLINE_PROGRAM_BUILD (scripts/build does).
+        let r = try runProcess("swift", ["package", "dump-package", "--package-path", Harness.packageRoot.path],
+                               environment: ["BACKLINE_PROGRAM_BUILD": ""], timeout: 300)
+        #expect(r.status == 0, "\(r.stderr)")
+        let package = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let targets = (package["targets"] as? [[String: Any]] ?? []).reduce(into: [String: [String: Any]]()) {
+            $0[$1["name"] as? String ?? ""] = $1
+        }
+        /// The package's targets `name` depends on, itself included.
+        func closure(_ name: String, _ seen: inout Set<String>) {
+            guard seen.insert(name).inserted, let target = targets[name] else { return }
+            for dependency in target["dependencies"] as? [[String: Any]] ?? [] {
+                for kind in ["byName", "target"] {
+                    if let first = (dependency[kind] as? [Any])?.first as? String, targets[first] != nil { closure(first, &seen) }
+                }
+            }
+        }
+        let libraries = (package["products"] as? [[String: Any]] ?? []).filter { ($0["type"] as? [String: Any])?["library"] != nil }
+        #expect(libraries.count >= 9, "\(libraries.count) library products")
+        for product in libraries {
+            var seen = Set<String>()
+            for target in product["targets"] as? [String] ?? [] { closure(target, &seen) }
+            for name in seen.sorted() {
+                let settings = targets[name]?["settings"] as? [[String: Any]] ?? []
+                let unsafe = settings.filter { ($0["kind"] as? [String: Any])?["unsafeFlags"] != nil }
+                #expect(unsafe.isEmpty, "\(product["name"] ?? ""): target \(name) carries unsafe flags: \(unsafe)")
+            }
+        }
+    }
+
     @Test("README's package builds against a tagged clone and plays two files bit-exact")
     func buildsAndPlays() throws {
         let release = try #require(try Self.newestRelease(), "CHANGELOG.md names no release")
