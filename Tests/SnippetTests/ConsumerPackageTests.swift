@@ -30,8 +30,11 @@ struct ConsumerPackageTests {
 
     @Test("no target any library product holds carries unsafe flags, as a dependent package sees the manifest")
     func noUnsafeFlagsInLibraries() throws {
-        // A dependent package's build never sets BACKLINE_PROGRAM_BUILD (scripts/build does).
-        let r = try runProcess("swift", ["package", "dump-package", "--package-path", Harness.packageRoot.path],
+        // A dependent package's build never sets BACKLINE_PROGRAM_BUILD (scripts/build does). A
+        // scratch directory of its own: `swift test` holds the package's `.build` meanwhile.
+        let scratch = try Harness.makeTemporaryDirectory().appendingPathComponent("scratch").path
+        let r = try runProcess("swift", ["package", "--package-path", Harness.packageRoot.path, "--scratch-path", scratch,
+                                         "dump-package"],
                                environment: ["BACKLINE_PROGRAM_BUILD": ""], timeout: 300)
         #expect(r.status == 0, "\(r.stderr)")
         let package = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
