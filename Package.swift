@@ -51,8 +51,8 @@ let package = Package(
         .executable(name: "queue-example", targets: ["queue-example"]),
         .executable(name: "session-probe", targets: ["session-probe"]),
         .executable(name: "backline-fuzz", targets: ["backline-fuzz"]),
-        // The libraries others depend on (README, "Use it from Swift"); their API changes only
-        // as CHANGELOG.md says (scripts/api-check). HTTPInput plays http and https URLs once
+        // The libraries others depend on (README's Swift section); their API changes only as
+        // CHANGELOG.md says (scripts/api-check). HTTPInput plays http and https URLs once
         // registered; BacklineWire is the client of a running daemon's JSON protocol.
         .library(name: "Player", targets: ["Player"]),
         .library(name: "Session", targets: ["Session"]),
