@@ -19,7 +19,7 @@ extension Unicode.Scalar {
 }
 
 /// A file name's bytes as text to log or show: valid UTF-8 as it is, but each control
-/// character (``Unicode/Scalar/isControlCharacter``) and each byte that is not valid UTF-8 as
+/// character (`Unicode.Scalar.isControlCharacter`) and each byte that is not valid UTF-8 as
 /// `\xNN` (so a name holding a newline or an escape sequence stays on its line and does nothing
 /// to a terminal).
 public func escapedName(_ raw: [UInt8]) -> String {

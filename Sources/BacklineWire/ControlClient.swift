@@ -7,17 +7,21 @@ import Glibc
 public final class ControlClient {
     /// Connection failures, with the C error number.
     public struct ConnectError: Error, CustomStringConvertible {
+        /// The socket path connected to.
         public let path: String
+        /// The C error number (`errno`) of the failed call.
         public let code: Int32
         /// Why the connection was refused on this side, when it was.
         public var reason: String?
 
+        /// A failure to connect to `path`, with its error number and, when this side refused, why.
         public init(path: String, code: Int32, reason: String? = nil) {
             self.path = path
             self.code = code
             self.reason = reason
         }
 
+        /// Why, for people: no daemon running, another user's socket, or the C library's words.
         public var description: String {
             if let reason { return "\(path): \(reason)" }
             switch code {
@@ -30,7 +34,9 @@ public final class ControlClient {
 
     /// The connection closed, or a reply was not JSON.
     public struct ProtocolFailure: Error, CustomStringConvertible {
+        /// What went wrong, for people.
         public let message: String
+        /// Why, for people: no daemon running, another user's socket, or the C library's words.
         public var description: String { message }
     }
 
@@ -188,10 +194,14 @@ func monotonicSeconds() -> Double {
 /// Linux's `struct ucred` (SO_PEERCRED), which Glibc's module does not export: who is at the
 /// other end of a Unix socket.
 public struct PeerCredentials: Sendable {
+    /// The peer's process id.
     public var pid: Int32 = 0
+    /// The peer's user id.
     public var uid: UInt32 = 0
+    /// The peer's group id.
     public var gid: UInt32 = 0
     /// SO_PEERCRED on Linux.
     public static let option: Int32 = 17
+    /// Zeroes, for `getsockopt` to fill.
     public init() {}
 }

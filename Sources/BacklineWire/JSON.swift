@@ -8,6 +8,7 @@ public enum JSON: Sendable, Equatable {
     case array([JSON])
     case object([(String, JSON)])
 
+    /// Whether two values are equal: objects key by key in order, numbers by value.
     public static func == (a: JSON, b: JSON) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
@@ -27,9 +28,13 @@ public enum JSON: Sendable, Equatable {
         return nil
     }
 
+    /// The string, when this is one.
     public var string: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// The number, when this is one.
     public var number: Double? { if case .number(let n) = self { return n } else { return nil } }
+    /// The Boolean, when this is one.
     public var bool: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    /// The elements, when this is an array.
     public var array: [JSON]? { if case .array(let a) = self { return a } else { return nil } }
     /// An integral number.
     public var int: Int? {
@@ -37,6 +42,7 @@ public enum JSON: Sendable, Equatable {
         return Int(n)
     }
 
+    /// The number `i`.
     public static func int(_ i: Int) -> JSON { .number(Double(i)) }
 
     // MARK: Parsing
@@ -53,8 +59,11 @@ public enum JSON: Sendable, Equatable {
 
     /// A parse error with the byte offset.
     public struct ParseError: Error, CustomStringConvertible {
+        /// What is wrong, for people.
         public let message: String
+        /// The byte at which the text stopped being JSON.
         public let offset: Int
+        /// The message and the offset.
         public var description: String { "\(message) at byte \(offset)" }
     }
 
@@ -222,6 +231,7 @@ public enum JSON: Sendable, Equatable {
         return s
     }
 
+    /// Appends the value's compact JSON text to `s`.
     public func write(into s: inout String) {
         switch self {
         case .null: s += "null"
@@ -269,11 +279,18 @@ public enum JSON: Sendable, Equatable {
 extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
+    /// A string value.
     public init(stringLiteral v: String) { self = .string(v) }
+    /// A number value.
     public init(integerLiteral v: Int) { self = .number(Double(v)) }
+    /// A Boolean value.
     public init(booleanLiteral v: Bool) { self = .bool(v) }
+    /// A number value.
     public init(floatLiteral v: Double) { self = .number(v) }
+    /// An array value.
     public init(arrayLiteral v: JSON...) { self = .array(v) }
+    /// An object value, its keys in the order written.
     public init(dictionaryLiteral v: (String, JSON)...) { self = .object(v) }
+    /// The null value.
     public init(nilLiteral: ()) { self = .null }
 }

@@ -73,5 +73,6 @@ public enum EventKind: String, CaseIterable, Sendable {
 
 /// The kinds' names, in ``EventKind``'s order.
 public enum EventKinds {
+    /// Every event kind's name, as `subscribe` takes them.
     public static let all: [String] = EventKind.allCases.map(\.rawValue)
 }
