@@ -10,16 +10,6 @@ import Testing
 @Suite("a package that depends on Backline by version", Harness.audioTools,
        .enabled(if: Harness.which("git") != nil && Harness.which("swift") != nil, "needs git and swift"))
 struct ConsumerPackageTests {
-    /// The newest `## [X.Y.Z]` heading of CHANGELOG.md.
-    static func newestRelease() throws -> String? {
-        let text = try String(contentsOf: Harness.packageRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        for line in text.split(separator: "\n") where line.hasPrefix("## [") {
-            let version = line.dropFirst(4).prefix { $0 != "]" }
-            if version.split(separator: ".").count == 3, version.allSatisfy({ $0.isNumber || $0 == "." }) { return String(version) }
-        }
-        return nil
-    }
-
     /// `git -C directory arguments`, failing the test with git's words when it fails.
     @discardableResult
     static func git(_ directory: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
@@ -65,7 +55,7 @@ struct ConsumerPackageTests {
 
     @Test("README's package builds against a tagged clone and plays two files bit-exact")
     func buildsAndPlays() throws {
-        let release = try #require(try Self.newestRelease(), "CHANGELOG.md names no release")
+        let release = try #require(try Harness.newestRelease(), "CHANGELOG.md names no release")
         let work = try Harness.makeTemporaryDirectory()
         let root = Harness.packageRoot
 

@@ -44,7 +44,7 @@ struct ReadmeTests {
     @Test("README's package depends on the newest release in CHANGELOG.md")
     func manifestNamesTheNewestRelease() throws {
         let manifest = try #require(try Self.swiftBlocks(in: "README.md").first(where: Self.isManifest))
-        let release = try #require(try ConsumerPackageTests.newestRelease())
+        let release = try #require(try Harness.newestRelease())
         #expect(manifest.contains { $0.contains("from: \"\(release)\"") }, "README's manifest:\n\(manifest.joined(separator: "\n"))")
     }
 
