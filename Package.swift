@@ -114,8 +114,11 @@ let package = Package(
         // directory's rules, the event kinds. No dependencies (not even Foundation): the small
         // `backline` links it; Daemon re-exports it.
         .target(name: "BacklineWire", swiftSettings: strictSettings),
+        // The control protocol as data: every command's name, aliases, arguments, permission and
+        // text, every event kind. No dependencies: the daemon, `ctl` and the tests read it.
+        .target(name: "BacklineSchema", swiftSettings: strictSettings),
         // `backline ctl`: its syntax, help, output for people and the run itself.
-        .target(name: "CtlCore", dependencies: ["BacklineWire"], swiftSettings: strictSettings),
+        .target(name: "CtlCore", dependencies: ["BacklineWire", "BacklineSchema"], swiftSettings: strictSettings),
 
         // Thin POSIX helpers in place of Foundation's: threads, path strings, trimming, printf
         // formatting, a spawned child process. No dependencies: the player and daemon link no
@@ -190,7 +193,7 @@ let package = Package(
         // errors and events, and the playback façade they act on. No networking.
         .target(
             name: "Control",
-            dependencies: ["Locking", "BacklineWire", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
+            dependencies: ["Locking", "BacklineWire", "BacklineSchema", "Platform", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "Broadcast", "Library"],
             swiftSettings: strictSettings
         ),
         // `backline daemon`: one transport for every protocol (SwiftNIO), the JSON, MPD and HTTP/WebSocket
@@ -198,7 +201,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Locking", "BacklineWire", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform", "Library",
+                "Locking", "BacklineWire", "BacklineSchema", "Control", "PlayQueue", "Player", "NowPlaying", "Session", "Lifecycle", "AudioEngine", "Media", "CMalloc", "MPRIS", "Platform", "Library",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -265,6 +268,13 @@ let package = Package(
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "Locking", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
+        // The schema against everything that names commands and events: the handlers, the
+        // JSON codec, `ctl`, the MPD table, the web remote and docs/PROTOCOL.md.
+        .testTarget(
+            name: "SchemaTests",
+            dependencies: ["BacklineSchema", "BacklineWire", "Control", "CtlCore", "Daemon", "backline-player", "BacklineTestSupport"],
+            swiftSettings: strictSettings
+        ),
         // Every committed fuzz input (seeds and findings, `Tests/FuzzCorpus`) through its target.
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "MediaCore"], exclude: ["FuzzCorpus"], swiftSettings: strictSettings),
         .testTarget(
@@ -292,7 +302,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ControlTests",
-            dependencies: ["Locking", "AudioEngine", "Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            dependencies: ["Locking", "AudioEngine", "BacklineSchema", "Control", "PlayQueue", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -883,7 +883,7 @@ async function browseArtists() {
     rows: reply.songs.map(songRow),
     empty: 'No songs.',
     label: album || 'this album',
-    add: () => act('findadd', { terms }),
+    add: () => act('find-add', { terms }),
   };
 }
 

@@ -1,3 +1,5 @@
+import BacklineSchema
+
 /// Why a command failed: one typed error for every protocol, mapped once to each protocol's
 /// codes (``code`` is the JSON protocol's).
 public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -64,17 +66,11 @@ public enum CommandError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(code): \(message)" }
 }
 
-/// An argument's type, as every protocol checks it before a command is built.
-public enum ArgumentType: String, Sendable {
-    case string, number, integer, boolean, strings, integers
-}
+/// An argument's type, as every protocol checks it before a command is built (the schema's).
+public typealias ArgumentType = ArgumentKind
 
-/// One argument a command takes.
-public struct ArgumentSpec: Sendable {
-    public let name: String
-    public let type: ArgumentType
-    public let summary: String
-}
+/// One argument a command takes (the schema's).
+public typealias ArgumentSpec = ArgumentSchema
 
 /// A typed argument value.
 public enum ArgumentValue: Sendable, Equatable {
@@ -107,13 +103,8 @@ public enum CommandArea: String, Sendable {
     case transport, queue, playlists, library, mixer, options, session, sleep, partitions, info, connection
 }
 
-/// Who may run a command.
-public enum CommandPermission: Sendable {
-    /// Before authentication too (`auth`, `ping`).
-    case anyone
-    /// An authenticated connection (every Unix-socket client is: it is the owner).
-    case control
-}
+/// Who may run a command (the schema's).
+public typealias CommandPermission = CommandSchema.Permission
 
 /// Where a command runs.
 public enum CommandExecutor: Sendable {
@@ -140,35 +131,61 @@ public enum CommandExecutor: Sendable {
     }
 }
 
-/// Everything about a command but its behaviour: the one place a command is named.
+/// A command's schema entry (its name, arguments, permission and text: ``CommandSchema``)
+/// with what the daemon adds: where it runs, whether it wakes a suspended daemon, and how the
+/// typed command is built.
 public struct CommandDescriptor: Sendable {
-    public let name: String
-    public let summary: String
-    public let arguments: [ArgumentSpec]
+    /// Its name, arguments, permission and text.
+    public let schema: CommandSchema
+    public var name: String { schema.name }
+    public var summary: String { schema.summary }
+    public var arguments: [ArgumentSpec] { schema.arguments }
     public let area: CommandArea
-    public let permission: CommandPermission
+    public var permission: CommandPermission { schema.permission }
     /// Where it runs, unless the request says otherwise (``ControlCommand/executor``).
     public let executor: CommandExecutor
     /// Whether it wakes a suspended daemon (as a remote command wakes a suspended app).
     public let wakes: Bool
-    /// Builds the typed command from checked arguments.
-    public let make: @Sendable (Arguments) throws(CommandError) -> any ControlCommand
+    private let build: @Sendable (Arguments) throws(CommandError) -> any ControlCommand
 
-    init<C: ControlCommand>(_ type: C.Type, _ name: String, _ area: CommandArea, _ summary: String,
-                            _ arguments: [(String, ArgumentType, String)] = [], permission: CommandPermission = .control,
+    init<C: ControlCommand>(_ type: C.Type, _ schema: CommandSchema, _ area: CommandArea,
                             executor: CommandExecutor = .loop, wakes: Bool = true) {
-        self.name = name
-        self.summary = summary
-        self.arguments = arguments.map { ArgumentSpec(name: $0.0, type: $0.1, summary: $0.2) }
+        self.schema = schema
         self.area = area
-        self.permission = permission
         self.executor = executor
         self.wakes = wakes
-        make = { (a: Arguments) throws(CommandError) -> any ControlCommand in try C(a) }
+        build = { (a: Arguments) throws(CommandError) -> any ControlCommand in try C(a) }
+    }
+
+    /// Builds the typed command from arguments of the right types, after the schema's checks:
+    /// the required ones present, numbers within their ranges, strings among their values.
+    public func make(_ arguments: Arguments) throws(CommandError) -> any ControlCommand {
+        try check(arguments)
+        return try build(arguments)
+    }
+
+    /// The schema's checks of `arguments` (each already of its argument's type).
+    public func check(_ arguments: Arguments) throws(CommandError) {
+        for spec in schema.arguments {
+            guard let value = arguments.values[spec.name] else {
+                if spec.required { throw .badArgument("\(name): \"\(spec.name)\" is required") }
+                continue
+            }
+            let why: String?
+            switch value {
+            case .number(let n): why = spec.violation(number: n)
+            case .integer(let n): why = spec.violation(number: Double(n))
+            case .integers(let all): why = all.lazy.compactMap { spec.violation(number: Double($0)) }.first
+            case .string(let s): why = spec.violation(string: s)
+            case .strings(let all): why = all.lazy.compactMap { spec.violation(string: $0) }.first
+            case .boolean: why = nil
+            }
+            if let why { throw .badArgument("\(name): \(why)") }
+        }
     }
 
     /// The argument named `name`, if this command takes it.
-    public func argument(_ name: String) -> ArgumentSpec? { arguments.first { $0.name == name } }
+    public func argument(_ name: String) -> ArgumentSpec? { schema.argument(name) }
 }
 
 /// A typed command: built from its arguments (by any protocol's codec, or directly), run
@@ -216,8 +233,15 @@ public enum CommandTable {
         PingCommand.descriptor, VersionCommand.descriptor, HelpCommand.descriptor,
     ]
 
-    private static let byName: [String: CommandDescriptor] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
+    private static let byName: [String: CommandDescriptor] = {
+        var names: [String: CommandDescriptor] = [:]
+        for d in all {
+            names[d.name] = d
+            for a in d.schema.aliases { names[a] = d }
+        }
+        return names
+    }()
 
-    /// The command named `name`.
+    /// The command named `name` or one of its older names (``CommandSchema/aliases``).
     public static func descriptor(_ name: String) -> CommandDescriptor? { byName[name] }
 }

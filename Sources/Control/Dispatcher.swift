@@ -1,3 +1,4 @@
+import BacklineSchema
 import Lifecycle
 import NowPlaying
 import PlayQueue

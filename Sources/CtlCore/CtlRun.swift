@@ -1,3 +1,4 @@
+import BacklineSchema
 import BacklineWire
 
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ public enum CtlRun {
     /// status other than 0, and ``CtlBuildFailure/elsewhere`` (before anything is printed, sent
     /// or connected) when `build` does not build this command.
     public static func perform(_ ctl: CtlInvocation, build: Builder) throws {
-        let command = ctl.command, arguments = ctl.arguments
+        let command = CtlHelp.canonical(ctl.command), arguments = ctl.arguments
         signal(SIGPIPE, SIG_IGN)  // a daemon that goes away is an error to report, not a signal to die of
         if command == "help" {  // ctl's own syntax: no daemon needed
             guard let topic = arguments.first else { return print(CtlHelp.all(), terminator: "") }
@@ -293,8 +294,7 @@ public enum CtlCommands {
             return .command(name: command, members: [])
         case "list" where !a.isEmpty:
             return nil  // a tag's values in the library: the typed builder's
-        case "pause", "toggle", "stop", "next", "previous", "clear", "clear-error", "list", "status", "now-playing", "playlists", "ping",
-             "version", "channels", "stats", "listpartitions", "outputs":
+        case "list", "status":
             try atMost(0)
             return .command(name: command, members: [])
         case "replay-gain":
@@ -317,13 +317,10 @@ public enum CtlCommands {
             try atMost(1)
             guard let on = try onOff(a.first, cmd) else { return .command(name: command, members: []) }
             return .command(name: command, members: [("on", .bool(on))])
-        case "partitions":
-            try atMost(0)
-            return .command(name: "listpartitions", members: [])
-        case "newpartition":
+        case "new-partition":
             guard (1...2).contains(a.count) else { throw CtlUsage(cmd, "expected NAME [OUTPUT]") }
             return .command(name: command, members: [("name", .string(a[0]))] + (a.count > 1 ? [("output", .string(a[1]))] : []))
-        case "delpartition", "moveoutput", "partition":
+        case "delete-partition", "move-output", "partition":
             guard a.count == 1 else { throw CtlUsage(cmd, "expected NAME") }
             return .command(name: command, members: [("name", .string(a[0]))])
         case "channel-send":
@@ -343,7 +340,10 @@ public enum CtlCommands {
             }
             return .untyped
         default:
-            return nil
+            // A command without arguments takes none here either.
+            guard let schema = Schema.command(command), schema.name == command, schema.arguments.isEmpty, schema.ctl != nil else { return nil }
+            try atMost(0)
+            return .command(name: command, members: [])
         }
     }
 

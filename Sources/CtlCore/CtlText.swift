@@ -312,14 +312,14 @@ public enum CtlText {
             line("id", r["item"]?.int.map(String.init))
             if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
             return out
-        case "listpartitions", "newpartition", "delpartition", "partition":
+        case "list-partitions", "new-partition", "delete-partition", "partition":
             let current = r["current"]?.string
             return (r["partitions"]?.array ?? []).map { p in
                 let name = p["name"]?.string ?? ""
                 let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
                 return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
             }.joined()
-        case "outputs", "moveoutput":
+        case "outputs", "move-output":
             return (r["outputs"]?.array ?? []).map { o in
                 let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
                 return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
@@ -381,7 +381,7 @@ public enum CtlText {
                 guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
                 return "\(path)  \(itemLine(e))\n"
             }.joined()
-        case "add", "insert", "load", "findadd":
+        case "add", "insert", "load", "find-add":
             let ids = (r["items"]?.array ?? []).compactMap(\.int)
             var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
                 : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"

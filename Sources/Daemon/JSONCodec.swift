@@ -1,3 +1,4 @@
+import BacklineSchema
 import AudioEngine
 import Control
 import Library

@@ -261,10 +261,10 @@ struct Ctl: ParsableCommand {
             if let sort { values["sort"] = .string(sort) }
             if let window { values["window"] = .string(window) }
             return try make(command, values)
-        case "findadd", "searchadd":
+        case "find-add", "search-add":
             let at = try option("--at").map(position)
             guard !a.isEmpty else { throw CtlUsage(cmd, "give a filter: TAG VALUE… or one expression") }
-            return FindAddCommand(terms: a, search: command == "searchadd", position: at)
+            return FindAddCommand(terms: a, search: command == "search-add", position: at)
         case "list":
             var groups: [String] = []
             while let g = try option("--group") { groups.append(g) }

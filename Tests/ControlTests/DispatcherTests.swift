@@ -1,3 +1,4 @@
+import BacklineSchema
 import AudioEngine
 import BacklineTestSupport
 import Control
@@ -241,14 +242,14 @@ struct DispatcherTests {
         // (Reading the library, or scanning it, wakes nothing: a phone browsing does not resume the daemon.)
         #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted()
                 == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help",
-                    "listpartitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
+                    "list-partitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists, the library), and
         // what starts or stops a partition's player. No descriptor runs on a thread of its own:
         // a request naming a playlist URL does (never the shared pool's threads), any other on the pool.
         #expect(CommandTable.all.filter { $0.executor == .network }.isEmpty)
         #expect(CommandTable.all.filter { $0.executor == .offLoop }.map(\.name)
                 == ["add", "insert", "list"] + CommandTable.all.filter { $0.area == .playlists }.map(\.name)
-                    + CommandTable.all.filter { $0.area == .library }.map(\.name) + ["newpartition", "delpartition", "moveoutput"])
+                    + CommandTable.all.filter { $0.area == .library }.map(\.name) + ["new-partition", "delete-partition", "move-output"])
         let station = "http://radio.example/live.m3u?x=1"
         #expect(AddCommand(paths: ["album/a.mp3", "album", "list.m3u", "http://radio.example/live.mp3", "file:///m/x.m3u"]).executor == .offLoop)
         #expect(AddCommand(paths: ["album", station]).executor == .network)

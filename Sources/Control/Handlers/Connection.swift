@@ -1,10 +1,9 @@
+import BacklineSchema
 // The connection's own commands: subscribe, unsubscribe, auth.
 
 /// Receives events on this connection (all kinds, or those listed).
 public struct SubscribeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "subscribe", .connection, "Receive events on this connection (all kinds, or those listed).",
-        [("events", .strings, "event kinds")], wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .subscribe, .connection, wakes: false)
     /// nil: every kind.
     public var kinds: [String]?
     public init(kinds: [String]?) { self.kinds = kinds }
@@ -22,7 +21,7 @@ public struct SubscribeCommand: ControlCommand {
 }
 
 public struct UnsubscribeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "unsubscribe", .connection, "Stop receiving events.", wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .unsubscribe, .connection, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply {
@@ -33,9 +32,7 @@ public struct UnsubscribeCommand: ControlCommand {
 
 /// Presents the token (TCP clients, first).
 public struct AuthCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "auth", .connection, "TCP clients: present the token first.", [("token", .string, "")],
-        permission: .anyone, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .auth, .connection, wakes: false)
     public var token: String
     public init(token: String) { self.token = token }
     public init(_ a: Arguments) throws(CommandError) {
@@ -52,9 +49,7 @@ public struct AuthCommand: ControlCommand {
 
 /// Subscribes this connection to a client-to-client channel (MPD's `subscribe`).
 public struct ChannelSubscribeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "channel-subscribe", .connection, "Receive the messages sent to a client-to-client channel ([A-Za-z0-9_.:-]+).",
-        [("channel", .string, "")], wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .channelSubscribe, .connection, wakes: false)
     public var channel: String
     public init(channel: String) { self.channel = channel }
     public init(_ a: Arguments) throws(CommandError) {
@@ -70,8 +65,7 @@ public struct ChannelSubscribeCommand: ControlCommand {
 
 /// Leaves a client-to-client channel.
 public struct ChannelUnsubscribeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "channel-unsubscribe", .connection, "Leave a client-to-client channel.", [("channel", .string, "")], wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .channelUnsubscribe, .connection, wakes: false)
     public var channel: String
     public init(channel: String) { self.channel = channel }
     public init(_ a: Arguments) throws(CommandError) {
@@ -87,8 +81,7 @@ public struct ChannelUnsubscribeCommand: ControlCommand {
 
 /// The client-to-client channels someone is subscribed to (MPD's `channels`).
 public struct ChannelsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "channels", .connection, "The client-to-client channels someone is subscribed to.", wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .channels, .connection, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply { .channels(x.dispatcher.messages.channels()) }
@@ -96,9 +89,7 @@ public struct ChannelsCommand: ControlCommand {
 
 /// Sends a message to a client-to-client channel's subscribers (MPD's `sendmessage`).
 public struct ChannelSendCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "channel-send", .connection, "Send a message to a client-to-client channel's subscribers (an error when nobody is).",
-        [("channel", .string, ""), ("message", .string, "")], wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .channelSend, .connection, wakes: false)
     public var channel: String
     public var message: String
     public init(channel: String, message: String) { (self.channel, self.message) = (channel, message) }
@@ -117,8 +108,7 @@ public struct ChannelSendCommand: ControlCommand {
 
 /// This connection's unread client-to-client messages; they are read now (MPD's `readmessages`).
 public struct ChannelReadCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "channel-read", .connection, "This connection's unread client-to-client messages (read now).", wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .channelRead, .connection, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply { .messages(x.dispatcher.messages.read(x.connection.id)) }

@@ -1,3 +1,4 @@
+import BacklineSchema
 import AudioEngine
 import FoundationEssentials
 import Library
@@ -9,11 +10,7 @@ import Platform
 /// `tags` is false), playlists, other files and subdirectories; `recursive` descends. Confined
 /// to the music directory as `add` is.
 public struct BrowseCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "browse", .library, "List a directory of the music directory (recursively, with tags).",
-        [("path", .string, "relative to the music directory (default: its root)"), ("recursive", .boolean, "descend (default: no)"),
-         ("tags", .boolean, "read audio files' tags (default: yes)")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .browse, .library, executor: .offLoop)
     public var path: String
     public var recursive: Bool
     public var tags: Bool
@@ -76,10 +73,7 @@ public struct LibraryCount: Sendable, Equatable {
 
 /// `update` / `rescan`: scans the music directory (or a directory of it) into the library.
 public struct UpdateCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "update", .library, "Scan the music directory (or a directory of it) for new, changed, moved and removed files.",
-        [("path", .string, "relative to the music directory (default: all of it)"), ("rescan", .boolean, "read unchanged files again (default: no)")],
-        executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .update, .library, executor: .offLoop, wakes: false)
     public var path: String
     public var rescan: Bool
     public init(path: String = "", rescan: Bool = false) { (self.path, self.rescan) = (path, rescan) }
@@ -97,12 +91,6 @@ struct SongQuery: Sendable, Equatable {
     var terms: [String]
     var sort: String?
     var window: Range<Int>?
-
-    static let arguments: [(String, ArgumentType, String)] = [
-        ("terms", .strings, "an MPD filter: one expression \"(Artist == 'X')\", or TAG VALUE pairs (any, file, base, modified-since…)"),
-        ("sort", .string, "a tag, Last-Modified or Added; -TAG descending"),
-        ("window", .string, "START:END of the results"),
-    ]
 
     init(_ a: Arguments, required: Bool = true) throws(CommandError) {
         terms = a.strings("terms") ?? []
@@ -149,9 +137,7 @@ struct SongQuery: Sendable, Equatable {
 
 /// `find` (exact) and `search` (ignoring case and diacritics): songs of the library.
 public struct FindCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "find", .library, "Songs of the library whose tags match exactly (an MPD filter).", SongQuery.arguments,
-        executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .find, .library, executor: .offLoop, wakes: false)
     var query: SongQuery
     public init(terms: [String], sort: String? = nil, window: Range<Int>? = nil) { query = SongQuery(terms: terms, sort: sort, window: window) }
     public init(_ a: Arguments) throws(CommandError) { query = try SongQuery(a) }
@@ -161,9 +147,7 @@ public struct FindCommand: ControlCommand {
 
 /// `search`: as `find`, ignoring case and diacritics, values matched anywhere in a tag.
 public struct SearchCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "search", .library, "Songs of the library whose tags contain the values, ignoring case and accents.", SongQuery.arguments,
-        executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .search, .library, executor: .offLoop, wakes: false)
     var query: SongQuery
     public init(terms: [String], sort: String? = nil, window: Range<Int>? = nil) { query = SongQuery(terms: terms, sort: sort, window: window) }
     public init(_ a: Arguments) throws(CommandError) { query = try SongQuery(a) }
@@ -173,10 +157,7 @@ public struct SearchCommand: ControlCommand {
 
 /// `findadd` / `searchadd`: queues what `find` / `search` takes, in its order.
 public struct FindAddCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "findadd", .library, "Queue the songs find takes (search: true for search's matching).",
-        SongQuery.arguments + [("search", .boolean, "match as search does (default: no)"), ("position", .integer, "insert at this index (default: end)")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .findAdd, .library, executor: .offLoop)
     var query: SongQuery
     public var search: Bool
     public var position: Int?
@@ -205,9 +186,7 @@ public struct FindAddCommand: ControlCommand {
 
 /// `count`: how many songs a filter takes and how long they play, per value of a tag.
 public struct CountCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "count", .library, "How many songs (and seconds) a filter takes, grouped by a tag's values.",
-        [SongQuery.arguments[0], ("group", .string, "a tag to group by")], executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .count, .library, executor: .offLoop, wakes: false)
     var query: SongQuery
     public var group: TagKey?
     public init(terms: [String], group: TagKey? = nil) { query = SongQuery(terms: terms); self.group = group }
@@ -254,10 +233,7 @@ public struct TagValuesCommand: Sendable, Equatable {
 
 /// `ls`: a directory of the library (its songs with their tags, playlists, subdirectories).
 public struct LsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "ls", .library, "A directory of the library: songs with their tags, playlist files, subdirectories.",
-        [("path", .string, "relative to the music directory (default: its root)"), ("recursive", .boolean, "descend (default: no)")],
-        executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .ls, .library, executor: .offLoop, wakes: false)
     public var path: String
     public var recursive: Bool
     public init(path: String = "", recursive: Bool = false) { (self.path, self.recursive) = (path, recursive) }
@@ -271,9 +247,7 @@ public struct LsCommand: ControlCommand {
 
 /// `stats`: the library's counts and when it was last updated.
 public struct StatsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "stats", .library, "The library's artists, albums, songs and total time, and when it was last updated.",
-        executor: .offLoop, wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .stats, .library, executor: .offLoop, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {

@@ -1,3 +1,4 @@
+import BacklineSchema
 import Player
 // Mixer: volume and mute.
 
@@ -7,9 +8,7 @@ public struct VolumeCommand: ControlCommand {
         case set(Double)
         case by(Double)
     }
-    public static let descriptor = CommandDescriptor(
-        Self.self, "volume", .mixer, "Set or read the volume in percent (clamped to 0–100, as mpc does).",
-        [("volume", .number, "0–100 (beyond: clamped)"), ("change", .number, "relative (±)")])
+    public static let descriptor = CommandDescriptor(Self.self, .volume, .mixer)
     /// nil: read it.
     public var change: Change?
     public init(change: Change?) { self.change = change }
@@ -49,8 +48,7 @@ public struct VolumeCommand: ControlCommand {
 
 /// Mutes or unmutes (toggles without `on`); the volume is kept.
 public struct MuteCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "mute", .mixer, "Mute or unmute (toggles without `on`).", [("on", .boolean, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .mute, .mixer)
     /// nil: toggle.
     public var on: Bool?
     public init(on: Bool?) { self.on = on }

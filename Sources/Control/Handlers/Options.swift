@@ -1,11 +1,11 @@
+import BacklineSchema
 import MediaCore
 import PlayQueue
 
 // Options: repeat, shuffle, single.
 
 public struct RepeatCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "repeat", .options, "Set or read the repeat mode.", [("mode", .string, "off, one or all")])
+    public static let descriptor = CommandDescriptor(Self.self, .`repeat`, .options)
     /// nil: read it.
     public var mode: RepeatMode?
     public init(mode: RepeatMode?) { self.mode = mode }
@@ -22,8 +22,7 @@ public struct RepeatCommand: ControlCommand {
 }
 
 public struct ShuffleCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "shuffle", .options, "Shuffle on or off (toggles without `on`).", [("on", .boolean, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .shuffle, .options)
     /// nil: toggle.
     public var on: Bool?
     public init(on: Bool?) { self.on = on }
@@ -37,10 +36,7 @@ public struct ShuffleCommand: ControlCommand {
 }
 
 public struct SingleCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "single", .options,
-        "Stop after the current item (toggles without `on`; clears when it takes effect, or with `each` stays on: stop after every item).",
-        [("on", .boolean, ""), ("each", .boolean, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .single, .options)
     /// nil: toggle.
     public var on: Bool?
     /// Stay on after taking effect.
@@ -62,10 +58,7 @@ public struct SingleCommand: ControlCommand {
 
 /// ReplayGain: the mode, and optionally the preamps and limiting. Reads them without arguments.
 public struct ReplayGainCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "replay-gain", .options, "ReplayGain: off, track, album or auto (album unless shuffled), with preamps (dB) and peak limiting; from the next item.",
-        [("mode", .string, "off, track, album or auto"), ("preamp", .number, "dB added to tagged files"),
-         ("missingPreamp", .number, "dB for files without values"), ("limit", .boolean, "keep peaks below full scale")])
+    public static let descriptor = CommandDescriptor(Self.self, .replayGain, .options)
     public var mode: ReplayGainMode?
     public var preamp: Double?
     public var missingPreamp: Double?
@@ -107,10 +100,7 @@ public struct ReplayGainCommand: ControlCommand {
 /// Crossfade: seconds the end of an item and the start of the next overlap (0: off). Reads it
 /// without `seconds`.
 public struct CrossfadeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "crossfade", .options,
-        "Crossfade: seconds each item's end overlaps the next one's start (0: off; consecutive tracks of one album stay gapless); from the next join.",
-        [("seconds", .number, "0 to 3600")])
+    public static let descriptor = CommandDescriptor(Self.self, .crossfade, .options)
     /// nil: read it.
     public var seconds: Double?
     public init(seconds: Double?) { self.seconds = seconds }
@@ -129,9 +119,7 @@ public struct CrossfadeCommand: ControlCommand {
 
 /// Consume mode: played entries leave the queue (`oneshot`: one, then off). Reads it without `mode`.
 public struct ConsumeCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "consume", .options, "Remove items from the queue once played (oneshot: the next one only).",
-        [("mode", .string, "off, on or oneshot")])
+    public static let descriptor = CommandDescriptor(Self.self, .consume, .options)
     /// nil: read it.
     public var mode: ConsumeMode?
     public init(mode: ConsumeMode?) { self.mode = mode }

@@ -1,13 +1,10 @@
+import BacklineSchema
 // Partitions (zones): several queues in one daemon, as mpd's. Making, deleting and rebuilding a
 // partition starts or stops a player's threads: off the event loop, under the command lock.
 
 /// Makes a partition (its own queue, player state and output).
 public struct NewPartitionCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "newpartition", .partitions,
-        "Make a partition: its own queue and player, playing through the configured output of its name (or `output`).",
-        [("name", .string, "letters, digits, - and _"), ("output", .string, "a configured output (default: the one named like the partition)")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .newPartition, .partitions, executor: .offLoop)
     public var name: String
     public var output: String?
     public init(name: String, output: String? = nil) { (self.name, self.output) = (name, output) }
@@ -36,9 +33,7 @@ public struct NewPartitionCommand: ControlCommand {
 
 /// Puts this connection in another partition: its later commands and events are that one's.
 public struct PartitionCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "partition", .partitions, "Use a partition from now on (this connection's commands and events).",
-        [("name", .string, "")], wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .partition, .partitions, wakes: false)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -55,8 +50,7 @@ public struct PartitionCommand: ControlCommand {
 
 /// The partitions.
 public struct ListPartitionsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "listpartitions", .partitions, "The partitions: each one's output, state and queue length.", wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .listPartitions, .partitions, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply { .partitions(x.dispatcher.partitions.list, current: x.connection.partition) }
@@ -64,9 +58,7 @@ public struct ListPartitionsCommand: ControlCommand {
 
 /// Deletes a partition (not the default): it stops, its output is free again.
 public struct DeletePartitionCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "delpartition", .partitions, "Delete a partition: it stops, and its output is free for another.",
-        [("name", .string, "")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .deletePartition, .partitions, executor: .offLoop)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -82,10 +74,7 @@ public struct DeletePartitionCommand: ControlCommand {
 
 /// Moves an output into this connection's partition.
 public struct MoveOutputCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "moveoutput", .partitions,
-        "Move a configured output into this connection's partition (which then plays through it).",
-        [("name", .string, "the output")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .moveOutput, .partitions, executor: .offLoop)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -102,8 +91,7 @@ public struct MoveOutputCommand: ControlCommand {
 
 /// The outputs and the partition each plays in.
 public struct OutputsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "outputs", .partitions, "The outputs: the daemon's device, the configured ones, and whose each is.", wakes: false)
+    public static let descriptor = CommandDescriptor(Self.self, .outputs, .partitions, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply { .outputs(x.dispatcher.partitions.outputList) }

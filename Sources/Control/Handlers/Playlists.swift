@@ -1,3 +1,4 @@
+import BacklineSchema
 import PlayQueue
 
 // Stored playlists: save, load, list, edit, remove, rename (M3U files, ``PlaylistStore``).
@@ -13,9 +14,7 @@ extension CommandContext {
 
 /// Saves the queue as a stored playlist (an existing one only with `replace`).
 public struct SavePlaylistCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "save", .playlists, "Save the queue as a stored playlist.",
-        [("name", .string, "playlist name"), ("replace", .boolean, "overwrite an existing one")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .save, .playlists, executor: .offLoop)
     public var name: String
     public var replace: Bool
     public init(name: String, replace: Bool = false) { (self.name, self.replace) = (name, replace) }
@@ -39,10 +38,7 @@ public struct SavePlaylistCommand: ControlCommand {
 /// It runs on the server's shared threads: the name is a stored playlist's, never a URL, and
 /// entries that are playlist URLs are fetched there, within ``PathResolver/fetchSeconds`` in all.
 public struct LoadPlaylistCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "load", .playlists, "Queue a stored playlist (or a range of it).",
-        [("name", .string, "playlist name"), ("start", .integer, "first entry (0-based)"), ("end", .integer, "entry after the last"),
-         ("position", .integer, "insert at this index (default: end)")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .load, .playlists, executor: .offLoop)
     public var name: String
     public var range: Range<Int>?
     public var position: Int?
@@ -76,7 +72,7 @@ public struct LoadPlaylistCommand: ControlCommand {
 
 /// The stored playlists.
 public struct PlaylistsCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "playlists", .playlists, "The stored playlists.", executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlists, .playlists, executor: .offLoop)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply { .playlists(try x.store().all()) }
@@ -84,8 +80,7 @@ public struct PlaylistsCommand: ControlCommand {
 
 /// A stored playlist's entries.
 public struct PlaylistCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist", .playlists, "A stored playlist's entries.", [("name", .string, "playlist name")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlist, .playlists, executor: .offLoop)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -98,9 +93,7 @@ public struct PlaylistCommand: ControlCommand {
 
 /// Appends files (resolved like `add`) to a stored playlist, creating it.
 public struct PlaylistAddCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-add", .playlists, "Append files, directories or playlists to a stored playlist (created if need be).",
-        [("name", .string, "playlist name"), ("paths", .strings, "what to add")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistAdd, .playlists, executor: .offLoop)
     public var name: String
     public var paths: [String]
     public init(name: String, paths: [String]) { (self.name, self.paths) = (name, paths) }
@@ -135,9 +128,7 @@ public struct PlaylistAddCommand: ControlCommand {
 
 /// Deletes the entry at `position` from a stored playlist.
 public struct PlaylistDeleteCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-delete", .playlists, "Delete an entry of a stored playlist.",
-        [("name", .string, "playlist name"), ("position", .integer, "entry index")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistDelete, .playlists, executor: .offLoop)
     public var name: String
     public var position: Int
     public init(name: String, position: Int) { (self.name, self.position) = (name, position) }
@@ -159,9 +150,7 @@ public struct PlaylistDeleteCommand: ControlCommand {
 
 /// Moves an entry of a stored playlist.
 public struct PlaylistMoveCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-move", .playlists, "Move an entry of a stored playlist.",
-        [("name", .string, "playlist name"), ("from", .integer, "entry index"), ("to", .integer, "new index")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistMove, .playlists, executor: .offLoop)
     public var name: String
     public var from: Int
     public var to: Int
@@ -186,8 +175,7 @@ public struct PlaylistMoveCommand: ControlCommand {
 
 /// Empties a stored playlist (creating it).
 public struct PlaylistClearCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-clear", .playlists, "Empty a stored playlist.", [("name", .string, "playlist name")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistClear, .playlists, executor: .offLoop)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -204,8 +192,7 @@ public struct PlaylistClearCommand: ControlCommand {
 
 /// Deletes a stored playlist.
 public struct PlaylistRemoveCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-remove", .playlists, "Delete a stored playlist.", [("name", .string, "playlist name")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistRemove, .playlists, executor: .offLoop)
     public var name: String
     public init(name: String) { self.name = name }
     public init(_ a: Arguments) throws(CommandError) {
@@ -222,9 +209,7 @@ public struct PlaylistRemoveCommand: ControlCommand {
 
 /// Renames a stored playlist.
 public struct PlaylistRenameCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "playlist-rename", .playlists, "Rename a stored playlist.",
-        [("name", .string, "playlist name"), ("to", .string, "new name")], executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .playlistRename, .playlists, executor: .offLoop)
     public var name: String
     public var to: String
     public init(name: String, to: String) { (self.name, self.to) = (name, to) }

@@ -1,3 +1,4 @@
+import BacklineSchema
 import AudioEngine
 import PlayQueue
 
@@ -8,12 +9,7 @@ import PlayQueue
 /// off the command lock and off the event loop (on a thread of its own when a path is a
 /// playlist URL: ``CommandExecutor/expanding(_:)``); only the queue change takes the lock.
 public struct AddCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "add", .queue,
-        "Queue files, directories (recursively, name order) and M3U playlists; relative to the music directory.",
-        [("paths", .strings, "what to add"), ("path", .string, "one path"), ("position", .integer, "insert at this index (default: end)"),
-         ("partial", .boolean, "add what can be used and list the rest in skipped (default: one path that cannot be used adds nothing)")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .add, .queue, executor: .offLoop)
     public var paths: [String]
     public var position: Int?
     /// Whether paths that cannot be used are skipped (listed in the reply) instead of failing
@@ -87,10 +83,7 @@ public struct AddCommand: ControlCommand {
 
 /// Like ``AddCommand``, with the position required.
 public struct InsertCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "insert", .queue, "Like add, at a position.",
-        [("paths", .strings, ""), ("path", .string, ""), ("position", .integer, "required"), ("partial", .boolean, "as add")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .insert, .queue, executor: .offLoop)
     public var add: AddCommand
     public init(paths: [String], position: Int, partial: Bool = false) {
         add = AddCommand(paths: paths, position: position, partial: partial)
@@ -108,10 +101,7 @@ public struct InsertCommand: ControlCommand {
 /// `deleteid`s, the ids that are in the queue are removed even when others are not; the error
 /// then names the unknown ids and says what was removed.
 public struct RemoveCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "remove", .queue,
-        "Remove items by id (the current one: playback moves on); unknown ids are an error that says what was removed.",
-        [("items", .integers, "item ids"), ("item", .integer, "one item id")])
+    public static let descriptor = CommandDescriptor(Self.self, .remove, .queue)
     public var ids: [Int]
     public init(ids: [Int]) { self.ids = ids }
     public init(_ a: Arguments) throws(CommandError) {
@@ -144,8 +134,7 @@ public struct RemoveCommand: ControlCommand {
 
 /// Moves an item to an index.
 public struct MoveCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "move", .queue, "Move an item to an index.", [("item", .integer, "item id"), ("position", .integer, "new index")])
+    public static let descriptor = CommandDescriptor(Self.self, .move, .queue)
     public var id: Int
     public var position: Int
     public init(id: Int, position: Int) { (self.id, self.position) = (id, position) }
@@ -166,9 +155,7 @@ public struct MoveCommand: ControlCommand {
 
 /// Sets items' priority (0–255): in shuffle, higher priorities play first (MPD's `prio`).
 public struct PriorityCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "priority", .queue, "Set items' priority, 0–255: in shuffle, higher priorities play first.",
-        [("priority", .integer, "0–255"), ("items", .integers, "item ids"), ("item", .integer, "one item id")])
+    public static let descriptor = CommandDescriptor(Self.self, .priority, .queue)
     public var priority: Int
     public var ids: [Int]
     public init(priority: Int, ids: [Int]) { (self.priority, self.ids) = (priority, ids) }
@@ -190,9 +177,7 @@ public struct PriorityCommand: ControlCommand {
 /// Plays only part of an item (MPD's `rangeid`): from `start` to `end` seconds into its file;
 /// neither: all of it again. Not the item playing now.
 public struct ClipCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "clip", .queue, "Play only part of an item: from start to end seconds (neither: all of it). Not the item playing now.",
-        [("item", .integer, "item id"), ("start", .number, "seconds (default 0)"), ("end", .number, "seconds (default: the end)")])
+    public static let descriptor = CommandDescriptor(Self.self, .clip, .queue)
     public var id: Int
     public var clip: PlaybackClip?
     public init(id: Int, clip: PlaybackClip?) { (self.id, self.clip) = (id, clip) }
@@ -219,7 +204,7 @@ public struct ClipCommand: ControlCommand {
 }
 
 public struct ClearCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "clear", .queue, "Empty the queue and stop.")
+    public static let descriptor = CommandDescriptor(Self.self, .clear, .queue)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply {
@@ -231,9 +216,7 @@ public struct ClearCommand: ControlCommand {
 /// Shuffles the queue's items once, or those at indexes `start`..<`end` (MPD's `shuffle`): the
 /// current item, when among them, moves to the range's start and keeps playing.
 public struct ShuffleQueueCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "shuffle-queue", .queue, "Put the queue's items (or those at indexes start..<end) in a random order, once.",
-        [("start", .integer, "first index"), ("end", .integer, "index after the last")])
+    public static let descriptor = CommandDescriptor(Self.self, .shuffleQueue, .queue)
     public var range: Range<Int>?
     public init(range: Range<Int>?) { self.range = range }
     public init(_ a: Arguments) throws(CommandError) {
@@ -258,7 +241,7 @@ public struct ShuffleQueueCommand: ControlCommand {
 
 /// Forgets why the current item failed (MPD's `clearerror`).
 public struct ClearErrorCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "clear-error", .queue, "Forget why the current item failed.")
+    public static let descriptor = CommandDescriptor(Self.self, .clearError, .queue)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply {
@@ -270,11 +253,7 @@ public struct ClearErrorCommand: ControlCommand {
 /// The queue with tags and durations (read off the command lock: the first listing of new
 /// files reads them).
 public struct ListCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "list", .queue, "The queue with tags and durations, the current item marked; with tag: that tag's values in the library.",
-        [("tag", .string, "list this tag's values in the library instead (Artist, Album, …)"),
-         ("terms", .strings, "with tag: an MPD filter the songs must match"), ("group", .strings, "with tag: tags to group by, outermost first")],
-        executor: .offLoop)
+    public static let descriptor = CommandDescriptor(Self.self, .list, .queue, executor: .offLoop)
     /// Set: the library's values of a tag instead of the queue.
     public var values: TagValuesCommand?
     public init() {}

@@ -1,3 +1,4 @@
+import BacklineSchema
 import Lifecycle
 import Session
 
@@ -5,11 +6,7 @@ import Session
 
 /// Changes the audio session (category and options, silent switch, screen lock); answers it.
 public struct SessionCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "session", .session, "Audio session: category and options, silent switch, screen lock; returns the session.",
-        [("category", .string, "ambient, soloAmbient or playback"),
-         ("options", .strings, "mixWithOthers, duckOthers, interruptSpokenAudioAndMixWithOthers"),
-         ("silentSwitch", .boolean, ""), ("screenLocked", .boolean, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .session, .session)
     public var category: SessionCategory?
     public var options: SessionCategoryOptions
     public var silentSwitch: Bool?
@@ -63,9 +60,7 @@ public struct SessionCommand: ControlCommand {
 /// Moves the daemon to the foreground or the background; answers the app state.
 public struct LifecycleCommand: ControlCommand {
     public enum Target: String, Sendable { case foreground, background }
-    public static let descriptor = CommandDescriptor(
-        Self.self, "lifecycle", .session, "Move the daemon to the foreground or the background; returns the app state.",
-        [("state", .string, "foreground or background")])
+    public static let descriptor = CommandDescriptor(Self.self, .lifecycle, .session)
     /// nil: read it.
     public var target: Target?
     public init(target: Target?) { self.target = target }

@@ -1,3 +1,4 @@
+import BacklineSchema
 import PlayQueue
 
 // The sleep timer.
@@ -10,10 +11,7 @@ public struct SleepCommand: ControlCommand {
         case after(minutes: Double, fade: Double)
         case endOfItem
     }
-    public static let descriptor = CommandDescriptor(
-        Self.self, "sleep", .sleep,
-        "Sleep timer: pause after N minutes (with an optional fade) or at the end of the item; cancel; or read it.",
-        [("minutes", .number, ""), ("endOfItem", .boolean, ""), ("fade", .number, "fade-out seconds before the deadline"), ("cancel", .boolean, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .sleep, .sleep)
     public var action: Action
     public init(action: Action) { self.action = action }
     public init(_ a: Arguments) throws(CommandError) {
@@ -63,11 +61,7 @@ public struct AlarmCommand: ControlCommand {
         case cancel(id: Int)
         case set(hour: Int, minute: Int, second: Int, daily: Bool, fade: Double, item: Int?, playlist: String?)
     }
-    public static let descriptor = CommandDescriptor(
-        Self.self, "alarm", .sleep,
-        "Alarms: start playing at a time of day (HH:MM[:SS], fading in; an item or a stored playlist; once or daily); cancel one; or list them.",
-        [("time", .string, "HH:MM or HH:MM:SS, local time"), ("fade", .number, "fade-in seconds"), ("item", .integer, "play this item"),
-         ("playlist", .string, "load this stored playlist"), ("daily", .boolean, ""), ("cancel", .integer, "alarm id")])
+    public static let descriptor = CommandDescriptor(Self.self, .alarm, .sleep)
     public var action: Action
     public init(action: Action) { self.action = action }
     public init(_ a: Arguments) throws(CommandError) {

@@ -1,3 +1,4 @@
+import BacklineSchema
 import PlayQueue
 import Player
 
@@ -5,10 +6,7 @@ import Player
 
 /// Plays (resumes when paused; from the current item's start when stopped), or plays `item`.
 public struct PlayCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "play", .transport,
-        "Play (resume when paused; from the current item's start when stopped), or play the queue item `item`.",
-        [("item", .integer, "queue item id")])
+    public static let descriptor = CommandDescriptor(Self.self, .play, .transport)
     public var item: Int?
     public init(item: Int?) { self.item = item }
     public init(_ a: Arguments) { item = a.integer("item") }
@@ -24,7 +22,7 @@ public struct PlayCommand: ControlCommand {
 }
 
 public struct PauseCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "pause", .transport, "Pause at the current position (no effect when stopped).")
+    public static let descriptor = CommandDescriptor(Self.self, .pause, .transport)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply {
@@ -34,7 +32,7 @@ public struct PauseCommand: ControlCommand {
 }
 
 public struct ToggleCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "toggle", .transport, "Pause when playing, play otherwise.")
+    public static let descriptor = CommandDescriptor(Self.self, .toggle, .transport)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
@@ -45,7 +43,7 @@ public struct ToggleCommand: ControlCommand {
 }
 
 public struct StopCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "stop", .transport, "Stop: the device is released; the current item stays selected.")
+    public static let descriptor = CommandDescriptor(Self.self, .stop, .transport)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) -> Reply {
@@ -55,7 +53,7 @@ public struct StopCommand: ControlCommand {
 }
 
 public struct NextCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "next", .transport, "Next item in play order (wraps with repeat); past the last, stop.")
+    public static let descriptor = CommandDescriptor(Self.self, .next, .transport)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
@@ -65,7 +63,7 @@ public struct NextCommand: ControlCommand {
 }
 
 public struct PreviousCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "previous", .transport, "Restart the item when more than 3 s in, else the previously played item.")
+    public static let descriptor = CommandDescriptor(Self.self, .previous, .transport)
     public init() {}
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
@@ -81,10 +79,7 @@ public struct SeekCommand: ControlCommand {
         case position(Double)
         case offset(Double)
     }
-    public static let descriptor = CommandDescriptor(
-        Self.self, "seek", .transport, "Seek the current item (or, with `item`, that item, which becomes current; a pause is kept).",
-        [("position", .number, "seconds from the start"), ("offset", .number, "seconds from the current position (±)"),
-         ("item", .integer, "item id (optional)")])
+    public static let descriptor = CommandDescriptor(Self.self, .seek, .transport)
     public var target: Target
     /// Another item to seek in (MPD's `seek`/`seekid`): it becomes current, paused when the
     /// queue was paused, playing otherwise.
@@ -132,8 +127,7 @@ public struct SeekCommand: ControlCommand {
 
 /// Skips forward (positive) or backward (negative) within the current item.
 public struct SkipCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(
-        Self.self, "skip", .transport, "Skip forward (positive) or backward (negative).", [("seconds", .number, "default 15")])
+    public static let descriptor = CommandDescriptor(Self.self, .skip, .transport)
     public var seconds: Double
     public init(seconds: Double) { self.seconds = seconds }
     public init(_ a: Arguments) throws(CommandError) {
@@ -150,7 +144,7 @@ public struct SkipCommand: ControlCommand {
 
 /// The playback rate: 1 plays, 0 pauses (no time-stretching yet).
 public struct RateCommand: ControlCommand {
-    public static let descriptor = CommandDescriptor(Self.self, "rate", .transport, "Playback rate (1; 0 pauses).", [("rate", .number, "")])
+    public static let descriptor = CommandDescriptor(Self.self, .rate, .transport)
     public var rate: Double
     public init(rate: Double) { self.rate = rate }
     public init(_ a: Arguments) throws(CommandError) {
