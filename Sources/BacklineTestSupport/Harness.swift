@@ -33,7 +33,17 @@ public enum Harness {
 
     /// Whether audio tests should run: the tools are there, or we are in CI (where absence is a failure).
     public static var toolsAvailable: Bool {
-        missingTools.isEmpty || ProcessInfo.processInfo.environment["CI"] != nil
+        missingTools.isEmpty || isCI
+    }
+
+    /// Whether the tests run under CI (`CI` set). There a test that needs a missing tool runs
+    /// and fails, instead of being skipped.
+    public static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] != nil }
+
+    /// Whether a test that drives `tools` should run: each is on `PATH`, or the tests run under
+    /// CI. The condition of `.enabled(if: Harness.has("mpc"), "needs mpc")`.
+    public static func has(_ tools: String...) -> Bool {
+        isCI || tools.allSatisfy { which($0) != nil }
     }
 
     /// The trait every audio test carries: runs when the tools are there (always under CI),

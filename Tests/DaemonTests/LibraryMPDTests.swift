@@ -55,9 +55,9 @@ struct LibraryMPDTests {
         return out
     }
 
-    @Test("find, search, list with groups, count, lsinfo, listall, sort and window, fallbacks, regexes, errors: mpd's answers, line for line")
+    @Test("find, search, list with groups, count, lsinfo, listall, sort and window, fallbacks, regexes, errors: mpd's answers, line for line",
+          .enabled(if: mpdAvailable || Harness.isCI, "needs mpd"))
     func sameAnswers() throws {
-        guard Self.mpdAvailable || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let tree = try MusicTree.shared(songs: 2000)
         let mpd = try MPDServer(music: tree.path)
         defer { mpd.stop() }

@@ -10,6 +10,11 @@ import Locking
 /// socket. The daemon plays through the shared PulseAudio null sink (real-time pacing).
 @Suite("backline daemon speaks MPD: stock mpc and python-mpd2", Harness.audioTools)
 struct MPDTests {
+    /// Whether the python-mpd2 tests run: Debian's python3-mpd is installed, or the tests run under CI.
+    static var pythonMPD2: Bool {
+        FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || Harness.isCI
+    }
+
     /// A daemon with an MPD Unix socket and an MPD TCP port on loopback.
     static func daemon(port: Int, config: String = DaemonFixture.foreground) throws -> (DaemonFixture, String) {
         let d = try DaemonFixture.onSharedSink(config: config)
@@ -55,9 +60,9 @@ struct MPDTests {
         return r.stdoutText.split(separator: "\n").map(String.init)
     }
 
-    @Test("mpc on the Unix socket: add, playlist, play, status line and time, volume, seek 50%, insert, crop, queued, del, move, cdprev, repeat/random/single, outputs; the same over TCP; errors as mpd prints them")
+    @Test("mpc on the Unix socket: add, playlist, play, status line and time, volume, seek 50%, insert, crop, queued, del, move, cdprev, repeat/random/single, outputs; the same over TCP; errors as mpd prints them",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func mpcCommands() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let port = Self.port()
         let (d, sock) = try Self.daemon(port: port)
         func mpc(_ args: String...) throws -> String {
@@ -143,9 +148,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("idle: mpc idle is woken by another client's mpc next and by a JSON next; ctl watch sees mpc's next; mpc idleloop reports several changes and is never timed out")
+    @Test("idle: mpc idle is woken by another client's mpc next and by a JSON next; ctl watch sees mpc's next; mpc idleloop reports several changes and is never timed out",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func idle() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let (d, sock) = try Self.daemon(port: Self.port(1))
         _ = try Self.mpc(sock, ["add", "long.mp3", "album"])
         _ = try Self.mpc(sock, ["play"])
@@ -182,9 +187,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("python-mpd2 (an independent client): command lists, idle woken by another client, plchanges, error codes")
+    @Test("python-mpd2 (an independent client): command lists, idle woken by another client, plchanges, error codes",
+          .enabled(if: pythonMPD2, "needs python-mpd2"))
     func pythonMPD() throws {
-        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let (d, sock) = try Self.daemon(port: Self.port(2))
         let script = """
             import mpd, sys
@@ -232,9 +237,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("python-mpd2: browsing (lsinfo, listall, listallinfo, listfiles), albumart and readpicture in chunks, consume, priorities in random mode, plchanges of only what moved, changed: output")
+    @Test("python-mpd2: browsing (lsinfo, listall, listallinfo, listfiles), albumart and readpicture in chunks, consume, priorities in random mode, plchanges of only what moved, changed: output",
+          .enabled(if: pythonMPD2, "needs python-mpd2"))
     func pythonLibrary() throws {
-        guard FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd") || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let (d, sock) = try Self.daemon(port: Self.port(6))
         // An album cover beside album/*.mp3, a track with a picture in its tags, a symlink out.
         let cover = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
@@ -387,9 +392,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory")
+    @Test("stored playlists over both protocols: mpc save/lsplaylists/playlist/load/rm, ctl playlists/playlist-add/playlist, an idle woken with stored_playlist; a second save is refused; the file is M3U, relative to the music directory",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func storedPlaylists() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let (d, sock) = try Self.daemon(port: Self.port(5))
         func mpc(_ args: String...) throws -> ProcessResult { try Self.mpc(sock, args) }
         _ = try mpc("add", "album/a.mp3", "long.mp3")
@@ -422,9 +427,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command")
+    @Test("mpd-password on TCP: only ping and password before it; a wrong one costs a second; the right one (MPD_HOST=pw@host) opens every command",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func password() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let port = Self.port(4)
         let d = try DaemonFixture.onSharedSink(config: DaemonFixture.foreground + "mpd-password = open-sesame\n")
         try d.start(["--mpd-listen", "127.0.0.1:\(port)"])
@@ -499,10 +504,9 @@ struct MPDTests {
         d.expectCleanStop()
     }
 
-    @Test("client-to-client: one python-mpd2 client in idle is woken with `message` by another's sendmessage and reads it; channels lists the subscriptions; a closed client's channel is gone; mpc shuffle reorders the queue and keeps the playing song first; seek while paused stays paused")
+    @Test("client-to-client: one python-mpd2 client in idle is woken with `message` by another's sendmessage and reads it; channels lists the subscriptions; a closed client's channel is gone; mpc shuffle reorders the queue and keeps the playing song first; seek while paused stays paused",
+          .enabled(if: Harness.has("mpc") && pythonMPD2, "needs mpc and python-mpd2"))
     func clientsAndShuffle() throws {
-        guard (Harness.which("mpc") != nil && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/mpd"))
-            || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let (d, sock) = try Self.daemon(port: Self.port(9))
         let script = """
             import mpd, sys, threading, time
@@ -590,9 +594,9 @@ struct MPDTests {
 }
 
 extension MPDTests {
-    @Test("ReplayGain through every door: mpc replaygain track, python-mpd2's replay_gain_status, JSON replay-gain and status, ctl; saved across a restart; a bad mode is refused")
+    @Test("ReplayGain through every door: mpc replaygain track, python-mpd2's replay_gain_status, JSON replay-gain and status, ctl; saved across a restart; a bad mode is refused",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func replayGain() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let port = Self.port(8)
         let (d, sock) = try Self.daemon(port: port)
         #expect(try d.request("status")["replayGain"]?["mode"] == "off")
@@ -621,9 +625,9 @@ extension MPDTests {
         #expect(try Self.mpc(sock, ["replaygain"]).stdoutText == "replay_gain_mode: auto\n")
     }
 
-    @Test("crossfade through every door: mpc crossfade 3 then status's xfade, python-mpd2, JSON and ctl; saved across a restart; off takes xfade out of status; a bad value is refused")
+    @Test("crossfade through every door: mpc crossfade 3 then status's xfade, python-mpd2, JSON and ctl; saved across a restart; off takes xfade out of status; a bad value is refused",
+          .enabled(if: Harness.has("mpc"), "needs mpc"))
     func crossfade() throws {
-        guard Harness.which("mpc") != nil || ProcessInfo.processInfo.environment["CI"] != nil else { return }
         let port = Self.port(11)
         let (d, sock) = try Self.daemon(port: port)
         #expect(try d.request("status")["crossfade"] == 0)
