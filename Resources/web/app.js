@@ -155,9 +155,28 @@ function lost() {
   conn.delay = Math.min(conn.delay * 2, 5000);
 }
 
+/**
+ * The daemon's commands and event kinds (`GET /schema`): the page sends no command name the
+ * daemon does not list, and subscribes to the kinds it lists that EVENTS handles.
+ */
+const schema = { commands: new Set(), events: [] };
+
+async function loadSchema() {
+  if (schema.commands.size) return;
+  const reply = await fetch('/schema', { cache: 'no-store' });
+  if (!reply.ok) throw new CommandError('schema', `GET /schema: ${reply.status}`);
+  const body = await reply.json();
+  schema.commands = new Set(body.commands.map((c) => c.name));
+  schema.events = body.events;
+}
+
 /** Sends one request; resolves with the reply when ok, rejects with a CommandError otherwise. */
 function call(command, args = {}) {
   return new Promise((resolve, reject) => {
+    if (!schema.commands.has(command)) {
+      reject(new CommandError('unknown-command', `The daemon has no command "${command}"`));
+      return;
+    }
     const ws = conn.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) {
       reject(new CommandError('disconnected', 'Not connected'));
@@ -212,7 +231,13 @@ function setConnected(on) {
 
 /** After (re)connecting: events first, then everything shown is read afresh. */
 async function resync() {
-  await act('subscribe');
+  try {
+    await loadSchema();
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  await act('subscribe', { events: schema.events.filter((kind) => kind in EVENTS) });
   await Promise.all([refreshStatus(), reloadQueue(), reloadPlaylists()]);
   if (lib.loaded) refreshLibrary();
 }

@@ -315,6 +315,24 @@ public enum JSONCodec {
         return .object([("remaining", s.remaining.map(ms) ?? .null), ("endOfItem", .bool(s.endOfItem)), ("fade", .number(s.fade))])
     }
 
+    /// The protocol's schema as the web remote reads it (`GET /schema`): every command's
+    /// name, older names and arguments, and every event kind.
+    public static func schema() -> JSON {
+        .object([
+            ("commands", .array(Schema.commands.map { c in
+                .object([
+                    ("name", .string(c.name)), ("aliases", .array(c.aliases.map(JSON.string))), ("summary", .string(c.summary)),
+                    ("arguments", .array(c.arguments.map { a in
+                        .object([("name", .string(a.name)), ("type", .string(a.type.rawValue)), ("required", .bool(a.required))]
+                            + (a.allowed.map { [("allowed", .array($0.map(JSON.string)))] } ?? [])
+                            + (a.range.map { [("minimum", .number($0.lowerBound)), ("maximum", .number($0.upperBound))] } ?? []))
+                    })),
+                ])
+            })),
+            ("events", .array(Schema.eventKinds.map(JSON.string))),
+        ])
+    }
+
     /// A command as `help` lists it.
     static func help(_ d: CommandDescriptor) -> JSON {
         .object([

@@ -145,6 +145,18 @@ import Testing
         for k in kinds { #expect(Schema.eventKinds.contains(k), "app.js handles \(k)") }
     }
 
+    @Test("the daemon serves the schema to the web remote: every command with its older names and arguments, every event kind")
+    func servedSchema() throws {
+        let served = JSONCodec.schema()
+        let commands = try #require(served["commands"]?.array)
+        #expect(commands.compactMap { $0["name"]?.string } == Self.names)
+        let findAdd = try #require(commands.first { $0["name"]?.string == "find-add" })
+        #expect(findAdd["aliases"]?.array == [.string("findadd")])
+        let priority = try #require(commands.first { $0["name"]?.string == "priority" }?["arguments"]?.array?.first)
+        #expect(priority["required"]?.bool == true && priority["maximum"]?.number == 255)
+        #expect(served["events"]?.array?.compactMap(\.string) == Schema.eventKinds)
+    }
+
     static func sample(_ a: ArgumentSchema) -> JSON {
         switch a.type {
         case .string: .string(a.allowed?.first ?? "x")

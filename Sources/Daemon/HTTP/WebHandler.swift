@@ -96,6 +96,9 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
             return respond(context, head, .unauthorized, text: "log in first (POST /login), or send Authorization: Bearer")
         }
         if path == "/status" { return status(context, head) }
+        if path == "/schema" {
+            return respond(context, head, .ok, body: Self.schema, type: "application/json", extra: [("Cache-Control", "no-store")])
+        }
         if path.hasPrefix("/art/") { return art(String(path.dropFirst(5)), context: context, head: head) }
         if path == "/ws" { return respond(context, head, .badRequest, text: "a WebSocket: send Upgrade: websocket") }
         file(path == "/" ? "/index.html" : path, context: context, head: head)
@@ -196,6 +199,9 @@ final class WebHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // MARK: - Resources
+
+    /// The protocol's commands and event kinds (the page sends only these names).
+    static let schema: [UInt8] = Array((JSONCodec.schema().text + "\n").utf8)
 
     private func status(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         let dispatcher = connection.core.dispatcher
