@@ -221,8 +221,14 @@ public final class Playback: Sendable {
     /// Fails unless it has an output.
     func requireOutput() throws(CommandError) {
         guard hasOutput else {
-            throw .outputUnavailable("partition \"\(partition)\" has no output: move one into it (moveoutput)")
+            throw .outputUnavailable("partition \"\(partition)\" has no output: move one into it (move-output)")
         }
+    }
+
+    /// Throws `not-playing` when `required` and the queue is stopped (MPD's `next`,
+    /// `previous` and `seekcur`, checked under the command lock with the command).
+    func requirePlayback(_ required: Bool) throws(CommandError) {
+        if required, queue.playbackState == .stopped { throw .notPlaying("Not playing") }
     }
 
     // MARK: - Events

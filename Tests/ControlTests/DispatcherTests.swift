@@ -356,7 +356,7 @@ extension DispatcherTests {
         let bath = LocalConnection(partition: "bath")
         _ = d.execute(AddCommand(paths: ["long.mp3"]), from: bath)
         #expect(d.execute(PlayCommand(item: nil), from: bath)
-                == .failure(.outputUnavailable("partition \"bath\" has no output: move one into it (moveoutput)")))
+                == .failure(.outputUnavailable("partition \"bath\" has no output: move one into it (move-output)")))
 
         #expect(d.execute(DeletePartitionCommand(name: "default")) == .failure(.forbidden("the default partition cannot be deleted")))
         _ = d.execute(DeletePartitionCommand(name: "kitchen"))

@@ -8,7 +8,11 @@ public struct RepeatCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .`repeat`, .options)
     /// nil: read it.
     public var mode: RepeatMode?
+    /// MPD's `repeat` flag, which with its `single` flag maps onto repeat one/all and stop
+    /// after each item: decided from the modes as they are when the command runs.
+    public var mpdFlag: Bool?
     public init(mode: RepeatMode?) { self.mode = mode }
+    public init(mpdFlag: Bool) { (mode, self.mpdFlag) = (nil, mpdFlag) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let m = a.string("mode") else { mode = nil; return }
         guard let mode = RepeatMode(rawValue: m) else { throw .badArgument("repeat: mode is off, one or all") }
@@ -16,8 +20,19 @@ public struct RepeatCommand: ControlCommand {
     }
     public var arguments: Arguments { Arguments(mode.map { ["mode": .string($0.rawValue)] } ?? [:]) }
     public func run(_ x: CommandContext) -> Reply {
-        if let mode { x.playback.queue.setRepeat(mode) }
-        return .repeatMode(x.playback.queue.repeatMode)
+        let q = x.playback.queue
+        if let mode { q.setRepeat(mode) }
+        if let on = mpdFlag {
+            let single = q.repeatMode == .one || q.stopAfterEach
+            if on {
+                if q.stopAfterCurrent { q.setStopAfterCurrent(false, each: false) }
+                q.setRepeat(single ? .one : .all)
+            } else {
+                q.setRepeat(.off)
+                if single { q.setStopAfterCurrent(true, each: true) }  // single without repeat: stop after each
+            }
+        }
+        return .repeatMode(q.repeatMode)
     }
 }
 
@@ -36,12 +51,17 @@ public struct ShuffleCommand: ControlCommand {
 }
 
 public struct SingleCommand: ControlCommand {
+    /// MPD's `single` values, mapped onto repeat one and stop after the current item.
+    public enum MPDMode: Sendable { case on, off, oneshot }
     public static let descriptor = CommandDescriptor(Self.self, .single, .options)
     /// nil: toggle.
     public var on: Bool?
     /// Stay on after taking effect.
     public var each: Bool
+    /// MPD's `single`: decided from the repeat mode as it is when the command runs.
+    public var mpdMode: MPDMode?
     public init(on: Bool?, each: Bool = false) { (self.on, self.each) = (on, each) }
+    public init(mpdMode: MPDMode) { (on, each, self.mpdMode) = (nil, false, mpdMode) }
     public init(_ a: Arguments) { (on, each) = (a.bool("on"), a.bool("each") ?? false) }
     public var arguments: Arguments {
         var a: [String: ArgumentValue] = on.map { ["on": .boolean($0)] } ?? [:]
@@ -50,6 +70,16 @@ public struct SingleCommand: ControlCommand {
     }
     public func run(_ x: CommandContext) -> Reply {
         let q = x.playback.queue
+        if let mpdMode {
+            switch mpdMode {
+            case .on:
+                if q.repeatMode != .off { q.setRepeat(.one) } else { q.setStopAfterCurrent(true, each: true) }
+            case .oneshot, .off:
+                if q.repeatMode == .one { q.setRepeat(.all) }
+                q.setStopAfterCurrent(mpdMode == .oneshot, each: false)
+            }
+            return .stopAfterCurrent(q.stopAfterCurrent, each: q.stopAfterEach)
+        }
         let value = on ?? !q.stopAfterCurrent
         q.setStopAfterCurrent(value, each: each)
         return .stopAfterCurrent(value, each: value && each)

@@ -8,11 +8,15 @@ import Player
 public struct PlayCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .play, .transport)
     public var item: Int?
+    /// Resume when paused, and do nothing otherwise (MPD's `pause 0`).
+    public var resumeOnly = false
     public init(item: Int?) { self.item = item }
+    public init(resumeOnly: Bool) { (item, self.resumeOnly) = (nil, resumeOnly) }
     public init(_ a: Arguments) { item = a.integer("item") }
     public var arguments: Arguments { Arguments(item.map { ["item": .integer($0)] } ?? [:]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
+        if resumeOnly, q.playbackState != .paused { return .state(q.playbackState) }
         try x.playback.requireOutput()
         do throws(PlayQueueError) {
             if let item { try q.play(id: item) } else { try q.play() }
@@ -33,9 +37,13 @@ public struct PauseCommand: ControlCommand {
 
 public struct ToggleCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .toggle, .transport)
+    /// Whether it starts playing when stopped (MPD's `pause` does not).
+    public var startsWhenStopped = true
     public init() {}
+    public init(startsWhenStopped: Bool) { self.startsWhenStopped = startsWhenStopped }
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        if !startsWhenStopped, x.playback.queue.playbackState == .stopped { return .state(.stopped) }
         try x.playback.requireOutput()
         do throws(PlayQueueError) { try x.playback.queue.toggle() } catch { throw CommandError(error) }
         return .state(x.playback.queue.playbackState)
@@ -54,9 +62,13 @@ public struct StopCommand: ControlCommand {
 
 public struct NextCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .next, .transport)
+    /// Refuse while stopped (`not-playing`), as MPD's `next` does.
+    public var requiresPlayback = false
     public init() {}
+    public init(requiresPlayback: Bool) { self.requiresPlayback = requiresPlayback }
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.playback.requirePlayback(requiresPlayback)
         do throws(PlayQueueError) { try x.playback.queue.next() } catch { throw CommandError(error) }
         return .current(x.playback.currentItem)
     }
@@ -64,9 +76,13 @@ public struct NextCommand: ControlCommand {
 
 public struct PreviousCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .previous, .transport)
+    /// Refuse while stopped (`not-playing`), as MPD's `previous` does.
+    public var requiresPlayback = false
     public init() {}
+    public init(requiresPlayback: Bool) { self.requiresPlayback = requiresPlayback }
     public init(_ a: Arguments) {}
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.playback.requirePlayback(requiresPlayback)
         do throws(PlayQueueError) { try x.playback.queue.previous() } catch { throw CommandError(error) }
         return .current(x.playback.currentItem)
     }
@@ -84,7 +100,11 @@ public struct SeekCommand: ControlCommand {
     /// Another item to seek in (MPD's `seek`/`seekid`): it becomes current, paused when the
     /// queue was paused, playing otherwise.
     public var item: Int?
-    public init(target: Target, item: Int? = nil) { (self.target, self.item) = (target, item) }
+    /// Refuse while stopped (`not-playing`), as MPD's `seekcur` does.
+    public var requiresPlayback = false
+    public init(target: Target, item: Int? = nil, requiresPlayback: Bool = false) {
+        (self.target, self.item, self.requiresPlayback) = (target, item, requiresPlayback)
+    }
     public init(_ a: Arguments) throws(CommandError) {
         switch (a.number("position"), a.number("offset")) {
         case (let p?, nil): target = .position(p)
@@ -103,6 +123,7 @@ public struct SeekCommand: ControlCommand {
         return Arguments(a)
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        try x.playback.requirePlayback(requiresPlayback)
         let q = x.playback.queue
         if let item, item != q.current?.id || q.playbackState == .stopped {
             do throws(PlayQueueError) { try q.play(id: item, keepingPause: true) } catch { throw CommandError(error) }

@@ -250,8 +250,7 @@ package enum MPDCommandTable {
             return ""
         },
         MPDCommand("next", 0...0, inline: true) { p, _ throws(MPDError) in
-            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
-            _ = try p.run(NextCommand())
+            _ = try p.run(NextCommand(requiresPlayback: true))
             return ""
         },
         MPDCommand("notcommands", 0...0, permission: .anyone, inline: true) { p, r in
@@ -310,12 +309,10 @@ package enum MPDCommandTable {
         },
         MPDCommand("password", 1...1, permission: .anyone) { p, r throws(MPDError) in try p.password(r) },
         MPDCommand("pause", 0...1, [.boolean], inline: true) { p, r throws(MPDError) in
-            switch (r.args.first, p.playback.queue.playbackState) {
-            case (nil, .stopped): break
-            case (nil, _): _ = try p.run(ToggleCommand())
-            case ("1", _): _ = try p.run(PauseCommand())
-            case (_, .paused): _ = try p.run(PlayCommand(item: nil))
-            default: break
+            switch r.args.first {
+            case nil: _ = try p.run(ToggleCommand(startsWhenStopped: false))
+            case "1": _ = try p.run(PauseCommand())
+            default: _ = try p.run(PlayCommand(resumeOnly: true))
             }
             return ""
         },
@@ -361,8 +358,7 @@ package enum MPDCommandTable {
         MPDCommand("plchanges", 1...2, [.unsigned, .range]) { p, r throws(MPDError) in try p.changes(r, positionsOnly: false) },
         MPDCommand("plchangesposid", 1...2, [.unsigned, .range]) { p, r throws(MPDError) in try p.changes(r, positionsOnly: true) },
         MPDCommand("previous", 0...0, inline: true) { p, _ throws(MPDError) in
-            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
-            _ = try p.run(PreviousCommand())
+            _ = try p.run(PreviousCommand(requiresPlayback: true))
             return ""
         },
         MPDCommand("prio", 2...2, [.unsigned], unbounded: true, inline: true) { p, r throws(MPDError) in try p.priority(r) },
@@ -386,16 +382,7 @@ package enum MPDCommandTable {
         },
         MPDCommand("repeat", 1...1, [.boolean], inline: true) { p, r throws(MPDError) in
             // mpd's repeat and single flags onto repeat one/all and stop-after-current (each).
-            let on = r.args[0] == "1"
-            let q = p.playback.queue
-            let single = q.repeatMode == .one || q.stopAfterEach
-            if on {
-                if q.stopAfterCurrent { _ = try p.run(SingleCommand(on: false)) }
-                _ = try p.run(RepeatCommand(mode: single ? .one : .all))
-            } else {
-                _ = try p.run(RepeatCommand(mode: .off))
-                if single { _ = try p.run(SingleCommand(on: true, each: true)) }  // single without repeat: stop after each
-            }
+            _ = try p.run(RepeatCommand(mpdFlag: r.args[0] == "1"))
             return ""
         },
         MPDCommand("replay_gain_mode", 1...1, inline: true) { p, r throws(MPDError) in
@@ -415,8 +402,7 @@ package enum MPDCommandTable {
         },
         MPDCommand("seekcur", 1...1, [.float], inline: true) { p, r throws(MPDError) in
             let a = r.args[0], t = Double(a)!
-            guard p.playback.queue.playbackState != .stopped else { throw MPDError(.playerSync, "Not playing") }
-            _ = try p.run(SeekCommand(target: a.hasPrefix("+") || a.hasPrefix("-") ? .offset(t) : .position(t)))
+            _ = try p.run(SeekCommand(target: a.hasPrefix("+") || a.hasPrefix("-") ? .offset(t) : .position(t), requiresPlayback: true))
             return ""
         },
         MPDCommand("seekid", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
@@ -632,18 +618,14 @@ extension MPDProtocol {
 
     /// `single 0|1|oneshot`.
     func single(_ r: MPDRequest) throws(MPDError) -> MPDText {
-        let q = playback.queue
+        let mode: SingleCommand.MPDMode
         switch r.args[0] {
-        case "1":
-            if q.repeatMode != .off { _ = try run(RepeatCommand(mode: .one)) } else { _ = try run(SingleCommand(on: true, each: true)) }
-        case "oneshot":
-            if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }
-            _ = try run(SingleCommand(on: true))
-        case "0":
-            if q.repeatMode == .one { _ = try run(RepeatCommand(mode: .all)) }
-            _ = try run(SingleCommand(on: false))
+        case "1": mode = .on
+        case "oneshot": mode = .oneshot
+        case "0": mode = .off
         default: throw MPDError(.arg, "Unrecognized single mode, expected 0, 1, or oneshot")
         }
+        _ = try run(SingleCommand(mpdMode: mode))
         return ""
     }
 
