@@ -9,22 +9,27 @@ import Locking
 #endif
 
 /// The output drivers, by device name: the first whose ``AudioOutput/handles(_:)`` takes the
-/// name plays it. Adding an output is its driver in one file and one line here.
+/// name plays it: those registered (``OutputRegistry/register(_:kind:)``) first, in the order
+/// they were, then the built-in ones, ALSA last (it takes any name). A built-in output is its
+/// driver in one file and one line in ``builtIn``.
 enum OutputDrivers {
-    static let all: [OutputDriver] = [
-        .of(PacedOutput.self, OutputDeviceKind(
-            name: "paced", forms: ["paced:NAME"],
-            summary: "a device a test paces (never heard)", forTests: true)),
+    static let builtIn: [OutputDriver] = [
         .of(PulseStream.self, OutputDeviceKind(
             name: "PulseAudio", forms: ["pulse", "pulse:SINK"],
-            summary: "the default sink of the PulseAudio or PipeWire-Pulse server, or a named one")),
+            summary: "the default sink of the PulseAudio or PipeWire-Pulse server, or a named one", plugin: "pulse")),
         .of(PipeOutput.self, OutputDeviceKind(
             name: "pipe", forms: ["pipe:PATH"],
-            summary: "raw PCM into a FIFO another program reads, such as snapserver")),
+            summary: "raw PCM into a FIFO another program reads, such as snapserver", plugin: "fifo")),
         .of(ALSAPCM.self, OutputDeviceKind(
             name: "ALSA", forms: ["default", "hw:0", "null", "file:…", "any other ALSA PCM name"],
-            summary: "any PCM name no other kind takes")),
+            summary: "any PCM name no other kind takes", plugin: "alsa")),
     ]
+
+    /// The drivers registered from outside the engine, in the order they were.
+    static let registered = Lock<[OutputDriver]>([])
+
+    /// Every driver, in the order device names are matched against them.
+    static var all: [OutputDriver] { registered.withLock { $0 } + builtIn }
 
     /// The driver for `device`.
     static func driver(for device: String) -> any AudioOutput.Type {
@@ -86,6 +91,29 @@ struct OutputDriver: Sendable {
     }
 }
 
+/// The one registry of output drivers: the engine's own (PulseAudio, a pipe, ALSA) and any a
+/// program or test registers (a driver is an ``AudioOutput`` type and its ``OutputDeviceKind``).
+public enum OutputRegistry {
+    /// Registers `driver` for the device names its ``AudioOutput/handles(_:)`` takes, ahead of
+    /// the built-in drivers (once, before an engine opens such a device; a second registration
+    /// of the same driver is ignored).
+    public static func register<D: AudioOutput>(_ driver: D.Type, kind: OutputDeviceKind) {
+        OutputDrivers.registered.withLock { all in
+            guard !all.contains(where: { ObjectIdentifier($0.type) == ObjectIdentifier(driver) }) else { return }
+            all.append(.of(driver, kind))
+        }
+    }
+
+    /// Every kind of device the engine plays to, in the order device names are matched.
+    public static var kinds: [OutputDeviceKind] { OutputDrivers.all.map(\.kind) }
+
+    /// The kind of device `device` names (ALSA's for any name no other driver takes).
+    public static func kind(for device: String) -> OutputDeviceKind {
+        let all = OutputDrivers.all
+        return (all.first { $0.type.handles(device) } ?? all[all.count - 1]).kind
+    }
+}
+
 /// A kind of output device: the device names one output driver plays, for help texts and
 /// documentation.
 public struct OutputDeviceKind: Sendable, Equatable {
@@ -97,12 +125,20 @@ public struct OutputDeviceKind: Sendable, Equatable {
     public var summary: String
     /// Whether it exists for tests alone (a device nobody hears): help texts leave it out.
     public var forTests: Bool
+    /// The name MPD's `outputs` gives its plugin (`alsa`, `pulse`, `fifo`).
+    public var plugin: String
 
-    /// A kind from its parts.
+    /// A kind from its parts (its plugin name: `name` in lower case).
     public init(name: String, forms: [String], summary: String, forTests: Bool = false) {
-        (self.name, self.forms, self.summary, self.forTests) = (name, forms, summary, forTests)
+        self.init(name: name, forms: forms, summary: summary, forTests: forTests, plugin: name.lowercased())
     }
 
-    /// Every kind the engine plays to, in the order device names are matched against them.
-    public static var all: [OutputDeviceKind] { OutputDrivers.all.map(\.kind) }
+    /// A kind from its parts, with the name MPD's `outputs` gives its plugin.
+    public init(name: String, forms: [String], summary: String, forTests: Bool = false, plugin: String) {
+        (self.name, self.forms, self.summary, self.forTests, self.plugin) = (name, forms, summary, forTests, plugin)
+    }
+
+    /// Every kind the engine plays to, in the order device names are matched against them
+    /// (``OutputRegistry/kinds``).
+    public static var all: [OutputDeviceKind] { OutputRegistry.kinds }
 }

@@ -27,7 +27,7 @@ extension CommandSchema {
         mpd: ["moveoutput"])
     public static let outputs = CommandSchema(
         "outputs", .partitions, "The outputs: the daemon's device, the configured ones, and whose each is.",
-        reply: "`outputs` [{id, name, device, partition (null: none)}]",
+        reply: "`outputs` [{id, name, device, plugin (its kind of device, as MPD names it: `alsa`, `pulse`, `fifo`), partition (null: none)}]",
         ctl: CtlSyntax("outputs", "The outputs and the partition each plays in."), mpd: ["outputs"])
 }
 

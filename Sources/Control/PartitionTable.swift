@@ -1,3 +1,4 @@
+import AudioEngine
 import Broadcast
 import Dispatch
 import PlayQueue
@@ -34,6 +35,11 @@ public struct OutputInfo: Sendable, Equatable {
     public var device: String
     /// The partition it plays in (nil: none).
     public var partition: String?
+    /// Whether the partition it plays in is muted (MPD shows such an output disabled); set
+    /// by `outputs` for the asking connection's partition.
+    public var muted = false
+    /// The name MPD gives its kind of device (`alsa`, `pulse`, `fifo`): the output registry's.
+    public var plugin: String { OutputRegistry.kind(for: device).plugin }
 }
 
 /// Zones, as mpd's partitions: several play queues in one daemon, each with its own player

@@ -180,7 +180,7 @@ public enum JSONCodec {
         case .outputs(let all):
             [("outputs", .array(all.map { o in
                 .object([("id", .int(o.id)), ("name", .string(o.name)), ("device", .string(o.device)),
-                         ("partition", o.partition.map(JSON.string) ?? .null)])
+                         ("plugin", .string(o.plugin)), ("partition", o.partition.map(JSON.string) ?? .null)])
             }))]
         case .pong: [("pong", true)]
         case .version(let v, let p): [("version", .string(v)), ("protocol", .int(p))]

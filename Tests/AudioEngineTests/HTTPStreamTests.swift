@@ -210,7 +210,7 @@ extension HTTPStreamTests {
         // 128 kbit/s: 16,000 bytes a second. A block every 4,000 bytes; the title turns to
         // "Second" at byte 24,000: about 1.45 s in (less the 418-byte Info frame and the encoder delay).
         let url = server.url("live/http-mp3.mp3?metaint=4000&titles=First|Second&every=24000")
-        let clock = PacedClock.named("icy-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("icy-\(UUID().uuidString)")
         let engine = makeEngine(device: clock.device)
         defer { engine.shutdown() }
         let log = EventLog(engine)
@@ -326,7 +326,7 @@ extension HTTPStreamTests {
     @Test("a stall: the input waits for the network and the ring runs dry: the device plays silence (no underrun), the position holds at the frame reached, `stalled` and then `stallEnded` once enough is buffered, and the item plays on from that frame to its end (paced device)")
     func stallHoldsAndResumes() throws {
         let (server, _, _) = try Self.server()
-        let clock = PacedClock.named("stall-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("stall-\(UUID().uuidString)")
         let engine = makeEngine(device: clock.device)
         defer { engine.shutdown() }
         let log = EventLog(engine)
@@ -385,7 +385,7 @@ extension HTTPStreamTests {
     @Test("a live stream that drops is connected again after a second: the item goes on, never failing or restarting; one that stays gone fails after the reconnects, with the reason (paced device)")
     func liveReconnects() throws {
         let (server, _, _) = try Self.server()
-        let clock = PacedClock.named("reconnect-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("reconnect-\(UUID().uuidString)")
         let engine = makeEngine(device: clock.device)
         defer { engine.shutdown() }
         let log = EventLog(engine)

@@ -26,7 +26,7 @@ struct DispatcherTests {
             let tone = try Fixtures.tone("control-\(k)", seconds: k == 1 ? 60 : 2, frequency: f)
             try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/album/\(k).mp3")
         }
-        let clock = PacedClock.named("dispatch-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("dispatch-\(UUID().uuidString)")
         let configuration = PlaybackConfiguration(
             device: clock.device, musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path)
         let playback = try Playback(configuration: configuration)
@@ -311,7 +311,7 @@ extension DispatcherTests {
         let music = try Harness.makeTemporaryDirectory("backline-partitions").path
         let tone = try Fixtures.tone("control-partitions", seconds: 60, frequency: 550)
         try FileManager.default.copyItem(atPath: tone.path, toPath: music + "/long.mp3")
-        let clocks = (0..<3).map { _ in PacedClock.named("partition-\(UUID().uuidString)") }
+        let clocks = (0..<3).map { _ in PacedDevice.clock("partition-\(UUID().uuidString)") }
         let playback = try Playback(configuration: PlaybackConfiguration(
             device: clocks[0].device, musicDirectory: music, registryDirectory: try Harness.makeTemporaryDirectory().path))
         let d = CommandDispatcher(playback: playback, version: "test",

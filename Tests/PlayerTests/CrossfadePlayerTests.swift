@@ -18,7 +18,7 @@ struct CrossfadePlayerTests {
 
     /// A player with a 1 s crossfade playing `items` on a paced device, its clock and its log.
     static func playing(_ items: [PlayerItem]) -> (QueuePlayer, PacedClock, PlayerLog) {
-        let clock = PacedClock.named("xfade-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("xfade-\(UUID().uuidString)")
         let player = makePlayer(items, device: clock.device)
         player.crossfade = 1
         let log = PlayerLog(player)

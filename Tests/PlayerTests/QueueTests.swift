@@ -109,7 +109,7 @@ struct QueueTests {
     func queueOperations() throws {
         let (a, b, c) = try Self.files()
         // A paced device: nothing plays between a command and the read after it.
-        let clock = PacedClock.named("queue-ops-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("queue-ops-\(UUID().uuidString)")
         let ia = PlayerItem(path: a.path), ib = PlayerItem(path: b.path), ic = PlayerItem(path: c.path)
         let player = makePlayer([ia, ib], device: clock.device)
         let log = PlayerLog(player)
@@ -161,7 +161,7 @@ struct QueueTests {
     @Test("on a paced device the position is what the test's clock heard, to the frame, and stands still until it advances; items appended while the last one ends, or after the queue ended, still play")
     func pacedDevice() throws {
         let (a, b, c) = try Self.files()
-        let clock = PacedClock.named("queue-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("queue-\(UUID().uuidString)")
         let ia = PlayerItem(path: a.path)
         let player = makePlayer([ia], device: clock.device)
         let log = PlayerLog(player)
@@ -196,7 +196,7 @@ struct QueueTests {
         let a = try FormatFixtures.source("q-chain-a", seconds: 0.7, rate: 48_000)
         let b = try FormatFixtures.source("q-chain-b", seconds: 0.5, rate: 48_000)
         let chained = try FormatFixtures.chainedOgg("q-chain", parts: [(a, "First"), (b, "Second")])
-        let clock = PacedClock.named("chain-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("chain-\(UUID().uuidString)")
         let item = PlayerItem(path: chained.path)
         let player = makePlayer([item], device: clock.device)
         defer { player.engine.shutdown() }
@@ -387,7 +387,7 @@ struct QueueTests {
         let tone = try Fixtures.tone("q-http", seconds: 3, frequency: 440)
         try FileManager.default.copyItem(at: tone, to: dir.appendingPathComponent("t.mp3"))
         let server = try HTTPTestServer(directory: dir)
-        let clock = PacedClock.named("q-http-\(UUID().uuidString)")
+        let clock = PacedDevice.clock("q-http-\(UUID().uuidString)")
         let session = AudioSession(registryDirectory: try Harness.makeTemporaryDirectory().path)
         try session.setCategory(.playback)
         let app = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: 0.3))

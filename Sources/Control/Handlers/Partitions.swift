@@ -1,3 +1,4 @@
+import Player
 import BacklineSchema
 // Partitions (zones): several queues in one daemon, as mpd's. Making, deleting and rebuilding a
 // partition starts or stops a player's threads: off the event loop, under the command lock.
@@ -94,5 +95,12 @@ public struct OutputsCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .outputs, .partitions, wakes: false)
     public init() {}
     public init(_ a: Arguments) {}
-    public func run(_ x: CommandContext) -> Reply { .outputs(x.dispatcher.partitions.outputList) }
+    public func run(_ x: CommandContext) -> Reply {
+        let here = x.playback.partition, muted = x.playback.player.isMuted
+        return .outputs(x.dispatcher.partitions.outputList.map { o in
+            var o = o
+            if o.partition == here { o.muted = muted }
+            return o
+        })
+    }
 }

@@ -256,13 +256,14 @@ package enum MPDCommandTable {
         MPDCommand("notcommands", 0...0, permission: .anyone, inline: true) { p, r in
             MPDCommandTable.all.filter { $0.listed(p) && !r.state.may($0, r.connection) }.map { "command: \($0.name)\n" }.joined()
         },
-        MPDCommand("outputs", 0...0, inline: true) { p, _ in
-            // Every output; those of other partitions (or of none) as mpd shows them: `dummy`, off.
-            let here = p.playback
-            return p.dispatcher.partitions.outputList.map { o in
-                let mine = o.partition == here.partition
-                let plugin = !mine ? "dummy" : o.device.hasPrefix("pulse") ? "pulse" : o.device.hasPrefix("pipe:") ? "fifo" : "alsa"
-                return "outputid: \(o.id)\noutputname: \(o.name)\nplugin: \(plugin)\noutputenabled: \(mine && !here.player.isMuted ? 1 : 0)\n"
+        MPDCommand("outputs", 0...0, inline: true) { p, r throws(MPDError) in
+            // Every output, its plugin named by its driver; those of other partitions (or of
+            // none) as mpd shows them: `dummy`, off.
+            guard case .outputs(let all) = try p.run(OutputsCommand()) else { return "" }
+            let here = r.connection.partition
+            return all.map { o in
+                let mine = o.partition == here
+                return "outputid: \(o.id)\noutputname: \(o.name)\nplugin: \(mine ? o.plugin : "dummy")\noutputenabled: \(mine && !o.muted ? 1 : 0)\n"
             }.joined()
         },
         MPDCommand("outputset", 3...3, [.unsigned], inline: true) { p, r throws(MPDError) in

@@ -7,7 +7,8 @@ import Glibc
 import Locking
 #endif
 
-/// The clock of a device that plays only when told: an output opened as `paced:NAME` hears
+/// The clock of a device that plays only when told: an output opened as `paced:NAME` (the
+/// driver is BacklineTestSupport's `PacedOutput`, registered by `PacedDevice.clock(_:)`) hears
 /// nothing until the clock named NAME is advanced, as NIOEmbedded's `EmbeddedEventLoop` runs
 /// only when told. Tests that read player state after a command use it: the state cannot move
 /// on between the command and the read, however loaded the machine is.
@@ -25,7 +26,7 @@ public final class PacedClock: Sendable {
     private let rateValue = Atomic<Int>(0)
     private let bufferValue = Atomic<Int>(0)
     /// Written (one byte) when frames are heard; the output polls it.
-    let notifyRead: Int32
+    package let notifyRead: Int32
     private let notifyWrite: Int32
 
     /// The clocks in use, by name: held by their tests and devices, not here (a clock nobody
@@ -150,111 +151,20 @@ public final class PacedClock: Sendable {
         _ = write(notifyWrite, &b, 1)
     }
 
-    fileprivate func drainNotifications() {
+    package func drainNotifications() {
         var scratch: (UInt64, UInt64) = (0, 0)
         while withUnsafeMutableBytes(of: &scratch, { read(notifyRead, $0.baseAddress, 16) }) > 0 {}
     }
 
-    fileprivate func opened(rate: Int, bufferFrames: Int) {
+    package func opened(rate: Int, bufferFrames: Int) {
         heldFrames.store(0, ordering: .releasing)
         paused.store(false, ordering: .releasing)
         rateValue.store(rate, ordering: .releasing)
         bufferValue.store(bufferFrames, ordering: .releasing)
     }
 
-    fileprivate func wrote(_ frames: Int) { heldFrames.add(frames, ordering: .releasing) }
-    fileprivate func dropAll() { heldFrames.store(0, ordering: .releasing) }
-    fileprivate func setPaused(_ on: Bool) { paused.store(on, ordering: .releasing) }
-    fileprivate var isPaused: Bool { paused.load(ordering: .acquiring) }
-}
-
-/// The `paced:NAME` driver: a device that plays only when its ``PacedClock`` is advanced.
-struct PacedOutput: AudioOutput {
-    let clock: PacedClock
-    let configuration: DeviceConfiguration
-
-    static func handles(_ device: String) -> Bool { device.hasPrefix("paced:") }
-    static var channelOrder: ChannelOrder { .wave }
-    static var playsInRealTime: Bool { false }
-
-    static func open(device: String, rate: Int, channels: Int, preferred: DeviceSampleFormat,
-                     bufferMicros: Int, periodMicros: Int, mmap: Bool) throws(MediaError) -> PacedOutput {
-        let clock = PacedClock.named(String(device.dropFirst(6)))
-        let buffer = max(64, bufferMicros * rate / 1_000_000), period = max(16, periodMicros * rate / 1_000_000)
-        clock.opened(rate: rate, bufferFrames: buffer)
-        return PacedOutput(clock: clock, configuration: DeviceConfiguration(
-            rate: rate, channels: channels, sampleFormat: preferred, bufferFrames: buffer, periodFrames: min(period, buffer / 2),
-            canPause: true, maxChannels: 8))
-    }
-
-    /// A paced device takes up to 8 channels.
-    static func channelLimit(device: String) -> Int? { 8 }
-
-    static func probe(device: String) -> (available: Bool, soundServer: Bool) {
-        (true, false)
-    }
-
-    func state() -> OutputState { clock.isPaused ? .paused : .running }
-    var isLost: Bool { false }
-    func delay() -> Int? { clock.held }
-    func avail() -> Int { max(0, configuration.bufferFrames - clock.held) }
-
-    func waitForRoom(timeoutMillis: Int32, wake: Int32) -> Int32 {
-        if avail() >= configuration.periodFrames { return 1 }
-        return withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 2) { fds -> Int32 in
-            fds[0] = pollfd(fd: clock.notifyRead, events: Int16(POLLIN), revents: 0)
-            fds[1] = pollfd(fd: wake, events: Int16(POLLIN), revents: 0)
-            let r = poll(fds.baseAddress, 2, timeoutMillis)
-            if r < 0 { return errno == EINTR ? 0 : -errno }
-            if fds[0].revents != 0 { clock.drainNotifications() }
-            return fds[1].revents & Int16(POLLIN) != 0 ? 0 : 1
-        }
-    }
-
-    /// Paused, the clock hears nothing: only `wake` is watched (a paced device is never lost).
-    func waitWhilePaused(wake: Int32) -> Bool {
-        waitForWake(wake)
-        return false
-    }
-
-    func beginDirectWrite(frames: Int) -> DirectWrite { .unsupported }
-    func commitDirectWrite(offset: Int, frames: Int) -> Int { -Int(EINVAL) }
-
-    func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int {
-        let n = min(frames, max(0, configuration.bufferFrames - clock.held))
-        clock.wrote(n)
-        return n
-    }
-
-    func discard() {
-        clock.dropAll()
-        clock.setPaused(false)
-    }
-
-    func stop() { clock.dropAll() }
-    func prepare() -> Int32 { 0 }
-    func resume() -> Int32 { 0 }
-
-    func pause(_ on: Bool) -> Bool {
-        clock.setPaused(on)
-        return true
-    }
-
-    func startIfWaiting() {}
-
-    /// Returns once the clock has heard everything held (or after 30 s
-    /// of real time with no one advancing it, so a test that stopped pacing cannot hang the
-    /// engine's shutdown).
-    func drain() {
-        let deadline = monotonicNanos() + 30_000_000_000
-        while clock.held > 0, monotonicNanos() < deadline {
-            withUnsafeTemporaryAllocation(of: pollfd.self, capacity: 1) { fds in
-                fds[0] = pollfd(fd: clock.notifyRead, events: Int16(POLLIN), revents: 0)
-                _ = poll(fds.baseAddress, 1, 100)
-            }
-            clock.drainNotifications()
-        }
-    }
-
-    func close() {}
+    package func wrote(_ frames: Int) { heldFrames.add(frames, ordering: .releasing) }
+    package func dropAll() { heldFrames.store(0, ordering: .releasing) }
+    package func setPaused(_ on: Bool) { paused.store(on, ordering: .releasing) }
+    package var isPaused: Bool { paused.load(ordering: .acquiring) }
 }
