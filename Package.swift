@@ -268,6 +268,8 @@ let package = Package(
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),
         .testTarget(name: "LibraryTests", dependencies: ["Library", "Locking", "Media", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HarnessTests", dependencies: ["BacklineTestSupport"], swiftSettings: strictSettings),
+        // ctl's syntax, requests, help and words, without a daemon.
+        .testTarget(name: "CtlCoreTests", dependencies: ["CtlCore", "BacklineSchema", "BacklineWire"], swiftSettings: strictSettings),
         // The schema against everything that names commands and events: the handlers, the
         // JSON codec, `ctl`, the MPD table, the web remote and docs/PROTOCOL.md.
         .testTarget(
