@@ -117,10 +117,10 @@ struct FFmpegFormatTests {
     @Test("seeks in M4A (AAC, ALAC) land on the exact frame: decoding from frame 23456 gives the full decode's tail")
     func seekExact() throws {
         for c in try Self.cases() where c.file.pathExtension == "m4a" {
-            let full = try FormatTests.decodeAll(try DecoderRegistry.standard.open(path: c.file.path))
+            let full = try FormatCases.decodeAll(try DecoderRegistry.standard.open(path: c.file.path))
             let d = try DecoderRegistry.standard.open(path: c.file.path)
             try d.seek(toFrame: 23456)
-            let tail = try FormatTests.decodeAll(d)
+            let tail = try FormatCases.decodeAll(d)
             let expected = Array(full.dropFirst(23456 * d.format.channels))
             #expect(tail.count == expected.count && maxDifference(tail, expected) == 0,
                     "\(c): \(tail.count) vs \(expected.count) samples, up to \(maxDifference(tail, expected)) apart")

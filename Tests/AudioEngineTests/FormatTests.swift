@@ -7,73 +7,14 @@ import Testing
 /// The open formats, through the decoder registry and the engine into ALSA's `file` plugin.
 @Suite("Every format plays bit-exact and gapless (ALSA file plugin)", Harness.audioTools)
 struct FormatTests {
-    /// A fixture and its reference decode, float32 interleaved.
-    struct Case: CustomStringConvertible {
-        var file: URL
-        var reference: () throws -> [Float]
-        /// The largest difference allowed (0: bit-exact).
-        var tolerance: Float = 0
-        var description: String { file.lastPathComponent }
-    }
-
-    static func cases() throws -> [Case] {
-        let s16 = try FormatFixtures.source("fmt-44k-stereo", seconds: 1.7)
-        let s24hi = try FormatFixtures.source("fmt-96k-24", seconds: 1.1, rate: 96_000, bits: 24)
-        let s24top = try FormatFixtures.source("fmt-192k-24-mono", seconds: 0.6, rate: 192_000, channels: 1, bits: 24)
-        let mono8k = try FormatFixtures.source("fmt-8k-mono", seconds: 1.3, rate: 8000, channels: 1)
-        let flac16 = try FormatFixtures.flac("fmt-flac16", from: s16)
-        let flac24 = try FormatFixtures.flac("fmt-flac24-96k", from: s24hi)
-        let flac192 = try FormatFixtures.flac("fmt-flac24-192k-mono", from: s24top)
-        let flac8k = try FormatFixtures.flac("fmt-flac-8k-mono", from: mono8k)
-        let opus = try FormatFixtures.opus("fmt-opus-from-44k", from: s16)
-        let vorbis = try FormatFixtures.vorbis("fmt-vorbis", from: s16)
-        let wavU8 = try FormatFixtures.sox("fmt-wav-u8", from: s16, ext: "wav", args: ["-e", "unsigned-integer", "-b", "8"])
-        let wav24 = try FormatFixtures.sox("fmt-wav-s24", from: s24hi, ext: "wav", args: [])
-        let wav32 = try FormatFixtures.sox("fmt-wav-s32", from: s16, ext: "wav", args: ["-e", "signed-integer", "-b", "32"])
-        let wavF = try FormatFixtures.sox("fmt-wav-f32", from: s16, ext: "wav", args: ["-e", "floating-point", "-b", "32"])
-        let aiff = try FormatFixtures.sox("fmt-aiff-s16", from: s16, ext: "aiff", args: [])
-        let aiff24 = try FormatFixtures.sox("fmt-aiff-s24", from: s24hi, ext: "aiff", args: [])
-        return [
-            Case(file: flac16) { try FormatReference.flac(flac16, bits: 16) },
-            Case(file: flac24) { try FormatReference.flac(flac24, bits: 24) },
-            Case(file: flac192) { try FormatReference.flac(flac192, bits: 24) },
-            Case(file: flac8k) { try FormatReference.flac(flac8k, bits: 16) },
-            // opusdec's float path rounds once more than op_read_float's: within 2^-24.
-            Case(file: opus, reference: { try FormatReference.opus(opus) }, tolerance: 6e-8),
-            // oggdec's 16-bit output: within 1 LSB (its rounding of the same float decode).
-            Case(file: vorbis, reference: { try FormatReference.vorbisS16(vorbis).map { Float($0) / 32768 } }, tolerance: 1.01 / 32768),
-            Case(file: wavU8) { try FormatReference.sox(wavU8) },
-            Case(file: wav24) { try FormatReference.sox(wav24) },
-            Case(file: wav32) { try FormatReference.sox(wav32) },
-            Case(file: wavF) { try FormatReference.sox(wavF) },
-            Case(file: aiff) { try FormatReference.sox(aiff) },
-            Case(file: aiff24) { try FormatReference.sox(aiff24) },
-        ]
-    }
-
-    /// Every sample `d` decodes from where it stands, 16 K samples of room at a time.
-    static func decodeAll(_ d: any AudioDecoder) throws -> [Float] {
-        var got: [Float] = []
-        var buf = [Float](repeating: 0, count: 16384)
-        while true {
-            let (bytes, status) = try buf.withUnsafeMutableBytes { try d.decode(into: $0, spillingInto: .init(start: nil, count: 0)) }
-            got += buf.prefix(bytes / 4)
-            if status == .done { return got }
-        }
-    }
-
-    private func maxDifference(_ a: [Float], _ b: [Float]) -> Float {
-        zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) }
-    }
-
     @Test("float32 device: each format's capture equals its reference decoder's, sample for sample, with the exact sample count")
     func bitExact() throws {
-        for c in try Self.cases() {
+        for c in try FormatCases.all() {
             let (cap, events) = try playToFile([c.file])
             let ref = try c.reference()
             let got = try cap.f32()
             #expect(got.count == ref.count, "\(c): \(got.count) vs \(ref.count) samples")
-            let diff = maxDifference(got, ref)
+            let diff = FormatCases.maxDifference(got, ref)
             #expect(diff <= c.tolerance, "\(c): differs by up to \(diff)")
             #expect(events.compactMap(\.startedPath) == [c.file.path], "\(c): \(events)")
         }
@@ -98,8 +39,8 @@ struct FormatTests {
             for i in 0..<frames { for (k, c) in [0, 1, 4, 5, 2, 3].enumerated() { alsa[6 * i + k] = ref[6 * i + c] } }
             let (cap, events) = try playToFile([file])
             let got = try cap.f32()
-            #expect(got.count == alsa.count && maxDifference(got, alsa) <= tolerance,
-                    "\(file.lastPathComponent): 6 channels as they are, \(got.count) vs \(alsa.count) samples, up to \(maxDifference(got, alsa)) apart")
+            #expect(got.count == alsa.count && FormatCases.maxDifference(got, alsa) <= tolerance,
+                    "\(file.lastPathComponent): 6 channels as they are, \(got.count) vs \(alsa.count) samples, up to \(FormatCases.maxDifference(got, alsa)) apart")
             let audio = events.compactMap { if case .itemStarted(let i, _) = $0 { i.audio } else { nil } }.first
             #expect(audio?.sourceChannels == 6 && audio?.channels == 6 && audio?.isDownmixed == false, "\(String(describing: audio))")
             if tolerance == 0 {
@@ -109,7 +50,7 @@ struct FormatTests {
                 let odd = try FormatFixtures.source("fmt-odd-stereo", seconds: 1001.0 / 48_000, rate: 48_000)
                 let (cap2, _) = try playToFile([odd, file])
                 let tail = Array(try cap2.f32().suffix(alsa.count))
-                #expect(tail == alsa, "\(file.lastPathComponent) after an odd stereo item: up to \(maxDifference(tail, alsa)) apart")
+                #expect(tail == alsa, "\(file.lastPathComponent) after an odd stereo item: up to \(FormatCases.maxDifference(tail, alsa)) apart")
             }
 
             // BS.775 with each side normalised: L = (FL + h·FC + h·BL) / (1 + 2h), likewise R; LFE left out.
@@ -123,7 +64,7 @@ struct FormatTests {
             let (down, downEvents) = try playToFile([file], maxChannels: 2)
             let stereo = try down.f32()
             #expect(stereo.count == mix.count, "\(file.lastPathComponent): \(stereo.count) vs \(mix.count) samples")
-            #expect(maxDifference(stereo, mix) <= 1e-6 + 3 * tolerance, "\(file.lastPathComponent): down-mix differs by \(maxDifference(stereo, mix))")
+            #expect(FormatCases.maxDifference(stereo, mix) <= 1e-6 + 3 * tolerance, "\(file.lastPathComponent): down-mix differs by \(FormatCases.maxDifference(stereo, mix))")
             let downAudio = downEvents.compactMap { if case .itemStarted(let i, _) = $0 { i.audio } else { nil } }.first
             #expect(downAudio?.isDownmixed == true && downAudio?.channels == 2, "\(String(describing: downAudio))")
             #expect(downAudio.map(String.init(describing:))?.contains("5.1, down-mixed to stereo (ITU-R BS.775)") == true,
@@ -138,8 +79,8 @@ struct FormatTests {
         for opus in [false, true] {
             let chained = try FormatFixtures.chainedOgg(opus ? "fmt-chain-opus" : "fmt-chain-vorbis",
                                                         parts: [(a, "First"), (b, "Second")], opus: opus)
-            let first = try Self.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link0." + chained.pathExtension))
-            let second = try Self.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link1." + chained.pathExtension))
+            let first = try FormatCases.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link0." + chained.pathExtension))
+            let second = try FormatCases.decodeAll(try DecoderRegistry.standard.open(path: chained.deletingPathExtension().path + "-link1." + chained.pathExtension))
             let d = try DecoderRegistry.standard.open(path: chained.path)
             #expect(d.metadata.title == "First")
             var got: [Float] = [], updates: [(sample: Int, title: String?)] = []
@@ -151,8 +92,8 @@ struct FormatTests {
                 if status == .done { break }
             }
             let joined = first + second
-            #expect(got.count == joined.count && maxDifference(got, joined) == 0,
-                    "\(chained.lastPathComponent): \(got.count) vs \(first.count) + \(second.count) samples, up to \(maxDifference(got, joined)) apart")
+            #expect(got.count == joined.count && FormatCases.maxDifference(got, joined) == 0,
+                    "\(chained.lastPathComponent): \(got.count) vs \(first.count) + \(second.count) samples, up to \(FormatCases.maxDifference(got, joined)) apart")
             #expect(updates.count == 1 && updates.first?.sample == first.count && updates.first?.title == "Second",
                     "\(chained.lastPathComponent): \(updates) (link 1 starts at sample \(first.count))")
             #expect(d.lengthFrames == (first.count + second.count) / 2)
@@ -178,7 +119,7 @@ struct FormatTests {
         for (x, y) in pairs {
             let (cap, events) = try playToFile([x, y])
             let got = try cap.f32()
-            #expect(got == wholeRef, "\(x.lastPathComponent) + \(y.lastPathComponent): \(got.count) vs \(wholeRef.count) samples, max difference \(maxDifference(got, wholeRef))")
+            #expect(got == wholeRef, "\(x.lastPathComponent) + \(y.lastPathComponent): \(got.count) vs \(wholeRef.count) samples, max difference \(FormatCases.maxDifference(got, wholeRef))")
             let opened = events.filter { if case .deviceOpened = $0 { true } else { false } }
             #expect(opened.count == 1, "one device stream: \(opened)")
         }
@@ -206,25 +147,25 @@ struct FormatTests {
 
     @Test("seeks land on the exact sample in every format: decoding from frame 23456 gives the reference's tail")
     func seekExact() throws {
-        for c in try Self.cases() {
+        for c in try FormatCases.all() {
             let d = try DecoderRegistry.standard.open(path: c.file.path)
             let ref = try c.reference()
             let frame = 23456
             try d.seek(toFrame: frame)
-            let got = try Self.decodeAll(d)
+            let got = try FormatCases.decodeAll(d)
             let tail = Array(ref.dropFirst(frame * d.format.channels))
             #expect(got.count == tail.count, "\(c): \(got.count) vs \(tail.count) samples after the seek")
             // Opus decodes from a pre-roll after a seek (opusfile's 80 ms): the sample lands
             // exactly (the count above), the decoder state converges over that pre-roll.
             let settle = c.file.pathExtension == "opus" ? 3840 * d.format.channels : 0
-            let after = maxDifference(Array(got.dropFirst(settle)), Array(tail.dropFirst(settle)))
+            let after = FormatCases.maxDifference(Array(got.dropFirst(settle)), Array(tail.dropFirst(settle)))
             if settle == 0 {
                 #expect(after <= c.tolerance, "\(c): differs by up to \(after) after the seek")
             } else {
                 // Lossy state after a pre-roll: close, and closest with no shift (the exact sample).
                 let ch = d.format.channels
                 let shifted = [-2, -1, 1, 2].map { k in
-                    maxDifference(Array(got.dropFirst(settle + k * ch)), Array(tail.dropFirst(settle)))
+                    FormatCases.maxDifference(Array(got.dropFirst(settle + k * ch)), Array(tail.dropFirst(settle)))
                 }
                 #expect(after < 0.02 && shifted.allSatisfy { $0 > after * 2 }, "\(c): \(after) unshifted, \(shifted) shifted by ±1, 2 frames")
             }
@@ -293,7 +234,7 @@ struct FormatTests {
             let got = try cap.f32()
             let expected = Array(ref[(11025 * 2)...])
             #expect(got.count == expected.count && got == expected,
-                    "\(file.lastPathComponent): \(got.count) vs \(expected.count) samples, max difference \(maxDifference(got, expected))")
+                    "\(file.lastPathComponent): \(got.count) vs \(expected.count) samples, max difference \(FormatCases.maxDifference(got, expected))")
             let lengths = log.all.compactMap { if case .itemLoaded(let i) = $0 { i.durationFrames } else { nil } }
             #expect(lengths == [22050, ref.count / 2 - 33075], "\(lengths)")
         }
@@ -311,8 +252,8 @@ struct FormatTests {
         ]
         for (url, ref, tolerance) in cases {
             let d = try DecoderRegistry.standard.open(MemorySource(name: url.lastPathComponent, bytes: Array(try Data(contentsOf: url))))
-            let got = try Self.decodeAll(d)
-            #expect(got.count == ref.count && maxDifference(got, ref) <= tolerance, "\(url.lastPathComponent): \(got.count) vs \(ref.count)")
+            let got = try FormatCases.decodeAll(d)
+            #expect(got.count == ref.count && FormatCases.maxDifference(got, ref) <= tolerance, "\(url.lastPathComponent): \(got.count) vs \(ref.count)")
         }
     }
 
@@ -328,7 +269,7 @@ struct FormatTests {
         try Data(bytes).write(to: file)
         let d = try DecoderRegistry.standard.open(path: file.path)
         #expect(d.lengthFrames == declared)
-        let got = try Self.decodeAll(d)
+        let got = try FormatCases.decodeAll(d)
         let reference = try FormatReference.sox(s16)
         #expect(got.count == declared * 2 && Array(got) == Array(reference.prefix(declared * 2)), "\(got.count) samples")
     }

@@ -93,8 +93,8 @@ struct HTTPSizeTests {
             // (Estimated either way: a header read front to back cannot be checked by a scan.)
             #expect(remote.lengthAccuracy == .estimated, "\(file.lastPathComponent): \(remote.lengthAccuracy)")
             if fromHeader { #expect(remote.lengthFrames == local.lengthFrames, "the header's length") }
-            let expected = try FormatTests.decodeAll(local)
-            let got = try FormatTests.decodeAll(remote)
+            let expected = try FormatCases.decodeAll(local)
+            let got = try FormatCases.decodeAll(remote)
             #expect(got == expected && !got.isEmpty, "\(file.lastPathComponent): \(got.count) samples, \(expected.count) from disk")
         }
     }

@@ -1,4 +1,4 @@
-import AudioEngine
+import MediaCore
 import BacklineTestSupport
 import Media
 import Foundation
