@@ -39,8 +39,7 @@ extension CommandSchema {
         "clip", .queue, "Play only part of an item: from start to end seconds (neither: all of it). Not the item playing now.",
         arguments: [ArgumentSchema("item", .integer, "item id", required: true), ArgumentSchema("start", .number, "seconds (default 0)"),
                     ArgumentSchema("end", .number, "seconds (default: the end)")],
-        note: "play only that part of the item (MPD's `rangeid`); not the item playing now (`forbidden`)",
-        reply: "items then carry `clip` {`start`, `end`} and `duration` is its length",
+        note: "play only that part of the item (MPD's `rangeid`); not the item playing now (`forbidden`); the item then carries `clip` {`start`, `end`} and its `duration` is the part's length",
         ctl: CtlSyntax("clip ID [START [END]]", "Play only part of item ID, from START to END (no END: to its end; neither: all of it).", example: ["4", "10", "20"]),
         mpd: ["rangeid"])
     public static let clear = CommandSchema(

@@ -240,8 +240,18 @@ public enum CtlText {
     /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
     public static func human(_ name: String, _ r: JSON, sent: JSON? = nil, verbose: Bool = false) -> String {
         let (r, sent) = (printable(r), sent.map(printable))
-        switch name {
-        case "status":
+        if let words = replyWords[name] { return words(r, sent, verbose) }
+        return fields(r)
+    }
+
+    /// A reply in words, from the reply (its control characters escaped), the command as sent,
+    /// and `--verbose`.
+    public typealias ReplyWords = @Sendable (_ reply: JSON, _ sent: JSON?, _ verbose: Bool) -> String
+
+    /// Each command's reply in words, by the command's name (the schema's): a command missing
+    /// here shows its reply's fields (``fields(_:)``), or `ok` when it has none.
+    public static let replyWords: [String: ReplyWords] = [
+        "status": { r, sent, verbose in
             let state = r["state"]?.string ?? "?"
             let symbol = state == "playing" ? "▶" : state == "paused" ? "⏸" : "■"
             var out = "\(symbol) \(state)"
@@ -279,15 +289,37 @@ public enum CtlText {
                 out += "  output \(r["output"]?.string ?? "(device closed)")\n"
             }
             return out
-        case "list" where r["tags"] == nil:
-            guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
-            let width = String(items.count).count
-            return items.enumerated().map { n, i in
-                let mark = i["current"]?.bool == true ? ">" : " "
-                let num = String(n + 1).leftPad(width)
-                return "\(mark)\(num). [id \(i["id"]?.int ?? 0)] \(itemLine(i))\n"
-            }.joined()
-        case "now-playing":
+        },
+        "list": { r, sent, verbose in
+            guard r["tags"] != nil else {
+                guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
+                let width = String(items.count).count
+                return items.enumerated().map { n, i in
+                    let mark = i["current"]?.bool == true ? ">" : " "
+                    let num = String(n + 1).leftPad(width)
+                    return "\(mark)\(num). [id \(i["id"]?.int ?? 0)] \(itemLine(i))\n"
+                }.joined()
+            }
+            // A tag's values: each group's value once, what is under it indented.
+            let names = r["tags"]?.array?.compactMap(\.string) ?? []
+            var out = ""
+            var previous: [String] = []
+            for row in r["values"]?.array ?? [] {
+                let v = row.array?.compactMap(\.string) ?? []
+                let same = zip(previous, v).prefix(max(0, v.count - 1)).prefix { $0.0 == $0.1 }.count
+                for level in same..<v.count {
+                    let value = v[level].isEmpty ? "(no \(names.indices.contains(level) ? names[level] : "value"))" : v[level]
+                    out += String(repeating: "  ", count: level) + value + "\n"
+                }
+                previous = v
+            }
+            return out.isEmpty ? "(nothing)\n" : out
+        },
+        "channels": { r, _, _ in
+            let all = r["channels"]?.array?.compactMap(\.string) ?? []
+            return all.isEmpty ? "(nobody listens on a channel)\n" : all.map { "\($0)\n" }.joined()
+        },
+        "now-playing": { r, sent, verbose in
             guard let info = r["info"], case .object = info else { return "(nothing is playing)\n" }
             var out = ""
             func line(_ k: String, _ v: String?) { if let v { out += "\(k): \(v)\n" } }
@@ -312,47 +344,73 @@ public enum CtlText {
             line("id", r["item"]?.int.map(String.init))
             if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
             return out
-        case "list-partitions", "new-partition", "delete-partition", "partition":
+        },
+        "list-partitions": { r, sent, verbose in
             let current = r["current"]?.string
             return (r["partitions"]?.array ?? []).map { p in
                 let name = p["name"]?.string ?? ""
                 let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
                 return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
             }.joined()
-        case "outputs", "move-output":
+        },
+        "new-partition": { r, sent, verbose in
+            let current = r["current"]?.string
+            return (r["partitions"]?.array ?? []).map { p in
+                let name = p["name"]?.string ?? ""
+                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
+                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
+            }.joined()
+        },
+        "delete-partition": { r, sent, verbose in
+            let current = r["current"]?.string
+            return (r["partitions"]?.array ?? []).map { p in
+                let name = p["name"]?.string ?? ""
+                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
+                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
+            }.joined()
+        },
+        "partition": { r, sent, verbose in
+            let current = r["current"]?.string
+            return (r["partitions"]?.array ?? []).map { p in
+                let name = p["name"]?.string ?? ""
+                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
+                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
+            }.joined()
+        },
+        "outputs": { r, sent, verbose in
             return (r["outputs"]?.array ?? []).map { o in
                 let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
                 return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
             }.joined()
-        case "playlists":
+        },
+        "move-output": { r, sent, verbose in
+            return (r["outputs"]?.array ?? []).map { o in
+                let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
+                return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
+            }.joined()
+        },
+        "playlists": { r, sent, verbose in
             let all = r["playlists"]?.array ?? []
             return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
-        case "playlist":
+        },
+        "playlist": { r, sent, verbose in
             let items = r["items"]?.array ?? []
             guard !items.isEmpty else { return "(the playlist is empty)\n" }
             let width = String(items.count).count
             return items.enumerated().map { "\(String($0 + 1).leftPad(width)). \($1.string ?? "")\n" }.joined()
-        case "update":
+        },
+        "update": { r, sent, verbose in
             return "updating the library (job \(r["job"]?.int ?? 0))\n"
-        case "find", "search":
+        },
+        "find": { r, sent, verbose in
             let songs = r["songs"]?.array ?? []
             return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
-        case "list" where r["tags"] != nil:
-            // A tag's values: each group's value once, what is under it indented.
-            let names = r["tags"]?.array?.compactMap(\.string) ?? []
-            var out = ""
-            var previous: [String] = []
-            for row in r["values"]?.array ?? [] {
-                let v = row.array?.compactMap(\.string) ?? []
-                let same = zip(previous, v).prefix(max(0, v.count - 1)).prefix { $0.0 == $0.1 }.count
-                for level in same..<v.count {
-                    let value = v[level].isEmpty ? "(no \(names.indices.contains(level) ? names[level] : "value"))" : v[level]
-                    out += String(repeating: "  ", count: level) + value + "\n"
-                }
-                previous = v
-            }
-            return out.isEmpty ? "(nothing)\n" : out
-        case "count":
+        },
+        "search": { r, sent, verbose in
+            let songs = r["songs"]?.array ?? []
+            return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
+        },
+        "count": { r, sent, verbose in
             if let counts = r["counts"]?.array {
                 return counts.map { c in
                     let v = c["value"]?.string ?? ""
@@ -360,7 +418,8 @@ public enum CtlText {
                 }.joined()
             }
             return "\(r["songs"]?.int ?? 0) songs, \(time(r["playtime"]?.number))\n"
-        case "ls":
+        },
+        "ls": { r, sent, verbose in
             return (r["entries"]?.array ?? []).map { e in
                 let path = e["path"]?.string ?? ""
                 switch e["kind"]?.string {
@@ -369,19 +428,22 @@ public enum CtlText {
                 default: return "\(path)  \(itemLine(e))\n"
                 }
             }.joined()
-        case "stats":
+        },
+        "stats": { r, sent, verbose in
             var out = "\(r["songs"]?.int ?? 0) songs, \(r["artists"]?.int ?? 0) artists, \(r["albums"]?.int ?? 0) albums, \(time(r["playtime"]?.number))\n"
             out += "updated \(r["updated"]?.string ?? "never")"
             if let n = r["unreadable"]?.int, n > 0 { out += "; \(n) files unreadable" }
             if let u = r["updating"], u != .null { out += "; updating now (job \(u["job"]?.int ?? 0))" }
             return out + "\n"
-        case "browse":
+        },
+        "browse": { r, sent, verbose in
             return (r["entries"]?.array ?? []).map { e in
                 let path = e["path"]?.string ?? ""
                 guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
                 return "\(path)  \(itemLine(e))\n"
             }.joined()
-        case "add", "insert", "load", "find-add":
+        },
+        "add": { r, sent, verbose in
             let ids = (r["items"]?.array ?? []).compactMap(\.int)
             var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
                 : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
@@ -390,41 +452,126 @@ public enum CtlText {
             for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
             if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
             return out
-        case "remove":
+        },
+        "insert": { r, sent, verbose in
+            let ids = (r["items"]?.array ?? []).compactMap(\.int)
+            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
+                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
+            let skipped = r["skipped"]?.array ?? []
+            let shownSkips = 10
+            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
+            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
+            return out
+        },
+        "load": { r, sent, verbose in
+            let ids = (r["items"]?.array ?? []).compactMap(\.int)
+            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
+                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
+            let skipped = r["skipped"]?.array ?? []
+            let shownSkips = 10
+            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
+            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
+            return out
+        },
+        "find-add": { r, sent, verbose in
+            let ids = (r["items"]?.array ?? []).compactMap(\.int)
+            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
+                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
+            let skipped = r["skipped"]?.array ?? []
+            let shownSkips = 10
+            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
+            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
+            return out
+        },
+        "remove": { r, sent, verbose in
             let n = sent?["items"]?.array.map { Set($0.compactMap(\.int)).count }
             let left = r["count"]?.int ?? 0
             return "removed \(n.map(String.init) ?? "?"), \(left) left\n"
-        case "move":
+        },
+        "move": { r, sent, verbose in
             let id = sent?["item"]?.int
             return "moved id \(id.map(String.init) ?? "?") to position \((r["index"]?.int ?? 0) + 1)\n"
-        case "playlist-move":
+        },
+        "playlist-move": { r, sent, verbose in
             return "moved to position \((r["index"]?.int ?? 0) + 1)\n"
-        case "playlist-add", "playlist-delete":
+        },
+        "playlist-add": { r, sent, verbose in
             let n = r["count"]?.int ?? 0
             return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
-        case "save":
+        },
+        "playlist-delete": { r, sent, verbose in
+            let n = r["count"]?.int ?? 0
+            return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
+        },
+        "save": { r, sent, verbose in
             let n = r["count"]?.int ?? 0
             return "saved \(n) item\(n == 1 ? "" : "s")\n"
-        case "alarm":
+        },
+        "alarm": { r, sent, verbose in
             let all = r["alarms"]?.array ?? []
             guard !all.isEmpty else { return "(no alarms)\n" }
             return all.map { alarmLine($0) + "\n" }.joined()
-        case "play", "pause", "toggle", "stop": return "state: \(r["state"]?.string ?? "?")\n"
-        case "next", "previous":
+        },
+        "play": { r, sent, verbose in
+            return "state: \(r["state"]?.string ?? "?")\n"
+        },
+        "pause": { r, sent, verbose in
+            return "state: \(r["state"]?.string ?? "?")\n"
+        },
+        "toggle": { r, sent, verbose in
+            return "state: \(r["state"]?.string ?? "?")\n"
+        },
+        "stop": { r, sent, verbose in
+            return "state: \(r["state"]?.string ?? "?")\n"
+        },
+        "next": { r, sent, verbose in
             guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
             return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
-        case "seek", "skip": return "position: \(short(r["position"] ?? .null))\n"
-        case "repeat": return "repeat: \(r["repeat"]?.string ?? "?")\n"
-        case "consume": return "consume: \(r["consume"]?.string ?? "?")\n"
-        case "replay-gain": return "replay gain: \(replayGainText(r["replayGain"]))\n"
-        case "crossfade": return "crossfade: \((r["crossfade"]?.number).map { $0 > 0 ? seconds($0) : "off" } ?? "?")\n"
-        case "shuffle": return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
-        case "single": return "single: \(single(r))\n"
-        case "rate": return "rate: \(short(r["rate"] ?? .null))\n"
-        case "volume", "mute": return "volume: \(volumeText(r))\n"
-        case "sleep": return "sleep: \(sleepText(r["sleep"]))\n"
-        case "lifecycle": return "daemon: \(whereItIs(r["app"]?.string))\n"
-        case "session":
+        },
+        "previous": { r, sent, verbose in
+            guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
+            return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
+        },
+        "seek": { r, sent, verbose in
+            return "position: \(short(r["position"] ?? .null))\n"
+        },
+        "skip": { r, sent, verbose in
+            return "position: \(short(r["position"] ?? .null))\n"
+        },
+        "repeat": { r, sent, verbose in
+            return "repeat: \(r["repeat"]?.string ?? "?")\n"
+        },
+        "consume": { r, sent, verbose in
+            return "consume: \(r["consume"]?.string ?? "?")\n"
+        },
+        "replay-gain": { r, sent, verbose in
+            return "replay gain: \(replayGainText(r["replayGain"]))\n"
+        },
+        "crossfade": { r, sent, verbose in
+            return "crossfade: \((r["crossfade"]?.number).map { $0 > 0 ? seconds($0) : "off" } ?? "?")\n"
+        },
+        "shuffle": { r, sent, verbose in
+            return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
+        },
+        "single": { r, sent, verbose in
+            return "single: \(single(r))\n"
+        },
+        "rate": { r, sent, verbose in
+            return "rate: \(short(r["rate"] ?? .null))\n"
+        },
+        "volume": { r, sent, verbose in
+            return "volume: \(volumeText(r))\n"
+        },
+        "mute": { r, sent, verbose in
+            return "volume: \(volumeText(r))\n"
+        },
+        "sleep": { r, sent, verbose in
+            return "sleep: \(sleepText(r["sleep"]))\n"
+        },
+        "lifecycle": { r, sent, verbose in
+            return "daemon: \(whereItIs(r["app"]?.string))\n"
+        },
+        "session": { r, sent, verbose in
             let category = r["category"]?.string ?? "?"
             let options = r["options"]?.array?.compactMap(\.string) ?? []
             var out = "\(category)\(options.isEmpty ? "" : " (" + options.joined(separator: ", ") + ")"): \(sharing(r))\n"
@@ -436,18 +583,25 @@ public enum CtlText {
             if r["ducked"]?.bool == true { notes.append("lowered while another player plays") }
             if !notes.isEmpty { out += notes.joined(separator: " · ") + "\n" }
             return out
-        case "ping": return "pong\n"
-        case "version": return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
-        default:
-            guard case .object(let fields) = r else { return "" }
-            let rest = fields.filter { !["id", "ok"].contains($0.0) }
-            if rest.isEmpty { return "ok\n" }
-            return rest.map { k, v in
-                if case .object = v, k == "current" { return "current: \(itemLine(v))\n" }
-                if case .object(let inner) = v { return inner.map { "\($0.0): \(short($0.1))\n" }.joined() }
-                return "\(k): \(short(v))\n"
-            }.joined()
-        }
+        },
+        "ping": { r, sent, verbose in
+            return "pong\n"
+        },
+        "version": { r, sent, verbose in
+            return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
+        },
+    ]
+
+    /// A reply's fields, one a line (`ok` when there are none).
+    static func fields(_ r: JSON) -> String {
+        guard case .object(let fields) = r else { return "" }
+        let rest = fields.filter { !["id", "ok"].contains($0.0) }
+        if rest.isEmpty { return "ok\n" }
+        return rest.map { k, v in
+            if case .object = v, k == "current" { return "current: \(itemLine(v))\n" }
+            if case .object(let inner) = v { return inner.map { "\($0.0): \(short($0.1))\n" }.joined() }
+            return "\(k): \(short(v))\n"
+        }.joined()
     }
 
     /// The sleep timer in words: `off`, `in 29:59`, `at the end of the item`.

@@ -68,6 +68,19 @@ import Testing
         }
     }
 
+    @Test("ctl puts every reply into words by the schema's names: a command with reply fields has its words, one without says ok")
+    func ctlReplyWords() {
+        let unknown = Set(CtlText.replyWords.keys).subtracting(Self.names)
+        #expect(unknown.isEmpty, "words for no command: \(unknown)")
+        for c in Schema.commands where c.ctl != nil && c.name != "help" {
+            if c.reply.isEmpty {
+                #expect(CtlText.human(c.name, .object([("id", 1), ("ok", true)])) == "ok\n", "\(c.name)")
+            } else {
+                #expect(CtlText.replyWords[c.name] != nil, "\(c.name) replies \(c.reply) but ctl has no words for it")
+            }
+        }
+    }
+
     @Test("every event kind is in the schema, ctl watch's list and help, and the wire's EventKind")
     func eventKinds() {
         #expect(Schema.eventKinds == EventKind.allCases.map(\.rawValue))
