@@ -81,34 +81,12 @@ public final class ControlServer: Sendable {
     }
 
     /// Every address the daemon listens on, with its protocol and admission, in the order they
-    /// are bound: the control socket last (its appearing is what says "ready").
+    /// are bound: each registered listener's (``ListenerRegistry``), then the control socket,
+    /// last (its appearing is what says "ready").
     func endpoints(core: DaemonCore) -> [Endpoint] {
-        var list: [Endpoint] = []
-        let json = JSONLineProtocol()
-        let mpd = MPDLineProtocol(shared: MPDShared(password: config.mpdPassword, bigAnswer: { [trimmer = core.trimmer] in trimmer.noteActivity() }))
-        if let tcp = config.tcpListen {
-            list.append(Endpoint(name: "TCP \(tcp)", address: tcp, admission: .credentials, codec: json, logKey: "tcp"))
-        }
-        for addr in config.mpdListen {
-            let admission: Admission = addr.hasPrefix("/") ? .owner : config.mpdPassword == nil ? .open : .credentials  // (open: loopback only, validated)
-            list.append(Endpoint(name: "MPD \(addr)", address: addr, admission: admission, codec: mpd, checkDirectory: true,
-                                 announcement: "listening (MPD protocol)", partition: config.mpdListenPartition[addr]))
-        }
-        if !config.httpListen.isEmpty {
-            let root = WebSite.findRoot(configured: config.webRoot)
-            if root == nil { logger.warning("the web remote's files were not found (set web-root): its pages answer 404") }
-            let site = WebSite(root: root, password: config.httpPassword, token: config.token)
-            for addr in config.httpListen {
-                let host = (try? Self.split(addr).0) ?? ""
-                let loopback = DaemonConfig.isLoopback(host)
-                let open = loopback && config.httpPassword == nil
-                let http = HTTPProtocol(site: site, loopback: loopback)
-                list.append(Endpoint(name: "HTTP \(addr)", address: addr, admission: open ? .open : .credentials, codec: http,
-                                     announcement: "listening (web remote)"))
-            }
-        }
-        list.append(Endpoint(name: "control socket", address: config.socketPath, admission: .owner, codec: json, logKey: "socket"))
-        return list
+        let setup = ListenerSetup(config: config, core: core, logger: logger)
+        return ListenerRegistry.all.flatMap { $0.endpoints(setup) }
+            + [Endpoint(name: "control socket", address: config.socketPath, admission: .owner, codec: JSONLineProtocol(), logKey: "socket")]
     }
 
     /// Binds `endpoint`: a Unix socket is born 0600 (its directory checked when the user named
