@@ -1,3 +1,5 @@
+import Locking
+import Synchronization
 import MediaCore
 import Platform
 
@@ -6,7 +8,8 @@ import Platform
 /// with junk in front still reach libmpg123 (which resyncs). One registry answers "which files
 /// would play" for folder walks, `add`, browsing and MPD's `decoders`.
 ///
-/// Adding a format: its `DecoderPlugin` in one file, and one line in ``standard``.
+/// Adding a format: its `DecoderPlugin` in one file, and one line in ``builtIn``; or, from
+/// outside the module, ``register(_:)`` before the first item opens.
 public struct DecoderRegistry: Sendable {
     /// The plugins, in the order they are tried.
     public let plugins: [DecoderPlugin]
@@ -14,8 +17,8 @@ public struct DecoderRegistry: Sendable {
     /// A registry of `plugins`.
     public init(_ plugins: [DecoderPlugin]) { self.plugins = plugins }
 
-    /// Every format Backline plays.
-    public static let standard = DecoderRegistry([
+    /// The formats this module plays, in the order they are tried.
+    static let builtIn: [DecoderPlugin] = [
         .mpg123,
         .flac,
         .vorbis,
@@ -23,7 +26,23 @@ public struct DecoderRegistry: Sendable {
         .wave,
         .aiff,
         .ffmpeg,  // last: what no dedicated decoder takes
-    ])
+    ]
+
+    /// The plugins registered from outside the module, in the order they were.
+    private static let registered = Lock<[DecoderPlugin]>([])
+
+    /// Every format Backline plays: the registered plugins first (a registered format takes
+    /// the bytes it matches before a built-in one), then the built-in ones. What opens an item
+    /// takes the registry as it is then: register at start-up.
+    public static var standard: DecoderRegistry { DecoderRegistry(registered.withLock { $0 } + builtIn) }
+
+    /// Registers `plugin` in ``standard`` (a second plugin of the same name is ignored).
+    public static func register(_ plugin: DecoderPlugin) {
+        registered.withLock { all in
+            guard !all.contains(where: { $0.name == plugin.name }) else { return }
+            all.append(plugin)
+        }
+    }
 
     /// Every suffix a plugin claims (lower case, no dot).
     public var suffixes: Set<String> { Set(plugins.flatMap(\.suffixes)) }

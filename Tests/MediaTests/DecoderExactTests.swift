@@ -57,4 +57,24 @@ struct DecoderExactTests {
             #expect(error.kind == .unsupportedFormat)
         }
     }
+
+    @Test("a registered plugin is tried before the built-in ones, once however often it registers")
+    func registeredPlugin() throws {
+        let magic = Array("BLTEST01".utf8)
+        let plugin = DecoderPlugin(
+            name: "bltest", formatName: "Backline test", suffixes: ["bltest"], mimeTypes: [],
+            matches: { Array($0.prefix(8)) == magic },
+            open: { (s: any ByteSource, _: DecoderOptions) throws(MediaError) -> any AudioDecoder in
+                throw MediaError(.unsupportedFormat, "a test format", item: s.name)
+            },
+            info: { (s: any ByteSource) throws(MediaError) -> TrackInfo in throw MediaError(.unsupportedFormat, "a test format", item: s.name) })
+        DecoderRegistry.register(plugin)
+        DecoderRegistry.register(plugin)
+        #expect(DecoderRegistry.standard.plugins.filter { $0.name == "bltest" }.count == 1)
+        #expect(DecoderRegistry.standard.plugins.last?.name == "ffmpeg")
+        let file = try Harness.makeTemporaryDirectory("registered").appendingPathComponent("x.mp3")
+        try Data(magic + [UInt8](repeating: 0, count: 4096)).write(to: file)
+        #expect(try DecoderRegistry.standard.plugin(for: FileSource(path: file.path)).name == "bltest")
+        #expect(DecoderRegistry.standard.claims("a.bltest"))
+    }
 }
