@@ -92,9 +92,9 @@ struct OutputDriver: Sendable {
 }
 
 /// The one registry of output drivers: the engine's own (PulseAudio, a pipe, ALSA) and any a
-/// program or test registers (a driver is an ``AudioOutput`` type and its ``OutputDeviceKind``).
+/// program or test registers (a driver is an `AudioOutput` type and its ``OutputDeviceKind``).
 public enum OutputRegistry {
-    /// Registers `driver` for the device names its ``AudioOutput/handles(_:)`` takes, ahead of
+    /// Registers `driver` for the device names its `AudioOutput.handles(_:)` takes, ahead of
     /// the built-in drivers (once, before an engine opens such a device; a second registration
     /// of the same driver is ignored).
     public static func register<D: AudioOutput>(_ driver: D.Type, kind: OutputDeviceKind) {

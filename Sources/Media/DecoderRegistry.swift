@@ -8,7 +8,7 @@ import Platform
 /// with junk in front still reach libmpg123 (which resyncs). One registry answers "which files
 /// would play" for folder walks, `add`, browsing and MPD's `decoders`.
 ///
-/// Adding a format: its `DecoderPlugin` in one file, and one line in ``builtIn``; or, from
+/// Adding a format: its `DecoderPlugin` in one file, and one line in `builtIn`; or, from
 /// outside the module, ``register(_:)`` before the first item opens.
 public struct DecoderRegistry: Sendable {
     /// The plugins, in the order they are tried.
