@@ -225,6 +225,14 @@ public final class Playback: Sendable {
         }
     }
 
+    /// The id of the item at queue position `position`; `bad-argument` "Bad song index" (mpd's
+    /// words) when there is none.
+    func id(atPosition position: Int) throws(CommandError) -> Int {
+        let entries = queue.entries
+        guard entries.indices.contains(position) else { throw .badArgument("Bad song index") }
+        return entries[position].id
+    }
+
     /// Throws `not-playing` when `required` and the queue is stopped (MPD's `next`,
     /// `previous` and `seekcur`, checked under the command lock with the command).
     func requirePlayback(_ required: Bool) throws(CommandError) {

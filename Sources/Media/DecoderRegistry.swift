@@ -28,21 +28,33 @@ public struct DecoderRegistry: Sendable {
         .ffmpeg,  // last: what no dedicated decoder takes
     ]
 
-    /// The plugins registered from outside the module, in the order they were.
-    private static let registered = Lock<[DecoderPlugin]>([])
+    /// Plugins registered from outside the module, in the order they were, before the
+    /// built-in ones. One instance (``shared``) is what ``standard`` holds; tests make their own.
+    final class Registrations: Sendable {
+        private let plugins = Lock<[DecoderPlugin]>([])
 
-    /// Every format Backline plays: the registered plugins first (a registered format takes
-    /// the bytes it matches before a built-in one), then the built-in ones. What opens an item
-    /// takes the registry as it is then: register at start-up.
-    public static var standard: DecoderRegistry { DecoderRegistry(registered.withLock { $0 } + builtIn) }
+        /// Adds `plugin` (a second plugin of the same name is ignored).
+        func register(_ plugin: DecoderPlugin) {
+            plugins.withLock { all in
+                guard !all.contains(where: { $0.name == plugin.name }) else { return }
+                all.append(plugin)
+            }
+        }
+
+        /// The registered plugins first (a registered format takes the bytes it matches before a
+        /// built-in one), then the built-in ones.
+        var registry: DecoderRegistry { DecoderRegistry(plugins.withLock { $0 } + DecoderRegistry.builtIn) }
+    }
+
+    /// The process's registrations.
+    static let shared = Registrations()
+
+    /// Every format Backline plays: the registered plugins first, then the built-in ones. What
+    /// opens an item takes the registry as it is then: register at start-up.
+    public static var standard: DecoderRegistry { shared.registry }
 
     /// Registers `plugin` in ``standard`` (a second plugin of the same name is ignored).
-    public static func register(_ plugin: DecoderPlugin) {
-        registered.withLock { all in
-            guard !all.contains(where: { $0.name == plugin.name }) else { return }
-            all.append(plugin)
-        }
-    }
+    public static func register(_ plugin: DecoderPlugin) { shared.register(plugin) }
 
     /// Every suffix a plugin claims (lower case, no dot).
     public var suffixes: Set<String> { Set(plugins.flatMap(\.suffixes)) }

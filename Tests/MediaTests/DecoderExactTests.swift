@@ -1,6 +1,6 @@
 import BacklineTestSupport
 import Foundation
-import Media
+@testable import Media
 import MediaCore
 import Testing
 
@@ -58,6 +58,8 @@ struct DecoderExactTests {
         }
     }
 
+    // (Its own registrations, not the process's: the suites share one process, and others list
+    // the standard registry's formats.)
     @Test("a registered plugin is tried before the built-in ones, once however often it registers")
     func registeredPlugin() throws {
         let magic = Array("BLTEST01".utf8)
@@ -68,13 +70,16 @@ struct DecoderExactTests {
                 throw MediaError(.unsupportedFormat, "a test format", item: s.name)
             },
             info: { (s: any ByteSource) throws(MediaError) -> TrackInfo in throw MediaError(.unsupportedFormat, "a test format", item: s.name) })
-        DecoderRegistry.register(plugin)
-        DecoderRegistry.register(plugin)
-        #expect(DecoderRegistry.standard.plugins.filter { $0.name == "bltest" }.count == 1)
-        #expect(DecoderRegistry.standard.plugins.last?.name == "ffmpeg")
+        let registrations = DecoderRegistry.Registrations()
+        registrations.register(plugin)
+        registrations.register(plugin)
+        let registry = registrations.registry
+        #expect(registry.plugins.map(\.name) == ["bltest"] + DecoderRegistry.standard.plugins.map(\.name))
+        #expect(registry.plugins.last?.name == "ffmpeg")
         let file = try Harness.makeTemporaryDirectory("registered").appendingPathComponent("x.mp3")
         try Data(magic + [UInt8](repeating: 0, count: 4096)).write(to: file)
-        #expect(try DecoderRegistry.standard.plugin(for: FileSource(path: file.path)).name == "bltest")
-        #expect(DecoderRegistry.standard.claims("a.bltest"))
+        #expect(try registry.plugin(for: FileSource(path: file.path)).name == "bltest")
+        #expect(registry.claims("a.bltest"))
+        #expect(!DecoderRegistry.standard.claims("a.bltest"))
     }
 }

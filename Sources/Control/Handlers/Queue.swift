@@ -103,7 +103,10 @@ public struct InsertCommand: ControlCommand {
 public struct RemoveCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .remove, .queue)
     public var ids: [Int]
+    /// The items at these queue positions instead (MPD's `delete`), found when it runs.
+    public var positions: QueuePositions?
     public init(ids: [Int]) { self.ids = ids }
+    public init(positions: QueuePositions) { (ids, self.positions) = ([], positions) }
     public init(_ a: Arguments) throws(CommandError) {
         let ids = a.integers("items") ?? a.integer("item").map { [$0] }
         guard let ids, !ids.isEmpty else { throw .badArgument("remove: \"items\" (array of ids) or \"item\" is required") }
@@ -112,6 +115,11 @@ public struct RemoveCommand: ControlCommand {
     public var arguments: Arguments { Arguments(["items": .integers(ids)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
+        var ids = ids
+        if let positions {
+            let entries = q.entries
+            ids = entries[try positions.resolve(count: entries.count)].map(\.id)
+        }
         let known = Set(q.entries.map(\.id))
         var seen = Set<Int>()
         let unique = ids.filter { seen.insert($0).inserted }
@@ -134,10 +142,20 @@ public struct RemoveCommand: ControlCommand {
 
 /// Moves an item to an index.
 public struct MoveCommand: ControlCommand {
+    /// Two items that trade places (MPD's `swap` and `swapid`).
+    public enum Swap: Sendable, Equatable {
+        case ids(Int, Int)
+        case positions(Int, Int)
+    }
     public static let descriptor = CommandDescriptor(Self.self, .move, .queue)
     public var id: Int
     public var position: Int
-    public init(id: Int, position: Int) { (self.id, self.position) = (id, position) }
+    /// The position must be one the queue has (MPD's `moveid`: "Bad song index"), not clamped.
+    public var withinQueue = false
+    /// Swap two items instead, found when it runs.
+    public var swap: Swap?
+    public init(id: Int, position: Int, withinQueue: Bool = false) { (self.id, self.position, self.withinQueue) = (id, position, withinQueue) }
+    public init(swap: Swap) { (id, position, self.swap) = (0, 0, swap) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let id = a.integer("item"), let to = a.integer("position") else {
             throw .badArgument("move: \"item\" and \"position\" are required")
@@ -148,8 +166,30 @@ public struct MoveCommand: ControlCommand {
     public var arguments: Arguments { Arguments(["item": .integer(id), "position": .integer(position)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
+        if let swap { return try swapped(swap, q) }
+        if withinQueue, !q.entries.indices.contains(position) { throw .badArgument("Bad song index") }
         do throws(PlayQueueError) { try q.move(id, to: position) } catch { throw CommandError(error) }
         return .index(q.entries.firstIndex { $0.id == id } ?? 0)
+    }
+
+    private func swapped(_ swap: Swap, _ q: PlayQueue) throws(CommandError) -> Reply {
+        let entries = q.entries
+        let i: Int, j: Int
+        switch swap {
+        case .ids(let a, let b):
+            guard let x = entries.firstIndex(where: { $0.id == a }), let y = entries.firstIndex(where: { $0.id == b }) else {
+                throw .noSuchItem("No such song")
+            }
+            (i, j) = (x, y)
+        case .positions(let a, let b):
+            guard entries.indices.contains(a), entries.indices.contains(b) else { throw .badArgument("Bad song index") }
+            (i, j) = (a, b)
+        }
+        do throws(PlayQueueError) {
+            try q.move(entries[i].id, to: j)
+            try q.move(entries[j].id, to: i)
+        } catch { throw CommandError(error) }
+        return .index(j)
     }
 }
 
@@ -253,10 +293,28 @@ public struct ClearErrorCommand: ControlCommand {
 /// The queue with tags and durations (read off the command lock: the first listing of new
 /// files reads them).
 public struct ListCommand: ControlCommand {
+    /// Which of the queue's items a listing holds, chosen with the snapshot under the command
+    /// lock (MPD's `playlistinfo`, `playlistid`, `currentsong`, `plchanges`).
+    public enum Selection: Sendable, Equatable {
+        /// Every item.
+        case all
+        /// The items at these positions.
+        case positions(QueuePositions)
+        /// The item of this id (`no-such-item` when there is none).
+        case id(Int)
+        /// The current item, if any.
+        case current
+        /// The items whose position changed after queue version `since` (added, moved, shifted
+        /// by an edit before them), those at `positions` only when given.
+        case changes(since: Int, positions: QueuePositions?)
+    }
     public static let descriptor = CommandDescriptor(Self.self, .list, .queue, executor: .offLoop)
     /// Set: the library's values of a tag instead of the queue.
     public var values: TagValuesCommand?
+    /// Which items (JSON's `list`: all of them).
+    public var selection = Selection.all
     public init() {}
+    public init(selection: Selection) { self.selection = selection }
     public init(tag: TagKey, terms: [String] = [], groups: [TagKey] = []) { values = TagValuesCommand(tag: tag, terms: terms, groups: groups) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let t = a.string("tag") else { return }
@@ -276,8 +334,26 @@ public struct ListCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         if let values { return try values.run(x) }
         let p = x.playback
-        let (entries, current, version) = try x.locked { (p.queue.entries, p.queue.current?.id, p.queue.version) }
-        return .queue(QueueListing(version: version, current: current, items: entries.enumerated().map { i, e in
+        let (chosen, current, version) = try x.locked { () throws(CommandError) in
+            let q = p.queue
+            let entries = q.entries
+            let current = q.current?.id
+            let all = entries.enumerated().map { (index: $0.offset, entry: $0.element) }
+            let chosen: [(index: Int, entry: PlayQueueEntry)]
+            switch selection {
+            case .all: chosen = all
+            case .positions(let positions): chosen = Array(all[try positions.resolve(count: entries.count)])
+            case .id(let id):
+                guard let i = entries.firstIndex(where: { $0.id == id }) else { throw .noSuchItem("No such song") }
+                chosen = [all[i]]
+            case .current: chosen = q.currentIndex.map { [all[$0]] } ?? []
+            case .changes(let version, let positions):
+                let range = try positions?.resolve(count: entries.count)
+                chosen = q.changes(since: version).filter { range?.contains($0.index) ?? true }
+            }
+            return (chosen, current, q.version)
+        }
+        return .queue(QueueListing(version: version, current: current, items: chosen.map { i, e in
             p.describe(e, index: i, current: e.id == current, read: true)
         }))
     }

@@ -8,18 +8,22 @@ import Player
 public struct PlayCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .play, .transport)
     public var item: Int?
+    /// The item at this queue position instead (MPD's `play POS`), found when it runs.
+    public var position: Int?
     /// Resume when paused, and do nothing otherwise (MPD's `pause 0`).
     public var resumeOnly = false
     public init(item: Int?) { self.item = item }
+    public init(position: Int) { (item, self.position) = (nil, position) }
     public init(resumeOnly: Bool) { (item, self.resumeOnly) = (nil, resumeOnly) }
     public init(_ a: Arguments) { item = a.integer("item") }
     public var arguments: Arguments { Arguments(item.map { ["item": .integer($0)] } ?? [:]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
         if resumeOnly, q.playbackState != .paused { return .state(q.playbackState) }
+        let id = try position.map { p throws(CommandError) in try x.playback.id(atPosition: p) } ?? item
         try x.playback.requireOutput()
         do throws(PlayQueueError) {
-            if let item { try q.play(id: item) } else { try q.play() }
+            if let id { try q.play(id: id) } else { try q.play() }
         } catch { throw CommandError(error) }
         return .state(q.playbackState)
     }
@@ -100,11 +104,14 @@ public struct SeekCommand: ControlCommand {
     /// Another item to seek in (MPD's `seek`/`seekid`): it becomes current, paused when the
     /// queue was paused, playing otherwise.
     public var item: Int?
+    /// The item at this queue position instead (MPD's `seek POS TIME`), found when it runs.
+    public var position: Int?
     /// Refuse while stopped (`not-playing`), as MPD's `seekcur` does.
     public var requiresPlayback = false
     public init(target: Target, item: Int? = nil, requiresPlayback: Bool = false) {
         (self.target, self.item, self.requiresPlayback) = (target, item, requiresPlayback)
     }
+    public init(target: Target, position: Int) { (self.target, self.position) = (target, position) }
     public init(_ a: Arguments) throws(CommandError) {
         switch (a.number("position"), a.number("offset")) {
         case (let p?, nil): target = .position(p)
@@ -125,6 +132,7 @@ public struct SeekCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         try x.playback.requirePlayback(requiresPlayback)
         let q = x.playback.queue
+        let item = try position.map { p throws(CommandError) in try x.playback.id(atPosition: p) } ?? item
         if let item, item != q.current?.id || q.playbackState == .stopped {
             do throws(PlayQueueError) { try q.play(id: item, keepingPause: true) } catch { throw CommandError(error) }
         }

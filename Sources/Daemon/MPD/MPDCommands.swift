@@ -182,26 +182,22 @@ package enum MPDCommandTable {
             _ = try p.run(CrossfadeCommand(seconds: Double(min(Int(r.args[0])!, 3600))))
             return ""
         },
-        MPDCommand("currentsong", 0...0) { p, r in
-            guard let c = p.playback.queue.current, let i = p.playback.queue.currentIndex else { return "" }
-            return p.song(p.playback.describe(c, index: i, current: true, read: true), r.state)
-        },
+        MPDCommand("currentsong", 0...0) { p, r throws(MPDError) in try p.songs(.current, r.state) },
         MPDCommand("decoders", 0...0, inline: true) { _, _ in
             DecoderRegistry.standard.plugins.map { d in
                 "plugin: \(d.name)\n" + d.suffixes.map { "suffix: \($0)\n" }.joined() + d.mimeTypes.map { "mime_type: \($0)\n" }.joined()
             }.joined()
         },
         MPDCommand("delete", 1...1, [.range]) { p, r throws(MPDError) in
-            let entries = p.playback.queue.entries
-            _ = try p.run(RemoveCommand(ids: entries[try p.range(r.args[0], count: entries.count)].map(\.id)))
+            _ = try p.run(RemoveCommand(positions: try p.positions(r.args[0])))
             return ""
         },
         MPDCommand("deleteid", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in
             _ = try p.run(RemoveCommand(ids: [Int(r.args[0])!]))
             return ""
         },
-        MPDCommand("disableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in true }) },
-        MPDCommand("enableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { _ in false }) },
+        MPDCommand("disableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: true) },
+        MPDCommand("enableoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: false) },
         MPDCommand("find", 1...1, unbounded: true, database: true, bytes: { p, r, out throws(MPDError) in try p.find(r, fold: false, into: &out) }),
         MPDCommand("findadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: false) },
         MPDCommand("getvol", 0...0, inline: true) { p, _ in "volume: \(p.volumePercent)\n" },
@@ -244,9 +240,7 @@ package enum MPDCommandTable {
         },
         MPDCommand("move", 2...2, [.range, .integer]) { p, r throws(MPDError) in try p.move(r) },
         MPDCommand("moveid", 2...2, [.unsigned, .integer], inline: true) { p, r throws(MPDError) in
-            let to = try p.position(r.args[1])
-            guard to >= 0, to < p.playback.queue.entries.count else { throw MPDError(.arg, "Bad song index") }
-            _ = try p.run(MoveCommand(id: Int(r.args[0])!, position: to))
+            _ = try p.run(MoveCommand(id: Int(r.args[0])!, position: try p.position(r.args[1]), withinQueue: true))
             return ""
         },
         MPDCommand("next", 0...0, inline: true) { p, _ throws(MPDError) in
@@ -319,15 +313,16 @@ package enum MPDCommandTable {
         },
         MPDCommand("ping", 0...0, permission: .anyone, inline: true) { _, _ in "" },
         MPDCommand("play", 0...1, [.integer], inline: true) { p, r throws(MPDError) in
-            guard let a = r.args.first, a != "-1" else { return try p.play(nil) }
-            return try p.play(try p.id(atPosition: Int(a)!))
+            guard let a = r.args.first, a != "-1" else { return try p.play(PlayCommand(item: nil)) }
+            return try p.play(PlayCommand(position: Int(a)!))
         },
         MPDCommand("playid", 0...1, [.integer], inline: true) { p, r throws(MPDError) in
-            guard let a = r.args.first, a != "-1" else { return try p.play(nil) }
-            return try p.play(Int(a)!)
+            guard let a = r.args.first, a != "-1" else { return try p.play(PlayCommand(item: nil)) }
+            return try p.play(PlayCommand(item: Int(a)!))
         },
-        MPDCommand("playlist", 0...0) { p, _ in  // deprecated: `POS:file: URI`
-            p.playback.queue.entries.enumerated().map { "\($0.offset):file: \(p.relative($0.element.path))\n" }.joined()
+        MPDCommand("playlist", 0...0) { p, _ throws(MPDError) in  // deprecated: `POS:file: URI`
+            guard case .queue(let listing) = try p.run(ListCommand()) else { return "" }
+            return listing.items.map { "\($0.index ?? 0):file: \(p.relative($0.path))\n" }.joined()
         },
         MPDCommand("playlistadd", 2...2, expands: 1) { p, r throws(MPDError) in
             _ = try p.run(PlaylistAddCommand(name: r.args[0], paths: [try p.uri(r.args[1], r.state)]))
@@ -340,16 +335,13 @@ package enum MPDCommandTable {
         },
         MPDCommand("playlistfind", 1...1, unbounded: true) { p, r throws(MPDError) in try p.findInQueue(r, exact: true) },
         MPDCommand("playlistid", 0...1, [.unsigned]) { p, r throws(MPDError) in
-            guard let a = r.args.first else { return try p.songs(in: nil, r.state) }
-            let id = Int(a)!
-            let entries = p.playback.queue.entries
-            guard let i = entries.firstIndex(where: { $0.id == id }) else { throw MPDError(.noExist, "No such song") }
-            return p.song(p.playback.describe(entries[i], index: i, current: false, read: true), r.state)
+            guard let a = r.args.first else { return try p.songs(.all, r.state) }
+            return try p.songs(.id(Int(a)!), r.state)
         },
         MPDCommand("playlistinfo", 0...1, [.range]) { p, r throws(MPDError) in
             // `-1` (compat) and no argument: the whole queue.
-            guard let a = r.args.first, a != "-1" else { return try p.songs(in: nil, r.state) }
-            return try p.songs(in: try p.range(a, count: p.playback.queue.entries.count, clamp: true), r.state)
+            guard let a = r.args.first, a != "-1" else { return try p.songs(.all, r.state) }
+            return try p.songs(.positions(try p.positions(a, clamp: true)), r.state)
         },
         MPDCommand("playlistmove", 3...3, [.any, .unsigned, .unsigned]) { p, r throws(MPDError) in
             _ = try p.runPlaylist(PlaylistMoveCommand(name: r.args[0], from: Int(r.args[1])!, to: Int(r.args[2])!), badIndex: true)
@@ -399,7 +391,8 @@ package enum MPDCommandTable {
         MPDCommand("searchadd", 1...1, unbounded: true, database: true) { p, r throws(MPDError) in try p.findAdd(r, fold: true) },
         MPDCommand("searchaddpl", 2...2, unbounded: true, database: true) { p, r throws(MPDError) in try p.searchAddPlaylist(r) },
         MPDCommand("seek", 2...2, [.unsigned, .time], inline: true) { p, r throws(MPDError) in
-            try p.seek(id: try p.id(atPosition: Int(r.args[0])!), to: Double(r.args[1])!)
+            _ = try p.run(SeekCommand(target: .position(Double(r.args[1])!), position: Int(r.args[0])!))
+            return ""
         },
         MPDCommand("seekcur", 1...1, [.float], inline: true) { p, r throws(MPDError) in
             let a = r.args[0], t = Double(a)!
@@ -423,11 +416,15 @@ package enum MPDCommandTable {
         MPDCommand("stop", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(StopCommand()); return "" },
         MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelSubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("swap", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in
-            try p.swap(try p.id(atPosition: Int(r.args[0])!), try p.id(atPosition: Int(r.args[1])!))
+            _ = try p.run(MoveCommand(swap: .positions(Int(r.args[0])!, Int(r.args[1])!)))
+            return ""
         },
-        MPDCommand("swapid", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in try p.swap(Int(r.args[0])!, Int(r.args[1])!) },
+        MPDCommand("swapid", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in
+            _ = try p.run(MoveCommand(swap: .ids(Int(r.args[0])!, Int(r.args[1])!)))
+            return ""
+        },
         MPDCommand("tagtypes", 0...0, unbounded: true, inline: true) { p, r throws(MPDError) in try p.tagTypes(r) },
-        MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: { !$0 }) },
+        MPDCommand("toggleoutput", 1...1, [.unsigned], inline: true) { p, r throws(MPDError) in try p.output(r, mute: nil) },
         MPDCommand("unsubscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelUnsubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("update", 0...1, database: true) { p, r throws(MPDError) in try p.update(r) },
         MPDCommand("urlhandlers", 0...0, inline: true) { p, _ in
@@ -506,11 +503,10 @@ extension MPDProtocol {
         // The songs whose position changed after VERSION (added, moved, shifted by an edit
         // before them), in an optional position range.
         let version = Int(r.args[0])!
-        let range = r.args.count > 1 ? try self.range(r.args[1], count: playback.queue.entries.count, clamp: true) : nil
-        let changes = playback.queue.changes(since: version).filter { range?.contains($0.index) ?? true }
-        guard !positionsOnly else { return changes.map { "cpos: \($0.index)\nId: \($0.entry.id)\n" }.joined() }
-        let current = playback.queue.current?.id
-        return changes.map { song(playback.describe($0.entry, index: $0.index, current: $0.entry.id == current, read: true), r.state) }.joined()
+        let positions = r.args.count > 1 ? try self.positions(r.args[1], clamp: true) : nil
+        guard case .queue(let listing) = try run(ListCommand(selection: .changes(since: version, positions: positions))) else { return "" }
+        guard !positionsOnly else { return listing.items.map { "cpos: \($0.index ?? 0)\nId: \($0.id)\n" }.joined() }
+        return listing.items.map { song($0, r.state) }.joined()
     }
 
     /// `seek`/`seekid`: a pause is kept (as mpd; AVPlayer's seek never changes the rate), also
@@ -520,14 +516,14 @@ extension MPDProtocol {
         return ""
     }
 
-    func output(_ r: MPDRequest, mute: (Bool) -> Bool) throws(MPDError) -> MPDText {
-        let here = playback.partition
-        guard let o = dispatcher.partitions.outputList.first(where: { $0.id == Int(r.args[0]) }) else {
+    /// `enableoutput`, `disableoutput` (`mute`: true, false) and `toggleoutput` (nil).
+    func output(_ r: MPDRequest, mute: Bool?) throws(MPDError) -> MPDText {
+        guard case .outputs(let all) = try run(OutputsCommand()), let o = all.first(where: { $0.id == Int(r.args[0]) }) else {
             throw MPDError(.noExist, "No such audio output")
         }
-        guard o.partition == here else { return "" }  // another partition's: a dummy here, as in mpd
+        guard o.partition == r.connection.partition else { return "" }  // another partition's: a dummy here, as in mpd
         // The partition's one output: disabling it mutes the player (its volume is kept).
-        _ = try run(MuteCommand(on: mute(playback.player.isMuted)))
+        _ = try run(MuteCommand(on: mute))
         return ""
     }
 
@@ -561,16 +557,6 @@ extension MPDProtocol {
             }
         }
         _ = try run(PriorityCommand(priority: p, ids: ids))
-        return ""
-    }
-
-    func swap(_ a: Int, _ b: Int) throws(MPDError) -> MPDText {
-        let entries = playback.queue.entries
-        guard let i = entries.firstIndex(where: { $0.id == a }), let j = entries.firstIndex(where: { $0.id == b }) else {
-            throw MPDError(.noExist, "No such song")
-        }
-        _ = try run(MoveCommand(id: a, position: j))
-        _ = try run(MoveCommand(id: b, position: i))
         return ""
     }
 

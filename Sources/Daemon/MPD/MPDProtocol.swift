@@ -212,10 +212,10 @@ package struct MPDProtocol: Sendable {
         }
     }
 
-    func play(_ id: Int?) throws(MPDError) -> MPDText {
+    func play(_ command: PlayCommand) throws(MPDError) -> MPDText {
         do throws(MPDError) {
-            _ = try run(PlayCommand(item: id))
-        } catch where error.ack == .playerSync && id == nil {
+            _ = try run(command)
+        } catch where error.ack == .playerSync && command.item == nil && command.position == nil {
             return ""  // play on an empty queue: a silent OK, as mpd
         }
         return ""
@@ -328,12 +328,10 @@ package struct MPDProtocol: Sendable {
         return trimmed.isEmpty ? "0" : String(trimmed)
     }
 
-    func songs(in r: Range<Int>?, _ state: MPDClientState) throws(MPDError) -> MPDText {
-        let entries = playback.queue.entries
-        let current = playback.queue.current?.id
-        return (r ?? 0..<entries.count).clamped(to: 0..<entries.count).map { i in
-            song(playback.describe(entries[i], index: i, current: entries[i].id == current, read: true), state)
-        }.joined()
+    /// The queue's songs `selection` chooses (chosen under the command lock), as MPD lists them.
+    func songs(_ selection: ListCommand.Selection, _ state: MPDClientState) throws(MPDError) -> MPDText {
+        guard case .queue(let listing) = try run(ListCommand(selection: selection)) else { return "" }
+        return listing.items.map { song($0, state) }.joined()
     }
 
     /// A queue path as MPD clients see it: relative to the music directory when inside it.
@@ -474,10 +472,13 @@ package struct MPDProtocol: Sendable {
         return s.hasPrefix("+") ? current + 1 + n : current + n  // (n ≤ 0 for "-N")
     }
 
-    func id(atPosition pos: Int) throws(MPDError) -> Int {
-        let entries = playback.queue.entries
-        guard pos >= 0, pos < entries.count else { throw MPDError(.arg, "Bad song index") }
-        return entries[pos].id
+    /// `POS`, `START:END` or `START:` as queue positions, found when the command runs (with
+    /// `clamp`, for listings as mpd: an END past the queue is its length).
+    func positions(_ s: String, clamp: Bool = false) throws(MPDError) -> QueuePositions {
+        guard let colon = s.firstIndex(of: ":") else { return .one(try integer(s)) }
+        let a = try integer(String(s[..<colon]))
+        let rest = String(s[s.index(after: colon)...])
+        return .range(start: a, end: rest.isEmpty ? nil : try integer(rest), clampsEnd: clamp)
     }
 
     /// An `add` URI as a path for the resolver: `file://` and absolute paths only for local
