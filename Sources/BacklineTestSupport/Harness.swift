@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 public import Testing
 
 /// The real-audio test harness: command-line tools, the private PulseAudio null sink,
@@ -22,13 +23,13 @@ public enum Harness {
         return nil
     }
 
-    /// Tools from ``requiredTools`` that are not installed.
     /// The sanitizer the tests and the daemon they start were built with (`scripts/sanitize`
     /// sets `BACKLINE_SANITIZER`: `address` or `thread`), nil for a normal build. Resident
     /// memory is then the sanitizer's (shadow memory, a quarantine of freed blocks), so a test
     /// that bounds it checks everything else and leaves that bound out.
     public static let sanitizer: String? = ProcessInfo.processInfo.environment["BACKLINE_SANITIZER"]
 
+    /// Tools from ``requiredTools`` that are not installed.
     public static var missingTools: [String] { requiredTools.filter { which($0) == nil } }
 
     /// Whether audio tests should run: the tools are there, or we are in CI (where absence is a failure).
@@ -56,11 +57,28 @@ public enum Harness {
     }
 
     /// A fresh private directory under the system temporary directory.
+    ///
+    /// Removed with everything in it when the test process exits (each run made thousands of
+    /// them, the format fixtures 171 MB, and left them all: a machine running the suite often
+    /// filled its disk). `BACKLINE_KEEP_TEST_FILES=1` keeps them, to look at after a failure.
     public static func makeTemporaryDirectory(_ label: String = "backline-test") throws -> URL {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("\(label)-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        temporaryDirectories.withLock { made in
+            if made.isEmpty, ProcessInfo.processInfo.environment["BACKLINE_KEEP_TEST_FILES"] == nil {
+                atexit { Harness.removeTemporaryDirectories() }
+            }
+            made.append(url.path)
+        }
         return url
+    }
+
+    /// The directories ``makeTemporaryDirectory(_:)`` made in this process.
+    private static let temporaryDirectories = Mutex<[String]>([])
+
+    private static func removeTemporaryDirectories() {
+        for path in temporaryDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
     }
 
     /// The package root (found from this source file), for `Resources/` and the built `backline`.
