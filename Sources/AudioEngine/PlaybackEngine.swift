@@ -1,117 +1,14 @@
+// The playback engine's control plane: `PlaybackEngine`, its threads made and joined, and its
+// commands (queue, transport, volume, device settings) sent to the decoder and output threads.
+// The position timeline is in EngineTimeline.swift, the monitor and events in
+// EngineMonitor.swift, the value types in EngineTypes.swift.
+
 import CALSA
 import Logging
 import Platform
 import RingBuffer
 import Synchronization
 import Locking
-
-/// Identifies one entry given to the engine (the same file queued twice gets two ids).
-public struct ItemID: Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
-    public var description: String { "#\(rawValue)" }
-}
-
-/// What the engine knows about an item once the decoder has opened it.
-public struct ItemInfo: Sendable, Equatable {
-    /// The engine's id for the entry.
-    public var id: ItemID
-    /// The file's path.
-    public var path: String
-    /// The decoded audio's format (rate and channels).
-    public var format: StreamFormat
-    /// The exact length in frames, encoder delay and padding removed (gapless).
-    public var durationFrames: Int
-    /// The file's tags.
-    public var metadata: TrackMetadata
-    /// What the file holds and how it plays (its format, and whether it is down-mixed).
-    public var audio: AudioDescription?
-    /// The ReplayGain scale it plays with (1: off, or unity), known once it is heard.
-    public var replayGainScale: Float = 1
-    /// A live stream (an Icecast mount): no end and no length (``durationFrames`` is 0), no seeking.
-    public var isLive = false
-    /// Duration in seconds.
-    public var duration: Double { Double(durationFrames) / Double(format.rate) }
-}
-
-/// Engine events. Item events fire when the listener *hears* them (position-based), not when decoded.
-///
-/// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
-/// non-frozen enums.
-public enum EngineEvent: Sendable, Equatable {
-    /// An item's first sample (or its first sample after a seek, with `fromSeek`) became audible.
-    case itemStarted(ItemInfo, fromSeek: Bool)
-    /// An item's last sample was heard.
-    case itemEnded(ItemID)
-    /// An item could not be (fully) decoded; whatever decoded was played first.
-    case itemFailed(ItemID, path: String, error: MediaError)
-    /// The output ran dry (the decoder fell behind); playback continues when data arrives.
-    case underrun(count: Int)
-    /// The input waits for the network and the ring ran dry: the device plays silence and the
-    /// item holds its position, from the moment this is heard. Not an underrun: it ends by
-    /// itself once enough is buffered (``stallEnded(_:)``), or the item fails.
-    case stalled(ItemID)
-    /// Enough is buffered again after a stall: the item is heard again from where it held.
-    case stallEnded(ItemID)
-    /// The device could not be opened or failed.
-    case deviceError(MediaError)
-    /// Everything queued has been played; the device is released.
-    case endOfInput
-    /// The decoder opened an item (ahead of it being heard; again when a seek reopens it):
-    /// its format, exact length and tags are known. Delivered as soon as it happens.
-    case itemLoaded(ItemInfo)
-    /// The decoder could not (fully) decode an item, ahead of it being heard: the decoder has
-    /// gone on to the next item it holds (if any). ``itemFailed(_:path:error:)`` follows when the listener
-    /// reaches the failure. Delivered as soon as it happens, so whoever feeds the engine can
-    /// queue what comes next without a gap.
-    case itemDecodeFailed(ItemID, path: String, error: MediaError)
-    /// The output device opened, with these settings. Delivered as soon as it happens.
-    case deviceOpened(DeviceConfiguration)
-    /// The item's tags changed within it (a chained Ogg stream's next link), heard now: the
-    /// info carries the new tags (``PlaybackEngine/info(for:)`` answers them from now on).
-    case metadataChanged(ItemInfo)
-}
-
-/// The audible position.
-public struct PlaybackPosition: Sendable, Equatable {
-    /// The item being heard.
-    public var item: ItemID
-    /// Frames into the item (after gapless trimming).
-    public var frame: Int
-    /// Sample rate of the item.
-    public var rate: Int
-    /// Seconds into the item.
-    public var seconds: Double { Double(frame) / Double(rate) }
-}
-
-/// Engine configuration.
-public struct EngineConfiguration: Sendable {
-    /// ALSA output settings.
-    public var output: OutputSettings
-    /// How far ahead the decoder may run, in seconds of 48 kHz stereo float (sets the ring size).
-    public var decodeAheadSeconds: Double
-    /// Where the engine logs (from the control plane only).
-    public var logger: Logger
-    /// When set, every file the engine opens must lie beneath this directory (absolute, its
-    /// links resolved), checked on the opened descriptor: an item whose file has become a link
-    /// leading out of it since it was queued fails with that reason (a daemon confining its
-    /// clients to the music directory). nil: any file.
-    public var confinement: String?
-
-    /// A configuration with the default device and a 2-second decode-ahead unless given.
-    /// - Parameters:
-    ///   - output: The output device's settings.
-    ///   - decodeAheadSeconds: How far ahead the decoder may run, seconds.
-    ///   - logger: Where the engine logs.
-    ///   - confinement: The directory every file must lie beneath (nil: anywhere).
-    public init(output: OutputSettings = OutputSettings(), decodeAheadSeconds: Double = 2,
-                logger: Logger = Logger(label: "backline.engine"), confinement: String? = nil) {
-        self.confinement = confinement
-        self.output = output
-        self.decodeAheadSeconds = decodeAheadSeconds
-        self.logger = logger
-    }
-}
 
 /// The playback engine's control plane: a queue of files played gaplessly through one decoder
 /// thread, a lock-free PCM ring, and one ALSA output thread.
@@ -120,19 +17,14 @@ public struct EngineConfiguration: Sendable {
 /// decoder's mailbox; nothing here blocks on a C call. Events are delivered on the engine's own
 /// monitor thread to ``onEvent(_:)`` handlers and to every ``events()`` stream.
 public final class PlaybackEngine: Sendable {
-    private let shared = EngineShared()
+    let shared = EngineShared()
     private let decoder: DecoderThread
     private let output: any OutputThreadHandle
     /// The output driver for the configured device (see ``OutputDrivers``).
-    private let driver: any AudioOutput.Type
-    private let monitor: MonitorThread
-    /// A stretch of the device timeline: from `deviceFrame`, `item` from `itemFrame` (held
-    /// there, not advancing, while `frozen`: a stall's silence). A `continuation` (a stall's
-    /// start or end) goes on with the item already started: it announces nothing.
-    typealias Segment = (deviceFrame: Int, item: ItemID, itemFrame: Int, rate: Int, announced: Bool, seek: Bool,
-                         frozen: Bool, continuation: Bool)
-    private let state: Lock<State>
-    private let logger: Logger
+    let driver: any AudioOutput.Type
+    let monitor: MonitorThread
+    let state: Lock<State>
+    let logger: Logger
     /// The configuration the engine was made with.
     public let configuration: EngineConfiguration
 
@@ -561,121 +453,12 @@ public final class PlaybackEngine: Sendable {
         monitor.poke()
     }
 
-    // MARK: - Position
-
-    /// The audible item and position: frames written to the device minus what it still holds,
-    /// mapped onto the item whose frames those are.
-    public var position: PlaybackPosition? {
-        let reading = shared.position()
-        return state.withLock { s in
-            if let target = s.flushTarget { return target }
-            let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
-            guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
-            let inItem = seg.frozen ? 0 : max(0, heard - seg.deviceFrame)
-            // (A live stream, or anything of unknown length, is not held to a length.)
-            let length = s.infos[seg.item].flatMap { $0.durationFrames > 0 ? $0.durationFrames : nil } ?? Int.max
-            return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
-        }
-    }
-
-    /// The device frame heard now: the last (framesWritten − delay) reading, advanced by the
-    /// time since at the playing segment's rate (the reading is refreshed once per period), and
-    /// never past what was written. Within one device run it never goes back: when the device
-    /// corrects its latency estimate downwards (PulseAudio's, once its timing arrives) or the
-    /// advance overshot, the heard frame holds until the audio catches up (`high`, the largest
-    /// frame returned in the run).
-    private static func heardFrame(_ r: PositionReading, segments: [Segment], high: inout (floor: Int, frame: Int)) -> Int {
-        var heard = r.framesWritten - r.delay
-        if let t = r.stampNanos {
-            let rate = (segments.last(where: { $0.deviceFrame <= heard }) ?? segments.first)?.rate ?? 0
-            let elapsed = max(0, monotonicNanos() - t)
-            heard = min(r.framesWritten, heard + Int(Double(elapsed) * Double(rate) / 1e9))
-        }
-        if high.floor == r.floor { heard = max(heard, high.frame) }
-        high = (r.floor, heard)
-        return heard
-    }
-
-    // MARK: - Events
-
-    /// Registers a handler called (on the engine's monitor thread) for every event; returns a token.
-    @discardableResult
-    public func onEvent(_ handler: @escaping @Sendable (EngineEvent) -> Void) -> UInt64 {
-        state.withLock { s in
-            let t = s.nextHandler
-            s.nextHandler += 1
-            s.handlers[t] = handler
-            return t
-        }
-    }
-
-    /// Removes a handler added with ``onEvent(_:)``. Events are delivered outside the engine's
-    /// lock, so a delivery already under way when this is called may still reach the handler once.
-    public func removeHandler(_ token: UInt64) { _ = state.withLock { $0.handlers.removeValue(forKey: token) } }
-
-    /// A stream of every event from now on.
-    public func events() -> AsyncStream<EngineEvent> {
-        let (stream, continuation) = AsyncStream<EngineEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let token = state.withLock { s in
-            let t = s.nextHandler
-            s.nextHandler += 1
-            s.continuations[t] = continuation
-            return t
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.continuations.removeValue(forKey: token) }
-        }
-        return stream
-    }
-
-    private func deliver(_ events: [EngineEvent]) {
-        guard !events.isEmpty else { return }
-        let (handlers, continuations) = state.withLock { s in (Array(s.handlers.values), Array(s.continuations.values)) }
-        for e in events {
-            for h in handlers { h(e) }
-            for c in continuations { c.yield(e) }
-        }
-    }
-
-    // MARK: - Reports from the threads
-
-    fileprivate func decoderReport(_ r: DecoderReport) {
-        state.withLock { s in
-            switch r {
-            case .opened(let id, let format, let length, let metadata, let audio, let isLive):
-                let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? ""
-                let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
-                                    durationFrames: length, metadata: metadata, audio: audio, isLive: isLive)
-                s.infos[info.id] = info
-                s.immediate.append(.itemLoaded(info))
-            case .failed(let id, let error):
-                s.failures[ItemID(rawValue: id)] = error
-                let path = s.queue.first { $0.id.rawValue == id }?.item.path ?? error.item
-                s.immediate.append(.itemDecodeFailed(ItemID(rawValue: id), path: path, error: error))
-            case .metadata(let id, let number, let metadata):
-                s.timedMetadata[number] = (ItemID(rawValue: id), metadata)
-                if s.timedMetadata.count > 64, let oldest = s.timedMetadata.keys.min() { s.timedMetadata[oldest] = nil }
-            case .spliceFailed:
-                break
-            }
-        }
-        switch r {
-        case .metadata: break
-        case .opened, .failed: monitor.poke()
-        case .spliceFailed(let generation):
-            // The decoder had already opened an item after the splice point: re-plan from what
-            // is heard now (sample-exact; the device buffer is refilled).
-            guard state.withLock({ $0.generation == generation }) else { return }
-            replanFromHeard()
-        }
-    }
-
     /// Re-plans decoding from the frame heard now, sample-exact: the output is paused first (so
     /// the heard frame stands still while it is read), the device buffer is dropped and refilled
     /// from that frame, and playback resumes after a gap of a few milliseconds. The last resort
     /// of a queue edit (the cut in the ring is the normal path): through PulseAudio the restart
     /// measured 4 ms off (192 frames, the sound server's stream restart), not bit-exact.
-    private func replanFromHeard() {
+    func replanFromHeard() {
         let wasPaused = state.withLock { $0.paused }
         if !wasPaused {
             shared.pauseRequested.store(true, ordering: .releasing)
@@ -689,182 +472,9 @@ public final class PlaybackEngine: Sendable {
             shared.wakeOutput()
         }
     }
-
-    /// Called by the monitor thread with output events; emits engine events when heard.
-    /// - Returns: how long the monitor may sleep before the next event can become audible
-    ///   (microseconds): short just before a due event, longer while nothing is pending;
-    ///   `UInt32.max` while the position stands still (until woken).
-    fileprivate func process(_ raw: [OutputEvent]) -> UInt32 {
-        var immediate: [EngineEvent] = []
-        var replan = false
-        let rtStatus = shared.realtimeStatus.load(ordering: .acquiring)
-        if rtStatus != 0, !state.withLock({ $0.rtLogged }), let rt = isRealtime {
-            state.withLock { $0.rtLogged = true }
-            if rtStatus == 3 {
-                logger.debug("output thread runs at normal priority (real-time not requested)")
-            } else if rt {
-                logger.debug("output thread runs with SCHED_FIFO")
-            } else {
-                logger.info("output thread runs at normal priority (no permission for SCHED_FIFO)")
-            }
-        }
-        let reading = shared.position()
-        let due: ([EngineEvent], UInt32) = state.withLock { s in
-            let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
-            immediate = s.immediate + immediate
-            s.immediate = []
-            for e in raw where e.generation == s.generation {
-                let id = ItemID(rawValue: e.item)
-                switch e.kind {
-                case .segmentStarted:
-                    s.flushTarget = nil
-                    s.awaitingSegment = false
-                    let seek = s.seekOrigin.remove(id) != nil
-                    let quiet = s.quietRestart.remove(id) != nil
-                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), quiet, seek, false, false))
-                    s.infos[id]?.replayGainScale = Float(bitPattern: UInt32(bitPattern: e.code))
-                case .itemEnded:
-                    s.pending.append((e.deviceFrame, .itemEnded(id)))
-                case .itemFailed:
-                    let err = s.failures[id] ?? MediaError(.corrupt, "decoding failed")
-                    let path = s.queue.first { $0.id == id }?.item.path ?? err.item
-                    s.pending.append((e.deviceFrame, .itemFailed(id, path: path, error: err)))
-                case .endOfInput:
-                    s.pending.append((e.deviceFrame, .endOfInput))
-                case .underrun:
-                    immediate.append(.underrun(count: shared.underruns.load(ordering: .relaxed)))
-                case .stalled, .stallEnded:
-                    // The item holds (or goes on) from this device frame, announced when heard.
-                    let stalled = e.kind == .stalled
-                    s.segments.append((e.deviceFrame, id, Int(e.itemFrame), Int(e.rate), false, false, stalled, true))
-                    s.pending.append((e.deviceFrame, stalled ? .stalled(id) : .stallEnded(id)))
-                case .deviceError:
-                    immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device, driver: driver)))
-                case .deviceOpened:
-                    let c = DeviceConfiguration(
-                        rate: Int(e.rate), channels: Int((e.code >> 8) & 0xFF), sampleFormat: e.code & 3 == 1 ? .float32 : .s16,
-                        bufferFrames: Int(e.itemFrame), periodFrames: Int(e.item), canPause: e.code & 4 != 0,
-                        mmap: e.code & 8 != 0, maxChannels: Int(e.code >> 16))
-                    s.device = c
-                    immediate.append(.deviceOpened(c))
-                case .pausedByDrop:
-                    s.pausedByDropFrames = Int(e.itemFrame)
-                case .cutMissed:
-                    replan = true
-                case .metadataChanged:
-                    if let (item, metadata) = s.timedMetadata.removeValue(forKey: e.itemFrame), item == id, var info = s.infos[id] {
-                        info.metadata = metadata
-                        s.pending.append((e.deviceFrame, .metadataChanged(info)))
-                    }
-                }
-            }
-            // Everything now audible, in timeline order; at one device frame an item's end
-            // comes before the next item's start, and the end of input last.
-            var due: [(frame: Int, rank: Int, event: EngineEvent)] = []
-            // A segment is heard once its first frame has played (`<`: a device filling up to
-            // its start threshold holds the heard frame at the segment's start).
-            for i in s.segments.indices where !s.segments[i].announced && s.segments[i].deviceFrame < heard {
-                s.segments[i].announced = true
-                s.watchClosely = 0  // the start was heard: back to sleeping until the next event
-                let seg = s.segments[i]
-                if !seg.continuation, let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
-            }
-            for (frame, e) in s.pending where frame <= heard {
-                switch e {
-                case .itemEnded(let id), .itemFailed(let id, _, _):
-                    s.queue.removeAll { $0.id == id }
-                    due.append((frame, 0, e))
-                case .metadataChanged(let info):
-                    s.infos[info.id]?.metadata = info.metadata
-                    due.append((frame, 1, e))
-                case .endOfInput:
-                    // Input that ended; an item appended after the output passed the end starts
-                    // at this frame or later (the device drained, then reopened), and stays.
-                    s.segments.removeAll { $0.deviceFrame < frame }
-                    due.append((frame, 2, e))
-                default:
-                    due.append((frame, 1, e))
-                }
-            }
-            s.pending.removeAll { $0.deviceFrame <= heard }
-            let out = due.enumerated().sorted {
-                ($0.element.frame, $0.element.rank, $0.offset) < ($1.element.frame, $1.element.rank, $1.offset)
-            }.map(\.element.event)
-            // Keep only the audible segment and later ones.
-            if let last = s.segments.lastIndex(where: { $0.deviceFrame <= heard && $0.announced }), last > 0 {
-                s.segments.removeFirst(last)
-            }
-            // Sleep until the next event is due: at least 1 ms, at most half the device buffer
-            // (20–250 ms): the output reports an item boundary when it reads it, a buffer ahead of
-            // it being heard, so half a buffer still announces it on time. Commands wake the
-            // monitor at once through `poke()`.
-            let cap = UInt32(min(250, max(20, configuration.output.bufferMillis / 2)) * 1_000)
-            let rate = max(1, s.segments.last?.rate ?? 44100)
-            let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame))
-                .min().map { $0 - heard }
-            let sleep: UInt32
-            if s.awaitingSegment || monotonicNanos() < s.watchClosely {
-                sleep = 2_000  // a flush is on its way through: register its segment promptly
-            } else if reading.stampNanos == nil {
-                // The position stands still (paused, stopped, the device refilling): nothing
-                // becomes due until it advances, and the output wakes this thread then (as it
-                // does for each event it posts, and a command does): no timeout.
-                sleep = .max
-            } else if let nextFrames {
-                sleep = UInt32(max(1_000, min(Int(cap), nextFrames * 1_000_000 / rate)))
-            } else {
-                sleep = cap  // advancing, nothing due yet: look again within half a buffer
-            }
-            return (out, sleep)
-        }
-        deliver(immediate + due.0)
-        if replan { replanFromHeard() }
-        return due.1
-    }
 }
 
 private final class ReportBox: @unchecked Sendable {
     // @unchecked Sendable: written once before the decoder thread starts.
     weak var engine: PlaybackEngine?
-}
-
-/// Drains the output thread's event queue every few milliseconds on an ordinary thread and
-/// turns it into engine events (the output thread itself never signals or blocks).
-final class MonitorThread: @unchecked Sendable {
-    // @unchecked Sendable: `events` is used only by the monitor thread; `engine` is set before start.
-    private var events: RingConsumer
-    weak var engine: PlaybackEngine?
-    private let shared: EngineShared
-    private let running = Atomic<Bool>(true)
-    private var thread: PlatformThread?
-
-    /// Wakes the monitor now (after a command: the next events come sooner than its sleep).
-    func poke() { shared.wakeMonitor() }
-
-    init(events: consuming RingConsumer, shared: EngineShared) {
-        self.events = events
-        self.shared = shared
-    }
-
-    func start() {
-        thread = PlatformThread.start(name: "bl-monitor") { [self] in
-            while running.load(ordering: .acquiring) {
-                var batch: [OutputEvent] = []
-                while let e = events.peekEvent() {
-                    events.commit(OutputEvent.stride)
-                    batch.append(e)
-                }
-                let sleep = engine?.process(batch) ?? 20_000
-                // Sleep until due, or until the output posts an event or a command pokes.
-                shared.monitorWake.wait(millis: sleep == .max ? -1 : Int(max(1, (sleep + 999) / 1000)))
-            }
-        }
-    }
-
-    func stop() {
-        if running.exchange(false, ordering: .acquiringAndReleasing) {
-            shared.wakeMonitor()
-            thread?.join()
-        }
-    }
 }
