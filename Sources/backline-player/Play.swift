@@ -163,7 +163,30 @@ struct PlayOptions: Equatable {
         guard !files.isEmpty else { throw ValidationError("give at least one file, folder or playlist") }
     }
 
+    /// Plays the files: each step below in turn, in the order of the run's side effects (what
+    /// the terminal, the session bus, the signals and the device see).
     func run() throws {
+        let (tty, color) = prepareProcess()
+        let files = try inputFiles()
+        let (playback, dispatcher) = try makePlayback()
+        queueItems(files, on: playback, dispatcher)
+        let run = PlayRun(options: self, playback: playback, dispatcher: dispatcher, tty: tty, color: color)
+        let desktop = run.publishOnDesktop()
+        let keys = run.makeKeys()
+        run.announceItems(keys, desktop)
+        run.reportFailuresAndTheEnd()
+        let jobs = run.followJobControl()
+        let signals = run.handleSignals(jobs)
+        let reader = run.startKeys(keys, jobs)
+        run.startPlaying(jobs)
+        run.drawStatusLine(keys, jobs)
+        run.shutDown(reader: reader, mpris: desktop.mpris, signals: signals, jobs: jobs)
+        try run.exitStatus()
+    }
+
+    /// The process, before any thread starts: two malloc arenas, the log's level; and whether
+    /// standard output is a terminal (`tty`), and one in colour.
+    private func prepareProcess() -> (tty: Bool, color: Bool) {
         // Two malloc arenas, as the daemon keeps (each of the dozen threads would get its own,
         // with the free memory each holds on to); before any thread starts.
         _ = mallopt(M_ARENA_MAX, 2)
@@ -175,8 +198,12 @@ struct PlayOptions: Equatable {
         }
         let tty = isatty(STDOUT_FILENO) == 1
         let color = tty && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
+        return (tty, color)
+    }
 
-        // What to play.
+    /// What to play: the arguments expanded (what was left out said on stderr). Exit status 1
+    /// when nothing is left.
+    private func inputFiles() throws -> [String] {
         let inputs = PlayInputs.expand(files) {
             String(decoding: readToEnd(STDIN_FILENO), as: UTF8.self)
         }
@@ -185,7 +212,12 @@ struct PlayOptions: Equatable {
             Terminal.error("backline: nothing to play", tty: false)
             throw ExitCode(1)
         }
+        return inputs.files
+    }
 
+    /// The playback façade on the device and settings asked for, and the dispatcher every
+    /// command goes through.
+    private func makePlayback() throws -> (Playback, CommandDispatcher) {
         var configuration = PlaybackConfiguration(
             device: device, bufferMilliseconds: bufferMs, category: SessionCategory(rawValue: category) ?? .playback,
             backgroundGrace: backgroundGrace, musicDirectory: FileManager.default.currentDirectoryPath, allowAbsolutePaths: true)
@@ -202,258 +234,16 @@ struct PlayOptions: Equatable {
         }
         playback.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replayGain) ?? .off, preamp: preamp)
         playback.crossfade = crossfade
-        let dispatcher = CommandDispatcher(playback: playback, version: Backline.version)
-        let player = playback.player, queue = playback.queue, app = playback.application
-        @discardableResult
-        func run(_ command: any ControlCommand) -> Result<Reply, CommandError> { dispatcher.execute(command) }
+        return (playback, CommandDispatcher(playback: playback, version: Backline.version))
+    }
 
-        queue.add(inputs.files)
-        if let r = self.repeat, let mode = RepeatMode(rawValue: r) { run(RepeatCommand(mode: mode)) }
-        if shuffle { run(ShuffleCommand(on: true)) }
-        if let v = volume { run(VolumeCommand(change: .set(Double(v)))) }
-
-        // Items failed, items heard (their start); whether the queue started; the device failed.
-        let status = Lock((failed: 0, heard: 0, started: false, deviceFailed: false))
-        // The main loop below wakes on `tick` (the end, a key, a resize) or every 250 ms.
-        let tick = DispatchSemaphore(value: 0)
-        let ending = Atomic<Bool>(false)
-        let done = { @Sendable in
-            ending.store(true, ordering: .relaxed)
-            tick.signal()
-        }
-        let quit = Atomic<Bool>(false)
-        let events = DispatchQueue(label: "backline.play.events")
-
-        // The desktop's media controls and media keys, on the session bus as
-        // org.mpris.MediaPlayer2.backline.instance<PID>; they run the same commands as the keys.
-        var mpris: MPRISService?
-        if !noMPRIS {
-            var options = MPRISOptions(identity: "Backline", desktopEntry: "backline")
-            options.volume = { Double(player.volume) }
-            options.setVolume = { v in _ = dispatcher.execute(VolumeCommand(change: .set(v * 100))) }
-            options.quit = {  // (desktop controls' "close"): an ordinary end
-                quit.store(true, ordering: .relaxed)
-                done()
-            }
-            do {
-                mpris = try playback.nowPlaying.publish(on: .sessionBus(name: "backline.instance\(getpid())"),
-                                                        commands: playback.remote, options: options)
-            } catch {
-                if verbose { Terminal.error("backline: not on the session bus: \(error)", tty: tty) }
-            }
-        }
-        let notifications: LocalNotificationCenter? = notify ? try? LocalNotificationCenter(appName: "Backline") : nil
-        let artDirectory = MPRISOptions(identity: "").artDirectory
-        if notify, notifications == nil, verbose { Terminal.error("backline: no notifications: no session bus", tty: tty) }
-
-        let ui = PlayKeys(playback: playback, dispatcher: dispatcher, device: device, tty: tty,
-                          redraw: { tick.signal() }) {
-            quit.store(true, ordering: .relaxed)
-            done()
-        }
-
-        // One line per item when its first sample is heard (the engine's own event, so even
-        // items shorter than the event delivery are announced, in order).
-        player.engine.onEvent { [device] event in
-            if verbose, case .deviceOpened(let c) = event {
-                let rt = player.engine.isRealtime.map { $0 ? "real-time (SCHED_FIFO)" : "normal priority (no SCHED_FIFO)" } ?? "priority unknown"
-                Terminal.error("backline: device \(device): \(c); output thread at \(rt)", tty: tty)
-            }
-            // A chained stream's next link: its title, as it is heard.
-            if case .metadataChanged(let info) = event, ui.current.withLock({ c in
-                guard c?.id == info.id else { return false }
-                c = info
-                return true
-            }) {
-                Terminal.line("♪ \(Self.name(info))", tty: tty)
-                return
-            }
-            // An item's start (also from `--start`, a seek into a new item), not a seek within it.
-            guard case .itemStarted(let info, _) = event,
-                  ui.current.withLock({ c in defer { c = info }; return c?.id != info.id }) else { return }
-            status.withLock { $0.heard += 1 }
-            Terminal.line("▶ \(Self.name(info))  [\(formatTime(info.duration))]", tty: tty)
-            if verbose, let audio = info.audio {
-                let gain = info.replayGainScale == 1 ? "" : ", ReplayGain \(Self.decibels(info.replayGainScale))"
-                Terminal.error("backline: \(Path.lastComponent(info.path)): \(audio)\(gain)", tty: tty)
-            }
-            if let notifications {
-                let m = info.metadata
-                let icon = m.artwork.flatMap { MPRISService.artworkFile($0, directory: artDirectory) } ?? "audio-x-generic"
-                notifications.present(LocalNotification(
-                    alertTitle: m.title ?? Path.lastComponent(info.path),
-                    alertBody: [m.artist, m.album].compactMap { $0 }.joined(separator: " — "), icon: icon, replacesPrevious: true))
-            }
-        }
-        _ = queue.addObserver(queue: events) { event in
-            switch event {
-            case .failed(let entry, let reason):
-                status.withLock { $0.failed += 1 }
-                Terminal.error("backline: cannot play \(entry.path): \(reason)", tty: tty)
-            case .state(.stopped):
-                // The queue's end (or a stop from the desktop's controls): the player's end.
-                if status.withLock({ $0.started }) { done() }
-            default:
-                break
-            }
-        }
-        player.addObserver(queue: events) { event in
-            switch event {
-            case .playbackStalled:
-                if verbose { Terminal.error("backline: underrun (\(player.engine.underrunCount))", tty: tty) }
-            case .outputFailed(let e):
-                status.withLock { $0.deviceFailed = true }
-                Terminal.error("backline: audio device \(device): \(e.message) (\(e.library ?? "ALSA") code \(e.code))", tty: tty)
-                done()
-            default:
-                break
-            }
-        }
-
-        // Job control: in the terminal's foreground process group the app is active; put in the
-        // background (Ctrl-Z then `bg`, or started with `&`) it is in the background. Once
-        // nothing keeps it running there, the suspension hook stops the process (SIGSTOP);
-        // `fg` continues it and makes it active again.
-        let keys = !noKeys && !files.contains("-") && KeyTerminal.available
-        let session = playback.session
-        app.addSuspensionHook { _ in
-            Terminal.error("backline: stopped: nothing is playing in the background (\(session.category.rawValue) pauses there); `fg` resumes", tty: false)
-        }
-        /// While stopping (Ctrl-Z, or the suspension), the status line stays cleared.
-        let stopping = Atomic<Bool>(false)
-        @Sendable func stopSelf() {
-            stopping.store(true, ordering: .relaxed)
-            Terminal.finish(tty: tty)
-            KeyTerminal.leave()
-            kill(getpid(), SIGSTOP)
-        }
-        // Stop only once the suspension is complete (hooks run, device released), on the queue
-        // that also handles SIGCONT, so continuing never races the suspension.
-        app.addObserver(queue: events) { event in
-            if case .didSuspend = event { stopSelf() }
-        }
-        let terminal = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        let foreground = Atomic<Bool>(true)
-        let pausedByBackground = Atomic<Bool>(false)
-        player.addObserver(queue: events) { event in
-            if case .rateChanged(0, .appBackgrounded) = event { pausedByBackground.store(true, ordering: .relaxed) }
-        }
-        func followTerminal() {
-            guard terminal >= 0 else { return }
-            let isForeground = tcgetpgrp(terminal) == getpgrp()
-            guard isForeground != foreground.load(ordering: .relaxed) else { return }
-            foreground.store(isForeground, ordering: .relaxed)
-            if isForeground {
-                if keys { KeyTerminal.enter() }
-                app.enterForeground()
-                if pausedByBackground.exchange(false, ordering: .relaxed) { _ = dispatcher.execute(PlayCommand(item: nil)) }
-            } else {
-                Terminal.finish(tty: tty)
-                if keys { KeyTerminal.leave() }  // (in the background: only forgets raw mode)
-                app.enterBackground()
-            }
-        }
-        // Every signal is handled before raw mode starts. The foreground changes only around a
-        // stop (Ctrl-Z then `bg`, `fg`, `kill -STOP`/`-CONT`), which ends with SIGCONT: look then
-        // (and at start), instead of polling the terminal; back in the foreground, raw mode again
-        // (the shell put its own settings back meanwhile).
-        signal(SIGCONT, SIG_DFL)
-        let continued = DispatchSource.makeSignalSource(signal: SIGCONT, queue: events)
-        continued.setEventHandler {
-            stopping.store(false, ordering: .relaxed)
-            if keys, KeyTerminal.inForeground { KeyTerminal.enter() }
-            followTerminal()
-            tick.signal()
-        }
-        continued.resume()
-        // Ctrl-Z: the status line cleared and the terminal's settings back before stopping.
-        signal(SIGTSTP, SIG_IGN)
-        let stop = DispatchSource.makeSignalSource(signal: SIGTSTP, queue: events)
-        stop.setEventHandler { stopSelf() }
-        stop.resume()
-        // Ctrl-C / SIGTERM: stop at once, close the device, restore the terminal, then die of
-        // the signal (a shell loop around the player stops at Ctrl-C, as for any program).
-        // A reader of stdout gone (`| head`): the same, of SIGPIPE.
-        signal(SIGPIPE, SIG_IGN)
-        let fatal = Atomic<Int32>(0)
-        Terminal.onBrokenPipe {
-            fatal.store(SIGPIPE, ordering: .relaxed)
-            done()
-        }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        var sources: [any DispatchSourceSignal] = [continued, stop]
-        for sig in [SIGINT, SIGTERM] {
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            src.setEventHandler {
-                fatal.store(sig, ordering: .relaxed)
-                done()
-            }
-            src.resume()
-            sources.append(src)
-        }
-        // A resize redraws the status line at once.
-        signal(SIGWINCH, SIG_IGN)
-        let resized = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
-        resized.setEventHandler { tick.signal() }
-        resized.resume()
-        sources.append(resized)
-
-        // Keys, when standard input is a terminal (and not a list being read from it).
-        var reader: KeyReader?
-        if keys {
-            KeyTerminal.prepare()
-            reader = KeyReader { key in ui.handle(key) }
-        }
-        followTerminal()
-        if keys, foreground.load(ordering: .relaxed) { KeyTerminal.enter() }
-
-        // In the background only `playback` may start playing; the others start on `fg`.
-        let startAt = start.flatMap(parseTime) ?? 0
-        status.withLock { $0.started = true }  // (from here a stopped queue is the end)
-        if foreground.load(ordering: .relaxed) || session.category == .playback {
-            if startAt > 0 {
-                // The first item from `--start`: the queue starts there, nothing before it is heard.
-                var snap = queue.snapshot()
-                snap.current = queue.playOrder.first
-                snap.position = startAt
-                snap.state = .playing
-                queue.restore(snap, play: true)
-            } else {
-                run(PlayCommand(item: nil))
-            }
-        } else {
-            pausedByBackground.store(true, ordering: .relaxed)
-        }
-        if queue.playbackState == .stopped, !pausedByBackground.load(ordering: .relaxed) { done() }
-
-        // The status line on a terminal (in the foreground), redrawn four times a second and at
-        // once after a key or a resize. Without one nothing is drawn, so the loop sleeps until
-        // woken (job control is followed on SIGCONT).
-        while !ending.load(ordering: .relaxed) {
-            _ = tick.wait(timeout: tty ? .now() + .milliseconds(250) : .distantFuture)
-            if ending.load(ordering: .relaxed) { break }
-            followTerminal()
-            if tty, foreground.load(ordering: .relaxed), !stopping.load(ordering: .relaxed) {
-                Terminal.progress(ui.status().render(width: Terminal.width, color: color))
-            }
-        }
-        reader?.stop()
-        mpris?.stop()
-        player.removeAllItems()
-        player.engine.shutdown()
-        Terminal.finish(tty: tty)
-        KeyTerminal.leave()
-        for s in sources { s.cancel() }
-        if terminal >= 0 { close(terminal) }
-
-        let sig = fatal.load(ordering: .relaxed)
-        if sig != 0 { Self.die(of: sig) }
-        let s = status.withLock { $0 }
-        if s.deviceFailed { throw ExitCode(1) }
-        if quit.load(ordering: .relaxed) { throw ExitCode(s.failed > 0 ? 2 : 0) }
-        if s.heard == 0 { throw ExitCode(1) }
-        if s.failed > 0 { throw ExitCode(2) }
+    /// Queues `files`, then sets the repeat mode, shuffle and volume asked for (typed commands
+    /// through the dispatcher, as the keys run them).
+    private func queueItems(_ files: [String], on playback: Playback, _ dispatcher: CommandDispatcher) {
+        playback.queue.add(files)
+        if let r = self.repeat, let mode = RepeatMode(rawValue: r) { _ = dispatcher.execute(RepeatCommand(mode: mode)) }
+        if shuffle { _ = dispatcher.execute(ShuffleCommand(on: true)) }
+        if let v = volume { _ = dispatcher.execute(VolumeCommand(change: .set(Double(v)))) }
     }
 
     /// Ends the process by `sig`'s default action (its exit status is 128 + `sig` to a shell).
@@ -467,7 +257,6 @@ struct PlayOptions: Equatable {
         Glibc.exit(128 + sig)
     }
 
-    /// `Title — Artist`, the title alone, or the file name.
     /// A scale in dB with one decimal: `-6.0 dB`.
     static func decibels(_ scale: Float) -> String {
         guard scale > 0, scale.isFinite else { return "-inf dB" }
@@ -475,6 +264,7 @@ struct PlayOptions: Equatable {
         return "\(t < 0 ? "-" : "+")\(t.magnitude / 10).\(t.magnitude % 10) dB"
     }
 
+    /// `Title — Artist`, the title alone, or the file name.
     static func name(_ info: ItemInfo) -> String {
         let m = info.metadata
         return m.title.map { t in m.artist.map { "\(t) — \($0)" } ?? t } ?? Path.lastComponent(info.path)
