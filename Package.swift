@@ -332,6 +332,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // The HTTP input's byte source on its own, against servers the tests start on loopback.
+        // mpd's queue alone (no player, no thread).
+        .testTarget(name: "PlayQueueTests", dependencies: ["PlayQueue"], swiftSettings: strictSettings),
         // The decoders, sources and tag readers alone (no engine, no device).
         .testTarget(name: "MediaTests", dependencies: ["Media", "MediaCore", "BacklineTestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "HTTPInputTests", dependencies: ["HTTPInput", "MediaCore", "BacklineTestSupport"], swiftSettings: strictSettings),
