@@ -345,50 +345,12 @@ public enum CtlText {
             if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
             return out
         },
-        "list-partitions": { r, sent, verbose in
-            let current = r["current"]?.string
-            return (r["partitions"]?.array ?? []).map { p in
-                let name = p["name"]?.string ?? ""
-                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
-                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
-            }.joined()
-        },
-        "new-partition": { r, sent, verbose in
-            let current = r["current"]?.string
-            return (r["partitions"]?.array ?? []).map { p in
-                let name = p["name"]?.string ?? ""
-                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
-                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
-            }.joined()
-        },
-        "delete-partition": { r, sent, verbose in
-            let current = r["current"]?.string
-            return (r["partitions"]?.array ?? []).map { p in
-                let name = p["name"]?.string ?? ""
-                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
-                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
-            }.joined()
-        },
-        "partition": { r, sent, verbose in
-            let current = r["current"]?.string
-            return (r["partitions"]?.array ?? []).map { p in
-                let name = p["name"]?.string ?? ""
-                let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
-                return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
-            }.joined()
-        },
-        "outputs": { r, sent, verbose in
-            return (r["outputs"]?.array ?? []).map { o in
-                let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
-                return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
-            }.joined()
-        },
-        "move-output": { r, sent, verbose in
-            return (r["outputs"]?.array ?? []).map { o in
-                let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
-                return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
-            }.joined()
-        },
+        "list-partitions": partitionWords,
+        "new-partition": partitionWords,
+        "delete-partition": partitionWords,
+        "partition": partitionWords,
+        "outputs": outputWords,
+        "move-output": outputWords,
         "playlists": { r, sent, verbose in
             let all = r["playlists"]?.array ?? []
             return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
@@ -402,14 +364,8 @@ public enum CtlText {
         "update": { r, sent, verbose in
             return "updating the library (job \(r["job"]?.int ?? 0))\n"
         },
-        "find": { r, sent, verbose in
-            let songs = r["songs"]?.array ?? []
-            return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
-        },
-        "search": { r, sent, verbose in
-            let songs = r["songs"]?.array ?? []
-            return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
-        },
+        "find": songWords,
+        "search": songWords,
         "count": { r, sent, verbose in
             if let counts = r["counts"]?.array {
                 return counts.map { c in
@@ -443,46 +399,10 @@ public enum CtlText {
                 return "\(path)  \(itemLine(e))\n"
             }.joined()
         },
-        "add": { r, sent, verbose in
-            let ids = (r["items"]?.array ?? []).compactMap(\.int)
-            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
-                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
-            let skipped = r["skipped"]?.array ?? []
-            let shownSkips = 10
-            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
-            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
-            return out
-        },
-        "insert": { r, sent, verbose in
-            let ids = (r["items"]?.array ?? []).compactMap(\.int)
-            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
-                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
-            let skipped = r["skipped"]?.array ?? []
-            let shownSkips = 10
-            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
-            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
-            return out
-        },
-        "load": { r, sent, verbose in
-            let ids = (r["items"]?.array ?? []).compactMap(\.int)
-            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
-                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
-            let skipped = r["skipped"]?.array ?? []
-            let shownSkips = 10
-            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
-            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
-            return out
-        },
-        "find-add": { r, sent, verbose in
-            let ids = (r["items"]?.array ?? []).compactMap(\.int)
-            var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
-                : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
-            let skipped = r["skipped"]?.array ?? []
-            let shownSkips = 10
-            for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
-            if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
-            return out
-        },
+        "add": addedWords,
+        "insert": addedWords,
+        "load": addedWords,
+        "find-add": addedWords,
         "remove": { r, sent, verbose in
             let n = sent?["items"]?.array.map { Set($0.compactMap(\.int)).count }
             let left = r["count"]?.int ?? 0
@@ -495,14 +415,8 @@ public enum CtlText {
         "playlist-move": { r, sent, verbose in
             return "moved to position \((r["index"]?.int ?? 0) + 1)\n"
         },
-        "playlist-add": { r, sent, verbose in
-            let n = r["count"]?.int ?? 0
-            return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
-        },
-        "playlist-delete": { r, sent, verbose in
-            let n = r["count"]?.int ?? 0
-            return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
-        },
+        "playlist-add": playlistCountWords,
+        "playlist-delete": playlistCountWords,
         "save": { r, sent, verbose in
             let n = r["count"]?.int ?? 0
             return "saved \(n) item\(n == 1 ? "" : "s")\n"
@@ -512,32 +426,14 @@ public enum CtlText {
             guard !all.isEmpty else { return "(no alarms)\n" }
             return all.map { alarmLine($0) + "\n" }.joined()
         },
-        "play": { r, sent, verbose in
-            return "state: \(r["state"]?.string ?? "?")\n"
-        },
-        "pause": { r, sent, verbose in
-            return "state: \(r["state"]?.string ?? "?")\n"
-        },
-        "toggle": { r, sent, verbose in
-            return "state: \(r["state"]?.string ?? "?")\n"
-        },
-        "stop": { r, sent, verbose in
-            return "state: \(r["state"]?.string ?? "?")\n"
-        },
-        "next": { r, sent, verbose in
-            guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
-            return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
-        },
-        "previous": { r, sent, verbose in
-            guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
-            return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
-        },
-        "seek": { r, sent, verbose in
-            return "position: \(short(r["position"] ?? .null))\n"
-        },
-        "skip": { r, sent, verbose in
-            return "position: \(short(r["position"] ?? .null))\n"
-        },
+        "play": stateWords,
+        "pause": stateWords,
+        "toggle": stateWords,
+        "stop": stateWords,
+        "next": currentWords,
+        "previous": currentWords,
+        "seek": positionWords,
+        "skip": positionWords,
         "repeat": { r, sent, verbose in
             return "repeat: \(r["repeat"]?.string ?? "?")\n"
         },
@@ -559,12 +455,8 @@ public enum CtlText {
         "rate": { r, sent, verbose in
             return "rate: \(short(r["rate"] ?? .null))\n"
         },
-        "volume": { r, sent, verbose in
-            return "volume: \(volumeText(r))\n"
-        },
-        "mute": { r, sent, verbose in
-            return "volume: \(volumeText(r))\n"
-        },
+        "volume": volumeWords,
+        "mute": volumeWords,
         "sleep": { r, sent, verbose in
             return "sleep: \(sleepText(r["sleep"]))\n"
         },
@@ -591,6 +483,69 @@ public enum CtlText {
             return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
         },
     ]
+
+    /// The words of `list-partitions`, `new-partition`, `delete-partition`, `partition`.
+    private static let partitionWords: ReplyWords = { r, sent, verbose in
+        let current = r["current"]?.string
+        return (r["partitions"]?.array ?? []).map { p in
+            let name = p["name"]?.string ?? ""
+            let output = p["output"]?.string.map { "output \($0)" } ?? "no output"
+            return "\(name == current ? ">" : " ") \(name): \(p["state"]?.string ?? ""), \(p["count"]?.int ?? 0) items, \(output)\n"
+        }.joined()
+    }
+
+    /// The words of `outputs`, `move-output`.
+    private static let outputWords: ReplyWords = { r, sent, verbose in
+        return (r["outputs"]?.array ?? []).map { o in
+            let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
+            return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
+        }.joined()
+    }
+
+    /// The words of `find`, `search`.
+    private static let songWords: ReplyWords = { r, sent, verbose in
+        let songs = r["songs"]?.array ?? []
+        return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
+    }
+
+    /// The words of `add`, `insert`, `load`, `find-add`.
+    private static let addedWords: ReplyWords = { r, sent, verbose in
+        let ids = (r["items"]?.array ?? []).compactMap(\.int)
+        var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
+            : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
+        let skipped = r["skipped"]?.array ?? []
+        let shownSkips = 10
+        for s in skipped.prefix(shownSkips) { out += "skipped \(s["path"]?.string ?? ""): \(s["reason"]?.string ?? "")\n" }
+        if skipped.count > shownSkips { out += "… and \(skipped.count - shownSkips) more skipped (--json lists them all)\n" }
+        return out
+    }
+
+    /// The words of `playlist-add`, `playlist-delete`.
+    private static let playlistCountWords: ReplyWords = { r, sent, verbose in
+        let n = r["count"]?.int ?? 0
+        return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
+    }
+
+    /// The words of `play`, `pause`, `toggle`, `stop`.
+    private static let stateWords: ReplyWords = { r, sent, verbose in
+        return "state: \(r["state"]?.string ?? "?")\n"
+    }
+
+    /// The words of `next`, `previous`.
+    private static let currentWords: ReplyWords = { r, sent, verbose in
+        guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
+        return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
+    }
+
+    /// The words of `seek`, `skip`.
+    private static let positionWords: ReplyWords = { r, sent, verbose in
+        return "position: \(short(r["position"] ?? .null))\n"
+    }
+
+    /// The words of `volume`, `mute`.
+    private static let volumeWords: ReplyWords = { r, sent, verbose in
+        return "volume: \(volumeText(r))\n"
+    }
 
     /// A reply's fields, one a line (`ok` when there are none).
     static func fields(_ r: JSON) -> String {
