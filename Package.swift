@@ -262,7 +262,7 @@ let package = Package(
         // Test harness: private PulseAudio null sink, ALSA file capture, reference decodes, fixtures.
         // Optimised even in debug builds: the recording analysis (cross-correlation over minutes
         // of audio) takes seconds instead of minutes.
-        .target(name: "BacklineTestSupport", dependencies: ["AudioEngine", "MediaCore", "Platform"], swiftSettings: strictSettings + [.unsafeFlags(["-O"])]),
+        .target(name: "BacklineTestSupport", dependencies: ["AudioEngine", "Locking", "MediaCore", "Platform"], swiftSettings: strictSettings + [.unsafeFlags(["-O"])]),
 
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strictSettings),
         .testTarget(name: "RingBufferTests", dependencies: ["RingBuffer"], swiftSettings: strictSettings),

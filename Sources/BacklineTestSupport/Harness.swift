@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 public import Testing
 
@@ -75,7 +76,7 @@ public enum Harness {
     }
 
     /// The directories ``makeTemporaryDirectory(_:)`` made in this process.
-    private static let temporaryDirectories = Mutex<[String]>([])
+    private static let temporaryDirectories = Lock<[String]>([])
 
     private static func removeTemporaryDirectories() {
         for path in temporaryDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
