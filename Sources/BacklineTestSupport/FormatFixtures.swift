@@ -44,9 +44,13 @@ public enum FormatFixtures {
         try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).\(opus ? "opus" : "ogg")")) { out in
             var joined = Data()
             for (k, p) in parts.enumerated() {
+                // Each link its own serial number: the encoders pick one from the time and their
+                // process id, so two links encoded across a second's turn could share one, and a
+                // decoder reads a chain whose links share a serial as one stream with a hole.
+                let serial = "\(k + 1)"
                 let link = try opus
-                    ? Self.opus("\(name)-link\(k)", from: p.source, args: ["--title", p.title, "--artist", "Backline"])
-                    : vorbis("\(name)-link\(k)", from: p.source, args: ["-t", p.title, "-a", "Backline"])
+                    ? Self.opus("\(name)-link\(k)", from: p.source, args: ["--title", p.title, "--artist", "Backline", "--serial", serial])
+                    : vorbis("\(name)-link\(k)", from: p.source, args: ["-t", p.title, "-a", "Backline", "--serial", serial])
                 joined += try Data(contentsOf: link)
             }
             try joined.write(to: out)

@@ -117,7 +117,7 @@ public final class CommandDispatcher: Sendable {
         }
         let context = CommandContext(playback: playback(for: connection), connection: connection, dispatcher: self)
         do throws(CommandError) {
-            if d.executor != .loop { return .success(try command.run(context)) }
+            if command.executor != .loop { return .success(try command.run(context)) }
             return .success(try commandLock.withLock { _ throws(CommandError) in try command.run(context) })
         } catch {
             return .failure(error)

@@ -23,3 +23,30 @@ public enum QueuePositions: Sendable, Equatable {
         }
     }
 }
+
+/// Where items go in the queue, as MPD's commands give it: a position, or one relative to the
+/// current item (`+N`: N places after it, `-N`: N places before it, as mpd 0.23), resolved
+/// when the command runs, under the command lock, against the current item then.
+public enum QueueTarget: Sendable, Equatable {
+    /// This position (0 is the first).
+    case at(Int)
+    /// `+N`: N places after the current item (`+0`: right after it).
+    case afterCurrent(Int)
+    /// `-N`: N places before the current item (`-0`: its own place, before it).
+    case beforeCurrent(Int)
+
+    /// The position it names when `currentIndex` is the current item's.
+    /// - Throws: `bad-argument` "No current song" (mpd's words) for a relative target when no
+    ///   item is current.
+    public func resolve(currentIndex: Int?) throws(CommandError) -> Int {
+        switch self {
+        case .at(let p): return p
+        case .afterCurrent(let n):
+            guard let c = currentIndex else { throw .badArgument("No current song") }
+            return c + 1 + n
+        case .beforeCurrent(let n):
+            guard let c = currentIndex else { throw .badArgument("No current song") }
+            return c - n
+        }
+    }
+}

@@ -110,6 +110,62 @@ struct DispatcherTests {
         d.playback.shutdown()
     }
 
+    @Test("edits by position and relative targets are found when the command runs: a block move, priorities and a shuffle by position, an add after the current item, a clip fitted to its file; mpd's errors past the queue")
+    func positionsFoundWhenRun() throws {
+        let (d, _, clock) = try Self.make()
+        defer { d.playback.shutdown() }
+        guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album"])) else { Issue.record("add failed"); return }
+        let (a, b, c) = (ids[0], ids[1], ids[2])
+        func order() -> [Int] { d.playback.queue.entries.map(\.id) }
+        // A block of two to start at 1: the last moves first.
+        #expect(d.execute(MoveCommand(positions: .range(start: 0, end: 2, clampsEnd: false), target: .at(1))) == .success(.index(1)))
+        #expect(order() == [c, a, b])
+        #expect(d.execute(MoveCommand(positions: .range(start: 0, end: 2, clampsEnd: false), target: .at(2))) == .failure(.badArgument("Number too large: 2")))
+        #expect(d.execute(MoveCommand(positions: .one(3), target: .at(0))) == .failure(.badArgument("Bad song index")))
+        // Nothing current: a relative target has nothing to count from.
+        #expect(d.execute(MoveCommand(id: a, target: .afterCurrent(0))) == .failure(.badArgument("No current song")))
+        #expect(d.execute(AddCommand(paths: ["album/0.mp3"], target: .beforeCurrent(0))) == .failure(.badArgument("No current song")))
+        #expect(order() == [c, a, b])
+
+        _ = d.execute(PlayCommand(item: a))
+        Self.hearStart(clock)
+        #expect(d.playback.queue.current?.id == a)
+        // `+0`: right after the current item (at 1), wherever it is when the add runs.
+        guard case .success(.added(let after, _)) = d.execute(AddCommand(paths: ["album/2.mp3"], target: .afterCurrent(0))) else {
+            Issue.record("add after the current item failed")
+            return
+        }
+        #expect(order() == [c, a, after[0], b])
+        #expect(d.execute(MoveCommand(id: b, target: .beforeCurrent(0), withinQueue: true)) == .success(.index(1)))
+        #expect(order() == [c, b, a, after[0]])
+        // Just at and past the end of a queue of 4: appending is allowed, past it is refused.
+        #expect(d.execute(AddCommand(paths: ["album/0.mp3"], target: .at(5), refusesPastEnd: true)) == .failure(.badArgument("Number too large: 5")))
+        guard case .success(.added(let last, _)) = d.execute(AddCommand(paths: ["album/0.mp3"], target: .at(4), refusesPastEnd: true)) else {
+            Issue.record("an add at the queue's end failed")
+            return
+        }
+        #expect(order() == [c, b, a, after[0], last[0]])
+
+        #expect(d.execute(PriorityCommand(priority: 7, positions: [.one(1), .range(start: 3, end: nil, clampsEnd: false)])) == .success(.none))
+        #expect(d.playback.queue.entries.map(\.priority) == [0, 7, 0, 7, 7])
+        #expect(d.execute(PriorityCommand(priority: 7, positions: [.one(5)])) == .failure(.badArgument("Bad song index")))
+        // A shuffle from the end is nothing; past it, mpd's error.
+        #expect(d.execute(ShuffleQueueCommand(range: 5..<Int.max, refusesStartPastEnd: true)) == .success(.none))
+        #expect(d.execute(ShuffleQueueCommand(range: 6..<Int.max, refusesStartPastEnd: true)) == .failure(.badArgument("Bad song index")))
+        #expect(order() == [c, b, a, after[0], last[0]])
+
+        // The 2 s file: an end past it is its end, a start past it is refused; the current item is not clipped.
+        #expect(d.execute(ClipCommand(id: c, clip: PlaybackClip(start: 2.5, end: nil), fitsFile: true)) == .failure(.badArgument("Invalid start offset")))
+        #expect(d.execute(ClipCommand(id: c, clip: PlaybackClip(start: 0.5, end: 9), fitsFile: true)) == .success(.none))
+        #expect(d.playback.queue.entries.first { $0.id == c }?.clip == PlaybackClip(start: 0.5, end: nil))
+        #expect(d.execute(ClipCommand(id: c, clip: PlaybackClip(start: 0, end: 9), fitsFile: true)) == .success(.none))
+        #expect(d.playback.queue.entries.first { $0.id == c }?.clip == nil)
+        guard case .failure(.forbidden) = d.execute(ClipCommand(id: a, clip: PlaybackClip(start: 0.5, end: nil), fitsFile: true)) else {
+            Issue.record("the item playing now was clipped")
+            return
+        }
+    }
+
     @Test("permissions: a connection that needs a token may only auth until it presents the right one; subscribe records the kinds")
     func connection() throws {
         let (d, _, _) = try Self.make()

@@ -23,4 +23,15 @@ struct QueuePositionsTests {
             try QueuePositions.range(start: 2, end: 1, clampsEnd: false).resolve(count: 3)
         }
     }
+
+    @Test("a target: a position as given; +N counts after the current item, -N before it; relative with nothing current is mpd's error")
+    func target() throws {
+        #expect(try QueueTarget.at(7).resolve(currentIndex: nil) == 7)
+        #expect(try QueueTarget.afterCurrent(0).resolve(currentIndex: 2) == 3)
+        #expect(try QueueTarget.afterCurrent(2).resolve(currentIndex: 2) == 5)
+        #expect(try QueueTarget.beforeCurrent(0).resolve(currentIndex: 2) == 2)
+        #expect(try QueueTarget.beforeCurrent(2).resolve(currentIndex: 2) == 0)
+        #expect(throws: CommandError.badArgument("No current song")) { try QueueTarget.afterCurrent(0).resolve(currentIndex: nil) }
+        #expect(throws: CommandError.badArgument("No current song")) { try QueueTarget.beforeCurrent(1).resolve(currentIndex: nil) }
+    }
 }

@@ -42,7 +42,15 @@ public struct LoadPlaylistCommand: ControlCommand {
     public var name: String
     public var range: Range<Int>?
     public var position: Int?
+    /// Where the entries go, found when the queue changes (relative to the current item then:
+    /// MPD's `+N`, `-N`). Set, it is used instead of `position`.
+    public var target: QueueTarget?
     public init(name: String, range: Range<Int>? = nil, position: Int? = nil) { (self.name, self.range, self.position) = (name, range, position) }
+    /// Loads `name`'s entries in `range` at `target`, found when the queue changes.
+    public init(name: String, range: Range<Int>? = nil, target: QueueTarget?) {
+        self.init(name: name, range: range)
+        self.target = target
+    }
     public init(_ a: Arguments) throws(CommandError) {
         guard let n = a.string("name") else { throw .badArgument("load: \"name\" is required") }
         name = n
@@ -65,7 +73,8 @@ public struct LoadPlaylistCommand: ControlCommand {
         if let range { entries = Array(entries[range.clamped(to: 0..<entries.count)]) }
         // Through the same resolver as `add` (confined to the music directory); an entry that
         // cannot be used is skipped with its reason.
-        let add = AddCommand(paths: [], position: position)
+        var add = AddCommand(paths: [], position: position)
+        add.target = target
         return try add.add(entries, x, failFirst: false)
     }
 }

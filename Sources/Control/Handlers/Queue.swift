@@ -15,10 +15,22 @@ public struct AddCommand: ControlCommand {
     /// Whether paths that cannot be used are skipped (listed in the reply) instead of failing
     /// the request; when none can be used it fails with the first one's reason.
     public var partial: Bool
+    /// Where the items go, found when the queue changes, under the command lock: relative to
+    /// the current item then (MPD's `+N`, `-N`). Set, it is used instead of `position`.
+    public var target: QueueTarget?
+    /// Whether a position past the queue's end is refused (`bad-argument` "Number too large",
+    /// MPD's `findadd`) instead of appending.
+    public var refusesPastEnd = false
     public init(paths: [String], position: Int? = nil, partial: Bool = false) {
         self.paths = paths
         self.position = position
         self.partial = partial
+    }
+    /// Queues `paths` at `target`, found when the queue changes.
+    public init(paths: [String], target: QueueTarget?, partial: Bool = false, refusesPastEnd: Bool = false) {
+        self.init(paths: paths, position: nil, partial: partial)
+        self.target = target
+        self.refusesPastEnd = refusesPastEnd
     }
     public init(_ a: Arguments) throws(CommandError) {
         try self.init(a, command: "add")
@@ -69,7 +81,9 @@ public struct AddCommand: ControlCommand {
             let queue = x.playback.queue
             let room = Limits.queueLength - queue.count
             guard files.count <= room else { throw Self.noRoom(files.count, room: room, more: false) }
-            return queue.add(files, at: position)
+            let at = try target.map { t throws(CommandError) in try t.resolve(currentIndex: queue.currentIndex) } ?? position
+            if refusesPastEnd, let at, at > queue.count { throw .badArgument("Number too large: \(at)") }
+            return queue.add(files, at: at)
         }
         x.playback.tags.prefetch(files)  // read tags ahead for `list`
         return .added(ids: ids, skipped: skipped.map { SkippedPath(path: $0.path, reason: $0.message) })
@@ -154,7 +168,23 @@ public struct MoveCommand: ControlCommand {
     public var withinQueue = false
     /// Swap two items instead, found when it runs.
     public var swap: Swap?
+    /// Where the item goes, found when it runs (relative to the current item then: MPD's
+    /// `+N`, `-N`). Set, it is used instead of `position`.
+    public var target: QueueTarget?
+    /// The items at these positions instead of `id`, moved as one block so that it starts at
+    /// the target (MPD's `move START:END TO`), found when it runs.
+    public var block: QueuePositions?
     public init(id: Int, position: Int, withinQueue: Bool = false) { (self.id, self.position, self.withinQueue) = (id, position, withinQueue) }
+    /// Moves item `id` to `target`, found when it runs.
+    public init(id: Int, target: QueueTarget, withinQueue: Bool = false) {
+        self.init(id: id, position: 0, withinQueue: withinQueue)
+        self.target = target
+    }
+    /// Moves the items at `positions` as one block, to start at `target` (all found when it runs).
+    public init(positions: QueuePositions, target: QueueTarget) {
+        self.init(id: 0, position: 0)
+        (block, self.target) = (positions, target)
+    }
     public init(swap: Swap) { (id, position, self.swap) = (0, 0, swap) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let id = a.integer("item"), let to = a.integer("position") else {
@@ -167,9 +197,25 @@ public struct MoveCommand: ControlCommand {
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
         if let swap { return try swapped(swap, q) }
+        let position = try target?.resolve(currentIndex: q.currentIndex) ?? self.position
+        if let block { return try moved(block, to: position, q) }
         if withinQueue, !q.entries.indices.contains(position) { throw .badArgument("Bad song index") }
         do throws(PlayQueueError) { try q.move(id, to: position) } catch { throw CommandError(error) }
         return .index(q.entries.firstIndex { $0.id == id } ?? 0)
+    }
+
+    /// The block at `positions` moved to start at `to`: one item at a time, the last first when
+    /// it moves down (each move takes the item out before putting it back).
+    private func moved(_ positions: QueuePositions, to: Int, _ q: PlayQueue) throws(CommandError) -> Reply {
+        let entries = q.entries
+        let range = try positions.resolve(count: entries.count)
+        guard to <= entries.count - range.count else { throw .badArgument("Number too large: \(to)") }
+        guard to >= 0 else { throw .badArgument("Bad song index") }
+        let moves = Array(entries[range].enumerated())
+        for (k, e) in to > range.lowerBound ? moves.reversed() : moves {
+            do throws(PlayQueueError) { try q.move(e.id, to: to + k) } catch { throw CommandError(error) }
+        }
+        return .index(to)
     }
 
     private func swapped(_ swap: Swap, _ q: PlayQueue) throws(CommandError) -> Reply {
@@ -198,7 +244,11 @@ public struct PriorityCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .priority, .queue)
     public var priority: Int
     public var ids: [Int]
+    /// The items at these positions too (MPD's `prio`), found when it runs.
+    public var positions: [QueuePositions] = []
     public init(priority: Int, ids: [Int]) { (self.priority, self.ids) = (priority, ids) }
+    /// Sets the priority of the items at `positions`, found when it runs.
+    public init(priority: Int, positions: [QueuePositions]) { (self.priority, ids, self.positions) = (priority, [], positions) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let p = a.integer("priority") else { throw .badArgument("priority: \"priority\" (0–255) is required") }
         guard (0...255).contains(p) else { throw .badArgument("priority: \(p) is not in 0–255") }
@@ -209,7 +259,13 @@ public struct PriorityCommand: ControlCommand {
     }
     public var arguments: Arguments { Arguments(["priority": .integer(priority), "items": .integers(ids)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        do throws(PlayQueueError) { try x.playback.queue.setPriority(priority, of: ids) } catch { throw CommandError(error) }
+        let q = x.playback.queue
+        var ids = ids
+        if !positions.isEmpty {
+            let entries = q.entries
+            for p in positions { ids += entries[try p.resolve(count: entries.count)].map(\.id) }
+        }
+        do throws(PlayQueueError) { try q.setPriority(priority, of: ids) } catch { throw CommandError(error) }
         return .none
     }
 }
@@ -220,7 +276,12 @@ public struct ClipCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .clip, .queue)
     public var id: Int
     public var clip: PlaybackClip?
+    /// Whether the clip is fitted to the file's length, as mpd's `rangeid`: a start at or past
+    /// it is refused (`bad-argument` "Invalid start offset"), an end at or past it is the end.
+    /// The length is read off the command lock (it may read the file).
+    public var fitsFile = false
     public init(id: Int, clip: PlaybackClip?) { (self.id, self.clip) = (id, clip) }
+    public init(id: Int, clip: PlaybackClip?, fitsFile: Bool) { (self.id, self.clip, self.fitsFile) = (id, clip, fitsFile) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let id = a.integer("item") else { throw .badArgument("clip: \"item\" is required") }
         let start = a.number("start"), end = a.number("end")
@@ -237,7 +298,20 @@ public struct ClipCommand: ControlCommand {
         }
         return Arguments(a)
     }
+    public var executor: CommandExecutor { fitsFile ? .offLoop : .loop }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        guard fitsFile else { return try set(clip, x) }
+        // (An id's file never changes: only the clip is decided under the lock.)
+        let path = x.playback.queue.entries.first { $0.id == id }?.path
+        var clip = clip
+        if let c = clip, let path, let duration = x.playback.tags.info(path).duration {
+            guard c.start < duration else { throw .badArgument("Invalid start offset") }
+            if let end = c.end, end >= duration { clip = c.start == 0 ? nil : PlaybackClip(start: c.start, end: nil) }
+        }
+        return try x.locked { () throws(CommandError) in try set(clip, x) }
+    }
+
+    private func set(_ clip: PlaybackClip?, _ x: CommandContext) throws(CommandError) -> Reply {
         do throws(PlayQueueError) { try x.playback.queue.setClip(clip, of: id) } catch { throw CommandError(error) }
         return .none
     }
@@ -258,7 +332,11 @@ public struct ClearCommand: ControlCommand {
 public struct ShuffleQueueCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .shuffleQueue, .queue)
     public var range: Range<Int>?
+    /// Whether a range starting past the queue's end is refused (`bad-argument` "Bad song
+    /// index", MPD's `shuffle START:END`) instead of shuffling nothing.
+    public var refusesStartPastEnd = false
     public init(range: Range<Int>?) { self.range = range }
+    public init(range: Range<Int>?, refusesStartPastEnd: Bool) { (self.range, self.refusesStartPastEnd) = (range, refusesStartPastEnd) }
     public init(_ a: Arguments) throws(CommandError) {
         guard let start = a.integer("start") else {
             guard a.integer("end") == nil else { throw .badArgument("shuffle-queue: \"end\" needs \"start\"") }
@@ -273,8 +351,10 @@ public struct ShuffleQueueCommand: ControlCommand {
         guard let range else { return Arguments() }
         return Arguments(["start": .integer(range.lowerBound), "end": .integer(range.upperBound)])
     }
-    public func run(_ x: CommandContext) -> Reply {
-        x.playback.queue.shuffle(range: range ?? 0..<Int.max)
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let q = x.playback.queue
+        if refusesStartPastEnd, let range, range.lowerBound > q.count { throw .badArgument("Bad song index") }
+        q.shuffle(range: range ?? 0..<Int.max)
         return .none
     }
 }

@@ -222,8 +222,8 @@ package enum MPDCommandTable {
         },
         MPDCommand("load", 1...3, [.any, .range]) { p, r throws(MPDError) in
             let range = r.args.count > 1 ? try p.range(r.args[1], count: Int(Int32.max), clamp: true) : nil
-            let position = r.args.count > 2 ? try p.position(r.args[2]) : nil
-            _ = try p.runPlaylist(LoadPlaylistCommand(name: r.args[0], range: range, position: position))
+            let target = r.args.count > 2 ? try p.target(r.args[2]) : nil
+            _ = try p.runPlaylist(LoadPlaylistCommand(name: r.args[0], range: range, target: target))
             return ""
         },
         MPDCommand("lsinfo", 0...1, bytes: { p, r, out throws(MPDError) in
@@ -240,7 +240,7 @@ package enum MPDCommandTable {
         },
         MPDCommand("move", 2...2, [.range, .integer]) { p, r throws(MPDError) in try p.move(r) },
         MPDCommand("moveid", 2...2, [.unsigned, .integer], inline: true) { p, r throws(MPDError) in
-            _ = try p.run(MoveCommand(id: Int(r.args[0])!, position: try p.position(r.args[1]), withinQueue: true))
+            _ = try p.run(MoveCommand(id: Int(r.args[0])!, target: try p.target(r.args[1]), withinQueue: true))
             return ""
         },
         MPDCommand("next", 0...0, inline: true) { p, _ throws(MPDError) in
@@ -465,9 +465,9 @@ extension MPDClientState {
 
 extension MPDProtocol {
     func add(_ r: MPDRequest) throws(MPDError) -> MPDText {
-        let position = try r.args.count > 1 ? self.position(r.args[1]) : nil
+        let target = try r.args.count > 1 ? self.target(r.args[1]) : nil
         let reply: Reply
-        switch perform(AddCommand(paths: [try uri(r.args[0], r.state)], position: position)) {
+        switch perform(AddCommand(paths: [try uri(r.args[0], r.state)], target: target)) {
         case .success(let x): reply = x
         case .failure(.notFound): throw MPDError(.noExist, "No such directory")  // mpd's words, for a file too
         case .failure(let e): throw MPDError(e)
@@ -482,7 +482,7 @@ extension MPDProtocol {
         if r.name == "addtagid" || r.args.count > 1 {
             guard TagKey(mpdName: r.args[1]) != nil else { throw MPDError(.arg, "Unknown tag type: \(r.args[1])") }
         }
-        guard playback.queue.entries.contains(where: { $0.id == Int(r.args[0])! }) else { throw MPDError(.noExist, "No such song") }
+        _ = try run(ListCommand(selection: .id(Int(r.args[0])!)))  // "No such song" when there is none
         throw MPDError(.permission, "Cannot edit tags of local file")
     }
 
@@ -527,34 +527,28 @@ extension MPDProtocol {
         return ""
     }
 
+    /// `move POS|START:END TO`: the block ends up starting at TO.
     func move(_ r: MPDRequest) throws(MPDError) -> MPDText {
-        let entries = playback.queue.entries
-        let range = try self.range(r.args[0], count: entries.count)
-        let to = try position(r.args[1])
-        guard to <= entries.count - range.count else { throw MPDError(.arg, "Number too large: \(r.args[1])") }
-        guard to >= 0 else { throw MPDError(.arg, "Bad song index") }
-        // The block ends up starting at `to`: moved one by one, the last first when it moves
-        // down (each move takes the item out before putting it back).
-        let moves = Array(entries[range].enumerated())
-        for (k, e) in to > range.lowerBound ? moves.reversed() : moves { _ = try run(MoveCommand(id: e.id, position: to + k)) }
+        _ = try run(MoveCommand(positions: try positions(r.args[0]), target: try target(r.args[1])))
         return ""
     }
 
     func priority(_ r: MPDRequest) throws(MPDError) -> MPDText {
         let p = Int(r.args[0])!
         guard p <= 255 else { throw MPDError(.arg, "Number too large: \(r.args[0])") }
-        var ids: [Int] = []
         if r.name == "prio" {
-            let entries = playback.queue.entries
+            var positions: [QueuePositions] = []
             for a in r.args.dropFirst() {
                 try MPDArgument.range.check(a)
-                ids += entries[try range(a, count: entries.count)].map(\.id)
+                positions.append(try self.positions(a))
             }
-        } else {
-            for a in r.args.dropFirst() {
-                try MPDArgument.unsigned.check(a)
-                ids.append(Int(a)!)
-            }
+            _ = try run(PriorityCommand(priority: p, positions: positions))
+            return ""
+        }
+        var ids: [Int] = []
+        for a in r.args.dropFirst() {
+            try MPDArgument.unsigned.check(a)
+            ids.append(Int(a)!)
         }
         _ = try run(PriorityCommand(priority: p, ids: ids))
         return ""
@@ -563,17 +557,14 @@ extension MPDProtocol {
     /// `shuffle [RANGE]`: the range's items in a random order (the end clipped to the queue; a
     /// playing item in it moves to its start first, as mpd keeps it playing).
     func shuffle(_ r: MPDRequest) throws(MPDError) -> MPDText {
-        let entries = playback.queue.entries
-        var range = 0..<entries.count
+        var range: Range<Int>?
         if let a = r.args.first, a != "-1" {
             let parts = a.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             let start = Int(parts[0])!
-            let end = parts.count == 1 ? start + 1 : parts[1].isEmpty ? entries.count : Int(parts[1])!
-            guard start <= entries.count else { throw MPDError(.arg, "Bad song index") }
-            range = start..<min(max(start, end), entries.count)
+            let end = parts.count == 1 ? start + 1 : parts[1].isEmpty ? Int.max : Int(parts[1])!
+            range = start..<max(start, end)
         }
-        guard range.count > 1 else { return "" }
-        _ = try run(ShuffleQueueCommand(range: range))
+        _ = try run(ShuffleQueueCommand(range: range, refusesStartPastEnd: true))
         return ""
     }
 
@@ -589,18 +580,15 @@ extension MPDProtocol {
             return v
         }
         let start = try seconds(spec[..<colon])
-        var end = try seconds(spec[spec.index(after: colon)...])
+        let end = try seconds(spec[spec.index(after: colon)...])
         if let end, end <= (start ?? 0) { throw MPDError(.arg, "Bad range") }
-        // Against the file's length, as mpd: a start past it is refused, an end past it is the end.
-        if let path = playback.queue.entries.first(where: { $0.id == id })?.path, let duration = playback.tags.info(path).duration {
-            if let start, start >= duration { throw MPDError(.arg, "Invalid start offset") }
-            if let e = end, e >= duration { end = nil }
-        }
-        let q = playback.queue.status()
-        if let c = q.current, c.entry.id == id, q.state != .stopped { throw MPDError(.permission, "Cannot edit the current song") }
+        // Fitted to the file's length, as mpd: a start past it is refused, an end past it is the end.
         let clip = (start ?? 0) == 0 && end == nil ? nil : PlaybackClip(start: start ?? 0, end: end)
-        _ = try run(ClipCommand(id: id, clip: clip))
-        return ""
+        switch perform(ClipCommand(id: id, clip: clip, fitsFile: true)) {
+        case .success: return ""
+        case .failure(.forbidden): throw MPDError(.permission, "Cannot edit the current song")
+        case .failure(let e): throw MPDError(e)
+        }
     }
 
     /// `single 0|1|oneshot`.
@@ -657,8 +645,8 @@ extension MPDProtocol {
         let args = r.args
         guard args.count % 2 == 0 else { throw MPDError(.arg, "Incorrect number of filter arguments") }
         let pairs = stride(from: 0, to: args.count, by: 2).map { (args[$0].lowercased(), args[$0 + 1]) }
-        return playback.queue.entries.enumerated().compactMap { i, e -> MPDText? in
-            let item = playback.describe(e, index: i, current: false, read: true)
+        guard case .queue(let listing) = try run(ListCommand(selection: .all)) else { return "" }
+        return listing.items.compactMap { item -> MPDText? in
             let fields: [String: String?] = ["artist": item.artist, "album": item.album, "title": item.title,
                                              "track": item.track.map(String.init), "file": relative(item.path)]
             let matches = pairs.allSatisfy { tag, value in

@@ -37,14 +37,14 @@ extension MPDProtocol {
         var filter: SongFilter
         var sort: SongSort?
         var window: Range<Int>?
-        var position: Int?
+        var position: QueueTarget?
     }
 
     func selection(_ r: MPDRequest, fold: Bool, position allowed: Bool = false, from start: Int = 0) throws(MPDError) -> Selection {
         var args = Array(r.args.dropFirst(start))
-        var position: Int?
+        var position: QueueTarget?
         if allowed, args.count >= 2, args[args.count - 2] == "position" {
-            position = try self.position(args[args.count - 1])
+            position = try target(args[args.count - 1])
             args.removeLast(2)
         }
         var window: Range<Int>?
@@ -97,8 +97,7 @@ extension MPDProtocol {
         let s = try selection(r, fold: fold, position: true)
         let found = try songs(s, r)
         guard !found.isEmpty, let root = playback.resolver.root else { return "" }
-        if let p = s.position, p > playback.queue.entries.count { throw MPDError(.arg, "Number too large: \(p)") }
-        _ = try run(AddCommand(paths: found.map { root + "/" + $0.path }, position: s.position, partial: true))
+        _ = try run(AddCommand(paths: found.map { root + "/" + $0.path }, target: s.position, partial: true, refusesPastEnd: true))
         return ""
     }
 

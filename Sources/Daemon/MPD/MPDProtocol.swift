@@ -463,13 +463,13 @@ package struct MPDProtocol: Sendable {
     }
 
     /// A target position: absolute, or `+N`/`-N` relative to the current song (after it / before
-    /// it, as mpd 0.23).
-    func position(_ s: String) throws(MPDError) -> Int {
+    /// it, as mpd 0.23), found when the command runs.
+    func target(_ s: String) throws(MPDError) -> QueueTarget {
         let n = try integer(s)
-        guard abs(n) <= 1 << 40 else { throw MPDError(.arg, "Bad song index") }  // (no overflow below)
-        guard s.hasPrefix("+") || s.hasPrefix("-") else { return n }
-        guard let current = playback.queue.currentIndex else { throw MPDError(.arg, "No current song") }
-        return s.hasPrefix("+") ? current + 1 + n : current + n  // (n ≤ 0 for "-N")
+        guard abs(n) <= 1 << 40 else { throw MPDError(.arg, "Bad song index") }  // (no overflow when resolved)
+        if s.hasPrefix("+") { return .afterCurrent(n) }
+        if s.hasPrefix("-") { return .beforeCurrent(-n) }
+        return .at(n)
     }
 
     /// `POS`, `START:END` or `START:` as queue positions, found when the command runs (with
