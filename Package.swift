@@ -184,7 +184,7 @@ let package = Package(
         // MPNowPlayingInfoCenter / MPRemoteCommandCenter semantics, and their QueuePlayer bindings.
         .target(name: "NowPlaying", dependencies: ["Locking", "Platform", "Player", "AudioEngine", "Session", "Broadcast"], swiftSettings: strictSettings),
         // A music player's play queue (ids, repeat, shuffle, history) feeding a QueuePlayer. No networking.
-        .target(name: "PlayQueue", dependencies: ["Locking", "Player", "AudioEngine", "Broadcast"], swiftSettings: strictSettings),
+        .target(name: "PlayQueue", dependencies: ["Locking", "MediaCore", "Player", "Broadcast"], swiftSettings: strictSettings),
         // A thin typed wrapper over sd-bus: a connection with its own thread, messages, values.
         .target(name: "DBus", dependencies: ["Locking", "CSystemd"], swiftSettings: strictSettings),
         // MPRIS2: the now-playing info center and the remote command center on the session bus.

@@ -2,6 +2,7 @@ import CALSA
 
 #if canImport(Glibc)
 import Glibc
+import MediaCore
 #endif
 
 /// An error from alsa-lib: the negative errno-style code, its message, and the call that failed.

@@ -1,5 +1,6 @@
 import CALSA
 import CPulse
+import MediaCore
 import Platform
 import RingBuffer
 import Synchronization

@@ -5,6 +5,7 @@
 
 import CALSA
 import Logging
+import MediaCore
 import Platform
 import RingBuffer
 import Synchronization

@@ -1,3 +1,4 @@
+import MediaCore
 import CALSA  // (where the importer puts `pollfd`: ALSA's headers include poll.h)
 import CPulse
 import Media

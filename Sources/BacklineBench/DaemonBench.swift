@@ -1,5 +1,7 @@
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Platform
 import Synchronization
 

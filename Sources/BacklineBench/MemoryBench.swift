@@ -1,8 +1,10 @@
+import BacklineWire
 import Daemon
 import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import MediaCore
 #endif
 
 /// A daemon playing from a 1,000-item queue: `backline daemon` and mpd side

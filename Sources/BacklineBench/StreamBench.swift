@@ -1,8 +1,10 @@
+import BacklineWire
 import Daemon
 import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import MediaCore
 #endif
 
 /// Streams: a private Icecast server on loopback (Debian's `icecast2`, fed by

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Library
 import Lifecycle
 import Media
+import MediaCore
 import NowPlaying
 import Platform
 import PlayQueue

@@ -1,6 +1,7 @@
 import AudioEngine
 import Library
 import Lifecycle
+import MediaCore
 import NowPlaying
 import PlayQueue
 import Session

@@ -3,6 +3,7 @@ import Media
 import Dispatch
 import Library
 import FoundationEssentials
+import MediaCore
 import Synchronization
 
 #if canImport(Glibc)

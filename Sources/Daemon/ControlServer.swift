@@ -1,7 +1,9 @@
+import BacklineWire
 import Control
 import Dispatch
 import FoundationEssentials
 import Logging
+import MediaCore
 import NIOCore
 import NIOPosix
 import Platform

@@ -1,3 +1,4 @@
+import BacklineWire
 import Control
 import MediaCore
 import FoundationEssentials

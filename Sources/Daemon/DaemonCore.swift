@@ -1,4 +1,5 @@
 import AudioEngine
+import BacklineWire
 import Control
 import Library
 import Dispatch
@@ -6,6 +7,7 @@ import FoundationEssentials
 import Lifecycle
 import Logging
 import MPRIS
+import MediaCore
 import NowPlaying
 import Platform
 import PlayQueue

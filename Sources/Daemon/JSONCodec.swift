@@ -1,10 +1,12 @@
 import BacklineSchema
 import AudioEngine
+import BacklineWire
 import Control
 import Library
 import FoundationEssentials
 import Glibc
 import Lifecycle
+import MediaCore
 import NowPlaying
 import Platform
 import PlayQueue

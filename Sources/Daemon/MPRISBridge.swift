@@ -5,6 +5,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import MPRIS
+import MediaCore
 import NowPlaying
 import PlayQueue
 import Player

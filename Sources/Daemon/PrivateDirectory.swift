@@ -1,5 +1,7 @@
+import BacklineWire
 import Control
 import FoundationEssentials
+import MediaCore
 import Platform
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import DBus
 import Dispatch
 import FoundationEssentials
 import Glibc
+import MediaCore
 import NowPlaying
 import Platform
 import Synchronization

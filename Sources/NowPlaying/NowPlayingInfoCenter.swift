@@ -2,6 +2,7 @@ import AudioEngine
 import Broadcast
 import Dispatch
 import FoundationEssentials
+import MediaCore
 import Synchronization
 import Locking
 

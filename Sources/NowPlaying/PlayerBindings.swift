@@ -1,6 +1,7 @@
 import AudioEngine
 import Dispatch
 import FoundationEssentials
+import MediaCore
 import Platform
 import Player
 import Synchronization

@@ -2,9 +2,9 @@
 // lock holds the queue's data (`Queue`, Queue.swift) and what the player holds; every public
 // method runs under that lock. Feeding the player and following it are in PlayerFeed.swift.
 
-import AudioEngine
 import Broadcast
 import Dispatch
+import MediaCore
 import Player
 import Synchronization
 import Locking

@@ -3,8 +3,8 @@
 // rebuilds, the transport state reported, and the player's events followed (items heard,
 // failed, run out). Every method here runs with `PlayQueue`'s state locked.
 
-import AudioEngine
 import Dispatch
+import MediaCore
 import Player
 import Synchronization
 import Locking

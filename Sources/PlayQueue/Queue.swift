@@ -3,7 +3,7 @@
 // and the lists of entries played (history, consume). No player here: `PlayQueue` holds a
 // `Queue` under its lock and feeds the player from it (PlayerFeed.swift).
 
-import AudioEngine
+import MediaCore
 import Player
 
 /// One entry of the play queue: a stable id (never reused while the daemon runs, kept across

@@ -1,5 +1,6 @@
 import AudioEngine
 import Broadcast
+import MediaCore
 
 /// What the player does when an item plays to its end (`AVPlayer.ActionAtItemEnd`).
 public enum ActionAtItemEnd: Int, Sendable {

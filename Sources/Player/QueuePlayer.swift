@@ -3,6 +3,7 @@ import Broadcast
 import Dispatch
 import FoundationEssentials
 import Lifecycle
+import MediaCore
 import Session
 import Synchronization
 import Locking

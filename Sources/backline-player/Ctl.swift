@@ -1,7 +1,9 @@
 import ArgumentParser
+import BacklineWire
 import Control
 import CtlCore
 import Daemon
+import MediaCore
 
 /// `backline ctl COMMAND [ARGS]`: one protocol command, from the shell (`CtlRun` in CtlCore
 /// runs it; here every command's arguments are checked, with the daemon's own command types

@@ -1,5 +1,6 @@
 import AudioEngine
 import Media
+import MediaCore
 
 /// The parts of the help texts that name what the registries hold: formats (the decoder
 /// registry's plugins and their suffixes), URL schemes (the inputs registered at start-up) and

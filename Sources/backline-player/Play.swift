@@ -9,6 +9,7 @@ import Glibc
 import Lifecycle
 import Logging
 import MPRIS
+import MediaCore
 import NowPlaying
 import Platform
 import PlayQueue

@@ -2,6 +2,7 @@ import AudioEngine
 import Control
 import CtlCore
 import FoundationEssentials
+import MediaCore
 import Platform
 import PlayQueue
 import Player

@@ -11,6 +11,7 @@ import Dispatch
 import Glibc
 import Lifecycle
 import MPRIS
+import MediaCore
 import NowPlaying
 import Platform
 import PlayQueue

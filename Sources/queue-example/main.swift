@@ -6,6 +6,7 @@
 import AudioEngine
 import Dispatch
 import Foundation
+import MediaCore
 import Player
 
 var arguments = Array(CommandLine.arguments.dropFirst())

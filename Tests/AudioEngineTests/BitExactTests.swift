@@ -1,6 +1,7 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import MediaCore
 import Testing
 
 @Suite("Engine output is bit-exact (ALSA file plugin)", Harness.audioTools)

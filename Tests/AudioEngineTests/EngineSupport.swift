@@ -1,6 +1,7 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import MediaCore
 import Synchronization
 import Locking
 

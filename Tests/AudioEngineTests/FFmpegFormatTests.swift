@@ -2,6 +2,7 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import Media
+import MediaCore
 import Testing
 
 /// Apple's formats and the rest of FFmpeg's, through the decoder registry and the engine into

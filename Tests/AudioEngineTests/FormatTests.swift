@@ -2,6 +2,7 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import Media
+import MediaCore
 import Testing
 
 /// The open formats, through the decoder registry and the engine into ALSA's `file` plugin.

@@ -1,5 +1,6 @@
 import AudioEngine
 import BacklineTestSupport
+import BacklineWire
 import Foundation
 import HTTPInput
 import Media

@@ -1,6 +1,7 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import MediaCore
 import Testing
 
 @Suite("Engine in real time (PulseAudio null sink)", .serialized, Harness.audioTools)

@@ -2,6 +2,7 @@ import AudioEngine
 import BacklineTestSupport
 import Foundation
 import Media
+import MediaCore
 import Testing
 
 /// ReplayGain applied in the output's gain multiply, with mpd's arithmetic, heard through ALSA's

@@ -3,6 +3,7 @@ import BacklineTestSupport
 import Foundation
 import HTTPInput
 import Media
+import MediaCore
 import Testing
 
 /// The help texts name exactly what the registries hold: every format and suffix of the decoder

@@ -1,8 +1,10 @@
 import BacklineTestSupport
+import BacklineWire
 import Control
 @testable import Daemon
 import Foundation
 import Logging
+import MediaCore
 import NIOCore
 import NIOEmbedded
 import Testing

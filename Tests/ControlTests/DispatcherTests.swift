@@ -4,6 +4,7 @@ import BacklineTestSupport
 import Control
 import Dispatch
 import Foundation
+import MediaCore
 import NowPlaying
 import PlayQueue
 import Session

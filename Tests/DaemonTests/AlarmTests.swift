@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Alarms, the sleep timer's twin: set through `ctl`, kept across a restart, fired at the time

@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// What one client, one playlist by URL or one stream may cost the daemon, each bounded:

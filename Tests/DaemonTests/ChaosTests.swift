@@ -1,6 +1,7 @@
 import BacklineTestSupport
 import BacklineWire
 import Foundation
+import MediaCore
 import Testing
 
 /// The chaos soak: the daemon plays a mixed-format queue and an HTTP stream through a

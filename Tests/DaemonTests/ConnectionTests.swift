@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// How connections end: a client that closes its write side is still answered.

@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import BacklineWire
 import Control
 import Daemon
 import Foundation

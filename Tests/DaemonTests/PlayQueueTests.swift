@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Play-queue semantics, observed through a real daemon's events while it plays (muted) in real time.

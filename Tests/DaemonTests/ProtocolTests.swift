@@ -1,7 +1,9 @@
 import BacklineTestSupport
+import BacklineWire
 import Control
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Every command over a raw connection to a real daemon playing (muted) into the shared

@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Bad input, stuck clients, permissions, path escapes, a second daemon.

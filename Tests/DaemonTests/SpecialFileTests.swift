@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Nothing the daemon opens by name can block it: a FIFO, a socket or a device named like music,

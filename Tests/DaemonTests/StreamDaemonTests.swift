@@ -1,6 +1,8 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 import Testing
 
 /// Streams through the daemon's doors, from a test HTTP server on loopback: JSON, `ctl` and MPD

@@ -1,4 +1,5 @@
 import BacklineTestSupport
+import BacklineWire
 import Daemon
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import AudioEngine
 import BacklineTestSupport
 import Foundation
+import MediaCore
 import NowPlaying
 import Player
 import Session

@@ -3,6 +3,7 @@ import BacklineTestSupport
 import Foundation
 import HTTPInput
 import Lifecycle
+import MediaCore
 import Player
 import Session
 import Testing

@@ -2,6 +2,7 @@ import BacklineSchema
 import AudioEngine
 import FoundationEssentials
 import Library
+import MediaCore
 import Platform
 
 // Library: browsing the music directory (until a database exists, the directory is the library).

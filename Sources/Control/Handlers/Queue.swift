@@ -1,5 +1,6 @@
 import BacklineSchema
 import AudioEngine
+import MediaCore
 import PlayQueue
 
 // Queue: add, insert, remove, move, clear, list.

@@ -2,6 +2,7 @@ import AudioEngine
 import Control
 import Media
 import FoundationEssentials
+import MediaCore
 import NIOCore
 import Platform
 import PlayQueue

@@ -3,6 +3,7 @@ import Control
 import Media
 import FoundationEssentials
 import Library
+import MediaCore
 import NIOCore
 import Platform
 import PlayQueue

@@ -1,6 +1,7 @@
 import BacklineWire
 import Control
 import Logging
+import MediaCore
 import NIOCore
 import NIOPosix
 
