@@ -53,12 +53,24 @@ public final class ControlServer: Sendable {
     private let tokenFailures: LogLimiter
     private let nextClient = Atomic<UInt64>(1)
     private let lockFD = Lock<Int32>(-1)
+    /// ``stop()`` has run.
+    private let stopped = Atomic<Bool>(false)
     /// The Unix sockets bound (removed again by ``stop()``).
     private let boundPaths = Lock<[String]>([])
 
-    public init(config: DaemonConfig, logger: Logger) {
+    /// The kinds of listener it binds, beside its control socket.
+    let listeners: ListenerRegistry
+
+    /// A server for `config`, binding the kinds of listener ``ListenerRegistry/shared`` holds.
+    public convenience init(config: DaemonConfig, logger: Logger) {
+        self.init(config: config, logger: logger, listeners: .shared)
+    }
+
+    /// A server for `config`, binding the kinds of listener `listeners` holds.
+    public init(config: DaemonConfig, logger: Logger, listeners: ListenerRegistry) {
         self.config = config
         self.logger = logger
+        self.listeners = listeners
         tokenFailures = LogLimiter("wrong TCP token", logger: logger)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         blocking = NIOThreadPool(numberOfThreads: Self.blockingThreads)
@@ -87,7 +99,7 @@ public final class ControlServer: Sendable {
     /// last (its appearing is what says "ready").
     func endpoints(core: DaemonCore) -> [Endpoint] {
         let setup = ListenerSetup(config: config, core: core, logger: logger)
-        return ListenerRegistry.all.flatMap { $0.endpoints(setup) }
+        return listeners.kinds.flatMap { $0.endpoints(setup) }
             + [Endpoint(name: "control socket", address: config.socketPath, admission: .owner, codec: JSONLineProtocol(), logKey: "socket")]
     }
 
@@ -119,7 +131,10 @@ public final class ControlServer: Sendable {
     }
 
     /// Stops accepting, closes every connection and the event loop. Blocks until they are closed.
+    /// Calling it again does nothing.
     public func stop() {
+        // Once: a second call would wait for ever on closes scheduled on the stopped event loop.
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for c in channels.withLock({ $0 }) { try? c.close().wait() }
         for c in clients.withLock({ Array($0.values) }) { try? c.close().wait() }
         // Fetches in flight are ended (each would take up to its time limit), before the event

@@ -82,6 +82,10 @@ public struct DaemonConfig: Sendable, Equatable {
     /// `GET /status`. Loopback unless a host is named; any other host needs ``httpPassword``
     /// (or ``token``).
     public var httpListen: [String] = []
+    /// The addresses of the listener kinds a package registers (``ListenerKind``), by their
+    /// config key: `listen-KEY = ADDRESS`, repeatable; each a Unix socket path or a loopback
+    /// `HOST:PORT`.
+    public var listen: [String: [String]] = [:]
     /// Named outputs partitions play through (`output = NAME DEVICE`, `--output NAME=DEVICE`,
     /// repeatable): a partition takes the one named like it (a snapserver stream per room).
     public var outputs: [OutputDefinition] = []
@@ -273,6 +277,8 @@ public struct DaemonConfig: Sendable, Equatable {
                 throw BadValue(message: "log-level: unknown level '\(value)'")
             }
             logLevel = value
+        case let k where k.hasPrefix("listen-") && k.count > 7:
+            if !value.isEmpty { listen[String(k.dropFirst(7)), default: []].append(value) }
         default:
             throw BadValue(message: "unknown setting '\(key)'")
         }
@@ -327,6 +333,13 @@ public struct DaemonConfig: Sendable, Equatable {
             }
             if !Self.isLoopback(host), (httpPassword ?? "").isEmpty, (token ?? "").isEmpty {
                 throw ParseError(file: "config", line: 0, message: "http-listen \(addr) is not loopback: it needs http-password (or token)")
+            }
+        }
+        for (key, addresses) in listen.sorted(by: { $0.key < $1.key }) {
+            for addr in addresses where !addr.hasPrefix("/") {
+                guard let (host, _) = try? ControlServer.split(addr), Self.isLoopback(host) else {
+                    throw ParseError(file: "config", line: 0, message: "listen-\(key): expected a socket path or a loopback HOST:PORT, got '\(addr)'")
+                }
             }
         }
         if tcpListen != nil, (token ?? "").count < 16 {
