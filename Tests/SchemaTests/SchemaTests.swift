@@ -49,15 +49,22 @@ import Testing
         #expect(CtlHelp.canonical("queue") == "list")
     }
 
-    @Test("every ctl command parses its example into a request for that command, and help shows it")
+    @Test("every ctl command parses its example into a request for that command with the schema's arguments (the required ones there), which the daemon's codec takes; help shows it")
     func ctlParsesEveryCommand() throws {
         for c in Schema.commands {
             guard let syntax = c.ctl else { continue }
             #expect(CtlHelp.detail(c.name)?.contains(syntax.usage.split(separator: "\n")[0]) == true, "\(c.name)")
             if c.name == "help" { continue }  // ctl's own, answered without a daemon
             let request = try Ctl.build(c.name, syntax.example)
-            guard case .command(let name, _) = request else { Issue.record("\(c.name): not a request"); continue }
+            guard case .command(let name, let members) = request else { Issue.record("\(c.name): not a request"); continue }
             #expect(name == c.name, "\(c.name) \(syntax.example) built \(name)")
+            // ctl sends only the schema's arguments, every required one, and the daemon takes them.
+            let known = Set(c.arguments.map(\.name)), sent = Set(members.map(\.0))
+            #expect(sent.isSubset(of: known), "\(c.name): ctl sends \(sent.subtracting(known).sorted()), not in the schema")
+            for a in c.arguments where a.required { #expect(sent.contains(a.name), "\(c.name): ctl's example sends no \(a.name)") }
+            #expect(throws: Never.self, "\(c.name) \(syntax.example)") {
+                _ = try JSONCodec.command(.object([("command", .string(name))] + members))
+            }
         }
         for c in Schema.ctlOnly {
             #expect(CtlHelp.detail(c.name) != nil, "\(c.name)")
