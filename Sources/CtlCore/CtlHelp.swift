@@ -31,7 +31,10 @@ public enum CtlHelp {
 
     /// The name of the command `name` names: itself, or the command it is an older name of
     /// (`findadd` → `find-add`, `queue` → `list`); unknown names stay as they are.
-    public static func canonical(_ name: String) -> String { entry(name)?.name ?? Schema.command(name)?.name ?? name }
+    /// (The schema's lookup and ctl's own three: the help's table is not built for a command.)
+    public static func canonical(_ name: String) -> String {
+        Schema.command(name)?.name ?? Schema.ctlOnly.first { $0.name == name || $0.aliases.contains(name) }?.name ?? name
+    }
 
     /// Every command, grouped, each usage then its summary.
     public static func all() -> String {

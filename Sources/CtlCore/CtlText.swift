@@ -240,18 +240,25 @@ public enum CtlText {
     /// The reply in words; `sent` is the command as sent (what a count or a position refers to).
     public static func human(_ name: String, _ r: JSON, sent: JSON? = nil, verbose: Bool = false) -> String {
         let (r, sent) = (printable(r), sent.map(printable))
-        if let words = replyWords[name] { return words(r, sent, verbose) }
+        if let words = replyWords(name) { return words.render(r, sent, verbose) }
         return fields(r)
     }
 
     /// A reply in words, from the reply (its control characters escaped), the command as sent,
     /// and `--verbose`.
-    public typealias ReplyWords = @Sendable (_ reply: JSON, _ sent: JSON?, _ verbose: Bool) -> String
+    public struct ReplyWords: Sendable {
+        public let render: @Sendable (_ reply: JSON, _ sent: JSON?, _ verbose: Bool) -> String
+        public init(_ render: @escaping @Sendable (_ reply: JSON, _ sent: JSON?, _ verbose: Bool) -> String) { self.render = render }
+    }
 
     /// Each command's reply in words, by the command's name (the schema's): a command missing
-    /// here shows its reply's fields (``fields(_:)``), or `ok` when it has none.
-    public static let replyWords: [String: ReplyWords] = [
-        "status": { r, sent, verbose in
+    /// here shows its reply's fields (``fields(_:)``), or `ok` when it has none. A switch, not a
+    /// dictionary: building a table of every command's words (its entries hashed, its closures
+    /// reabstracted through thunks the runtime resolves by mangled name) for the one reply
+    /// printed was a sixth of a `ctl status`'s instructions.
+    public static func replyWords(_ name: String) -> ReplyWords? {
+        switch name {
+        case "status": ReplyWords { r, sent, verbose in
             let state = r["state"]?.string ?? "?"
             let symbol = state == "playing" ? "▶" : state == "paused" ? "⏸" : "■"
             var out = "\(symbol) \(state)"
@@ -289,8 +296,8 @@ public enum CtlText {
                 out += "  output \(r["output"]?.string ?? "(device closed)")\n"
             }
             return out
-        },
-        "list": { r, sent, verbose in
+        }
+        case "list": ReplyWords { r, sent, verbose in
             guard r["tags"] != nil else {
                 guard let items = r["items"]?.array, !items.isEmpty else { return "(the queue is empty)\n" }
                 let width = String(items.count).count
@@ -314,12 +321,12 @@ public enum CtlText {
                 previous = v
             }
             return out.isEmpty ? "(nothing)\n" : out
-        },
-        "channels": { r, _, _ in
+        }
+        case "channels": ReplyWords { r, _, _ in
             let all = r["channels"]?.array?.compactMap(\.string) ?? []
             return all.isEmpty ? "(nobody listens on a channel)\n" : all.map { "\($0)\n" }.joined()
-        },
-        "now-playing": { r, sent, verbose in
+        }
+        case "now-playing": ReplyWords { r, sent, verbose in
             guard let info = r["info"], case .object = info else { return "(nothing is playing)\n" }
             var out = ""
             func line(_ k: String, _ v: String?) { if let v { out += "\(k): \(v)\n" } }
@@ -344,29 +351,29 @@ public enum CtlText {
             line("id", r["item"]?.int.map(String.init))
             if let a = info["artwork"] { line("cover", "\(a["mimeType"]?.string ?? "?"), \(a["bytes"]?.int ?? 0) bytes") }
             return out
-        },
-        "list-partitions": partitionWords,
-        "new-partition": partitionWords,
-        "delete-partition": partitionWords,
-        "partition": partitionWords,
-        "outputs": outputWords,
-        "move-output": outputWords,
-        "playlists": { r, sent, verbose in
+        }
+        case "list-partitions": ReplyWords(partitionWords)
+        case "new-partition": ReplyWords(partitionWords)
+        case "delete-partition": ReplyWords(partitionWords)
+        case "partition": ReplyWords(partitionWords)
+        case "outputs": ReplyWords(outputWords)
+        case "move-output": ReplyWords(outputWords)
+        case "playlists": ReplyWords { r, sent, verbose in
             let all = r["playlists"]?.array ?? []
             return all.isEmpty ? "(no stored playlists)\n" : all.map { "\($0["name"]?.string ?? "")\n" }.joined()
-        },
-        "playlist": { r, sent, verbose in
+        }
+        case "playlist": ReplyWords { r, sent, verbose in
             let items = r["items"]?.array ?? []
             guard !items.isEmpty else { return "(the playlist is empty)\n" }
             let width = String(items.count).count
             return items.enumerated().map { "\(String($0 + 1).leftPad(width)). \($1.string ?? "")\n" }.joined()
-        },
-        "update": { r, sent, verbose in
+        }
+        case "update": ReplyWords { r, sent, verbose in
             return "updating the library (job \(r["job"]?.int ?? 0))\n"
-        },
-        "find": songWords,
-        "search": songWords,
-        "count": { r, sent, verbose in
+        }
+        case "find": ReplyWords(songWords)
+        case "search": ReplyWords(songWords)
+        case "count": ReplyWords { r, sent, verbose in
             if let counts = r["counts"]?.array {
                 return counts.map { c in
                     let v = c["value"]?.string ?? ""
@@ -374,8 +381,8 @@ public enum CtlText {
                 }.joined()
             }
             return "\(r["songs"]?.int ?? 0) songs, \(time(r["playtime"]?.number))\n"
-        },
-        "ls": { r, sent, verbose in
+        }
+        case "ls": ReplyWords { r, sent, verbose in
             return (r["entries"]?.array ?? []).map { e in
                 let path = e["path"]?.string ?? ""
                 switch e["kind"]?.string {
@@ -384,86 +391,86 @@ public enum CtlText {
                 default: return "\(path)  \(itemLine(e))\n"
                 }
             }.joined()
-        },
-        "stats": { r, sent, verbose in
+        }
+        case "stats": ReplyWords { r, sent, verbose in
             var out = "\(r["songs"]?.int ?? 0) songs, \(r["artists"]?.int ?? 0) artists, \(r["albums"]?.int ?? 0) albums, \(time(r["playtime"]?.number))\n"
             out += "updated \(r["updated"]?.string ?? "never")"
             if let n = r["unreadable"]?.int, n > 0 { out += "; \(n) files unreadable" }
             if let u = r["updating"], u != .null { out += "; updating now (job \(u["job"]?.int ?? 0))" }
             return out + "\n"
-        },
-        "browse": { r, sent, verbose in
+        }
+        case "browse": ReplyWords { r, sent, verbose in
             return (r["entries"]?.array ?? []).map { e in
                 let path = e["path"]?.string ?? ""
                 guard e["kind"] == "audio", e["title"] != nil else { return e["kind"] == "directory" ? "\(path)/\n" : "\(path)\n" }
                 return "\(path)  \(itemLine(e))\n"
             }.joined()
-        },
-        "add": addedWords,
-        "insert": addedWords,
-        "load": addedWords,
-        "find-add": addedWords,
-        "remove": { r, sent, verbose in
+        }
+        case "add": ReplyWords(addedWords)
+        case "insert": ReplyWords(addedWords)
+        case "load": ReplyWords(addedWords)
+        case "find-add": ReplyWords(addedWords)
+        case "remove": ReplyWords { r, sent, verbose in
             let n = sent?["items"]?.array.map { Set($0.compactMap(\.int)).count }
             let left = r["count"]?.int ?? 0
             return "removed \(n.map(String.init) ?? "?"), \(left) left\n"
-        },
-        "move": { r, sent, verbose in
+        }
+        case "move": ReplyWords { r, sent, verbose in
             let id = sent?["item"]?.int
             return "moved id \(id.map(String.init) ?? "?") to position \((r["index"]?.int ?? 0) + 1)\n"
-        },
-        "playlist-move": { r, sent, verbose in
+        }
+        case "playlist-move": ReplyWords { r, sent, verbose in
             return "moved to position \((r["index"]?.int ?? 0) + 1)\n"
-        },
-        "playlist-add": playlistCountWords,
-        "playlist-delete": playlistCountWords,
-        "save": { r, sent, verbose in
+        }
+        case "playlist-add": ReplyWords(playlistCountWords)
+        case "playlist-delete": ReplyWords(playlistCountWords)
+        case "save": ReplyWords { r, sent, verbose in
             let n = r["count"]?.int ?? 0
             return "saved \(n) item\(n == 1 ? "" : "s")\n"
-        },
-        "alarm": { r, sent, verbose in
+        }
+        case "alarm": ReplyWords { r, sent, verbose in
             let all = r["alarms"]?.array ?? []
             guard !all.isEmpty else { return "(no alarms)\n" }
             return all.map { alarmLine($0) + "\n" }.joined()
-        },
-        "play": stateWords,
-        "pause": stateWords,
-        "toggle": stateWords,
-        "stop": stateWords,
-        "next": currentWords,
-        "previous": currentWords,
-        "seek": positionWords,
-        "skip": positionWords,
-        "repeat": { r, sent, verbose in
+        }
+        case "play": ReplyWords(stateWords)
+        case "pause": ReplyWords(stateWords)
+        case "toggle": ReplyWords(stateWords)
+        case "stop": ReplyWords(stateWords)
+        case "next": ReplyWords(currentWords)
+        case "previous": ReplyWords(currentWords)
+        case "seek": ReplyWords(positionWords)
+        case "skip": ReplyWords(positionWords)
+        case "repeat": ReplyWords { r, sent, verbose in
             return "repeat: \(r["repeat"]?.string ?? "?")\n"
-        },
-        "consume": { r, sent, verbose in
+        }
+        case "consume": ReplyWords { r, sent, verbose in
             return "consume: \(r["consume"]?.string ?? "?")\n"
-        },
-        "replay-gain": { r, sent, verbose in
+        }
+        case "replay-gain": ReplyWords { r, sent, verbose in
             return "replay gain: \(replayGainText(r["replayGain"]))\n"
-        },
-        "crossfade": { r, sent, verbose in
+        }
+        case "crossfade": ReplyWords { r, sent, verbose in
             return "crossfade: \((r["crossfade"]?.number).map { $0 > 0 ? seconds($0) : "off" } ?? "?")\n"
-        },
-        "shuffle": { r, sent, verbose in
+        }
+        case "shuffle": ReplyWords { r, sent, verbose in
             return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
-        },
-        "single": { r, sent, verbose in
+        }
+        case "single": ReplyWords { r, sent, verbose in
             return "single: \(single(r))\n"
-        },
-        "rate": { r, sent, verbose in
+        }
+        case "rate": ReplyWords { r, sent, verbose in
             return "rate: \(short(r["rate"] ?? .null))\n"
-        },
-        "volume": volumeWords,
-        "mute": volumeWords,
-        "sleep": { r, sent, verbose in
+        }
+        case "volume": ReplyWords(volumeWords)
+        case "mute": ReplyWords(volumeWords)
+        case "sleep": ReplyWords { r, sent, verbose in
             return "sleep: \(sleepText(r["sleep"]))\n"
-        },
-        "lifecycle": { r, sent, verbose in
+        }
+        case "lifecycle": ReplyWords { r, sent, verbose in
             return "daemon: \(whereItIs(r["app"]?.string))\n"
-        },
-        "session": { r, sent, verbose in
+        }
+        case "session": ReplyWords { r, sent, verbose in
             let category = r["category"]?.string ?? "?"
             let options = r["options"]?.array?.compactMap(\.string) ?? []
             var out = "\(category)\(options.isEmpty ? "" : " (" + options.joined(separator: ", ") + ")"): \(sharing(r))\n"
@@ -475,17 +482,19 @@ public enum CtlText {
             if r["ducked"]?.bool == true { notes.append("lowered while another player plays") }
             if !notes.isEmpty { out += notes.joined(separator: " · ") + "\n" }
             return out
-        },
-        "ping": { r, sent, verbose in
+        }
+        case "ping": ReplyWords { r, sent, verbose in
             return "pong\n"
-        },
-        "version": { r, sent, verbose in
+        }
+        case "version": ReplyWords { r, sent, verbose in
             return "backline \(r["version"]?.string ?? "?") (protocol \(short(r["protocol"] ?? .null)))\n"
-        },
-    ]
+        }
+        default: nil
+        }
+    }
 
     /// The words of `list-partitions`, `new-partition`, `delete-partition`, `partition`.
-    private static let partitionWords: ReplyWords = { r, sent, verbose in
+    private static func partitionWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         let current = r["current"]?.string
         return (r["partitions"]?.array ?? []).map { p in
             let name = p["name"]?.string ?? ""
@@ -495,7 +504,7 @@ public enum CtlText {
     }
 
     /// The words of `outputs`, `move-output`.
-    private static let outputWords: ReplyWords = { r, sent, verbose in
+    private static func outputWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         return (r["outputs"]?.array ?? []).map { o in
             let partition = o["partition"]?.string.map { "in \($0)" } ?? "free"
             return "\(o["id"]?.int ?? 0). \(o["name"]?.string ?? "") (\(o["device"]?.string ?? "")): \(partition)\n"
@@ -503,13 +512,13 @@ public enum CtlText {
     }
 
     /// The words of `find`, `search`.
-    private static let songWords: ReplyWords = { r, sent, verbose in
+    private static func songWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         let songs = r["songs"]?.array ?? []
         return songs.isEmpty ? "(nothing found)\n" : songs.map { "\($0["path"]?.string ?? "")  \(itemLine($0))\n" }.joined()
     }
 
     /// The words of `add`, `insert`, `load`, `find-add`.
-    private static let addedWords: ReplyWords = { r, sent, verbose in
+    private static func addedWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         let ids = (r["items"]?.array ?? []).compactMap(\.int)
         var out = ids.count == 1 ? "added 1 item (id \(ids[0]))\n"
             : "added \(ids.count) items" + (ids.isEmpty ? "" : " (ids \(ranges(ids)))") + "\n"
@@ -521,29 +530,29 @@ public enum CtlText {
     }
 
     /// The words of `playlist-add`, `playlist-delete`.
-    private static let playlistCountWords: ReplyWords = { r, sent, verbose in
+    private static func playlistCountWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         let n = r["count"]?.int ?? 0
         return "\(n) entr\(n == 1 ? "y" : "ies") in the playlist\n"
     }
 
     /// The words of `play`, `pause`, `toggle`, `stop`.
-    private static let stateWords: ReplyWords = { r, sent, verbose in
+    private static func stateWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         return "state: \(r["state"]?.string ?? "?")\n"
     }
 
     /// The words of `next`, `previous`.
-    private static let currentWords: ReplyWords = { r, sent, verbose in
+    private static func currentWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         guard let c = r["current"], c != .null else { return "current: nothing (the end of the queue)\n" }
         return "current: \(itemLine(c)) [id \(c["id"]?.int ?? 0)]\n"
     }
 
     /// The words of `seek`, `skip`.
-    private static let positionWords: ReplyWords = { r, sent, verbose in
+    private static func positionWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         return "position: \(short(r["position"] ?? .null))\n"
     }
 
     /// The words of `volume`, `mute`.
-    private static let volumeWords: ReplyWords = { r, sent, verbose in
+    private static func volumeWords(_ r: JSON, _ sent: JSON?, _ verbose: Bool) -> String {
         return "volume: \(volumeText(r))\n"
     }
 
