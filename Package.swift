@@ -328,7 +328,7 @@ let package = Package(
         // README's snippets, compiled as written, and an iOS-style client (main actor, async API), run.
         .testTarget(
             name: "SnippetTests",
-            dependencies: ["AudioEngine", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
+            dependencies: ["AudioEngine", "Control", "Daemon", "Player", "Session", "Lifecycle", "NowPlaying", "BacklineTestSupport"],
             swiftSettings: strictSettings
         ),
         // The HTTP input's byte source on its own, against servers the tests start on loopback.

@@ -1,8 +1,8 @@
 import CALSA
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// An error from alsa-lib: the negative errno-style code, its message, and the call that failed.

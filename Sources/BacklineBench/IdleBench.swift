@@ -1,10 +1,10 @@
 import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// A daemon with nothing to do: `backline daemon` and mpd side by side, each

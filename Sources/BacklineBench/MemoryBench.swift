@@ -1,10 +1,10 @@
 import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// A daemon playing from a 1,000-item queue: `backline daemon` and mpd side

@@ -1,10 +1,10 @@
 import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// Feeding Snapcast, each beside mpd's `fifo` output into the same private

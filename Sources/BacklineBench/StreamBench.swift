@@ -1,10 +1,10 @@
 import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// Streams: a private Icecast server on loopback (Debian's `icecast2`, fed by

@@ -1,10 +1,10 @@
 import BacklineWire
 import Daemon
 import Foundation
+import MediaCore
 
 #if canImport(Glibc)
 import Glibc
-import MediaCore
 #endif
 
 /// The web remote: the WebSocket's `status` round trip beside the Unix socket's, in

@@ -8,6 +8,8 @@
 // The functions are compiled, not run (they play to the default device); `IOSStyleClientTests`
 // runs an app written the same way.
 import AudioEngine
+import Control
+import Daemon
 import Dispatch
 import Lifecycle
 import NowPlaying
@@ -62,5 +64,16 @@ enum ReadmeSnippets {
         let answer = await RemoteCommandCenter.send(RemoteCommandEvent(command: .pause), via: AudioSession.shared, timeout: 2)
         // the now-playing app's handlers answered (any process): answer.status, answer.reason
         _ = (info, remote, elapsed, answer)
+    }
+
+    static func lineProtocol() {
+        struct Count: LineProtocol {
+            func greeting() -> String? { "COUNT 1\n" }
+            func answer(_ line: String, _ request: LineRequest) -> String {
+                guard line == "count", case .success(.queue(let q)) = request.execute(ListCommand()) else { return "ERR\n" }
+                return "\(q.items.count)\n"
+            }
+        }
+        ListenerRegistry.shared.register(ListenerKind(name: "count", configKey: "count", protocol: Count()))
     }
 }
