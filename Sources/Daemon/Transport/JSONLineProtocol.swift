@@ -41,7 +41,7 @@ struct JSONLineProtocol: WireProtocol {
 
 /// One connection: parses each line, runs it (slow commands off the event loop, one at a time,
 /// so replies keep request order), writes the reply.
-final class ConnectionHandler: ChannelDuplexHandler {
+final class ConnectionHandler: ChannelDuplexHandler, OrderedLinesHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -49,16 +49,14 @@ final class ConnectionHandler: ChannelDuplexHandler {
     let core: DaemonCore
     let client: ClientContext
     let logger: Logger
-    /// Its requests in order (some run off the event loop), and its half-close.
-    private var order = RequestOrder<ByteBuffer>()
+    var order = RequestOrder<ByteBuffer>()
     /// Where this connection's off-loop requests run, one at a time (in request order anyway):
     /// the server's shared pool (see ``ControlServer/blocking``), or, for those that name a
     /// playlist URL to fetch, threads of their own (``RemoteWaits``).
     let blocking: NIOThreadPool
     let remote: RemoteWaits
-    private var closing = false
-    /// The last reply's write, for closing after it.
-    private var lastWrite: EventLoopFuture<Void>?
+    var closing = false
+    private(set) var lastWrite: EventLoopFuture<Void>?
 
     let tokenFailures: LogLimiter
     /// Called once when a TCP client authenticates.
@@ -79,9 +77,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let line = unwrapInboundIn(data)
-        guard order.arrive(line) else { return }
-        handle(line, context: context)
+        arrive(unwrapInboundIn(data), context: context)
     }
 
     /// Nothing more is read while a request is answered off the event loop (``RequestOrder``).
@@ -89,7 +85,7 @@ final class ConnectionHandler: ChannelDuplexHandler {
         context.read(unless: &order)
     }
 
-    private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+    func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         var bytes = buffer.readableBytesView
         if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
         if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }  // blank lines are ignored
@@ -138,33 +134,8 @@ final class ConnectionHandler: ChannelDuplexHandler {
         write(reply, context: context)
     }
 
-    private func drain(context: ChannelHandlerContext) {
-        while context.channel.isActive, let next = order.next() { handle(next, context: context) }
-        closeIfDone(context: context)
-        if context.channel.isActive { context.releaseRead(&order) }
-    }
-
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event {
-            // (The decoder has passed on a last line without its newline before this.)
-            order.closeInput()
-            closeIfDone(context: context)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    /// After a half-close: once nothing is left to answer, closes when the last reply is out.
-    private func closeIfDone(context: ChannelHandlerContext) {
-        guard order.done, !closing else { return }
-        closing = true
-        closeAfterLastWrite(context)
-    }
-
-    /// Closes the connection once the last reply written has gone out.
-    private func closeAfterLastWrite(_ context: ChannelHandlerContext) {
-        let channel = context.channel
-        (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+        if !inputClosed(event, context: context) { context.fireUserInboundEventTriggered(event) }
     }
 
     private func write(_ reply: JSON, context: ChannelHandlerContext) {

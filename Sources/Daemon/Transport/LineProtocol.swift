@@ -64,7 +64,7 @@ struct LineProtocolCodec: WireProtocol {
 
 /// One connection of a ``LineProtocol``: its greeting, then each line answered off the event
 /// loop (on the server's shared threads), one at a time, so answers keep request order.
-final class LineProtocolHandler: ChannelDuplexHandler {
+final class LineProtocolHandler: ChannelDuplexHandler, OrderedLinesHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -74,10 +74,10 @@ final class LineProtocolHandler: ChannelDuplexHandler {
     let blocking: NIOThreadPool
     let remote: RemoteWaits
     let logger: Logger
-    private var order = RequestOrder<ByteBuffer>()
-    private var closing = false
+    var order = RequestOrder<ByteBuffer>()
+    var closing = false
     private var greeted = false
-    private var lastWrite: EventLoopFuture<Void>?
+    private(set) var lastWrite: EventLoopFuture<Void>?
 
     init(_ c: AdmittedConnection, _ lines: any LineProtocol) {
         self.lines = lines
@@ -101,9 +101,7 @@ final class LineProtocolHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let line = unwrapInboundIn(data)
-        guard order.arrive(line) else { return }
-        handle(line, context: context)
+        arrive(unwrapInboundIn(data), context: context)
     }
 
     /// Nothing more is read while a line is answered (``RequestOrder``).
@@ -111,7 +109,7 @@ final class LineProtocolHandler: ChannelDuplexHandler {
         context.read(unless: &order)
     }
 
-    private func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+    func handle(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         var bytes = buffer.readableBytesView
         if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
         let text = String(decoding: bytes, as: UTF8.self)
@@ -126,27 +124,8 @@ final class LineProtocolHandler: ChannelDuplexHandler {
         }
     }
 
-    private func drain(context: ChannelHandlerContext) {
-        while context.channel.isActive, let next = order.next() { handle(next, context: context) }
-        closeIfDone(context: context)
-        if context.channel.isActive { context.releaseRead(&order) }
-    }
-
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event {
-            order.closeInput()
-            closeIfDone(context: context)
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    /// After a half-close: once nothing is left to answer, closes when the last answer is out.
-    private func closeIfDone(context: ChannelHandlerContext) {
-        guard order.done, !closing else { return }
-        closing = true
-        let channel = context.channel
-        (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+        if !inputClosed(event, context: context) { context.fireUserInboundEventTriggered(event) }
     }
 
     private func write(_ text: String, context: ChannelHandlerContext) {

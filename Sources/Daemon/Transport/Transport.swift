@@ -335,6 +335,57 @@ struct RequestOrder<Request> {
     var done: Bool { inputClosed && !busy && first == waiting.count }
 }
 
+/// A connection's handler that answers its request lines one at a time, in order (some off the
+/// event loop), and closes once the client closed its side and the last answer is out: the
+/// JSON protocol's and every ``LineProtocol``'s. The handler keeps the state; this is the logic.
+protocol OrderedLinesHandler: AnyObject {
+    /// Its requests in order (some run off the event loop), and its half-close.
+    var order: RequestOrder<ByteBuffer> { get set }
+    /// Closing (after an error, a refusal or the half-close): nothing more is answered.
+    var closing: Bool { get set }
+    /// The last answer's write, for closing after it.
+    var lastWrite: EventLoopFuture<Void>? { get }
+    /// Answers one request line (it may `order.suspend()` and answer later, then `drain`).
+    func handle(_ line: ByteBuffer, context: ChannelHandlerContext)
+}
+
+extension OrderedLinesHandler {
+    /// A request line arrived: answered now, or when those before it are.
+    func arrive(_ line: ByteBuffer, context: ChannelHandlerContext) {
+        guard order.arrive(line) else { return }
+        handle(line, context: context)
+    }
+
+    /// After an answer: the lines that waited, then the half-close, then reading again.
+    func drain(context: ChannelHandlerContext) {
+        while context.channel.isActive, let next = order.next() { handle(next, context: context) }
+        closeIfDone(context: context)
+        if context.channel.isActive { context.releaseRead(&order) }
+    }
+
+    /// `event` is the client's half-close: true (taken) when it is.
+    func inputClosed(_ event: Any, context: ChannelHandlerContext) -> Bool {
+        guard case ChannelEvent.inputClosed = event else { return false }
+        // (The line decoder has passed on a last line without its newline before this.)
+        order.closeInput()
+        closeIfDone(context: context)
+        return true
+    }
+
+    /// After a half-close: once nothing is left to answer, closes when the last answer is out.
+    func closeIfDone(context: ChannelHandlerContext) {
+        guard order.done, !closing else { return }
+        closing = true
+        closeAfterLastWrite(context)
+    }
+
+    /// Closes the connection once the last answer written has gone out.
+    func closeAfterLastWrite(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        (lastWrite ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
 /// What a codec's handler tells the transport's handlers before it (an outbound user event)
 /// when it holds the connection's reads while requests are answered (``RequestOrder``), and
 /// when it lets them go on: ``RequestDeadline`` stops its clock meanwhile.
