@@ -140,8 +140,21 @@ public func eventually(timeout: Double = 10, every interval: Double = 0.005, _ c
 }
 
 extension Harness {
-    /// A loopback TCP port nobody listens on (bound, then closed at once).
+    /// A loopback TCP port nobody listens on (bound, then closed at once), never one this
+    /// process handed out before: tests run side by side, and two servers started at once
+    /// must not be given the same port (the second would fail to listen, and its clients would
+    /// reach the first).
     public static func freePort() throws -> Int {
+        for _ in 0..<64 {
+            let port = try unusedPort()
+            if handedOutPorts.withLock({ $0.insert(port).inserted }) { return port }
+        }
+        throw HarnessError("no loopback port left that was not handed out before")
+    }
+
+    private static let handedOutPorts = Lock<Set<Int>>([])
+
+    private static func unusedPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket failed") }
         defer { close(fd) }

@@ -51,18 +51,37 @@ public final class IcecastServer: @unchecked Sendable {
     /// The mount's URL.
     public var url: String { "http://127.0.0.1:\(port)/live.\(format)" }
 
-    /// Starts icecast2 and waits until it listens.
+    /// Starts icecast2 and waits until it listens (and is still running: an answer from another
+    /// server on the port would not be this one).
     public func startServer() throws {
-        server = try SpawnedProcess("/usr/bin/icecast2", ["-c", directory.appendingPathComponent("icecast.xml").path])
-        guard eventually(timeout: 10, { self.answers("/status-json.xsl") }) else { throw HarnessError("icecast2 did not start") }
+        let started = try SpawnedProcess("/usr/bin/icecast2", ["-c", directory.appendingPathComponent("icecast.xml").path])
+        server = started
+        guard eventually(timeout: 10, { self.answers("/status-json.xsl") }), started.isRunning else {
+            throw HarnessError("icecast2 did not start: \(started.stderr) \(errorLogTail)")
+        }
     }
 
-    /// Starts the source and waits until the mount is up.
+    /// Starts the source and waits until the mount is up. A source that exits before (icecast
+    /// refused it, or a loaded machine let the connection time out) is started again, twice at
+    /// most; what it and icecast said is in the error when the mount never comes up.
     public func startSource() throws {
-        source = try SpawnedProcess("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file.path,
-                                                       "-c", "copy", "-content_type", format == "ogg" ? "application/ogg" : "audio/mpeg",
-                                                       "-f", format, "icecast://source:hackme@127.0.0.1:\(port)/live.\(format)"])
-        guard eventually(timeout: 10, { self.answers("/live.\(format)") }) else { throw HarnessError("the icecast mount did not come up") }
+        var said: [String] = []
+        for _ in 0..<3 {
+            let started = try SpawnedProcess("/usr/bin/ffmpeg", ["-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", file.path,
+                                                                 "-c", "copy", "-content_type", format == "ogg" ? "application/ogg" : "audio/mpeg",
+                                                                 "-f", format, "icecast://source:hackme@127.0.0.1:\(port)/live.\(format)"])
+            source = started
+            if eventually(timeout: 15, { self.answers("/live.\(self.format)") || !started.isRunning }), started.isRunning { return }
+            started.signal(SIGKILL)
+            _ = try? started.wait(timeout: 5)
+            said.append("ffmpeg: \(started.stderr.suffix(300))")
+        }
+        throw HarnessError("the icecast mount did not come up: \(said.joined(separator: "; ")); icecast: \(errorLogTail)")
+    }
+
+    /// The last lines icecast logged.
+    private var errorLogTail: String {
+        String(decoding: readWholeFile(directory.appendingPathComponent("error.log").path).suffix(600), as: UTF8.self)
     }
 
     /// Kills the server (SIGKILL) and its source.
@@ -86,7 +105,7 @@ public final class IcecastServer: @unchecked Sendable {
 
     /// Whether `path` answers 200 (the first bytes of it).
     private func answers(_ path: String) -> Bool {
-        let r = try? runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-m", "1", "-r", "0-0", "-w", "%{http_code}",
+        let r = try? runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-m", "2", "-r", "0-0", "-w", "%{http_code}",
                                                   "http://127.0.0.1:\(port)\(path)"], timeout: 5)
         return r?.stdoutText.hasPrefix("200") == true
     }
