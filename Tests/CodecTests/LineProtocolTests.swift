@@ -26,10 +26,13 @@ struct LineProtocolTests {
             }
             return "ERR unknown \(line)\n"
         }
+
+        func refusal(code: String, message: String) -> String? { "BYE \(code)\n" }
     }
 
-    /// Connects to the Unix socket at `path`, sends `text`, reads until `lines` lines came.
-    static func exchange(_ path: String, _ text: String, lines: Int) throws -> String {
+    /// Connects to the Unix socket at `path`, sends `text`, reads until `lines` lines came (or
+    /// the server closed); then the same with `more`, until `moreLines` lines came in all.
+    static func exchange(_ path: String, _ text: String, lines: Int, then more: String? = nil, lines moreLines: Int = 0) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         #expect(fd >= 0)
         defer { close(fd) }
@@ -44,13 +47,16 @@ struct LineProtocolTests {
         #expect(connected == 0, "connect \(path): errno \(errno)")
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
         var got: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while got.filter({ $0 == 10 }).count < lines {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            got += buffer[0..<n]
+        for (text, lines) in [(text, lines), (more, moreLines)] {
+            guard let text else { continue }
+            _ = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+            while got.filter({ $0 == 10 }).count < lines {
+                let n = read(fd, &buffer, buffer.count)
+                if n <= 0 { break }
+                got += buffer[0..<n]
+            }
         }
         return String(decoding: got, as: UTF8.self)
     }
@@ -95,5 +101,31 @@ struct LineProtocolTests {
             try config.validate()
         }
         #expect(throws: DaemonConfig.BadValue.self) { try config.set("listen-", "/tmp/x.sock") }
+    }
+
+    @Test("the line limit (max-request-bytes, 1,024 here) at its boundary: 1,023 and 1,024 bytes answered, also when the newline comes later; 1,025 refused with the protocol's refusal and a close, with or without its newline")
+    func lineLimit() throws {
+        let rig = try CodecTests.Rig()
+        #expect(rig.core.config.maxRequestBytes == 1024)
+        var config = rig.core.config
+        let socket = rig.dir.path + "/run/limit.sock"
+        try config.set("listen-counter", socket)
+        let registry = ListenerRegistry()
+        registry.register(ListenerKind(name: "counter", configKey: "counter", protocol: Counter()))
+        let server = ControlServer(config: config, logger: Logger(label: "line-test"), listeners: registry)
+        defer { server.stop() }
+        try server.claim()
+        try server.start(core: rig.core)
+        let x = { (n: Int) in String(repeating: "x", count: n) }
+
+        let fits = try Self.exchange(socket, x(1023) + "\n" + x(1024) + "\n", lines: 3)
+        #expect(fits == "COUNTER 1\nERR unknown \(x(1023))\nERR unknown \(x(1024))\n", "\(fits.prefix(80))")
+        // 1,024 bytes with no newline yet wait for it.
+        let later = try Self.exchange(socket, x(1024), lines: 1, then: "\n", lines: 2)
+        #expect(later == "COUNTER 1\nERR unknown \(x(1024))\n", "\(later.prefix(80))")
+        for text in [x(1025) + "\n", x(1025)] {
+            let over = try Self.exchange(socket, text, lines: 3)
+            #expect(over == "COUNTER 1\nBYE request-too-large\n", "closed after the refusal: \(over.prefix(80))")
+        }
     }
 }
