@@ -40,6 +40,18 @@ let playerLayout: [LinkerSetting] = [
     ], .when(configuration: .release)),
 ]
 
+/// How the release `backline` is linked: fully static, and with lld laying out first the
+/// functions `scripts/order-file` saw `--version`, `help` and `ctl` run
+/// (`Resources/backline.order`), so what a `ctl` call touches shares pages.
+let frontEndLayout: [LinkerSetting] = [
+    .unsafeFlags(["-static-executable"]),
+    .unsafeFlags([
+        "-use-ld=lld",
+        "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Resources/backline.order",
+        "-Xlinker", "--no-warn-symbol-ordering",
+    ], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "Backline",
     platforms: [.macOS(.v15)],
@@ -231,7 +243,7 @@ let package = Package(
             name: "backline",
             dependencies: ["BacklineWire", "CtlCore"],
             swiftSettings: strictSettings,
-            linkerSettings: [.unsafeFlags(["-static-executable"])]
+            linkerSettings: frontEndLayout
         ),
         // The full command line: play, daemon, ctl (every command) (swift-argument-parser); no
         // Foundation beyond FoundationEssentials; `bench` it hands to `backline-bench`.
