@@ -117,6 +117,11 @@ let package = Package(
         // libsoxr: the pipe output's resampler (items at other rates than the pipe's); its header
         // only, the library opened with dlopen when the pipe first resamples (see CSoxr).
         .systemLibrary(name: "CSoxr", providers: [.apt(["libsoxr-dev"])]),
+        // libsonic and Rubber Band: the time-stretchers for playback at other rates (the
+        // time-domain and spectral algorithms); headers only, each library opened with dlopen
+        // by the first item that needs it (see CSonic, CRubberBand).
+        .systemLibrary(name: "CSonic", providers: [.apt(["libsonic-dev"])]),
+        .systemLibrary(name: "CRubberBand", providers: [.apt(["librubberband-dev"])]),
         // SQLite: the music library's database (headers only: the library opened with dlopen, see CSQLite).
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // sd-bus (libsystemd): the session bus, for MPRIS.
@@ -178,7 +183,7 @@ let package = Package(
         .target(
             name: "AudioEngine",
             dependencies: [
-                "Locking", "MediaCore", "Media", "CALSA", "CPulse", "CSoxr", "RingBuffer", "Platform", "RenderKernel",
+                "Locking", "MediaCore", "Media", "CALSA", "CPulse", "CSoxr", "CSonic", "CRubberBand", "RingBuffer", "Platform", "RenderKernel",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

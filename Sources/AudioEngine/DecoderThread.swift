@@ -14,6 +14,8 @@ struct DecodeItem: Sendable {
     /// Where to start: a frame, or (when `startSeconds` is set) a time converted at the file's rate.
     var startFrame: Int
     var startSeconds: Double? = nil
+    /// How it is stretched when the engine plays at another rate.
+    var pitchAlgorithm: TimePitchAlgorithm = .timeDomain
 
     init(id: UInt64, path: String, startFrame: Int, startSeconds: Double? = nil) {
         (self.id, self.path, self.startFrame, self.startSeconds) = (id, path, startFrame, startSeconds)
@@ -21,6 +23,7 @@ struct DecodeItem: Sendable {
 
     init(id: UInt64, item: EngineItem, startFrame: Int = 0, startSeconds: Double? = nil) {
         (self.id, path, clip, self.startFrame, self.startSeconds) = (id, item.path, item.clip, startFrame, startSeconds)
+        pitchAlgorithm = item.pitchAlgorithm
     }
 }
 
@@ -427,6 +430,8 @@ final class DecoderThread: @unchecked Sendable {
         var metadata: TrackMetadata
         /// A live stream: no end, no length.
         var isLive: Bool
+        /// Content frames per frame out (1: as decoded; else `decoder` is a ``StretchingDecoder``).
+        var speed: Double = 1
     }
 
     /// Opens `item` (by content) and moves it to its first frame; nothing reaches the ring.
@@ -459,9 +464,19 @@ final class DecoderThread: @unchecked Sendable {
         // A stream's own tags (a station's name, the title on air) over the decoder's.
         var metadata = decoder.metadata
         if let own = source.metadata { metadata.merge(own) }
-        return Opened(item: item, decoder: decoder, remaining: item.clip == nil ? nil : clipEnd.map { $0 - first },
-                      frames: clipEnd.map { max(0, $0 - first) }, lengthFrames: clipLength ?? 0, audio: audio,
-                      metadata: metadata, isLive: source.isLive)
+        var remaining = item.clip == nil ? nil : clipEnd.map { $0 - first }
+        var frames = clipEnd.map { max(0, $0 - first) }
+        // Another rate: the audio stretched on its way to the ring (a live stream plays at its
+        // own pace: faster, it would run out). Frames from here on are output frames.
+        let speed = source.isLive ? 1 : shared.speed
+        var played: any AudioDecoder = decoder
+        if speed != 1 {
+            played = try StretchingDecoder(decoder, speed: speed, algorithm: item.pitchAlgorithm, limit: remaining)
+            remaining = nil
+            frames = frames.map { Int((Double($0) / speed).rounded()) }
+        }
+        return Opened(item: item, decoder: played, remaining: remaining, frames: frames, lengthFrames: clipLength ?? 0, audio: audio,
+                      metadata: metadata, isLive: source.isLive, speed: speed)
     }
 
     private func openNext() -> Bool {
@@ -516,7 +531,7 @@ final class DecoderThread: @unchecked Sendable {
         }
         let rg = shared.replayGainSettings.withLock { $0 }
         let scales = (rg.scale(for: o.metadata.replayGain, mode: .track), rg.scale(for: o.metadata.replayGain, mode: .album))
-        while !pushMarker(.start, item: item, format: decoder.format, scales: scales) {
+        while !pushMarker(.start, item: item, format: decoder.format, scales: scales, speed: o.speed) {
             if shared.generation.load(ordering: .acquiring) != generation { return false }
             sleep(millis: 5)
         }
@@ -646,10 +661,10 @@ final class DecoderThread: @unchecked Sendable {
     }
 
     private func pushMarker(_ kind: Marker.Kind, item: DecodeItem, format: StreamFormat, itemFrame: Int64? = nil,
-                            scales: (track: Float, album: Float) = (1, 1)) -> Bool {
+                            scales: (track: Float, album: Float) = (1, 1), speed: Double = 1) -> Bool {
         let m = Marker(kind: kind, generation: generation, position: producer.position, item: item.id,
                        rate: Int32(format.rate), channels: Int32(format.channels), itemFrame: itemFrame ?? Int64(item.startFrame),
-                       trackScale: scales.track, albumScale: scales.album)
+                       trackScale: scales.track, albumScale: scales.album, speed: speed)
         return markers.push(m)
     }
 }

@@ -6,6 +6,8 @@ public struct EngineItem: Sendable, Equatable {
     public var path: String
     /// The part to play (nil: all of it).
     public var clip: PlaybackClip?
+    /// How it is stretched when the engine plays at a rate other than 1 (``PlaybackEngine/speed``).
+    public var pitchAlgorithm: TimePitchAlgorithm = .timeDomain
 
     /// An item for `path`, all of it or `clip`.
     public init(path: String, clip: PlaybackClip? = nil) {

@@ -115,7 +115,7 @@ extension PlaybackEngine {
                     let seek = s.seekOrigin.remove(id) != nil
                     let quiet = s.quietRestart.remove(id) != nil
                     s.segments.append(Segment(deviceFrame: e.deviceFrame, item: id, itemFrame: Int(e.itemFrame), rate: Int(e.rate),
-                                           announced: quiet, seek: seek, frozen: false, continuation: false))
+                                           announced: quiet, seek: seek, frozen: false, continuation: false, speed: e.speed))
                     s.infos[id]?.replayGainScale = Float(bitPattern: UInt32(bitPattern: e.code))
                 case .itemEnded:
                     s.pending.append((e.deviceFrame, .itemEnded(id)))
@@ -131,7 +131,7 @@ extension PlaybackEngine {
                     // The item holds (or goes on) from this device frame, announced when heard.
                     let stalled = e.kind == .stalled
                     s.segments.append(Segment(deviceFrame: e.deviceFrame, item: id, itemFrame: Int(e.itemFrame), rate: Int(e.rate),
-                                           announced: false, seek: false, frozen: stalled, continuation: true))
+                                           announced: false, seek: false, frozen: stalled, continuation: true, speed: e.speed))
                     s.pending.append((e.deviceFrame, stalled ? .stalled(id) : .stallEnded(id)))
                 case .deviceError:
                     immediate.append(.deviceError(Self.deviceError(e.code, device: configuration.output.device, driver: driver)))

@@ -28,6 +28,13 @@ extension PlaybackEngine {
         var frozen: Bool
         /// Whether it goes on with the item already started (a stall's start or end).
         var continuation: Bool
+        /// Content frames per device frame: 1, or the rate the decoder stretched the item to.
+        var speed: Double = 1
+
+        /// The item's frame heard `frames` device frames into the stretch.
+        func itemFrame(after frames: Int) -> Int {
+            frozen ? itemFrame : itemFrame + (speed == 1 ? frames : Int((Double(frames) * speed).rounded()))
+        }
     }
 
     // MARK: - Position
@@ -40,10 +47,9 @@ extension PlaybackEngine {
             if let target = s.flushTarget { return target }
             let heard = Self.heardFrame(reading, segments: s.segments, high: &s.heardHigh)
             guard let seg = s.segments.last(where: { $0.deviceFrame <= heard }) ?? s.segments.first else { return nil }
-            let inItem = seg.frozen ? 0 : max(0, heard - seg.deviceFrame)
             // (A live stream, or anything of unknown length, is not held to a length.)
             let length = s.infos[seg.item].flatMap { $0.durationFrames > 0 ? $0.durationFrames : nil } ?? Int.max
-            return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame + inItem), rate: seg.rate)
+            return PlaybackPosition(item: seg.item, frame: min(length, seg.itemFrame(after: max(0, heard - seg.deviceFrame))), rate: seg.rate)
         }
     }
 

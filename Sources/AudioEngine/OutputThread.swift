@@ -98,6 +98,8 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
     private var segmentGeneration: UInt32 = .max
     private var segmentChannels = 2
     private var segmentRate = 0
+    /// Content frames per frame of the segment (the rate the decoder stretched it to).
+    private var segmentSpeed = 1.0
     /// The playing item's ReplayGain scale (1: off, or none), times the volume for the renderer.
     private var segmentGain: Float = 1
     private var segmentItem: UInt64 = 0
@@ -191,7 +193,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
 
     private func emit(_ kind: OutputEvent.Kind, item: UInt64 = 0, itemFrame: Int64 = 0, code: Int32 = 0) {
         let e = OutputEvent(kind: kind, generation: generation, item: item, deviceFrame: framesWritten,
-                            itemFrame: itemFrame, rate: Int32(segmentRate), code: code)
+                            itemFrame: itemFrame, rate: Int32(segmentRate), code: code, speed: segmentSpeed)
         // The control plane drains this queue every few ms; if it is ever full the event is
         // dropped rather than blocking audio (the queue holds 1024 events).
         _ = events.push(e)
@@ -417,6 +419,7 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             } ?? true
             segmentChannels = Int(m.channels)
             segmentRate = Int(m.rate)
+            segmentSpeed = m.speed
             segmentStartPosition = consumer.position
             segmentStartFrame = Int(m.itemFrame)
             segmentStartWritten = framesWritten
@@ -523,7 +526,8 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
         // the first item) sleep until the decoder publishes something.
         publishPosition()
         if let pcm, shouldStall(pcm) {
-            stalledAt = segmentStartFrame + (consumer.position - segmentStartPosition) / (4 * segmentChannels)
+            let played = (consumer.position - segmentStartPosition) / (4 * segmentChannels)
+            stalledAt = segmentStartFrame + (segmentSpeed == 1 ? played : Int(Double(played) * segmentSpeed))
             emit(.stalled, item: segmentItem, itemFrame: Int64(stalledAt!))
             writeSilence(pcm)
             return

@@ -273,6 +273,20 @@ public final class PlaybackEngine: Sendable {
         state.withLock { $0.paused = false }
     }
 
+    /// The rate items play at, 0.5…3 (1: as decoded, bit-exact): each item's audio stretched on
+    /// the decoder thread by its ``EngineItem/pitchAlgorithm``; ``position`` stays content time.
+    /// A change is heard at once: what is buffered is replaced from the frame heard, as a seek
+    /// there (a live stream plays at its own pace whatever the rate).
+    public var speed: Double {
+        get { shared.speed }
+        set {
+            let s = min(TimeStretchers.rates.upperBound, max(TimeStretchers.rates.lowerBound, newValue))
+            guard s != shared.speed else { return }
+            shared.speedBits.store(s.bitPattern, ordering: .relaxed)
+            if let pos = position { restart(at: pos.item, frame: pos.frame, seek: false) }
+        }
+    }
+
     /// Seeks within the audible item to `seconds` (sample-accurate). Returns false with nothing playing.
     @discardableResult
     public func seek(to seconds: Double) -> Bool {

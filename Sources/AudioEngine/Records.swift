@@ -36,6 +36,9 @@ struct Marker: BitwiseCopyable {
     /// by the decoder thread from the file's values and the settings when it opened the item.
     var trackScale: Float = 1
     var albumScale: Float = 1
+    /// `.start`: content frames per frame of the item's audio in the ring (1, or the rate it
+    /// was stretched to on the decoder thread).
+    var speed: Double = 1
     static let stride = 64
 }
 
@@ -69,6 +72,8 @@ struct OutputEvent: BitwiseCopyable {
     var itemFrame: Int64
     var rate: Int32
     var code: Int32
+    /// Content frames per device frame in the segment the event starts or continues.
+    var speed: Double = 1
     static let stride = 64
 }
 
@@ -178,6 +183,11 @@ final class EngineShared: Sendable {
     /// Control → decoder: the crossfade's length in seconds (Double bit pattern; 0: off), read
     /// when the decoder nears an item's end and decides how it joins the next.
     let crossfadeBits = Atomic<UInt64>(0)
+    /// Control → decoder: the rate items play at (Double bit pattern; 1: as decoded), read
+    /// when the decoder opens an item: a change re-plans from the frame heard.
+    let speedBits = Atomic<UInt64>(1.0.bitPattern)
+    /// The rate items play at (``speedBits``).
+    var speed: Double { Double(bitPattern: speedBits.load(ordering: .relaxed)) }
     /// Decoder → output: the PCM ring's read position at which the decoder, asleep on a full
     /// ring, wants waking (a quarter of the ring free again); -1 when it does not wait. The
     /// output wakes it once there: on a device faster than real time (ALSA's `null`, `file`)

@@ -1,6 +1,8 @@
 import AudioEngine
 import MediaCore
+import Locking
 import Platform
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,6 +16,20 @@ public enum PacedDevice {
         registerDriver()
         return PacedClock.named(name)
     }
+
+    /// What `paced:NAME` lets the listener hear, kept from now on: the float32 frames its
+    /// clock has heard, in order (a device opened with another sample format keeps nothing).
+    public static func recording(_ name: String) -> PacedRecording {
+        registerDriver()
+        return recordings.withLock { all in
+            if let r = all[name] { return r }
+            let r = PacedRecording()
+            all[name] = r
+            return r
+        }
+    }
+
+    static let recordings = Lock<[String: PacedRecording]>([:])
 
     /// Registers the `paced:NAME` driver (idempotent).
     public static func registerDriver() {
@@ -79,16 +95,31 @@ public struct PacedOutput: AudioOutput {
 
     public func write(_ buffer: UnsafeRawPointer, frames: Int) -> Int {
         let n = min(frames, max(0, configuration.bufferFrames - clock.held))
-        clock.wrote(n)
+        if let recording, configuration.sampleFormat == .float32 {
+            // (Counted as held under the recording's lock: a reader never sees frames written
+            // but not yet held, which it would take for heard.)
+            recording.append(UnsafeBufferPointer(start: buffer.assumingMemoryBound(to: Float.self), count: n * configuration.channels),
+                             channels: configuration.channels) { clock.wrote(n) }
+        } else {
+            clock.wrote(n)
+        }
         return n
     }
 
+    /// The recording of this device, when a test asked for one.
+    private var recording: PacedRecording? { PacedDevice.recordings.withLock { $0[String(clock.device.dropFirst(6))] } }
+
     public func discard() {
-        clock.dropAll()
+        dropHeld()
         clock.setPaused(false)
     }
 
-    public func stop() { clock.dropAll() }
+    public func stop() { dropHeld() }
+
+    /// Drops what the device holds (and its recording, with it).
+    private func dropHeld() {
+        if let recording { recording.dropUnheard(clock.held) { clock.dropAll() } } else { clock.dropAll() }
+    }
     public func prepare() -> Int32 { 0 }
     public func resume() -> Int32 { 0 }
 
@@ -114,4 +145,32 @@ public struct PacedOutput: AudioOutput {
     }
 
     public func close() {}
+}
+
+/// What a paced device wrote and has not dropped, in order: its first `written − held` frames
+/// are what the listener has heard (see ``PacedDevice/recording(_:)``).
+public final class PacedRecording: Sendable {
+    private let samples = Lock<(data: [Float], channels: Int)>(([], 2))
+
+    func append(_ frames: UnsafeBufferPointer<Float>, channels: Int, then held: () -> Void) {
+        samples.withLock { s in
+            s.channels = channels
+            s.data.append(contentsOf: frames)
+            held()
+        }
+    }
+
+    /// Forgets the last `frames`: dropped by the device before they were heard.
+    func dropUnheard(_ frames: Int, then dropped: () -> Void) {
+        samples.withLock { s in
+            s.data.removeLast(min(s.data.count, frames * s.channels))
+            dropped()
+        }
+    }
+
+    /// The frames heard so far through `clock` (written and not held), interleaved, and the
+    /// channel count.
+    public func heard(_ clock: PacedClock) -> (samples: [Float], channels: Int) {
+        samples.withLock { s in (Array(s.data.prefix(max(0, s.data.count - clock.held * s.channels))), s.channels) }
+    }
 }
