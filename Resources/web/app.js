@@ -252,6 +252,7 @@ const player = {
   buffering: false,
   running: false,      // the position advances (playing, not buffering)
   anchor: { elapsed: 0, at: 0 }, // the daemon's position at performance.now() = at
+  speed: 1,            // content seconds per second while playing (the daemon's `speed`)
   duration: 0,
   seeking: false,      // the user holds the progress bar
   volumeHeld: false,   // the user moves the volume slider
@@ -283,6 +284,18 @@ function applyStatus(s) {
   anchor(s.elapsed ?? 0);
   renderVolume(s.volume, s.muted);
   renderModes(s);
+  renderSpeed(s.speed);
+}
+
+/** The speed menu, and how fast the bar moves: a speed the menu lacks is added to it. */
+function renderSpeed(speed) {
+  if (typeof speed !== 'number') return;
+  anchor(elapsedNow()); // from here on at the new speed
+  player.speed = speed;
+  const menu = $('speed');
+  const value = String(speed);
+  if (![...menu.options].some((o) => o.value === value)) menu.add(new Option(`${value}×`, value));
+  menu.value = value;
 }
 
 function applyState(state) {
@@ -368,7 +381,7 @@ function anchor(elapsed) {
 
 function elapsedNow() {
   const { elapsed, at } = player.anchor;
-  const t = player.running ? elapsed + (performance.now() - at) / 1000 : elapsed;
+  const t = player.running ? elapsed + player.speed * (performance.now() - at) / 1000 : elapsed;
   return player.duration > 0 ? Math.min(t, player.duration) : t;
 }
 
@@ -536,6 +549,7 @@ function wireTransport() {
   $('shuffle').addEventListener('click', toggleShuffle);
   $('single').addEventListener('click', toggleSingle);
   $('consume').addEventListener('click', toggleConsume);
+  $('speed').addEventListener('change', () => act('speed', { speed: Number($('speed').value) }).then((r) => r && renderSpeed(r.speed)));
   $('mini-open').addEventListener('click', () => selectTab('now', true));
   const cover = $('cover');
   cover.addEventListener('load', () => {
@@ -1053,6 +1067,7 @@ const EVENTS = {
   },
   modes(e) {
     renderModes(e);
+    refreshStatus(); // (the speed is an option too: status has it)
   },
   queue() {
     reloadQueue();

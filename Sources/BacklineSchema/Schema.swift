@@ -6,7 +6,7 @@ public enum Schema {
     /// Every command of the protocol.
     public static let commands: [CommandSchema] = [
         .play, .pause, .toggle, .stop, .next, .previous, .seek, .skip,
-        .repeat, .shuffle, .single, .consume, .replayGain, .crossfade, .rate,
+        .repeat, .shuffle, .single, .consume, .replayGain, .crossfade, .rate, .speed,
         .add, .insert, .remove, .move, .priority, .clip, .clear, .shuffleQueue, .clearError, .list,
         .save, .load, .playlists, .playlist, .playlistAdd, .playlistDelete, .playlistMove, .playlistClear, .playlistRemove, .playlistRename,
         .browse,
@@ -77,6 +77,7 @@ public enum Schema {
         case "replay-gain": .replayGain
         case "crossfade": .crossfade
         case "rate": .rate
+        case "speed": .speed
         case "add": .add
         case "insert": .insert
         case "remove": .remove

@@ -34,9 +34,15 @@ extension CommandSchema {
         arguments: [ArgumentSchema("seconds", .number, "±, not 0 (default 15)")], reply: "`position`",
         ctl: CtlSyntax("skip [±SECONDS]", "Skip forward (default 15 s), or back with a minus.", example: ["-10"]))
     public static let rate = CommandSchema(
-        "rate", .transport, "Playback rate (1; 0 pauses).",
-        arguments: [ArgumentSchema("rate", .number, "1 plays, 0 pauses", required: true)], reply: "`rate`",
-        ctl: CtlSyntax("rate 1|0", "1 plays, 0 pauses.", example: ["1"]))
+        "rate", .transport, "Play at a rate (AVPlayer's `rate`): 0 pauses, 0.5–3 plays at it (the speed from then on).",
+        arguments: [ArgumentSchema("rate", .number, "0 pauses; 0.5…3 plays", required: true, range: 0...3)], reply: "`rate`",
+        ctl: CtlSyntax("rate 0|RATE", "0 pauses; 0.5 to 3 plays at that rate (and sets the speed).", example: ["1"]))
+    public static let speed = CommandSchema(
+        "speed", .transport,
+        "The rate items play at, 0.5–3, the pitch kept (each item's stretch: time-domain, spectral or varispeed); playing, heard at once; paused, from the next play. Times stay the items' own.",
+        arguments: [ArgumentSchema("speed", .number, "0.5…3; absent: read it", range: 0.5...3)],
+        reply: "`speed` (saved)",
+        ctl: CtlSyntax("speed [RATE]", "Play at RATE times (0.5 to 3, the pitch kept) from now; without RATE, the speed.", example: ["1.5"]))
     public static let `repeat` = CommandSchema(
         "repeat", .transport, "Set or read the repeat mode.",
         arguments: [ArgumentSchema("mode", .string, "absent: read", allowed: ["off", "one", "all"])], reply: "`repeat`",

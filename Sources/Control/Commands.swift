@@ -215,7 +215,7 @@ public enum CommandTable {
     public static let all: [CommandDescriptor] = [
         PlayCommand.descriptor, PauseCommand.descriptor, ToggleCommand.descriptor, StopCommand.descriptor,
         NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
-        RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, ConsumeCommand.descriptor, ReplayGainCommand.descriptor, CrossfadeCommand.descriptor, RateCommand.descriptor,
+        RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, ConsumeCommand.descriptor, ReplayGainCommand.descriptor, CrossfadeCommand.descriptor, RateCommand.descriptor, SpeedCommand.descriptor,
         AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor, PriorityCommand.descriptor, ClipCommand.descriptor,
         ClearCommand.descriptor, ShuffleQueueCommand.descriptor, ClearErrorCommand.descriptor, ListCommand.descriptor,
         SavePlaylistCommand.descriptor, LoadPlaylistCommand.descriptor, PlaylistsCommand.descriptor, PlaylistCommand.descriptor,

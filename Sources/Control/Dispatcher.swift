@@ -150,7 +150,7 @@ public final class CommandDispatcher: Sendable {
         let remote = playback.remote
         remote.skipForwardCommand.preferredIntervals = [15]
         remote.skipBackwardCommand.preferredIntervals = [15]
-        remote.changePlaybackRateCommand.supportedPlaybackRates = [1]
+        remote.changePlaybackRateCommand.supportedPlaybackRates = NowPlayingBinding.playbackRates
         remote.seekForwardCommand.isEnabled = false
         remote.seekBackwardCommand.isEnabled = false
         remote.likeCommand.isEnabled = false

@@ -122,6 +122,19 @@ public final class Playback: Sendable {
         }
     }
 
+    /// The rate items play at, 0.5…3 (the player's default rate): playing, heard at once (the
+    /// engine replaces what it buffered from the frame heard); paused, from the next play.
+    public var speed: Double {
+        get { Double(player.defaultRate) }
+        set {
+            let s = Float(min(3, max(0.5, newValue)))
+            player.defaultRate = s
+            if player.rate != 0 { player.rate = s }
+            // An option changed (MPD's `options` idle; the daemon saves it).
+            post(.modes(repeatMode: queue.repeatMode, shuffle: queue.shuffle, stopAfterCurrent: queue.stopAfterCurrent, consume: queue.consume))
+        }
+    }
+
     /// Hands the engine the settings with `auto` resolved by the queue's shuffle.
     private func applyReplayGain() {
         var s = replayGainSettings.withLock { $0 }
@@ -370,7 +383,7 @@ public final class Playback: Sendable {
             audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
             replayGain: replayGain,
             replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
-            crossfade: crossfade,
+            crossfade: crossfade, speed: speed,
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
     }

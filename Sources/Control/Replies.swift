@@ -116,6 +116,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var replayGainScale: Float?
     /// Crossfade, seconds (0: off).
     public var crossfade: Double
+    /// The rate items play at (1: as recorded), playing or not.
+    public var speed: Double = 1
     public var underruns: Int
     public var sleep: SleepSnapshot?
     /// The music directory (symlinks resolved) that relative paths are relative to: a client
@@ -161,6 +163,8 @@ public enum Reply: Sendable, Equatable {
     case replayGain(ReplayGainSettings)
     case crossfade(Double)
     case rate(Double)
+    /// The rate items play at (``Playback/speed``).
+    case speed(Double)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.
     case count(Int)

@@ -302,6 +302,13 @@ public enum CtlCommands {
             guard let m = a.first else { return .command(name: command, members: []) }
             guard ["off", "track", "album", "auto"].contains(m) else { throw CtlUsage(cmd, "expected off, track, album or auto") }
             return .command(name: command, members: [("mode", .string(m))])
+        case "speed":
+            try atMost(1)
+            guard let s = a.first else { return .command(name: command, members: []) }
+            guard let speed = Double(s), speed.isFinite, (0.5...3).contains(speed) else {
+                throw CtlUsage(cmd, "expected a rate from 0.5 to 3, got '\(s)'")
+            }
+            return .command(name: command, members: [("speed", .number(speed))])
         case "crossfade":
             try atMost(1)
             guard let s = a.first else { return .command(name: command, members: []) }

@@ -280,6 +280,7 @@ public enum CtlText {
             out += " · single \(single(r))"
             if let consume = r["consume"]?.string, consume != "off" { out += " · consume \(consume)" }
             if let x = r["crossfade"]?.number, x > 0 { out += " · crossfade \(seconds(x))" }
+            if let x = r["speed"]?.number, x != 1 { out += " · speed \(rateText(x))" }
             out += "\n  \(sharing(session))\n"
             var notes: [String] = []
             if session?["interrupted"]?.bool == true { notes.append("paused for another player") }
@@ -453,6 +454,9 @@ public enum CtlText {
         case "crossfade": ReplyWords { r, sent, verbose in
             return "crossfade: \((r["crossfade"]?.number).map { $0 > 0 ? seconds($0) : "off" } ?? "?")\n"
         }
+        case "speed": ReplyWords { r, sent, verbose in
+            return "speed: \((r["speed"]?.number).map(rateText) ?? "?")\n"
+        }
         case "shuffle": ReplyWords { r, sent, verbose in
             return "shuffle: \(r["shuffle"]?.bool == true ? "on" : "off")\n"
         }
@@ -592,6 +596,13 @@ public enum CtlText {
     public static func seconds(_ x: Double) -> String {
         let t = Int((x * 10).rounded())
         return t % 10 == 0 ? "\(t / 10) s" : "\(t / 10).\(t % 10) s"
+    }
+
+    /// `1.5×`, `1×`, `0.75×`: a rate as a person writes it (two decimals at most).
+    public static func rateText(_ x: Double) -> String {
+        let t = Int((x * 100).rounded())
+        let cents = t % 100
+        return cents == 0 ? "\(t / 100)×" : cents % 10 == 0 ? "\(t / 100).\(cents / 10)×" : "\(t / 100).\(cents / 10)\(cents % 10)×"
     }
 
     /// `x` with one decimal and its sign: `+2.0`, `-6.0`, `0.0`.

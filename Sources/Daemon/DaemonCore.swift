@@ -232,6 +232,7 @@ public final class DaemonCore: Sendable {
             player.isMuted = saved.muted
             if let rg = saved.replayGain { playback.replayGain = rg }
             if let seconds = saved.crossfade { playback.crossfade = seconds }
+            if let speed = saved.speed { playback.speed = speed }
             queue.restore(saved.queue, play: config.restorePlaying)
             for p in saved.partitions ?? [] {
                 do {
@@ -267,6 +268,7 @@ public final class DaemonCore: Sendable {
                                // Saved once changed at run time: until then the config file's stand (edits to it apply).
                                replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain,
                 crossfade: playback.crossfade == config.crossfade ? nil : playback.crossfade)
+        state.speed = playback.speed == 1 ? nil : playback.speed
         let others = dispatcher.partitions.others
         state.partitions = others.isEmpty ? nil : others.map { o in
             SavedPartition(name: o.name, output: o.output, queue: o.playback.queue.snapshot(), volume: o.playback.player.volume,

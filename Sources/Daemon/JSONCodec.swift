@@ -125,6 +125,7 @@ public enum JSONCodec {
         case .crossfade(let seconds): [("crossfade", .number(seconds))]
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
+        case .speed(let r): [("speed", .number(r))]
         case .added(let ids, let skipped):
             [("items", .array(ids.map(JSON.int))),
              ("skipped", .array(skipped.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]
@@ -251,6 +252,7 @@ public enum JSONCodec {
             ("replayGainScale", s.replayGainScale.map { .number(Double($0)) } ?? .null),
             ("replayGainDecibels", s.replayGainScale.flatMap { $0 > 0 ? .number(20 * log10(Double($0))) : nil } ?? .null),
             ("crossfade", .number(s.crossfade)),
+            ("speed", .number(s.speed)),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
             ("musicDirectory", .string(s.musicDirectory)),

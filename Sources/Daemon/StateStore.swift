@@ -36,6 +36,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     public var replayGain: ReplayGainSettings?
     /// Crossfade, seconds (absent in files from before it, or while the configuration's stands).
     public var crossfade: Double?
+    /// The rate items play at (absent in files from before it, or at 1).
+    public var speed: Double?
     /// The partitions but the default (absent in files from before them, or when there are none).
     public var partitions: [SavedPartition]?
 
@@ -60,6 +62,7 @@ public struct SavedState: Codable, Sendable, Equatable {
             }
         }
         if let c = crossfade, !(c.isFinite && (0...3600).contains(c)) { return "crossfade: not within 0…3600 s" }
+        if let r = speed, !(r.isFinite && (0.5...3).contains(r)) { return "speed: not within 0.5…3" }
         if let problem = Self.problem(queue, "queue") { return problem }
         if let partitions {
             guard partitions.count < Partitions.limit else { return "partitions: more than \(Partitions.limit - 1)" }
@@ -121,7 +124,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         self.crossfade = crossfade
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade, partitions }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade, speed, partitions }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -136,6 +139,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         alarms = try c.decodeIfPresent([Alarm].self, forKey: .alarms)
         replayGain = try c.decodeIfPresent(ReplayGainSettings.self, forKey: .replayGain)
         crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade)
+        speed = try c.decodeIfPresent(Double.self, forKey: .speed)
         partitions = try c.decodeIfPresent([SavedPartition].self, forKey: .partitions)
     }
 }

@@ -230,10 +230,14 @@ public final class MPRISService: Sendable {
         let canPlay = options.canPlay?() ?? hasItem
         let canNext = options.canGoNext?() ?? now.map { i in (i.playbackQueueIndex ?? 0) + 1 < (i.playbackQueueCount ?? 0) } ?? false
         let canPrevious = options.canGoPrevious?() ?? hasItem
+        // The rate: what plays now (the now-playing store's), while paused the one play uses;
+        // the range, the remote command center's supported rates.
+        let rates = Self.rateRange(commands)
+        let rate = now.flatMap { i in i.playbackRate.flatMap { $0 > 0 ? $0 : nil } ?? i.defaultPlaybackRate } ?? 1
         return [
             "PlaybackStatus": .string(status), "LoopStatus": .string(loop),
             "Shuffle": .bool(commands.changeShuffleModeCommand.currentShuffleType != .off),
-            "Volume": .double(options.volume?() ?? 1), "Rate": .double(1), "MinimumRate": .double(1), "MaximumRate": .double(1),
+            "Volume": .double(options.volume?() ?? 1), "Rate": .double(rate), "MinimumRate": .double(rates.lowerBound), "MaximumRate": .double(rates.upperBound),
             "Metadata": .dictionary(metadata(now)),
             "CanGoNext": .bool(canNext && commands.nextTrackCommand.isEnabled),
             "CanGoPrevious": .bool(canPrevious && commands.previousTrackCommand.isEnabled),
@@ -479,10 +483,23 @@ public final class MPRISService: Sendable {
             return .values([])
         case ("Rate", .double(let r)):
             if r == 0 { return dispatch(.pause) }  // (the spec: as Pause)
-            return .values([])  // 1 only until time-stretching; other rates are ignored
+            let rates = Self.rateRange(commands)
+            guard r.isFinite, rates.contains(r) else {
+                return .error(name: Self.invalidArgs, message: "Rate is \(rates.lowerBound) to \(rates.upperBound), or 0 to pause")
+            }
+            return dispatch(.changePlaybackRate, .rate(Float(r)))
         default:
             return .error(name: Self.invalidArgs, message: "cannot set \(property) to a \(value.signature)")
         }
+    }
+
+    /// `MinimumRate`…`MaximumRate`: the change-rate command's supported rates (1 alone when it
+    /// is disabled or has none, as the specification wants of a player without rates).
+    static func rateRange(_ commands: RemoteCommandCenter) -> ClosedRange<Double> {
+        let command = commands.changePlaybackRateCommand
+        let rates = command.isEnabled ? command.supportedPlaybackRates.map(Double.init) : []
+        guard let low = rates.min(), let high = rates.max() else { return 1...1 }
+        return min(low, 1)...max(high, 1)
     }
 
     private func dispatch(_ kind: RemoteCommandKind, _ payload: RemoteCommandEvent.Payload = .none) -> DBusReply {

@@ -12,6 +12,11 @@ import Locking
 /// seek, item change, stall and interruption — never on a timer, since readers extrapolate —
 /// keeping the queue index and count current.
 public final class NowPlayingBinding: Sendable {
+    /// The rates a binding offers on the remote command center
+    /// (`changePlaybackRateCommand.supportedPlaybackRates`): Apple Podcasts' and Books' steps,
+    /// within the player's ``QueuePlayer/supportedRates``.
+    public static let playbackRates: [Float] = [0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3]
+
     /// The player whose item, position and rate the binding writes.
     public let player: QueuePlayer
     /// The store the binding writes to (``NowPlayingInfoCenter/default`` unless given).
@@ -118,7 +123,7 @@ public final class NowPlayingBinding: Sendable {
         // Only audible playback advances: a waiting or paused player is written with rate 0,
         // so nothing drifts while it is not heard.
         info.playbackRate = status == .playing ? Double(player.rate) : 0
-        info.defaultPlaybackRate = 1
+        info.defaultPlaybackRate = Double(player.defaultRate)
         if let queuePosition {
             let position = queuePosition()
             info.playbackQueueIndex = position?.index
@@ -188,7 +193,7 @@ public final class RemoteCommandBinding: Sendable {
         center.seekBackwardCommand.isEnabled = false
         center.skipForwardCommand.preferredIntervals = [15]
         center.skipBackwardCommand.preferredIntervals = [15]
-        center.changePlaybackRateCommand.supportedPlaybackRates = [1]
+        center.changePlaybackRateCommand.supportedPlaybackRates = NowPlayingBinding.playbackRates
 
         add(center.playCommand) { p, _ in
             guard p.currentItem != nil else { return .noActionableNowPlayingItem }

@@ -52,6 +52,7 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         /// feeds it; nil for a file), and the last answer it gave.
         var probe: (@Sendable () -> InputProgress?)?
         var lastProgress: InputProgress?
+        var pitchAlgorithm = TimePitchAlgorithm.timeDomain
     }
 
     let state = Lock(State())
@@ -73,7 +74,21 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// What the engine plays for this item.
-    var engineItem: EngineItem { EngineItem(path: path, clip: clip) }
+    var engineItem: EngineItem {
+        var item = EngineItem(path: path, clip: clip)
+        item.pitchAlgorithm = audioTimePitchAlgorithm
+        return item
+    }
+
+    /// How the item is stretched when the player's rate is not 1 (AVPlayerItem's
+    /// `audioTimePitchAlgorithm`): ``TimePitchAlgorithm/timeDomain`` by default (speech, the
+    /// pitch kept), ``TimePitchAlgorithm/spectral`` for music (the pitch kept, more CPU),
+    /// ``TimePitchAlgorithm/varispeed`` for the pitch to follow the rate. A change applies the
+    /// next time the player plans the item (a rate change, a seek, or its turn).
+    public var audioTimePitchAlgorithm: TimePitchAlgorithm {
+        get { state.withLock { $0.pitchAlgorithm } }
+        set { state.withLock { $0.pitchAlgorithm = newValue } }
+    }
 
     /// Loading status. Items are loaded by the player that queues them, shortly before they play.
     public var status: Status { state.withLock { $0.status } }

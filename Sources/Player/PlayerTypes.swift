@@ -68,8 +68,8 @@ public enum RateChangeReason: String, Sendable {
     case oldDeviceUnavailable
 }
 
-/// A rate the player cannot play: thrown by ``QueuePlayer/setRate(_:)`` for any rate other
-/// than 0 and 1 (Backline has no time-stretching yet; AVPlayer would play it).
+/// A rate the player cannot play: thrown by ``QueuePlayer/setRate(_:)`` for a rate other than
+/// 0 (paused) outside ``QueuePlayer/supportedRates`` (0.5…3), or not a number.
 public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The rate asked for.
     public var rate: Float
@@ -78,7 +78,7 @@ public struct UnsupportedRateError: Error, Sendable, Equatable, CustomStringConv
     public init(rate: Float) { self.rate = rate }
     /// What went wrong and which rates are supported, for people.
     public var description: String {
-        "unsupported playback rate \(rate): only 0 (paused) and 1 (natural speed) are supported (no time-stretching yet)"
+        "unsupported playback rate \(rate): 0 (paused) or 0.5 to 3 are supported"
     }
 }
 

@@ -29,6 +29,7 @@ public final class QueuePlayer: Sendable {
     struct State {
         var items: [PlayerItem] = []
         var rate: Float = 0
+        var defaultRate: Float = 1
         var action = ActionAtItemEnd.advance
         var status = TimeControlStatus.paused
         var waitingReason: WaitingReason?
@@ -299,22 +300,32 @@ public final class QueuePlayer: Sendable {
 
     // MARK: - Rate
 
-    /// 0 (paused) or 1 (playing). While waiting (see ``timeControlStatus``) this is the rate
-    /// playback will use. Settable, as AVPlayer's: `player.rate = 1` plays, `0` pauses; a rate
-    /// the player cannot play leaves the rate as it is and posts `rateChanged` with
-    /// `setRateFailed` (``setRate(_:)`` throws the reason instead).
+    /// 0 (paused), or the rate it plays at: 1, or anything in ``supportedRates`` (0.5…3), each
+    /// item stretched by its ``PlayerItem/audioTimePitchAlgorithm`` (the pitch kept by default).
+    /// Times (``currentTime()``, events, the now-playing store) stay the item's own: at 1.5 the
+    /// current time advances 1.5 s each second. While waiting (see ``timeControlStatus``) this is
+    /// the rate playback will use. Settable, as AVPlayer's: `player.rate = 1.5` plays at 1.5,
+    /// `0` pauses; a change while playing is heard at once (what is buffered is replaced from
+    /// the frame heard). A rate the player cannot play leaves the rate as it is and posts
+    /// `rateChanged` with `setRateFailed` (``setRate(_:)`` throws the reason instead).
     public var rate: Float {
         get { state.withLock { $0.rate } }
         set { try? setRate(newValue) }
     }
 
-    /// The rate ``play()`` uses (AVPlayer's `defaultRate`, iOS 16): 1. Setting a rate the player
-    /// cannot play leaves it at 1 and posts `rateChanged` with `setRateFailed`.
+    /// The rates other than 0 the player plays (`MPChangePlaybackRateCommand`'s range).
+    public static let supportedRates: ClosedRange<Float> = 0.5...3
+
+    /// The rate ``play()`` uses (AVPlayer's `defaultRate`, iOS 16): 1 unless set, within
+    /// ``supportedRates``. Setting a rate the player cannot play leaves it as it is and posts
+    /// `rateChanged` with `setRateFailed`. Setting it does not change ``rate``: the next
+    /// ``play()`` uses it.
     public var defaultRate: Float {
-        get { 1 }
+        get { state.withLock { $0.defaultRate } }
         set {
-            guard newValue != 1 else { return }
-            state.withLock { s in post(&s, .rateChanged(s.rate, reason: .setRateFailed)) }
+            state.withLock { s in
+                if Self.supportedRates.contains(newValue) { s.defaultRate = newValue } else { post(&s, .rateChanged(s.rate, reason: .setRateFailed)) }
+            }
         }
     }
 
@@ -334,18 +345,18 @@ public final class QueuePlayer: Sendable {
     /// `.failed` (see ``outputError`` for a lost device, ``PlayerItem/error`` for an item).
     public var error: (any Error)? { nil }
 
-    /// Sets the rate: 0 pauses, 1 plays; any other rate throws ``UnsupportedRateError`` (and a
-    /// `rateChanged` event with `.setRateFailed`) until time-stretching exists.
+    /// Sets the rate: 0 pauses, a rate in ``supportedRates`` plays at it; any other throws
+    /// ``UnsupportedRateError`` (and posts a `rateChanged` event with `.setRateFailed`).
     public func setRate(_ rate: Float) throws(UnsupportedRateError) {
-        guard rate == 0 || rate == 1 else {
+        guard rate == 0 || Self.supportedRates.contains(rate) else {
             state.withLock { s in post(&s, .rateChanged(s.rate, reason: .setRateFailed)) }
             throw UnsupportedRateError(rate: rate)
         }
         state.withLock { s in setRateLocked(&s, rate, reason: .setRateCalled) }
     }
 
-    /// Plays at ``defaultRate`` (1).
-    public func play() { state.withLock { s in setRateLocked(&s, 1, reason: .setRateCalled) } }
+    /// Plays at ``defaultRate`` (1 unless set).
+    public func play() { state.withLock { s in setRateLocked(&s, s.defaultRate, reason: .setRateCalled) } }
 
     /// Pauses (rate 0); nothing is lost or repeated across pause and play. A pause during an
     /// interruption is the user's: the player stays paused when the interruption ends.
@@ -369,7 +380,7 @@ public final class QueuePlayer: Sendable {
     /// Sets the rate for a reason other than the app's own call (interruption, background,
     /// device loss): used by the audio-session and lifecycle layers.
     package func setRate(_ rate: Float, reason: RateChangeReason) {
-        state.withLock { s in setRateLocked(&s, rate == 0 ? 0 : 1, reason: reason) }
+        state.withLock { s in setRateLocked(&s, rate == 0 ? 0 : s.defaultRate, reason: reason) }
     }
 
     /// The device failure that paused the player, until it plays again: while the device is
@@ -530,7 +541,14 @@ public final class QueuePlayer: Sendable {
             try? session.setActive(true)
             session.claimNowPlaying()
         }
+        let playing = s.rate != 0
         s.rate = rate
+        // Another rate while playing: the engine replaces what it buffered from the frame heard.
+        if rate != 0 { engine.speed = Double(rate) }
+        if rate != 0, playing {
+            post(&s, .rateChanged(rate, reason: reason))
+            return
+        }
         if rate != 0, s.parked {
             replan(&s, startingAt: s.parkedTime)  // back from suspension: feed the engine again
         }

@@ -77,6 +77,9 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Crossfade: seconds each item's end overlaps the next one's start, equal power (0: off; consecutive tracks of one album stay gapless).")
     var crossfade = PlayOptions.defaults.crossfade
 
+    @Option(name: .long, help: "Play at this rate, 0.5–3, the pitch kept (a time-domain stretch, for speech); [ and ] change it while playing.")
+    var speed = PlayOptions.defaults.speed
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -108,7 +111,7 @@ struct Play: ParsableCommand {
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
         PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
-                    crossfade: crossfade, shuffle: shuffle, repeat: self.repeat,
+                    crossfade: crossfade, speed: speed, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -132,6 +135,7 @@ struct PlayOptions: Equatable {
     var replayGain = "off"
     var preamp = 0.0
     var crossfade = 0.0
+    var speed = 1.0
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -154,6 +158,7 @@ struct PlayOptions: Equatable {
         guard ReplayGainMode(rawValue: replayGain) != nil else { throw ValidationError("--replay-gain must be off, track, album or auto") }
         guard preamp.isFinite, (-60...60).contains(preamp) else { throw ValidationError("--preamp must be -60…60 dB") }
         guard crossfade.isFinite, (0...3600).contains(crossfade) else { throw ValidationError("--crossfade must be 0…3600 seconds") }
+        guard speed.isFinite, (0.5...3).contains(speed) else { throw ValidationError("--speed must be 0.5…3") }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -235,6 +240,7 @@ struct PlayOptions: Equatable {
         }
         playback.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replayGain) ?? .off, preamp: preamp)
         playback.crossfade = crossfade
+        if speed != 1 { playback.speed = speed }
         return (playback, CommandDispatcher(playback: playback, version: Backline.version))
     }
 
@@ -327,11 +333,12 @@ extension PlayOptions {
                 case "channels": channels = v
                 default: bufferMs = v
                 }
-            case "background-grace", "preamp", "crossfade":
+            case "background-grace", "preamp", "crossfade", "speed":
                 guard let v = value(inline).flatMap({ Double($0) }) else { return nil }
                 switch name {
                 case "preamp": preamp = v
                 case "crossfade": crossfade = v
+                case "speed": speed = v
                 default: backgroundGrace = v
                 }
             default:

@@ -24,11 +24,14 @@ final class PlayKeys: Sendable {
 
     /// How far the arrow keys seek, and how much a volume key changes, as mpv and mplayer do.
     static let shortSeek = 5.0, longSeek = 30.0, volumeStep = 5.0
+    /// How much `[` and `]` change the speed (mpv's keys; steps of a tenth, from 0.5 to 3).
+    static let speedStep = 0.1
 
     /// The keys, as `?` shows them.
     static let help = """
         keys: space/p pause · n/> next · b/< previous · ←/→ seek 5 s · ↓/↑ seek 30 s · 9/0 or -/+ volume · m mute
-              r repeat (off, all, one) · s shuffle · i about this item · ? keys · q quit
+              [/] speed (0.5–3, the pitch kept) · backspace speed 1 · r repeat (off, all, one) · s shuffle
+              i about this item · ? keys · q quit
         """
 
     init(playback: Playback, dispatcher: CommandDispatcher, device: String, tty: Bool,
@@ -55,6 +58,11 @@ final class PlayKeys: Sendable {
         case .character("9"), .character("-"), .character("_"): volume(by: -Self.volumeStep)
         case .character("0"), .character("+"), .character("="): volume(by: Self.volumeStep)
         case .character("m"): run(MuteCommand(on: nil))
+        case .character("["), .character("]"):
+            let step = key == .character("]") ? Self.speedStep : -Self.speedStep
+            let target = ((playback.speed + step) * 10).rounded() / 10
+            run(SpeedCommand(speed: min(3, max(0.5, target))))
+        case .backspace: run(SpeedCommand(speed: 1))
         case .character("r"):
             let next: RepeatMode = switch queue.repeatMode {
             case .off: .all
@@ -98,6 +106,7 @@ final class PlayKeys: Sendable {
         case .repeatMode(let m): return "repeat \(m.rawValue)"
         case .shuffle(let on): return "shuffle \(on ? "on" : "off")"
         case .position(let t): return "at \(formatTime(t))"
+        case .speed(let r): return "speed \(CtlText.rateText(r))"
         default: return nil
         }
     }

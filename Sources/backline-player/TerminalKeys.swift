@@ -64,9 +64,11 @@ enum KeyTerminal {
 enum Key: Equatable, Sendable {
     case character(Character)
     case up, down, left, right
+    /// Backspace (DEL, or ^H).
+    case backspace
 
     /// The keys in `bytes` (what one read returned): printable characters and the arrow keys'
-    /// escape sequences (`ESC [ A` and `ESC O A` forms); anything else is dropped.
+    /// escape sequences (`ESC [ A` and `ESC O A` forms), backspace; anything else is dropped.
     static func parse(_ bytes: [UInt8]) -> [Key] {
         var keys: [Key] = []
         var i = 0
@@ -94,6 +96,7 @@ enum Key: Equatable, Sendable {
                 continue
             }
             if b >= 0x20, b < 0x7F { keys.append(.character(Character(UnicodeScalar(b)))) }
+            if b == 0x7F || b == 0x08 { keys.append(.backspace) }
             i += 1
         }
         return keys

@@ -92,8 +92,8 @@ struct DispatcherTests {
         #expect(throws: CommandError.badArgument("seek: give \"position\" or \"offset\" (seconds)")) {
             _ = try SeekCommand(Arguments())
         }
-        #expect(throws: CommandError.badArgument("rate 2.0 is not supported: 1 plays, 0 pauses (no time-stretching yet)")) {
-            try d.execute(RateCommand(rate: 2)).get()
+        #expect(throws: CommandError.badArgument("rate 4.0 is not supported: 0 pauses, 0.5 to 3 plays at that rate")) {
+            try d.execute(RateCommand(rate: 4)).get()
         }
         guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album/0.mp3"])) else { Issue.record("add failed"); return }
         // As mpd's list of deleteids: the known ids go, the error names the unknown ones and what went.

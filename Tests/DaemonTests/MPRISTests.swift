@@ -105,6 +105,49 @@ struct MPRISTests {
         d.expectCleanStop()
     }
 
+    @Test("speed through every door: JSON `speed` and `status`, ctl, MPRIS Rate (read and set; MinimumRate 0.5, MaximumRate 3; out of range an error), `rate 2` plays at 2; saved across a restart; out of range refused")
+    func speed() throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let d = try Self.daemon(bus)
+        func property(_ name: String) throws -> String {
+            let r = try runProcess("/usr/bin/busctl", ["--user", "get-property", "org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2",
+                                                       "org.mpris.MediaPlayer2.Player", name], environment: bus.environment, timeout: 20)
+            #expect(r.status == 0, "\(r.stderr)")
+            return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        func setRate(_ value: String) throws -> ProcessResult {
+            try runProcess("/usr/bin/busctl", ["--user", "set-property", "org.mpris.MediaPlayer2.backline", "/org/mpris/MediaPlayer2",
+                                               "org.mpris.MediaPlayer2.Player", "Rate", "d", value], environment: bus.environment, timeout: 20)
+        }
+        #expect(try d.request("status")["speed"] == 1)
+        #expect(try property("MinimumRate") == "d 0.5" && (try property("MaximumRate")) == "d 3", "the rates offered")
+        let set = try d.request("speed", [("speed", 1.5)])
+        #expect(set["speed"] == 1.5, "\(set.text)")
+        #expect(try d.request("status")["state"] == "stopped", "a speed does not play")
+        #expect(try d.request("play").ok)
+        #expect(eventually { (try? property("Rate")) == "d 1.5" }, "MPRIS's Rate is the rate playing")
+        #expect(try setRate("2").status == 0)
+        #expect(eventually { (try? d.request("status")["speed"]) == 2 }, "set through MPRIS")
+        #expect(try d.request("status")["rate"] == 2)
+        let refused = try setRate("4")
+        #expect(refused.status != 0 && refused.stderr.contains("Rate is 0.5 to 3"), "\(refused.stderr)")
+        #expect(try d.ctl(["speed"]).stdoutText == "speed: 2×\n")
+        #expect(try d.ctl(["speed", "0.75"]).stdoutText == "speed: 0.75×\n")
+        let bad = try d.ctl(["speed", "5"])
+        #expect(bad.status != 0 && bad.stderr.contains("expected a rate from 0.5 to 3"), "\(bad.stderr)")
+        #expect(try d.request("speed", [("speed", 0.2)]).errorCode == "bad-argument")
+        #expect(try d.request("pause").ok)
+        let rate = try d.request("rate", [("rate", 1.25)])
+        #expect(rate["rate"] == 1.25, "\(rate.text)")
+        #expect(try d.request("status")["state"] == "playing", "rate plays at that rate")
+        #expect(try d.request("status")["speed"] == 1.25)
+        d.expectCleanStop()
+        try d.start([])
+        #expect(try d.request("status")["speed"] == 1.25, "saved and restored")
+        d.expectCleanStop()
+    }
+
     @Test("the full tag set reaches every surface: MPRIS xesam:genre (both genres), xesam:contentCreated, xesam:composer; the JSON list's and now-playing's tags; ctl now-playing's genre and date lines")
     func tags() throws {
         let bus = try PrivateBus()

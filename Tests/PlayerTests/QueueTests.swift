@@ -51,7 +51,7 @@ struct QueueTests {
         #expect(onMine)
     }
 
-    @Test("AVPlayer's surface: rate is settable, defaultRate is 1, playImmediately plays, replaceCurrentItem keeps the rest of the queue, status is ready")
+    @Test("AVPlayer's surface: rate is settable, defaultRate takes 0.5…3 and refuses the rest, playImmediately plays, replaceCurrentItem keeps the rest of the queue, status is ready")
     func avPlayerSurface() throws {
         let (a, b, c) = try Self.files()
         let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
@@ -59,11 +59,14 @@ struct QueueTests {
         let player = makePlayer([ia, ib], device: cap.device)
         let log = PlayerLog(player)
         #expect(player.status == .readyToPlay && player.error == nil)
-        player.defaultRate = 2
-        #expect(player.defaultRate == 1, "only 1 is playable")
-        player.rate = 1.5
-        #expect(player.rate == 0, "an unplayable rate leaves the rate as it was")
+        player.defaultRate = 4
+        #expect(player.defaultRate == 1, "4 is not playable: left as it was")
         #expect(log.wait(timeout: 2) { if case .rateChanged(0, .setRateFailed) = $0 { true } else { false } } != nil)
+        player.defaultRate = 2
+        #expect(player.defaultRate == 2 && player.rate == 0, "the rate play() will use; nothing plays yet")
+        player.defaultRate = 1
+        player.rate = 0.25
+        #expect(player.rate == 0, "an unplayable rate leaves the rate as it was")
         player.replaceCurrentItem(with: ic)
         #expect(player.items() == [ic, ib], "the current item replaced, the rest kept")
         #expect(player.canInsert(ia, after: nil), "the replaced item left the queue")
@@ -371,14 +374,19 @@ struct QueueTests {
         #expect(trace == ["rate 1.0 setRateCalled", "end q-a", "current q-b", "end q-b", "current nil"])
     }
 
-    @Test("rates other than 0 and 1 are refused with a clear error; the rate is unchanged")
+    @Test("rates outside 0.5…3 (and not 0), and NaN, are refused with a clear error; the rate is unchanged; 0.5, 3 and 1.5 play")
     func unsupportedRate() throws {
         let player = makePlayer([], device: "null")
-        #expect(throws: UnsupportedRateError(rate: 1.5)) { try player.setRate(1.5) }
+        for refused: Float in [0.49, 3.01, -1, .nan] {
+            #expect(throws: UnsupportedRateError.self) { try player.setRate(refused) }
+        }
+        #expect(throws: UnsupportedRateError(rate: 4)) { try player.setRate(4) }
         #expect(player.rate == 0)
-        #expect("\(UnsupportedRateError(rate: 2))".contains("unsupported playback rate 2"))
-        try player.setRate(1)
-        #expect(player.rate == 1)
+        #expect("\(UnsupportedRateError(rate: 4))".contains("unsupported playback rate 4.0: 0 (paused) or 0.5 to 3 are supported"))
+        for rate: Float in [0.5, 3, 1.5] {
+            try player.setRate(rate)
+            #expect(player.rate == rate)
+        }
     }
 
     @Test("an item over HTTP, as AVPlayer reports it: waiting toMinimizeStalls until heard, then playing; a stall posts likely-to-keep-up false, playbackStalled and waiting toMinimizeStalls, the time held, a background task keeping the app from suspension; the rest arrives: likely to keep up, playing; loadedTimeRanges grow to the whole item (paced device)")

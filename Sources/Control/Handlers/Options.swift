@@ -147,6 +147,26 @@ public struct CrossfadeCommand: ControlCommand {
     }
 }
 
+/// The rate items play at (0.5…3, the pitch kept by each item's stretch): playing, heard at
+/// once; paused, from the next play. Reads it without `speed`.
+public struct SpeedCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, .speed, .options)
+    /// nil: read it.
+    public var speed: Double?
+    public init(speed: Double?) { self.speed = speed }
+    public init(_ a: Arguments) throws(CommandError) {
+        if let s = a.number("speed"), !(s.isFinite && (0.5...3).contains(s)) {
+            throw .badArgument("speed: speed is 0.5…3")
+        }
+        speed = a.number("speed")
+    }
+    public var arguments: Arguments { Arguments(speed.map { ["speed": .number($0)] } ?? [:]) }
+    public func run(_ x: CommandContext) -> Reply {
+        if let speed, speed != x.playback.speed { x.playback.speed = speed }
+        return .speed(x.playback.speed)
+    }
+}
+
 /// Consume mode: played entries leave the queue (`oneshot`: one, then off). Reads it without `mode`.
 public struct ConsumeCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .consume, .options)

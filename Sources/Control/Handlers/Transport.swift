@@ -182,14 +182,19 @@ public struct RateCommand: ControlCommand {
     }
     public var arguments: Arguments { Arguments(["rate": .number(rate)]) }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
-        guard rate == 0 || rate == 1 else {
-            throw .badArgument("rate \(rate) is not supported: 1 plays, 0 pauses (no time-stretching yet)")
+        let player = x.playback.player
+        guard rate == 0 || QueuePlayer.supportedRates.contains(Float(rate)) else {
+            throw .badArgument("rate \(rate) is not supported: 0 pauses, 0.5 to 3 plays at that rate")
         }
         if rate == 0 {
             x.playback.queue.pause()
         } else {
-            do throws(PlayQueueError) { try x.playback.queue.play() } catch { throw CommandError(error) }
+            // The speed from now on (saved); playing, heard at once; paused, it plays.
+            x.playback.speed = rate
+            if player.rate == 0 {
+                do throws(PlayQueueError) { try x.playback.queue.play() } catch { throw CommandError(error) }
+            }
         }
-        return .rate(Double(x.playback.player.rate))
+        return .rate(Double(player.rate))
     }
 }
