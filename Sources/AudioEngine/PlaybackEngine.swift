@@ -49,6 +49,9 @@ public final class PlaybackEngine: Sendable {
         var volume: Float = 1
         var muted = false
         var seekOrigin: Set<ItemID> = []
+        /// Where items queued to start past their beginning start (seconds), for a re-plan
+        /// before anything of them was heard (a speed set before the first play).
+        var startSeconds: [ItemID: Double] = [:]
         /// Items restarted to continue where they were heard (no new `itemStarted`).
         var quietRestart: Set<ItemID> = []
         /// Events delivered at the monitor's next pass, ahead of the timeline's.
@@ -163,12 +166,16 @@ public final class PlaybackEngine: Sendable {
             s.paused = paused
             s.pausedByDropFrames = nil
             s.watchClosely = monotonicNanos() + 1_000_000_000
+            s.startSeconds = [:]
             return new.enumerated().map { n, item in
                 let id = ItemID(rawValue: s.nextID)
                 s.nextID += 1
                 s.queue.append((id, item))
                 let start = n == 0 ? seconds.map { max(0, $0) } : nil
-                if start != nil { s.seekOrigin.insert(id) }
+                if let start {
+                    s.seekOrigin.insert(id)
+                    s.startSeconds[id] = start
+                }
                 return DecodeItem(id: id.rawValue, item: item, startSeconds: start)
             }
         }
@@ -195,6 +202,7 @@ public final class PlaybackEngine: Sendable {
             s.nextID += 1
             s.queue.append((id, engineItem))
             s.seekOrigin.insert(id)
+            s.startSeconds[id] = max(0, seconds)
             s.watchClosely = monotonicNanos() + 1_000_000_000
             let item = DecodeItem(id: id.rawValue, item: engineItem, startSeconds: max(0, seconds))
             sendEdit { .append([item], edit: $0) }
@@ -283,7 +291,16 @@ public final class PlaybackEngine: Sendable {
             let s = min(TimeStretchers.rates.upperBound, max(TimeStretchers.rates.lowerBound, newValue))
             guard s != shared.speed else { return }
             shared.speedBits.store(s.bitPattern, ordering: .relaxed)
-            if let pos = position { restart(at: pos.item, frame: pos.frame, seek: false) }
+            if let pos = position {
+                restart(at: pos.item, frame: pos.frame, seek: false)
+            } else {
+                // Nothing heard yet (set before the first play): what was decoded ahead at the
+                // old speed is decoded again, each item from where it was to start.
+                let items = state.withLock { s in
+                    s.queue.map { q in DecodeItem(id: q.id.rawValue, item: q.item, startSeconds: s.startSeconds[q.id]) }
+                }
+                if !items.isEmpty { flush(with: items) }
+            }
         }
     }
 

@@ -31,6 +31,19 @@ struct PlayCommandTests {
         #expect(same)
     }
 
+    @Test("--speed 1.5: the capture lasts the files' length / 1.5 (within 1,024 frames each); --speed 4 is refused")
+    func speed() throws {
+        let (a, b) = try Fixtures.gaplessPair()
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let r = try runProcess(backline, ["play", "--no-mpris", "--speed", "1.5", "--device", cap.device, a.path, b.path], environment: try isolated())
+        #expect(r.status == 0, "\(r.stderr)")
+        let content = try (ReferenceDecoder.decodeF32(a).count + ReferenceDecoder.decodeF32(b).count) / 2
+        let heard = try cap.f32().count / 2
+        #expect(abs(heard - Int((Double(content) / 1.5).rounded())) <= 2048, "\(heard) frames heard of \(content) at 1.5")
+        let bad = try runProcess(backline, ["play", "--speed", "4", "--device", "null", a.path], environment: try isolated())
+        #expect(bad.status != 0 && bad.stderr.contains("--speed must be 0.5…3"), "\(bad.stderr)")
+    }
+
     @Test("prints title and artist from the tags")
     func tags() throws {
         let demo = try #require(Fixtures.demoTracks.first)
