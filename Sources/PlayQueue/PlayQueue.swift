@@ -151,6 +151,7 @@ public final class PlayQueue: Sendable {
         var fed: [(id: Int, item: PlayerItem)] = []
         var failuresInARow = 0
         var lastState: PlaybackState = .stopped
+        var pitchAlgorithm = TimePitchAlgorithm.timeDomain
     }
 
     let state = Lock(State())
@@ -166,6 +167,13 @@ public final class PlayQueue: Sendable {
 
     /// How many items after the current one the player holds (decoded ahead, gapless).
     public let lookahead: Int
+
+    /// How the items it feeds the player from now on are stretched at rates other than 1
+    /// (``Player/PlayerItem/audioTimePitchAlgorithm``).
+    public var pitchAlgorithm: TimePitchAlgorithm {
+        get { state.withLock { $0.pitchAlgorithm } }
+        set { state.withLock { $0.pitchAlgorithm = newValue } }
+    }
 
     /// A play queue feeding `player`.
     /// - Parameters:

@@ -125,7 +125,7 @@ extension PlayQueue {
     func rebuild(_ s: inout State, startingAt time: Double = 0) {
         let wasPlaying = player.rate != 0
         s.fed = []
-        guard let c = s.current, let item = s.queue.item(for: c) else {
+        guard let c = s.current, let item = s.stretched(s.queue.item(for: c)) else {
             player.removeAllItems()
             return
         }
@@ -163,7 +163,7 @@ extension PlayQueue {
         guard w < want.count else { return }
         let byID = want.count - w > 8 ? Dictionary(s.queue.entries.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }) : nil
         let items = want[w...].compactMap { id -> (id: Int, item: PlayerItem)? in
-            let item = byID.map { $0[id].map(\.playerItem) } ?? s.queue.item(for: id)
+            let item = s.stretched(byID.map { $0[id].map(\.playerItem) } ?? s.queue.item(for: id))
             return item.map { (id, $0) }
         }
         let n = player.insert(contentsOf: items.map(\.item), after: s.fed[keep].item)
@@ -308,5 +308,13 @@ extension PlayQueue {
         s.current = nil
         post(.current(nil))
         stopPlayer(&s)
+    }
+}
+
+extension PlayQueue.State {
+    /// `item` (a new player item for an entry) with the queue's stretch for rates other than 1.
+    func stretched(_ item: PlayerItem?) -> PlayerItem? {
+        item?.audioTimePitchAlgorithm = pitchAlgorithm
+        return item
     }
 }

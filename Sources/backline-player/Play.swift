@@ -80,6 +80,9 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Play at this rate, 0.5–3, the pitch kept (a time-domain stretch, for speech); [ and ] change it while playing.")
     var speed = PlayOptions.defaults.speed
 
+    @Option(name: .customLong("pitch-algorithm"), help: "How --speed stretches: timeDomain (the pitch kept, made for speech; the default), spectral (the pitch kept, music's quality, more CPU) or varispeed (the pitch follows the rate).")
+    var pitchAlgorithm = PlayOptions.defaults.pitchAlgorithm
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -111,7 +114,7 @@ struct Play: ParsableCommand {
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
         PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
-                    crossfade: crossfade, speed: speed, shuffle: shuffle, repeat: self.repeat,
+                    crossfade: crossfade, speed: speed, pitchAlgorithm: pitchAlgorithm, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -136,6 +139,7 @@ struct PlayOptions: Equatable {
     var preamp = 0.0
     var crossfade = 0.0
     var speed = 1.0
+    var pitchAlgorithm = "timeDomain"
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -159,6 +163,9 @@ struct PlayOptions: Equatable {
         guard preamp.isFinite, (-60...60).contains(preamp) else { throw ValidationError("--preamp must be -60…60 dB") }
         guard crossfade.isFinite, (0...3600).contains(crossfade) else { throw ValidationError("--crossfade must be 0…3600 seconds") }
         guard speed.isFinite, (0.5...3).contains(speed) else { throw ValidationError("--speed must be 0.5…3") }
+        guard TimePitchAlgorithm(rawValue: pitchAlgorithm) != nil else {
+            throw ValidationError("--pitch-algorithm must be timeDomain, spectral or varispeed")
+        }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -240,6 +247,7 @@ struct PlayOptions: Equatable {
         }
         playback.replayGain = ReplayGainSettings(mode: ReplayGainMode(rawValue: replayGain) ?? .off, preamp: preamp)
         playback.crossfade = crossfade
+        playback.queue.pitchAlgorithm = TimePitchAlgorithm(rawValue: pitchAlgorithm) ?? .timeDomain
         if speed != 1 { playback.speed = speed }
         return (playback, CommandDispatcher(playback: playback, version: Backline.version))
     }
@@ -316,9 +324,10 @@ extension PlayOptions {
                 case "notify": notify = true
                 default: noMPRIS = true
                 }
-            case "device", "format", "repeat", "start", "category", "replay-gain":
+            case "device", "format", "repeat", "start", "category", "replay-gain", "pitch-algorithm":
                 guard let v = value(inline) else { return nil }
                 switch name {
+                case "pitch-algorithm": pitchAlgorithm = v
                 case "replay-gain": replayGain = v
                 case "device": device = v
                 case "format": format = v

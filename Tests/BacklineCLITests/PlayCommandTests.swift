@@ -31,7 +31,7 @@ struct PlayCommandTests {
         #expect(same)
     }
 
-    @Test("--speed 1.5: the capture lasts the files' length / 1.5 (within 1,024 frames each); --speed 4 is refused")
+    @Test("--speed 1.5: the capture lasts the files' length / 1.5 (within 1,024 frames each); with --pitch-algorithm varispeed a 440 Hz tone sounds at 660 Hz; --speed 4 and an unknown algorithm are refused")
     func speed() throws {
         let (a, b) = try Fixtures.gaplessPair()
         let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
@@ -42,6 +42,19 @@ struct PlayCommandTests {
         #expect(abs(heard - Int((Double(content) / 1.5).rounded())) <= 2048, "\(heard) frames heard of \(content) at 1.5")
         let bad = try runProcess(backline, ["play", "--speed", "4", "--device", "null", a.path], environment: try isolated())
         #expect(bad.status != 0 && bad.stderr.contains("--speed must be 0.5…3"), "\(bad.stderr)")
+        // --pitch-algorithm varispeed: a 440 Hz tone at 1.5 sounds at 660 Hz (rising zero
+        // crossings in a second of the middle).
+        let tone = try Fixtures.wav("cli-speed-440", seconds: 4, synth: ["sine", "440"], effects: ["gain", "-6"])
+        let vcap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        let v = try runProcess(backline, ["play", "--no-mpris", "--speed", "1.5", "--pitch-algorithm", "varispeed", "--device", vcap.device, tone.path],
+                               environment: try isolated())
+        #expect(v.status == 0, "\(v.stderr)")
+        let left = try vcap.f32().enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let middle = left[(left.count / 2 - 22050)..<(left.count / 2 + 22050)]
+        let rising = zip(middle, middle.dropFirst()).filter { $0.0 < 0 && $0.1 >= 0 }.count
+        #expect(abs(rising - 660) <= 3, "\(rising) rising zero crossings in a second")
+        let wrong = try runProcess(backline, ["play", "--pitch-algorithm", "fast", "--device", "null", a.path], environment: try isolated())
+        #expect(wrong.status != 0 && wrong.stderr.contains("--pitch-algorithm must be timeDomain, spectral or varispeed"), "\(wrong.stderr)")
     }
 
     @Test("prints title and artist from the tags")
