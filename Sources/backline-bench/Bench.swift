@@ -16,7 +16,7 @@ struct Bench: ParsableCommand {
     @Flag(help: "One JSON object per line instead of a table.")
     var json = false
 
-    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, web, snapcast, startup).")
+    @Option(help: "Run only benchmarks whose group name contains this (ring, pipeline, instructions, formats, cpu, daemon, idle, memory, first-sound, streams, titles, library, web, snapcast, startup, rate).")
     var only: String?
 
     @Option(help: "Bytes moved per ring measurement, in MiB (median of 5).")
@@ -61,6 +61,7 @@ struct Bench: ParsableCommand {
         try onDevice("daemon") { try DaemonBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("idle") { try IdleBench.run(executable: me, device: $0) }
         try onDevice("memory") { try MemoryBench.run(executable: me, device: $0) }
+        try onDevice("rate") { _ in try RateBench.run(executable: me) }
         try onDevice("first-sound") { try FirstSoundBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("streams") { try StreamBench.run(executable: me, device: $0, sinkMonitor: monitor) }
         try onDevice("titles") { try TitleLatencyBench.run(executable: me, device: $0, sinkMonitor: monitor) }
