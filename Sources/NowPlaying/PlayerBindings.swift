@@ -161,8 +161,8 @@ extension NowPlayingBinding {
 /// The default remote-command handlers for a `QueuePlayer`: play, pause, toggle, stop (pause
 /// and back to the start), next, previous (restarts the item when more than 3 s in, otherwise
 /// goes back to the item played before, from a history this binding keeps), seek
-/// (changePlaybackPosition), skip ±15 s, and the playback rate (1 only). Seek forward/backward
-/// (press and hold) need time-stretching and are disabled; repeat, shuffle and feedback are
+/// (changePlaybackPosition), skip ±15 s, and the playback rate (``NowPlayingBinding/playbackRates``).
+/// Seek forward/backward (press and hold) are disabled; repeat, shuffle and feedback are
 /// left without handlers (a play queue above the player provides them).
 public final class RemoteCommandBinding: Sendable {
     /// The player the commands act on.

@@ -156,3 +156,43 @@ struct RatePositionTests {
         check("1 s later in the second item", speed: 2)
     }
 }
+
+/// A speed change while playing, heard on the PulseAudio null sink's monitor.
+@Suite("Rates: a change while playing is heard at once, without a gap (PulseAudio null sink)", Harness.audioTools)
+struct RateChangeRealtimeTests {
+    @Test("1 → 1.5 → 0.75 → 1 in the middle of a 440 Hz tone: the longest silence from the first sound to the stop ≤ 5 ms, the tone 440 Hz ± 0.5 % in each stretch (time-domain)")
+    func changeHeard() throws {
+        let tone = try Fixtures.wav("rate-change-440", seconds: 12, synth: ["sine", "440"], effects: ["gain", "-6"])
+        try PulseNullSink.exclusive { sink in
+            let engine = makeEngine(device: sink.alsaDevice)
+            defer { engine.shutdown() }
+            let log = EventLog(engine)
+            let (_, rec) = try sink.record { () throws -> Void in
+                engine.enqueue([tone.path])
+                #expect(log.wait(timeout: 15) { if case .itemStarted = $0 { true } else { false } } != nil, "\(log.all)")
+                for speed in [1.5, 0.75, 1] {
+                    Thread.sleep(forTimeInterval: 1.2)
+                    engine.speed = speed
+                }
+                Thread.sleep(forTimeInterval: 1.2)
+                engine.stop()
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            let heard = HeardTimeline(recording: rec, rate: PulseNullSink.rate)
+            let first = try #require(heard.firstSound(), "nothing heard")
+            // The stop's own silence at the end: up to the last sound.
+            var last = heard.frameCount - 1
+            while last > first, abs(Int(rec[2 * last])) <= HeardTimeline.silenceThreshold { last -= 1 }
+            let silence = heard.longestSilence(from: first, to: last)
+            #expect(silence <= 0.005, "the longest silence: \(silence * 1000) ms")
+            // The tone in each stretch: four windows of 0.3 s, one in each speed's time.
+            let left = stride(from: 0, to: rec.count, by: 2).map { Float(rec[$0]) / 32768 }
+            for k in 0..<4 {
+                let from = first + Int((0.4 + 1.2 * Double(k)) * 44100)
+                guard from + 13230 <= left.count else { Issue.record("the recording ends early: \(left.count) frames"); break }
+                let f = RateTests.frequency(left[from..<(from + 13230)])
+                #expect(abs(f - 440) <= 440 * 0.005, "stretch \(k): \(f) Hz")
+            }
+        }
+    }
+}

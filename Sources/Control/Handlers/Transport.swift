@@ -171,7 +171,7 @@ public struct SkipCommand: ControlCommand {
     }
 }
 
-/// The playback rate: 1 plays, 0 pauses (no time-stretching yet).
+/// The playback rate, as AVPlayer's `rate`: 0 pauses; 0.5…3 sets the speed (saved) and plays at it.
 public struct RateCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .rate, .transport)
     public var rate: Double
