@@ -531,6 +531,10 @@ const previous = () => act('previous').then((r) => r && refreshStatus());
 const seekBy = (offset) => act('seek', { offset }).then((r) => r && anchor(r.position));
 const volumeBy = (change) => act('volume', { change }).then((r) => r && renderVolume(r.volume, r.muted));
 const toggleMute = () => act('mute').then((r) => r && renderVolume(r.volume, r.muted));
+const speedBy = (step) => {
+  const speed = Math.min(3, Math.max(0.5, Math.round((player.speed + step) * 10) / 10));
+  return act('speed', { speed }).then((r) => r && renderSpeed(r.speed));
+};
 const cycleRepeat = () => act('repeat', { mode: REPEAT_NEXT[player.status?.repeat] || 'all' })
   .then((r) => r && renderModes({ repeat: r.repeat }));
 const toggleShuffle = () => act('shuffle', { on: !player.status?.shuffle })
@@ -549,6 +553,8 @@ function wireTransport() {
   $('shuffle').addEventListener('click', toggleShuffle);
   $('single').addEventListener('click', toggleSingle);
   $('consume').addEventListener('click', toggleConsume);
+  $('skip-back').addEventListener('click', () => act('skip', { back: true }).then((r) => r && anchor(r.position)));
+  $('skip-forward').addEventListener('click', () => act('skip').then((r) => r && anchor(r.position)));
   $('speed').addEventListener('change', () => act('speed', { speed: Number($('speed').value) }).then((r) => r && renderSpeed(r.speed)));
   $('mini-open').addEventListener('click', () => selectTab('now', true));
   const cover = $('cover');
@@ -1135,6 +1141,9 @@ const KEYS = {
   9: () => volumeBy(-5), '-': () => volumeBy(-5),
   0: () => volumeBy(5), '+': () => volumeBy(5), '=': () => volumeBy(5),
   m: toggleMute,
+  j: () => act('skip', { back: true }).then((r) => r && anchor(r.position)),
+  l: () => act('skip').then((r) => r && anchor(r.position)),
+  '[': () => speedBy(-0.1), ']': () => speedBy(0.1),
   r: cycleRepeat,
   s: toggleShuffle,
   '?': () => $('help').showModal(),

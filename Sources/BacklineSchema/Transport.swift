@@ -30,9 +30,11 @@ extension CommandSchema {
         ctl: CtlSyntax("seek SECONDS|+SECONDS|-SECONDS|M:SS", "Go to a time in the current item (+/-: from where it is); a time past its end is its end.", example: ["1:30"]),
         mpd: ["seek", "seekid", "seekcur"])
     public static let skip = CommandSchema(
-        "skip", .transport, "Skip forward (positive) or backward (negative).",
-        arguments: [ArgumentSchema("seconds", .number, "±, not 0 (default 15)")], reply: "`position`",
-        ctl: CtlSyntax("skip [±SECONDS]", "Skip forward (default 15 s), or back with a minus.", example: ["-10"]))
+        "skip", .transport, "Skip forward (positive) or backward (negative); without `seconds`, by the skip interval (Apple Podcasts': 30 s forward, 15 s back; `skip-forward`, `skip-backward` in the configuration).",
+        arguments: [ArgumentSchema("seconds", .number, "±, not 0; absent: the interval"),
+                    ArgumentSchema("back", .boolean, "without seconds: back by the backward interval")],
+        reply: "`position`",
+        ctl: CtlSyntax("skip [±SECONDS|back]", "Skip forward (by the skip interval, 30 s unless configured), back with `back` (15 s), or by SECONDS (a minus: back).", example: ["back"]))
     public static let rate = CommandSchema(
         "rate", .transport, "Play at a rate (AVPlayer's `rate`): 0 pauses, 0.5–3 plays at it (the speed from then on).",
         arguments: [ArgumentSchema("rate", .number, "0 pauses; 0.5…3 plays", required: true, range: 0...3)], reply: "`rate`",

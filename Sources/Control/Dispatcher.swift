@@ -148,8 +148,8 @@ public final class CommandDispatcher: Sendable {
 
     private func bindRemoteCommands() {
         let remote = playback.remote
-        remote.skipForwardCommand.preferredIntervals = [15]
-        remote.skipBackwardCommand.preferredIntervals = [15]
+        remote.skipForwardCommand.preferredIntervals = [playback.skipIntervals.forward]
+        remote.skipBackwardCommand.preferredIntervals = [playback.skipIntervals.backward]
         remote.changePlaybackRateCommand.supportedPlaybackRates = NowPlayingBinding.playbackRates
         remote.seekForwardCommand.isEnabled = false
         remote.seekBackwardCommand.isEnabled = false

@@ -122,6 +122,18 @@ public final class Playback: Sendable {
         }
     }
 
+    /// How far a skip without seconds goes, forward and back (Apple Podcasts' 30 s and 15 s,
+    /// unless configured); the remote command center offers them as its preferred intervals.
+    public var skipIntervals: (forward: Double, backward: Double) {
+        get { skipSetting.withLock { $0 } }
+        set {
+            skipSetting.withLock { $0 = newValue }
+            remote.skipForwardCommand.preferredIntervals = [newValue.forward]
+            remote.skipBackwardCommand.preferredIntervals = [newValue.backward]
+        }
+    }
+    private let skipSetting = Lock((forward: 30.0, backward: 15.0))
+
     /// The rate items play at, 0.5…3 (the player's default rate): playing, heard at once (the
     /// engine replaces what it buffered from the frame heard); paused, from the next play.
     public var speed: Double {

@@ -51,6 +51,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var replayGain = ReplayGainSettings.off
     /// Crossfade in seconds (`crossfade`, 0: off); the state file's, once saved, wins.
     public var crossfade: Double = 0
+    /// How far a skip without seconds goes (`skip-forward`, `skip-backward`, 1–3600 s).
+    public var skipForward = 30.0, skipBackward = 15.0
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false
     /// Shell commands run on suspension and on resumption (state in the environment).
@@ -214,6 +216,8 @@ public struct DaemonConfig: Sendable, Equatable {
             replayGain.mode = mode
         case "replay-gain-preamp": replayGain.preamp = try number(-60, 60)
         case "crossfade": crossfade = try number(0, 3600)
+        case "skip-forward": skipForward = try number(1, 3600)
+        case "skip-backward": skipBackward = try number(1, 3600)
         case "replay-gain-missing-preamp": replayGain.missingPreamp = try number(-60, 60)
         case "replay-gain-limit": replayGain.limit = try flag()
         case "restore":

@@ -137,6 +137,7 @@ public final class DaemonCore: Sendable {
             playback = made
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade
+            playback.skipIntervals = (config.skipForward, config.skipBackward)
         } catch {
             throw ProtocolError("bad-config", error.message)
         }

@@ -310,6 +310,17 @@ public final class FFmpegDecoder: AudioDecoder {
         VorbisComments.apply(comments, into: &metadata)
         metadata.tags = Self.inMPDOrder(metadata.tags)
         guard let fc = formatContext else { return }
+        // The container's chapters (MP4's chapter track or Nero `chpl`, Matroska's), in order.
+        if fc.pointee.nb_chapters > 0, let list = fc.pointee.chapters {
+            metadata.chapters = (0..<Int(fc.pointee.nb_chapters)).compactMap { i -> Chapter? in
+                guard let ch = list[i] else { return nil }
+                let base = ch.pointee.time_base
+                guard base.den != 0 else { return nil }
+                let unit = Double(base.num) / Double(base.den)
+                let title = api.av_dict_get(ch.pointee.metadata, "title", nil, 0).flatMap { $0.pointee.value.map { String(cString: $0) } }
+                return Chapter(title: title, start: Double(ch.pointee.start) * unit, end: Double(ch.pointee.end) * unit)
+            }
+        }
         for i in 0..<Int(fc.pointee.nb_streams) {
             guard let s = fc.pointee.streams[i], s.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0,
                   let data = s.pointee.attached_pic.data, s.pointee.attached_pic.size > 0 else { continue }

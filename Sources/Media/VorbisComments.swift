@@ -66,6 +66,8 @@ package enum VorbisComments {
             meta.addTag(key, bytes: valueBytes)
         }
         meta.deriveFields(track: track, disc: disc, trackTotal: trackTotal, discTotal: discTotal)
+        let chapters = ChapterComments.chapters(meta.comments)
+        if !chapters.isEmpty { meta.chapters = chapters }
     }
 
     /// Whether a base64 picture block is a front cover (type 3), without decoding it all.

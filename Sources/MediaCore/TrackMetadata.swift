@@ -40,6 +40,9 @@ public struct TrackMetadata: Sendable, Equatable {
     /// ReplayGain (and Opus R128) values, as the file gives them; applied by the player's
     /// ReplayGain mode, not by the decoder.
     public var replayGain = ReplayGain()
+    /// The item's chapters in order (none: an item without chapters): MP4's and Matroska's
+    /// (through FFmpeg), Vorbis and Opus `CHAPTERnnn` comments.
+    public var chapters: [Chapter] = []
 
     /// No tags: every field absent.
     public init() {}
@@ -59,6 +62,7 @@ public struct TrackMetadata: Sendable, Equatable {
         composer = other.composer ?? composer
         year = other.year ?? year
         artwork = other.artwork ?? artwork
+        if !other.chapters.isEmpty { chapters = other.chapters }
     }
 
     /// Sets the single fields (``title``, ``artist``, …) from the first values of ``tags``,

@@ -161,7 +161,7 @@ extension NowPlayingBinding {
 /// The default remote-command handlers for a `QueuePlayer`: play, pause, toggle, stop (pause
 /// and back to the start), next, previous (restarts the item when more than 3 s in, otherwise
 /// goes back to the item played before, from a history this binding keeps), seek
-/// (changePlaybackPosition), skip ±15 s, and the playback rate (``NowPlayingBinding/playbackRates``).
+/// (changePlaybackPosition), skip forward 30 s and back 15 s (Apple Podcasts'), and the playback rate (``NowPlayingBinding/playbackRates``).
 /// Seek forward/backward (press and hold) are disabled; repeat, shuffle and feedback are
 /// left without handlers (a play queue above the player provides them).
 public final class RemoteCommandBinding: Sendable {
@@ -191,7 +191,7 @@ public final class RemoteCommandBinding: Sendable {
         observer.withLock { $0 = o }
         center.seekForwardCommand.isEnabled = false
         center.seekBackwardCommand.isEnabled = false
-        center.skipForwardCommand.preferredIntervals = [15]
+        center.skipForwardCommand.preferredIntervals = [30]
         center.skipBackwardCommand.preferredIntervals = [15]
         center.changePlaybackRateCommand.supportedPlaybackRates = NowPlayingBinding.playbackRates
 

@@ -139,7 +139,8 @@ struct Ctl: ParsableCommand {
             return SeekCommand(target: .position(try number(t, what)))
         case "skip":
             try atMost(1)
-            return try make("skip", try a.first.map { ["seconds": .number(try number($0, "±SECONDS"))] } ?? [:])
+            if a.first == "back" { return try make("skip", ["back": .boolean(true)]) }
+            return try make("skip", try a.first.map { ["seconds": .number(try number($0, "±SECONDS or back"))] } ?? [:])
         case "repeat", "consume":
             try atMost(1)
             let modes = command == "repeat" ? ["off", "one", "all"] : ["off", "on", "oneshot"]

@@ -30,7 +30,8 @@ final class PlayKeys: Sendable {
     /// The keys, as `?` shows them.
     static let help = """
         keys: space/p pause · n/> next · b/< previous · ←/→ seek 5 s · ↓/↑ seek 30 s · 9/0 or -/+ volume · m mute
-              [/] speed (0.5–3, the pitch kept) · backspace speed 1 · r repeat (off, all, one) · s shuffle
+              j/l skip −15 / +30 s · [/] speed (0.5–3, the pitch kept) · backspace speed 1
+              r repeat (off, all, one) · s shuffle
               i about this item · ? keys · q quit
         """
 
@@ -58,6 +59,8 @@ final class PlayKeys: Sendable {
         case .character("9"), .character("-"), .character("_"): volume(by: -Self.volumeStep)
         case .character("0"), .character("+"), .character("="): volume(by: Self.volumeStep)
         case .character("m"): run(MuteCommand(on: nil))
+        case .character("j"): run(SkipCommand(back: true))
+        case .character("l"): run(SkipCommand(back: false))
         case .character("["), .character("]"):
             let step = key == .character("]") ? Self.speedStep : -Self.speedStep
             let target = ((playback.speed + step) * 10).rounded() / 10

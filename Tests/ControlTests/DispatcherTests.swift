@@ -82,6 +82,28 @@ struct DispatcherTests {
         d.playback.shutdown()
     }
 
+    @Test("skips: without seconds forward by 30 s and back by 15 s (Apple Podcasts'), by the configured intervals once set, which the remote command center offers; seconds as given; 0 refused")
+    func skips() throws {
+        let (d, _, clock) = try Self.make()
+        guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album/1.mp3"])) else { Issue.record("add failed"); return }
+        #expect(d.execute(PlayCommand(item: ids[0])) == .success(.state(.playing)))
+        Self.hearStart(clock)
+        #expect(d.execute(PauseCommand()) == .success(.state(.paused)))
+        #expect(d.execute(SeekCommand(target: .position(20))) == .success(.position(20)))
+        #expect(d.execute(SkipCommand(back: false)) == .success(.position(50)))
+        #expect(d.execute(SkipCommand(back: true)) == .success(.position(35)))
+        #expect(d.execute(SkipCommand(seconds: -5)) == .success(.position(30)))
+        #expect(try SkipCommand(Arguments(["back": .boolean(true)])).back)
+        #expect(throws: CommandError.badArgument("skip: \"seconds\" must be non-zero")) { _ = try SkipCommand(Arguments(["seconds": .number(0)])) }
+        let remote = d.playback.remote
+        #expect(remote.skipForwardCommand.preferredIntervals == [30] && remote.skipBackwardCommand.preferredIntervals == [15])
+        d.playback.skipIntervals = (10, 5)
+        #expect(remote.skipForwardCommand.preferredIntervals == [10] && remote.skipBackwardCommand.preferredIntervals == [5])
+        #expect(d.execute(SkipCommand(back: false)) == .success(.position(40)))
+        #expect(d.execute(SkipCommand(back: true)) == .success(.position(35)))
+        d.playback.shutdown()
+    }
+
     @Test("errors are typed: a bad id, nothing to play, a path outside the music directory, a bad argument; the remote command center takes the same route")
     func errors() throws {
         let (d, _, clock) = try Self.make()

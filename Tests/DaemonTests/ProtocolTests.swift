@@ -115,8 +115,11 @@ struct ProtocolTests {
         #expect(try ok("previous")["current"]?["id"] == 1, "back to the item played before (under 3 s in)")
         #expect(try ok("next")["current"]?["id"] == 2)
         #expect(try ok("play")["state"] == "playing")
+        #expect(try ok("rate", [("rate", 2)])["rate"] == 2)
+        #expect(try ok("status")["speed"] == 2, "rate sets the speed")
         #expect(try ok("rate", [("rate", 1)])["rate"] == 1)
-        try refused("rate", [("rate", 2)], "bad-argument")
+        try refused("rate", [("rate", 4)], "bad-argument")
+        try refused("rate", [("rate", 0.25)], "bad-argument")
 
         // Modes.
         #expect(try ok("repeat", [("mode", "one")])["repeat"] == "one")

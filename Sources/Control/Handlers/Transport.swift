@@ -157,16 +157,25 @@ public struct SeekCommand: ControlCommand {
 /// Skips forward (positive) or backward (negative) within the current item.
 public struct SkipCommand: ControlCommand {
     public static let descriptor = CommandDescriptor(Self.self, .skip, .transport)
-    public var seconds: Double
-    public init(seconds: Double) { self.seconds = seconds }
+    /// ± seconds; nil: by the playback's skip interval (``back`` says which).
+    public var seconds: Double?
+    /// Without ``seconds``: back by the backward interval (else forward by the forward one).
+    public var back: Bool
+    public init(seconds: Double) { (self.seconds, back) = (seconds, seconds < 0) }
+    /// By the playback's skip interval: forward, or `back`.
+    public init(back: Bool) { (seconds, self.back) = (nil, back) }
     public init(_ a: Arguments) throws(CommandError) {
-        seconds = a.number("seconds") ?? 15
-        guard seconds != 0, seconds.isFinite else { throw .badArgument("skip: \"seconds\" must be non-zero") }
+        seconds = a.number("seconds")
+        back = a.bool("back") ?? false
+        if let s = seconds, !(s != 0 && s.isFinite) { throw .badArgument("skip: \"seconds\" must be non-zero") }
     }
-    public var arguments: Arguments { Arguments(["seconds": .number(seconds)]) }
+    public var arguments: Arguments {
+        Arguments(seconds.map { ["seconds": .number($0)] } ?? (back ? ["back": .boolean(true)] : [:]))
+    }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let q = x.playback.queue
-        do throws(PlayQueueError) { try q.seek(to: max(0, q.elapsed + seconds)) } catch { throw CommandError(error) }
+        let by = seconds ?? (back ? -x.playback.skipIntervals.backward : x.playback.skipIntervals.forward)
+        do throws(PlayQueueError) { try q.seek(to: max(0, q.elapsed + by)) } catch { throw CommandError(error) }
         return .position(q.elapsed)
     }
 }

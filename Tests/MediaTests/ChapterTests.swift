@@ -1,0 +1,71 @@
+import BacklineTestSupport
+import Foundation
+import Media
+import MediaCore
+import Testing
+
+/// Chapters as the decoders read them, against FFmpeg's own reading (`ffprobe -show_chapters`).
+@Suite("chapters: an M4B's (MP4 chapters through FFmpeg) and an Opus file's CHAPTER comments, as ffprobe lists them", Harness.audioTools)
+struct ChapterTests {
+    /// Three chapters over 30 s: 0–10 "Opening", 10–22.5 "Middle", 22.5–30 "End".
+    static let expected = [("Opening", 0.0, 10.0), ("Middle", 10.0, 22.5), ("End", 22.5, 30.0)]
+
+    /// ffprobe's chapters of `file`: title, start and end in seconds.
+    static func ffprobe(_ file: URL) throws -> [(title: String?, start: Double, end: Double)] {
+        let r = try runProcess("ffprobe", ["-v", "error", "-show_chapters", "-of", "json", file.path])
+        guard r.status == 0, let json = try JSONSerialization.jsonObject(with: Data(r.stdoutText.utf8)) as? [String: Any],
+              let list = json["chapters"] as? [[String: Any]] else { throw HarnessError("ffprobe: \(r.stderr)") }
+        return list.map { c in
+            ((c["tags"] as? [String: Any])?["title"] as? String,
+             Double(c["start_time"] as? String ?? "") ?? -1, Double(c["end_time"] as? String ?? "") ?? -1)
+        }
+    }
+
+    static func source() throws -> URL {
+        try Fixtures.wav("chapters-src", seconds: 30, synth: ["sine", "300-900"], effects: ["gain", "-6"])
+    }
+
+    @Test("an M4B made by ffmpeg with three chapters: the decoder's chapters are ffprobe's (titles, starts and ends within 1 ms)")
+    func m4b() throws {
+        let dir = try Harness.makeTemporaryDirectory("chapters")
+        let meta = dir.appendingPathComponent("chapters.txt")
+        var text = ";FFMETADATA1\n"
+        for (title, start, end) in Self.expected {
+            text += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(Int(start * 1000))\nEND=\(Int(end * 1000))\ntitle=\(title)\n"
+        }
+        try text.write(to: meta, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("book.m4b")
+        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", try Self.source().path, "-i", meta.path,
+                                          "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1", "-c:a", "aac", "-b:a", "96k", out.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let probed = try Self.ffprobe(out)
+        #expect(probed.map(\.title) == Self.expected.map(\.0), "ffprobe: \(probed)")
+        let chapters = try DecoderRegistry.standard.info(path: out.path).metadata.chapters
+        #expect(chapters.count == probed.count, "\(chapters)")
+        for (c, p) in zip(chapters, probed) {
+            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)")
+        }
+    }
+
+    @Test("an Opus file with CHAPTER001…003 and their NAMEs (out of order): the decoder's chapters are ffprobe's; a malformed time is left out")
+    func opusComments() throws {
+        var args: [String] = []
+        for (n, (title, start, _)) in Self.expected.enumerated().reversed() {
+            let s = Int(start * 1000)
+            let stamp = String(format: "%02d:%02d:%02d.%03d", s / 3_600_000, s / 60_000 % 60, s / 1000 % 60, s % 1000)
+            args += ["--comment", "CHAPTER00\(n + 1)=\(stamp)", "--comment", "CHAPTER00\(n + 1)NAME=\(title)"]
+        }
+        args += ["--comment", "CHAPTER009=soon", "--comment", "CHAPTER009NAME=Never"]
+        let file = try FormatFixtures.opus("chapters-comments", from: try Self.source(), args: args)
+        // (ffprobe lists comment chapters in the comments' order: here, the reverse.)
+        let probed = try Self.ffprobe(file).sorted { $0.start < $1.start }
+        let chapters = try DecoderRegistry.standard.info(path: file.path).metadata.chapters
+        #expect(chapters.map(\.title) == Self.expected.map(\.0), "\(chapters)")
+        #expect(probed.map(\.title).prefix(3) == ["Opening", "Middle", "End"], "ffprobe: \(probed)")
+        for (c, p) in zip(chapters, probed) {
+            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001, "\(c) against \(p)")
+        }
+        // Each ends where the next starts; the last at the item's end.
+        #expect(chapters.map(\.end) == [10, 22.5, nil], "\(chapters)")
+    }
+}
