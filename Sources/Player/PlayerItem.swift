@@ -52,7 +52,6 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
         /// feeds it; nil for a file), and the last answer it gave.
         var probe: (@Sendable () -> InputProgress?)?
         var lastProgress: InputProgress?
-        var pitchAlgorithm = TimePitchAlgorithm.timeDomain
     }
 
     let state = Lock(State())
@@ -86,9 +85,11 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     /// ``TimePitchAlgorithm/varispeed`` for the pitch to follow the rate. A change applies the
     /// next time the player plans the item (a rate change, a seek, or its turn).
     public var audioTimePitchAlgorithm: TimePitchAlgorithm {
-        get { state.withLock { $0.pitchAlgorithm } }
-        set { state.withLock { $0.pitchAlgorithm = newValue } }
+        get { pitchAlgorithm.withLock { $0 } }
+        set { pitchAlgorithm.withLock { $0 = newValue } }
     }
+    /// (A lock of its own: ``engineItem`` is read where ``state`` is held.)
+    private let pitchAlgorithm = Lock(TimePitchAlgorithm.timeDomain)
 
     /// Loading status. Items are loaded by the player that queues them, shortly before they play.
     public var status: Status { state.withLock { $0.status } }
