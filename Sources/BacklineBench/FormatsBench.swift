@@ -14,17 +14,8 @@ public enum FormatsBench {
 
     /// The 60 s test files (made once, in the bench directory) and their references.
     static func formats() throws -> [Format] {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("backline-bench").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        func make(_ name: String, _ steps: [[String]]) throws -> String {
-            let out = "\(dir)/\(name)"
-            if FileManager.default.fileExists(atPath: out) { return out }
-            for step in steps {
-                let r = try measureChild(step[0], Array(step.dropFirst()))
-                guard r.status == 0 else { throw BenchError("\(step.joined(separator: " ")) failed") }
-            }
-            return out
-        }
+        let dir = try BenchFiles.directory()
+        func make(_ name: String, _ steps: [[String]]) throws -> String { try BenchFiles.make(name, steps) }
         let synth = ["synth", "60", "pinknoise", "sine", "220-880", "gain", "-12"]
         let wav = try make("fmt-60s-44k16.wav", [["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", "\(dir)/fmt-60s-44k16.wav"] + synth])
         let hires = try make("fmt-60s-96k24.wav", [["sox", "-n", "-r", "96000", "-c", "2", "-b", "24", "\(dir)/fmt-60s-96k24.wav"] + synth])

@@ -8,16 +8,9 @@ import Foundation
 public enum RateBench {
     /// The 60 s files, made once in the bench directory.
     static func files() throws -> (speech: String, music: String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("backline-bench").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = try BenchFiles.directory()
         func make(_ name: String, _ steps: [[String]]) throws -> String {
-            let out = "\(dir)/\(name)"
-            if FileManager.default.fileExists(atPath: out) { return out }
-            for step in steps {
-                let r = try measureChild(step[0], Array(step.dropFirst()))
-                guard r.status == 0 else { throw BenchError("\(step.joined(separator: " ")) failed (scripts/bootstrap --bench installs espeak-ng)") }
-            }
-            return out
+            try BenchFiles.make(name, steps, hint: " (scripts/bootstrap --bench installs espeak-ng)")
         }
         let text = """
             Chapter one. It was a bright cold day in April, and the clocks were striking thirteen. \
