@@ -1,7 +1,7 @@
 import CRubberBand
 import MediaCore
 
-/// ``TimePitchAlgorithm/spectral``: Rubber Band (GPL, as Backline), its finer (R3) engine in
+/// `TimePitchAlgorithm.spectral`: Rubber Band (GPL, as Backline), its finer (R3) engine in
 /// real-time mode: a phase vocoder with transient handling, music's quality, at several times
 /// libsonic's CPU. Channels are stretched together (the stereo image kept). In real-time mode
 /// it delays its output: silence it asks for goes in first and the delay it reports is dropped

@@ -1,11 +1,11 @@
 import CSonic
 import MediaCore
 
-/// ``TimePitchAlgorithm/timeDomain``: libsonic (Apache 2.0), a pitch-synchronous overlap-add
+/// `TimePitchAlgorithm.timeDomain`: libsonic (Apache 2.0), a pitch-synchronous overlap-add
 /// made for speech (PICOLA below 2×, its own algorithm above): the pitch period found per
 /// block, whole periods dropped or repeated, so voices keep their pitch and stay clear up to
 /// 3× and more, for a few percent of a core. Music plays with it too, at a cost in quality
-/// (chords have no single period): ``TimePitchAlgorithm/spectral`` is for music.
+/// (chords have no single period): `TimePitchAlgorithm.spectral` is for music.
 final class SonicStretcher: TimeStretcher {
     static let library = DynamicLibrary(name: "libsonic", empty: bl_sonic_api(), load: bl_sonic_load)
 

@@ -13,9 +13,9 @@ protocol TimeStretcher: AnyObject {
     var finished: Bool { get }
 }
 
-/// The stretchers by algorithm: libsonic for ``TimePitchAlgorithm/timeDomain``, Rubber Band's
-/// finer engine for ``TimePitchAlgorithm/spectral``, libsoxr for
-/// ``TimePitchAlgorithm/varispeed``.
+/// The stretchers by algorithm: libsonic for `TimePitchAlgorithm.timeDomain`, Rubber Band's
+/// finer engine for `TimePitchAlgorithm.spectral`, libsoxr for
+/// `TimePitchAlgorithm.varispeed`.
 enum TimeStretchers {
     /// The slowest and fastest rates (AVPlayer's audible range for spoken word).
     static let rates: ClosedRange<Double> = 0.5...3.0

@@ -1,7 +1,7 @@
 import CSoxr
 import MediaCore
 
-/// ``TimePitchAlgorithm/varispeed``: no stretch, a resample (libsoxr, its high quality): the
+/// `TimePitchAlgorithm.varispeed`: no stretch, a resample (libsoxr, its high quality): the
 /// item's audio taken as if recorded at `speed` times its rate, so it plays in 1/`speed` of the
 /// time with its pitch `speed` times as high.
 final class VarispeedStretcher: TimeStretcher {

@@ -14,7 +14,7 @@ import Locking
 public final class NowPlayingBinding: Sendable {
     /// The rates a binding offers on the remote command center
     /// (`changePlaybackRateCommand.supportedPlaybackRates`): Apple Podcasts' and Books' steps,
-    /// within the player's ``QueuePlayer/supportedRates``.
+    /// within the player's `QueuePlayer.supportedRates`.
     public static let playbackRates: [Float] = [0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3]
 
     /// The player whose item, position and rate the binding writes.

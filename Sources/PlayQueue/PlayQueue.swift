@@ -169,7 +169,7 @@ public final class PlayQueue: Sendable {
     public let lookahead: Int
 
     /// How the items it feeds the player from now on are stretched at rates other than 1
-    /// (``Player/PlayerItem/audioTimePitchAlgorithm``).
+    /// (`PlayerItem.audioTimePitchAlgorithm`).
     public var pitchAlgorithm: TimePitchAlgorithm {
         get { state.withLock { $0.pitchAlgorithm } }
         set { state.withLock { $0.pitchAlgorithm = newValue } }

@@ -80,15 +80,15 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// How the item is stretched when the player's rate is not 1 (AVPlayerItem's
-    /// `audioTimePitchAlgorithm`): ``TimePitchAlgorithm/timeDomain`` by default (speech, the
-    /// pitch kept), ``TimePitchAlgorithm/spectral`` for music (the pitch kept, more CPU),
-    /// ``TimePitchAlgorithm/varispeed`` for the pitch to follow the rate. A change applies the
+    /// `audioTimePitchAlgorithm`): `TimePitchAlgorithm.timeDomain` by default (speech, the
+    /// pitch kept), `TimePitchAlgorithm.spectral` for music (the pitch kept, more CPU),
+    /// `TimePitchAlgorithm.varispeed` for the pitch to follow the rate. A change applies the
     /// next time the player plans the item (a rate change, a seek, or its turn).
     public var audioTimePitchAlgorithm: TimePitchAlgorithm {
         get { pitchAlgorithm.withLock { $0 } }
         set { pitchAlgorithm.withLock { $0 = newValue } }
     }
-    /// (A lock of its own: ``engineItem`` is read where ``state`` is held.)
+    /// (A lock of its own: `engineItem` is read where `state` is held.)
     private let pitchAlgorithm = Lock(TimePitchAlgorithm.timeDomain)
 
     /// Loading status. Items are loaded by the player that queues them, shortly before they play.
