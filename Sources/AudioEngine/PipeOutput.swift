@@ -91,7 +91,8 @@ struct PipeOutput: AudioOutput {
         } catch {
             Glibc.close(fd.read)
             Glibc.close(fd.write)
-            let reason = "libsoxr: \(error.message)"
+            // ("libsoxr is not installed (…)" names it already; libsoxr's own messages do not.)
+            let reason = error.message.hasPrefix("libsoxr") ? error.message : "libsoxr: \(error.message)"
             resamplerFailure.withLock { $0 = reason }
             throw MediaError(.device, reason, library: "libsoxr", item: device)
         }

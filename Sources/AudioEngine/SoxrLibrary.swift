@@ -4,29 +4,18 @@ import CSoxr
 /// `play` never loads it, nor the OpenMP runtime it depends on.
 enum SoxrLibrary {
     /// The functions (loaded once, for the life of the process), or why they could not be loaded.
-    nonisolated(unsafe) static let api: Result<UnsafePointer<bl_soxr_api>, SoxrError> = {
-        let api = UnsafeMutablePointer<bl_soxr_api>.allocate(capacity: 1)
-        api.initialize(to: bl_soxr_api())
-        if let failure = bl_soxr_load(api) {
-            api.deallocate()
-            return .failure(SoxrError(message: "not installed (\(String(cString: failure)))"))
-        }
-        return .success(UnsafePointer(api))
-    }()
+    static let library = DynamicLibrary(name: "libsoxr", empty: bl_soxr_api(), load: bl_soxr_load)
 
     /// Loads the library (the first time), or throws why it cannot be.
     static func load() throws(SoxrError) {
-        if case .failure(let error) = api { throw error }
+        do throws(MediaError) { _ = try library.functions() } catch { throw SoxrError(message: error.message) }
     }
 
-    /// The loaded functions. Every call below comes after `PipeStream.init` called `load` (a
-    /// stream that resamples throws the failure before it makes a resampler), so the failure is
-    /// unreachable here.
+    /// The loaded functions. Every call below comes after `PipeStream.init` or
+    /// `VarispeedStretcher.init` loaded them (each throws the failure before it makes a
+    /// resampler), so the failure is unreachable here.
     static var table: UnsafePointer<bl_soxr_api> {
-        switch api {
-        case .success(let table): return table
-        case .failure(let error): preconditionFailure("libsoxr: \(error.message)")
-        }
+        do throws(MediaError) { return try library.functions() } catch { preconditionFailure(error.message) }
     }
 }
 

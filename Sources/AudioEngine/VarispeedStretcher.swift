@@ -13,9 +13,7 @@ final class VarispeedStretcher: TimeStretcher {
     private var flushed = false
 
     init(rate: Int, channels: Int, speed: Double) throws(MediaError) {
-        do throws(SoxrError) { try SoxrLibrary.load() } catch {
-            throw MediaError(.unsupportedFormat, "libsoxr is not installed (\(error.message))", library: "libsoxr")
-        }
+        _ = try SoxrLibrary.library.functions()
         var error: soxr_error_t?
         var io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
         io.flags |= UInt(SOXR_NO_DITHER)
