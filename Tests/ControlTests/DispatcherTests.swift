@@ -82,7 +82,7 @@ struct DispatcherTests {
         d.playback.shutdown()
     }
 
-    @Test("skips: without seconds forward by 30 s and back by 15 s (Apple Podcasts'), by the configured intervals once set, which the remote command center offers; seconds as given; 0 refused")
+    @Test("skips: without seconds forward by 30 s and back by 15 s (Apple Podcasts'), by the configured intervals once set, which the remote command center offers; seconds as given; 0 refused; a speed of 0.5 and 3 taken, 0.49 and 3.01 refused")
     func skips() throws {
         let (d, _, clock) = try Self.make()
         guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["album/1.mp3"])) else { Issue.record("add failed"); return }
@@ -94,6 +94,11 @@ struct DispatcherTests {
         #expect(d.execute(SkipCommand(back: true)) == .success(.position(35)))
         #expect(d.execute(SkipCommand(seconds: -5)) == .success(.position(30)))
         #expect(try SkipCommand(Arguments(["back": .boolean(true)])).back)
+        // The speed's range, at its ends and just past them.
+        for ok in [0.5, 3.0] { #expect(try SpeedCommand(Arguments(["speed": .number(ok)])).speed == ok) }
+        for bad in [0.49, 3.01] {
+            #expect(throws: CommandError.badArgument("speed: speed is 0.5…3")) { _ = try SpeedCommand(Arguments(["speed": .number(bad)])) }
+        }
         #expect(throws: CommandError.badArgument("skip: \"seconds\" must be non-zero")) { _ = try SkipCommand(Arguments(["seconds": .number(0)])) }
         let remote = d.playback.remote
         #expect(remote.skipForwardCommand.preferredIntervals == [30] && remote.skipBackwardCommand.preferredIntervals == [15])

@@ -32,12 +32,15 @@ struct ConfigFileTests {
         #expect(config.crossfade == 2.5)
     }
 
-    @Test("skip intervals: 30 s forward and 15 s back unless set; `skip-forward = 20` and `skip-backward = 10` are taken; 0 and 3601 refused naming the key")
+    @Test("skip intervals: 30 s forward and 15 s back unless set; `skip-forward = 20` and `skip-backward = 10` are taken, and 1 and 3600; 0 and 3601 refused naming the key")
     func skipIntervals() throws {
         var config = DaemonConfig.defaults(environment: ["HOME": "/nonexistent"])
         #expect(config.skipForward == 30 && config.skipBackward == 15)
         try config.apply(configText: "skip-forward = 20\nskip-backward = 10\n", file: "daemon.conf")
         #expect(config.skipForward == 20 && config.skipBackward == 10)
+        for edge in ["skip-forward = 1", "skip-forward = 3600", "skip-backward = 1", "skip-backward = 3600"] {
+            #expect(Self.error(edge) == nil, "\(edge): the ends of the range are taken")
+        }
         #expect(Self.error("skip-forward = 0\n")?.message.hasPrefix("skip-forward: expected a decimal number from 1 to 3600") == true)
         #expect(Self.error("skip-backward = 3601\n")?.message.hasPrefix("skip-backward: expected a decimal number from 1 to 3600") == true)
     }
