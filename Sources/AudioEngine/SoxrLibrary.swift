@@ -1,3 +1,4 @@
+import MediaCore
 import CSoxr
 
 /// libsoxr, opened with `dlopen` the first time the pipe output resamples (see `CSoxr`): a
