@@ -285,7 +285,28 @@ function applyStatus(s) {
   renderVolume(s.volume, s.muted);
   renderModes(s);
   renderSpeed(s.speed);
+  renderChapter(s.chapter ?? null);
 }
+
+/**
+ * The chapter menu: the current item's chapters, the one heard selected; hidden when it has
+ * none. The list is asked for when the item (or its chapter count) changes; a `chapter` event
+ * or a status selects the one heard.
+ */
+async function renderChapter(c) {
+  const menu = $('chapter');
+  const key = c ? `${player.current?.id}:${c.count}` : '';
+  if (key !== menu.dataset.key) {
+    menu.dataset.key = key;
+    const r = c ? await call('chapter').catch(() => null) : null;
+    const list = r?.chapters ?? [];
+    menu.replaceChildren(...list.map((ch, i) => new Option(`${i + 1}. ${ch.title ?? `Chapter ${i + 1}`} · ${fmt(ch.start)}`, String(i))));
+    menu.hidden = list.length === 0;
+  }
+  if (c && c.chapter != null) menu.value = String(c.chapter);
+}
+
+const chapterGo = (args) => act('chapter', args).then((r) => r && r.position != null && anchor(r.position));
 
 /** The speed menu, and how fast the bar moves: a speed the menu lacks is added to it. */
 function renderSpeed(speed) {
@@ -555,6 +576,7 @@ function wireTransport() {
   $('consume').addEventListener('click', toggleConsume);
   $('skip-back').addEventListener('click', () => act('skip', { back: true }).then((r) => r && anchor(r.position)));
   $('skip-forward').addEventListener('click', () => act('skip').then((r) => r && anchor(r.position)));
+  $('chapter').addEventListener('change', () => chapterGo({ index: Number($('chapter').value) }));
   $('speed').addEventListener('change', () => act('speed', { speed: Number($('speed').value) }).then((r) => r && renderSpeed(r.speed)));
   $('mini-open').addEventListener('click', () => selectTab('now', true));
   const cover = $('cover');
@@ -1063,6 +1085,9 @@ const EVENTS = {
   seeked(e) {
     if (e.item === player.current?.id) anchor(e.time);
   },
+  chapter(e) {
+    if (e.item === player.current?.id) renderChapter(e);
+  },
   position(e) {
     if (e.item !== player.current?.id) return;
     setDuration(e.duration);
@@ -1144,6 +1169,8 @@ const KEYS = {
   j: () => act('skip', { back: true }).then((r) => r && anchor(r.position)),
   l: () => act('skip').then((r) => r && anchor(r.position)),
   '[': () => speedBy(-0.1), ']': () => speedBy(0.1),
+  PageUp: () => chapterGo({ to: 'next' }), '@': () => chapterGo({ to: 'next' }),
+  PageDown: () => chapterGo({ to: 'previous' }), '!': () => chapterGo({ to: 'previous' }),
   r: cycleRepeat,
   s: toggleShuffle,
   '?': () => $('help').showModal(),

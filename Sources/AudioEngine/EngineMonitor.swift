@@ -163,6 +163,8 @@ extension PlaybackEngine {
                 s.watchClosely = 0  // the start was heard: back to sleeping until the next event
                 let seg = s.segments[i]
                 if !seg.continuation, let info = s.infos[seg.item] { due.append((seg.deviceFrame, 1, .itemStarted(info, fromSeek: seg.seek))) }
+                // An item started from its beginning (again) announces its chapter again.
+                if !seg.continuation && !seg.seek && s.heardChapter?.item == seg.item { s.heardChapter = nil }
             }
             for (frame, e) in s.pending where frame <= heard {
                 switch e {
@@ -182,6 +184,7 @@ extension PlaybackEngine {
                 }
             }
             s.pending.removeAll { $0.deviceFrame <= heard }
+            let nextChapter = Self.chapterHeard(&s, heard: heard, due: &due)
             let out = due.enumerated().sorted {
                 ($0.element.frame, $0.element.rank, $0.offset) < ($1.element.frame, $1.element.rank, $1.offset)
             }.map(\.element.event)
@@ -195,7 +198,7 @@ extension PlaybackEngine {
             // monitor at once through `poke()`.
             let cap = UInt32(min(250, max(20, configuration.output.bufferMillis / 2)) * 1_000)
             let rate = max(1, s.segments.last?.rate ?? 44100)
-            let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame))
+            let nextFrames = (s.segments.filter { !$0.announced }.map(\.deviceFrame) + s.pending.map(\.deviceFrame) + [nextChapter].compactMap { $0 })
                 .min().map { $0 - heard }
             let sleep: UInt32
             if s.awaitingSegment || monotonicNanos() < s.watchClosely {
@@ -215,6 +218,30 @@ extension PlaybackEngine {
         deliver(immediate + due.0)
         if replan { replanFromHeard() }
         return due.1
+    }
+}
+
+extension PlaybackEngine {
+    /// Announces the chapter heard at device frame `heard` when it is not the one last announced
+    /// (appended to `due` at `heard`: after the item's start in the same batch), and returns the
+    /// device frame at which the next chapter's first frame will be heard (nil: none coming in
+    /// the audible stretch), so the monitor wakes for it.
+    fileprivate static func chapterHeard(_ s: inout State, heard: Int,
+                                         due: inout [(frame: Int, rank: Int, event: EngineEvent)]) -> Int? {
+        guard let seg = s.segments.last(where: { $0.deviceFrame <= heard && $0.announced }),
+              let chapters = s.infos[seg.item]?.metadata.chapters, !chapters.isEmpty else { return nil }
+        let rate = Double(max(1, seg.rate))
+        let frame = seg.itemFrame(after: max(0, heard - seg.deviceFrame))
+        // Chapter starts as frames (rounded as a seek to them is), compared with the heard frame.
+        let starts = chapters.map { Int(($0.start * rate).rounded()) }
+        let index = starts.lastIndex { $0 <= frame }
+        if s.heardChapter?.item != seg.item || s.heardChapter?.chapter != index {
+            s.heardChapter = (seg.item, index)
+            due.append((heard, 1, .chapterChanged(seg.item, chapter: index)))
+        }
+        let next = index.map { $0 + 1 } ?? 0
+        guard !seg.frozen, next < starts.count, seg.speed > 0 else { return nil }
+        return seg.deviceFrame + Int((Double(starts[next] - seg.itemFrame) / seg.speed).rounded(.up))
     }
 }
 

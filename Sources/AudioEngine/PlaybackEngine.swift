@@ -66,6 +66,8 @@ public final class PlaybackEngine: Sendable {
         var awaitingSegment = false
         /// The largest heard frame returned in the current device run (see `heardFrame`).
         var heardHigh: (floor: Int, frame: Int) = (0, 0)
+        /// The item and chapter last announced as heard (``EngineEvent/chapterChanged(_:chapter:)``).
+        var heardChapter: (item: ItemID, chapter: Int?)?
         /// Until this monotonic time (ns), or until a segment is heard, the monitor looks every
         /// 2 ms: items were just queued, so their first events are due within milliseconds.
         var watchClosely = 0

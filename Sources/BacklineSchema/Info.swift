@@ -49,12 +49,13 @@ extension CommandSchema {
         arguments: [ArgumentSchema("state", .string, "absent: read", allowed: ["foreground", "background"])], reply: "`app`",
         ctl: CtlSyntax("lifecycle [foreground|background]", "Move the daemon to the foreground or the background, or show where it is. In the background it stops (and is suspended when idle) unless it plays in playback.", example: ["background"]))
     public static let sleep = CommandSchema(
-        "sleep", .sound, "Sleep timer: pause after N minutes (with an optional fade) or at the end of the item; cancel; or read it.",
+        "sleep", .sound, "Sleep timer: pause after N minutes (with an optional fade), at the end of the item, or at the end of the chapter (the item's end when it has none); cancel; or read it.",
         arguments: [ArgumentSchema("minutes", .number, "more than 0, at most 1440", range: 0...1440), ArgumentSchema("endOfItem", .boolean),
+                    ArgumentSchema("endOfChapter", .boolean, "pause where the next chapter starts (played on from there)"),
                     ArgumentSchema("fade", .number, "fade-out seconds before the deadline"), ArgumentSchema("cancel", .boolean)],
-        note: "`minutes` (+ `fade`) **or** `endOfItem: true` **or** `cancel: true`; none: read",
-        reply: "`sleep` {remaining, endOfItem, fade} or null",
-        ctl: CtlSyntax("sleep [MINUTES [--fade S] | --end-of-item | --cancel]", "Pause after MINUTES (fading out over the last S seconds) or at the end of the item; 0 or --cancel turns it off; no argument shows it.", example: ["30", "--fade", "10"]))
+        note: "`minutes` (+ `fade`) **or** `endOfItem: true` **or** `endOfChapter: true` **or** `cancel: true`; none: read",
+        reply: "`sleep` {remaining, endOfItem, endOfChapter, fade} or null",
+        ctl: CtlSyntax("sleep [MINUTES [--fade S] | --end-of-item | --end-of-chapter | --cancel]", "Pause after MINUTES (fading out over the last S seconds), at the end of the item, or at the end of the chapter; 0 or --cancel turns it off; no argument shows it.", example: ["30", "--fade", "10"]))
     public static let alarm = CommandSchema(
         "alarm", .sound, "Alarms: start playing at a time of day (HH:MM[:SS], fading in; an item or a stored playlist; once or daily); cancel one; or list them.",
         arguments: [ArgumentSchema("time", .string, "HH:MM or HH:MM:SS, local time"), ArgumentSchema("fade", .number, "fade-in seconds"),

@@ -5,7 +5,7 @@
 public enum Schema {
     /// Every command of the protocol.
     public static let commands: [CommandSchema] = [
-        .play, .pause, .toggle, .stop, .next, .previous, .seek, .skip,
+        .play, .pause, .toggle, .stop, .next, .previous, .seek, .skip, .chapter,
         .repeat, .shuffle, .single, .consume, .replayGain, .crossfade, .rate, .speed,
         .add, .insert, .remove, .move, .priority, .clip, .clear, .shuffleQueue, .clearError, .list,
         .save, .load, .playlists, .playlist, .playlistAdd, .playlistDelete, .playlistMove, .playlistClear, .playlistRemove, .playlistRename,
@@ -42,11 +42,12 @@ public enum Schema {
         EventSchema("modes", "`repeat`, `shuffle`, `stopAfterCurrent`, `consume`"),
         EventSchema("failed", "`item` (id), `path`, `reason`"),
         EventSchema("seeked", "`item`, `time` (s)"),
+        EventSchema("chapter", "`item`, `chapter` (index of the chapter heard, 0 the first; null before the first one starts), `count`, `title`, `start` (s): when the chapter's first sample is heard, when an item with chapters starts, and when a seek lands in another chapter"),
         EventSchema("position", "`item`, `elapsed`, `duration` — while playing, every `position-interval` s (1 s; at least 0.05)", watchedByDefault: false),
         EventSchema("volume", "`volume`, `muted`"),
         EventSchema("session", "`kind` (`interruptionBegan` {reason, by}, `interruptionEnded` {shouldResume}, `routeChanged` {reason}, `mediaServicesWereReset`, `silencedChanged` {silenced}, `duckingChanged` {ducked})"),
         EventSchema("lifecycle", "`kind` (`willResignActive`, `didEnterBackground`, `willEnterForeground`, `didBecomeActive`, `didSuspend`, `didResume`, `willTerminate`, `backgroundTaskExpiring`, `backgroundTaskLeaked`), `state`"),
-        EventSchema("sleep", "`kind` (`set` {minutes, endOfItem}, `cancelled`, `fired`)"),
+        EventSchema("sleep", "`kind` (`set` {minutes, endOfItem, endOfChapter}, `cancelled`, `fired`)"),
         EventSchema("alarm", "`kind` (`set` {alarm}, `cancelled` {id}, `fired` {alarm})"),
         EventSchema("hook", "`hook` (`on-suspend`/`on-resume`), `status` (exit status, null when it could not run or timed out)"),
         EventSchema("shutdown", "(the daemon is stopping)"),
@@ -70,6 +71,7 @@ public enum Schema {
         case "previous": .previous
         case "seek": .seek
         case "skip": .skip
+        case "chapter": .chapter
         case "repeat": .`repeat`
         case "shuffle": .shuffle
         case "single": .single

@@ -35,6 +35,14 @@ extension CommandSchema {
                     ArgumentSchema("back", .boolean, "without seconds: back by the backward interval")],
         reply: "`position`",
         ctl: CtlSyntax("skip [±SECONDS|back]", "Skip forward (by the skip interval, 30 s unless configured), back with `back` (15 s), or by SECONDS (a minus: back).", example: ["back"]))
+    public static let chapter = CommandSchema(
+        "chapter", .transport,
+        "The current item's chapters and the one heard; with `to` or `index`, go to the start of the next chapter, the previous one (the heard chapter's own start when more than 3 s into it, as `previous`), or chapter `index` (0 the first).",
+        arguments: [ArgumentSchema("to", .string, "absent: list", allowed: ["next", "previous"]),
+                    ArgumentSchema("index", .integer, "the chapter to go to, 0 the first")],
+        note: "`to` **or** `index`, or neither",
+        reply: "`chapters` ([{title, start, end}], seconds), `chapter` (index heard, or null); after a move, `position`",
+        ctl: CtlSyntax("chapter [next|previous|N]", "List the current item's chapters, the one heard marked; or go to the next, the previous (the chapter's own start when more than 3 s in), or chapter N (1 the first).", example: ["next"]))
     public static let rate = CommandSchema(
         "rate", .transport, "Play at a rate (AVPlayer's `rate`): 0 pauses, 0.5–3 plays at it (the speed from then on).",
         arguments: [ArgumentSchema("rate", .number, "0 pauses; 0.5…3 plays", required: true, range: 0...3)], reply: "`rate`",

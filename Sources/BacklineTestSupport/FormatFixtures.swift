@@ -22,6 +22,31 @@ public enum FormatFixtures {
         }
     }
 
+    /// An audiobook in small: 7 s of 16-bit stereo FLAC at 44.1 kHz, 1 s of a 523 Hz tone (its
+    /// only zero sample the first: 523 and 44,100 have no common factor, so no stretch of it
+    /// looks like another) and then 6 s of 1 kHz (starting at phase 0: frame 44,100 is 0), with
+    /// three chapters as `CHAPTERnnn` comments: "Opening" at 0, "Tone" at 1 s (the 1 kHz tone's
+    /// first sample), "Later" at 2.5 s.
+    public static func chaptered() throws -> URL {
+        // Made at 44.1 kHz (not resampled from sox's default 48 kHz, which rings) and without
+        // dither: each part is its sine exactly, starting on its frame.
+        let source = try Fixtures.once(try Fixtures.directory().appendingPathComponent("chaptered-src-v2.wav")) { out in
+            let tones = [("1", "523"), ("6", "1000")]
+            let parts = tones.map { out.path + ".\($0.1).wav" }
+            for ((seconds, f), part) in zip(tones, parts) {
+                let r = try runProcess("sox", ["-D", "-r", "44100", "-c", "2", "-n", "-b", "16", part, "synth", seconds, "sine", f, "gain", "-6"])
+                guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+            }
+            let r = try runProcess("sox", ["-D"] + parts + [out.path])
+            guard r.status == 0 else { throw HarnessError("sox failed: \(r.stderr)") }
+        }
+        return try flac("chaptered-v2", from: source, args: [
+            "--tag=CHAPTER001=00:00:00.000", "--tag=CHAPTER001NAME=Opening",
+            "--tag=CHAPTER002=00:00:01.000", "--tag=CHAPTER002NAME=Tone",
+            "--tag=CHAPTER003=00:00:02.500", "--tag=CHAPTER003NAME=Later",
+        ])
+    }
+
     /// `source` encoded to Ogg Vorbis (`oggenc -q 4`).
     public static func vorbis(_ name: String, from source: URL, args: [String] = []) throws -> URL {
         try Fixtures.once(try Fixtures.directory().appendingPathComponent("\(name).ogg")) { out in

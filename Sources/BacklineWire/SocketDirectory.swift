@@ -67,7 +67,7 @@ public func fileKind(_ mode: mode_t) -> String {
 /// Cases may be added in a minor version: `switch` over it with a `default:` case, as over Apple's
 /// non-frozen enums.
 public enum EventKind: String, CaseIterable, Sendable {
-    case state, buffering, current, queue, modes, failed, seeked, position, volume
+    case state, buffering, current, queue, modes, failed, seeked, chapter, position, volume
     case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, partitions, message
 }
 

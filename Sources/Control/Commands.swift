@@ -214,7 +214,7 @@ extension ControlCommand {
 public enum CommandTable {
     public static let all: [CommandDescriptor] = [
         PlayCommand.descriptor, PauseCommand.descriptor, ToggleCommand.descriptor, StopCommand.descriptor,
-        NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor,
+        NextCommand.descriptor, PreviousCommand.descriptor, SeekCommand.descriptor, SkipCommand.descriptor, ChapterCommand.descriptor,
         RepeatCommand.descriptor, ShuffleCommand.descriptor, SingleCommand.descriptor, ConsumeCommand.descriptor, ReplayGainCommand.descriptor, CrossfadeCommand.descriptor, RateCommand.descriptor, SpeedCommand.descriptor,
         AddCommand.descriptor, InsertCommand.descriptor, RemoveCommand.descriptor, MoveCommand.descriptor, PriorityCommand.descriptor, ClipCommand.descriptor,
         ClearCommand.descriptor, ShuffleQueueCommand.descriptor, ClearErrorCommand.descriptor, ListCommand.descriptor,

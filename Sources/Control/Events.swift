@@ -47,6 +47,8 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
 /// What the sleep timer did.
 public enum SleepEvent: Sendable, Equatable {
     case set(minutes: Double?, endOfItem: Bool)
+    /// Set to pause at the end of the chapter (or of the item, when it has none).
+    case setAtEndOfChapter
     case cancelled
     case fired
 }
@@ -61,6 +63,8 @@ public enum ControlEvent: Sendable, Equatable {
     case modes(repeatMode: RepeatMode, shuffle: Bool, stopAfterCurrent: Bool, consume: ConsumeMode = .off)
     case failed(item: Int, path: String, reason: String)
     case seeked(item: Int, time: Double)
+    /// The current item's chapter heard changed (``ChapterPosition``).
+    case chapter(item: Int, ChapterPosition)
     case position(item: Int, elapsed: Double, duration: Double?)
     /// Volume or mute changed (`muteChanged`: the output was turned off or on, as MPD's
     /// `disableoutput` does).
@@ -91,6 +95,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .modes: .modes
         case .failed: .failed
         case .seeked: .seeked
+        case .chapter: .chapter
         case .position: .position
         case .volume: .volume
         case .session: .session
@@ -110,7 +115,7 @@ public enum ControlEvent: Sendable, Equatable {
     /// stored playlists, partitions, the daemon) reach every client.
     public var isPartitionScoped: Bool {
         switch self {
-        case .state, .buffering, .current, .queue, .modes, .failed, .seeked, .position, .volume, .sleep: true
+        case .state, .buffering, .current, .queue, .modes, .failed, .seeked, .chapter, .position, .volume, .sleep: true
         case .session, .lifecycle, .alarm, .hook, .shutdown, .playlists, .update, .partitions: false
         }
     }
@@ -134,6 +139,8 @@ public enum ControlEvent: Sendable, Equatable {
         case .sleep, .alarm: .sleep
         case .hook, .shutdown: .daemon
         case .position: .position
+        // MPD has no chapters; its clients see the seek (`player`) a chapter move makes.
+        case .chapter: []
         case .playlists: .storedPlaylist
         // MPD tells a scan's start and end only (progress is the JSON event's).
         case .partitions: [.partition, .output]

@@ -86,6 +86,8 @@ public final class Playback: Sendable {
         var endOfItem: Bool
         var fade: Double  // seconds of fade-out (0: stop at once)
         var timer: (any DispatchSourceTimer)?
+        /// Also pause where the next chapter starts.
+        var endOfChapter = false
     }
 
     private struct Timers {
@@ -334,6 +336,12 @@ public final class Playback: Sendable {
             post(.failed(item: entry.id, path: entry.path, reason: reason))
         case .seeked(let id, let time):
             post(.seeked(item: id, time: time))
+        case .chapter(let id, let index):
+            let chapters = currentChapters
+            guard queue.current?.id == id, !chapters.isEmpty else { break }
+            let before = heardChapter.withLock { h in defer { h = (id, index) }; return h }
+            post(.chapter(item: id, ChapterPosition(chapters, index: index)))
+            chapterAdvanced(id: id, from: before, to: index, chapters: chapters)
         case .metadata(let id, let metadata):
             streamTags.withLock { $0 = (id, metadata) }
             // Told as the current item again, with its new tags (MPD's `player` idle, JSON's `current`).
@@ -395,9 +403,17 @@ public final class Playback: Sendable {
             audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
             replayGain: replayGain,
             replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
-            crossfade: crossfade, speed: speed,
+            crossfade: crossfade, speed: speed, chapter: ChapterPosition(currentChapters, at: queue.elapsed),
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
+    }
+
+    /// The current entry's chapters: the player's item's once it is open, else those read with
+    /// its tags (empty when it has none).
+    public var currentChapters: [Chapter] {
+        guard let e = queue.current else { return [] }
+        if let item = player.currentItem, item.path == e.path, item.status == .readyToPlay { return item.chapters }
+        return tags.lookup(e.path)?.metadata.chapters ?? []
     }
 
     public var nowPlayingSnapshot: NowPlayingSnapshot? {
@@ -409,7 +425,10 @@ public final class Playback: Sendable {
 
     public var sleepSnapshot: SleepSnapshot? {
         timers.withLock { t in
-            t.sleep.map { SleepSnapshot(remaining: $0.deadline.map { max(0, $0 - Self.now()) }, endOfItem: $0.endOfItem, fade: $0.fade) }
+            t.sleep.map {
+                SleepSnapshot(remaining: $0.deadline.map { max(0, $0 - Self.now()) }, endOfItem: $0.endOfItem && !$0.endOfChapter,
+                              endOfChapter: $0.endOfChapter, fade: $0.fade)
+            }
         }
     }
 
@@ -426,13 +445,29 @@ public final class Playback: Sendable {
         post(.sleep(.set(minutes: minutes, endOfItem: false)))
     }
 
-    /// Stops at the end of the current item, replacing any timer.
-    func setSleepAtEndOfItem() {
+    /// Stops at the end of the current item (`orChapter`: or where its next chapter starts,
+    /// whichever is heard first), replacing any timer.
+    func setSleepAtEndOfItem(orChapter: Bool = false) {
         cancelSleep()
         queue.setStopAfterCurrent(true)
-        timers.withLock { $0.sleep = SleepState(deadline: nil, endOfItem: true, fade: 0, timer: nil) }
-        post(.sleep(.set(minutes: nil, endOfItem: true)))
+        timers.withLock { $0.sleep = SleepState(deadline: nil, endOfItem: true, fade: 0, timer: nil, endOfChapter: orChapter) }
+        post(.sleep(orChapter ? .setAtEndOfChapter : .set(minutes: nil, endOfItem: true)))
     }
+
+    /// The chapter heard moved from `from` to `to` in item `id`: an end-of-chapter sleep timer
+    /// fires when it is the next chapter of the same item (a chapter played to its end, not a
+    /// seek elsewhere). The queue pauses and goes back to the new chapter's first sample,
+    /// so play resumes with all of it.
+    private func chapterAdvanced(id: Int, from: (id: Int, index: Int?)?, to: Int?, chapters: [Chapter]) {
+        guard let to, let from, from.id == id, to == (from.index.map { $0 + 1 } ?? 0),
+              timers.withLock({ $0.sleep?.endOfChapter == true }) else { return }
+        timers.withLock { $0.sleep = nil }
+        queue.setStopAfterCurrent(false)
+        queue.pause()
+        try? queue.seek(to: chapters[to].start)
+        post(.sleep(.fired))
+    }
+    private let heardChapter = Lock<(id: Int, index: Int?)?>(nil)
 
     /// Cancels the sleep timer (and the stop at the end of the item it set).
     func cancelSleep() {

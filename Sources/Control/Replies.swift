@@ -72,6 +72,8 @@ public struct SleepSnapshot: Sendable, Equatable {
     /// Seconds until it fires (nil: at the end of the item).
     public var remaining: Double?
     public var endOfItem: Bool
+    /// Whether it pauses at the end of the chapter (and at the end of the item).
+    public var endOfChapter: Bool = false
     /// Seconds of fade-out before it fires.
     public var fade: Double
 }
@@ -118,11 +120,36 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var crossfade: Double
     /// The rate items play at (1: as recorded), playing or not.
     public var speed: Double = 1
+    /// The current item's chapter at ``elapsed``, when it has chapters.
+    public var chapter: ChapterPosition? = nil
     public var underruns: Int
     public var sleep: SleepSnapshot?
     /// The music directory (symlinks resolved) that relative paths are relative to: a client
     /// in a folder inside it can name files relative to that folder.
     public var musicDirectory: String
+}
+
+/// Where an item with chapters is: how many it has and which is heard.
+public struct ChapterPosition: Sendable, Equatable {
+    /// The chapter's index (0 the first), nil before the first one starts.
+    public var index: Int?
+    /// How many chapters the item has.
+    public var count: Int
+    /// The chapter at ``index``.
+    public var chapter: Chapter?
+
+    /// The position `seconds` into an item with `chapters` (nil when it has none).
+    public init?(_ chapters: [Chapter], at seconds: Double) {
+        guard !chapters.isEmpty else { return nil }
+        self.init(chapters, index: Chapter.index(at: seconds, in: chapters))
+    }
+
+    /// Chapter `index` of `chapters`.
+    public init(_ chapters: [Chapter], index: Int?) {
+        self.index = index
+        count = chapters.count
+        chapter = index.flatMap { chapters.indices.contains($0) ? chapters[$0] : nil }
+    }
 }
 
 /// What the now-playing info center holds for the current item.
@@ -165,6 +192,8 @@ public enum Reply: Sendable, Equatable {
     case rate(Double)
     /// The rate items play at (``Playback/speed``).
     case speed(Double)
+    /// The current item's chapters, the one heard (index), and where a move landed (seconds).
+    case chapters([Chapter], current: Int?, position: Double?)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.
     case count(Int)

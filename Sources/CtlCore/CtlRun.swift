@@ -309,6 +309,12 @@ public enum CtlCommands {
                 throw CtlUsage(cmd, "expected a rate from 0.5 to 3, got '\(s)'")
             }
             return .command(name: command, members: [("speed", .number(speed))])
+        case "chapter":
+            try atMost(1)
+            guard let s = a.first else { return .command(name: command, members: []) }
+            if s == "next" || s == "previous" { return .command(name: command, members: [("to", .string(s))]) }
+            guard let n = Int(s), n >= 1 else { throw CtlUsage(cmd, "expected next, previous or a chapter number (1 the first), got '\(s)'") }
+            return .command(name: command, members: [("index", .int(n - 1))])
         case "crossfade":
             try atMost(1)
             guard let s = a.first else { return .command(name: command, members: []) }

@@ -28,6 +28,7 @@ public enum CtlText {
             return "modes: repeat \(str("repeat")) · shuffle \(onOff(e["shuffle"])) · single \(onOff(e["stopAfterCurrent"])) · consume \(str("consume"))"
         case .failed?: return "failed: \(shown(str("path"), music: music)): \(str("reason")) [id \(e["item"]?.int ?? 0)]"
         case .seeked?: return "seeked: \(clock(e["time"]?.number)) [id \(e["item"]?.int ?? 0)]"
+        case .chapter?: return "\(chapterText(e)) [id \(e["item"]?.int ?? 0)]"
         case .position?: return "position: \(clock(e["elapsed"]?.number)) / \(clock(e["duration"]?.number)) [id \(e["item"]?.int ?? 0)]"
         case .volume?: return "volume: \(volumeText(e))"
         case .session?:
@@ -60,6 +61,7 @@ public enum CtlText {
             switch str("kind") {
             case "set":
                 if e["endOfItem"]?.bool == true { return "sleep: at the end of the item" }
+                if e["endOfChapter"]?.bool == true { return "sleep: at the end of the chapter" }
                 return "sleep: in \(clock((e["minutes"]?.number ?? 0) * 60, milliseconds: false))"
             case "cancelled": return "sleep: off"
             case "fired": return "sleep: paused"
@@ -109,6 +111,14 @@ public enum CtlText {
         if milliseconds { return time(t) }
         let s = Int(t.rounded())
         return s >= 3600 ? "\(s / 3600):\(pad(s / 60 % 60, 2)):\(pad(s % 60, 2))" : "\(s / 60):\(pad(s % 60, 2))"
+    }
+
+    /// A chapter position (a status's `chapter`, a `chapter` event): `chapter 2/40: Title (from 12:30)`.
+    static func chapterText(_ c: JSON) -> String {
+        let count = c["count"]?.int ?? 0
+        guard let i = c["chapter"]?.int else { return "chapter -/\(count) (before the first)" }
+        let title = c["title"]?.string.map { ": " + printable($0) } ?? ""
+        return "chapter \(i + 1)/\(count)\(title) (from \(clock(c["start"]?.number)))"
     }
 
     public static func itemLine(_ i: JSON) -> String {
@@ -272,6 +282,7 @@ public enum CtlText {
                 let filled = d.map { $0 > 0 ? Int(Double(width) * min(1, e / $0)) : 0 } ?? 0
                 out += "  [" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
                 out += "\(time(e)) / \(time(d))\n"
+                if let ch = r["chapter"], ch != .null { out += "  \(chapterText(ch))\n" }
             } else {
                 out += "  (nothing current; \(r["count"]?.int ?? 0) in the queue)\n"
             }
@@ -442,6 +453,20 @@ public enum CtlText {
         case "previous": ReplyWords(currentWords)
         case "seek": ReplyWords(positionWords)
         case "skip": ReplyWords(positionWords)
+        case "chapter": ReplyWords { r, sent, verbose in
+            let list = r["chapters"]?.array ?? []
+            let current = r["chapter"]?.int
+            if let position = r["position"]?.number {
+                let title = current.flatMap { list.indices.contains($0) ? list[$0]["title"]?.string : nil }
+                return "chapter \((current ?? 0) + 1)/\(list.count)\(title.map { ": " + printable($0) } ?? "") (from \(clock(position)))\n"
+            }
+            guard !list.isEmpty else { return "no chapters\n" }
+            var out = ""
+            for (i, c) in list.enumerated() {
+                out += "\(i == current ? "▶" : " ") \(pad(i + 1, String(list.count).count)). \(clock(c["start"]?.number))  \(printable(c["title"]?.string ?? "(untitled)"))\n"
+            }
+            return out
+        }
         case "repeat": ReplyWords { r, sent, verbose in
             return "repeat: \(r["repeat"]?.string ?? "?")\n"
         }
@@ -576,6 +601,7 @@ public enum CtlText {
     public static func sleepText(_ s: JSON?) -> String {
         guard let s, s != .null else { return "off" }
         if s["endOfItem"]?.bool == true { return "at the end of the item" }
+        if s["endOfChapter"]?.bool == true { return "at the end of the chapter" }
         var out = "in \(clock(s["remaining"]?.number, milliseconds: false))"
         if let f = s["fade"]?.number, f > 0 { out += ", fading out over \(Int(f)) s" }
         return out

@@ -126,6 +126,9 @@ public enum JSONCodec {
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
         case .speed(let r): [("speed", .number(r))]
+        case .chapters(let list, let current, let position):
+            [("chapters", .array(list.map { .object(fields($0)) })), ("chapter", current.map(JSON.int) ?? .null)]
+                + (position.map { [("position", ms($0))] } ?? [])
         case .added(let ids, let skipped):
             [("items", .array(ids.map(JSON.int))),
              ("skipped", .array(skipped.map { .object([("path", .string($0.path)), ("reason", .string($0.reason))]) }))]
@@ -253,10 +256,24 @@ public enum JSONCodec {
             ("replayGainDecibels", s.replayGainScale.flatMap { $0 > 0 ? .number(20 * log10(Double($0))) : nil } ?? .null),
             ("crossfade", .number(s.crossfade)),
             ("speed", .number(s.speed)),
+            ("chapter", s.chapter.map { .object(fields($0)) } ?? .null),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),
             ("musicDirectory", .string(s.musicDirectory)),
         ]
+    }
+
+    /// A chapter as replies list it: `title` (or null), `start` and `end` (null: where the next
+    /// starts, or the item's end), seconds.
+    static func fields(_ c: Chapter) -> [(String, JSON)] {
+        [("title", c.title.map(JSON.string) ?? .null), ("start", ms(c.start)), ("end", c.end.map(ms) ?? .null)]
+    }
+
+    /// Where an item is among its chapters: `chapter` (index or null), `count`, and the
+    /// chapter's `title` and `start`.
+    static func fields(_ c: ChapterPosition) -> [(String, JSON)] {
+        [("chapter", c.index.map(JSON.int) ?? .null), ("count", .int(c.count)),
+         ("title", c.chapter?.title.map(JSON.string) ?? .null), ("start", c.chapter.map { ms($0.start) } ?? .null)]
     }
 
     static func replayGain(_ s: ReplayGainSettings) -> JSON {
@@ -316,7 +333,8 @@ public enum JSONCodec {
 
     static func sleep(_ s: SleepSnapshot?) -> JSON {
         guard let s else { return .null }
-        return .object([("remaining", s.remaining.map(ms) ?? .null), ("endOfItem", .bool(s.endOfItem)), ("fade", .number(s.fade))])
+        return .object([("remaining", s.remaining.map(ms) ?? .null), ("endOfItem", .bool(s.endOfItem)),
+                        ("endOfChapter", .bool(s.endOfChapter)), ("fade", .number(s.fade))])
     }
 
     /// The protocol's schema as the web remote reads it (`GET /schema`): every command's
@@ -368,6 +386,7 @@ public enum JSONCodec {
             [("repeat", .string(r.rawValue)), ("shuffle", .bool(sh)), ("stopAfterCurrent", .bool(sac)), ("consume", .string(consume.rawValue))]
         case .failed(let item, let path, let reason): [("item", .int(item)), ("path", .string(path)), ("reason", .string(reason))]
         case .seeked(let item, let time): [("item", .int(item)), ("time", ms(time))]
+        case .chapter(let item, let c): [("item", .int(item))] + fields(c)
         case .position(let item, let elapsed, let duration):
             [("item", .int(item)), ("elapsed", ms(elapsed)), ("duration", duration.map(ms) ?? .null)]
         case .volume(let v, _): fields(v)
@@ -390,7 +409,9 @@ public enum JSONCodec {
             }
         case .sleep(let s):
             switch s {
-            case .set(let minutes, let endOfItem): [("kind", "set"), ("minutes", minutes.map(JSON.number) ?? .null), ("endOfItem", .bool(endOfItem))]
+            case .set(let minutes, let endOfItem):
+                [("kind", "set"), ("minutes", minutes.map(JSON.number) ?? .null), ("endOfItem", .bool(endOfItem)), ("endOfChapter", .bool(false))]
+            case .setAtEndOfChapter: [("kind", "set"), ("minutes", .null), ("endOfItem", .bool(false)), ("endOfChapter", .bool(true))]
             case .cancelled: [("kind", "cancelled")]
             case .fired: [("kind", "fired")]
             }

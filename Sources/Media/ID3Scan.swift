@@ -56,6 +56,9 @@ package enum ID3Scan {
         case userText(String, String)
         /// A `UFID` frame's owner and identifier bytes.
         case uniqueID(String, [UInt8])
+        /// A `CHAP` frame (ID3v2 Chapter Frame Addendum): its start and end in milliseconds and
+        /// the title of its embedded `TIT2`, if any.
+        case chapter(start: Int, end: Int, title: String?)
         /// A ID3v2.2/2.3 frame libid3tag keeps only as obsolete (`TYER`, `TDAT`, `TIME`, …):
         /// its first string.
         case obsolete(String?)
@@ -267,6 +270,7 @@ package enum ID3Scan {
 
     /// The fields of a frame libid3tag parses and mpd reads.
     private static func content(id: String, _ d: ArraySlice<UInt8>, major: Int) -> Content {
+        if id == "CHAP" { return chapter(d, major: major) }
         guard let enc = d.first else { return .other }
         var p = d.startIndex + 1
         switch id {
@@ -292,6 +296,24 @@ package enum ID3Scan {
             while p < d.endIndex { strings.append(string(d, &p, encoding: enc, full: false)) }
             return .text(strings)
         }
+    }
+
+    /// A `CHAP` frame: an element ID (Latin-1, NUL-ended), start and end times (ms), start and
+    /// end byte offsets (not used: the times place the chapter), then frames of the tag's own
+    /// version, of which the `TIT2` is the title. A frame too short for its times is `.other`.
+    private static func chapter(_ d: ArraySlice<UInt8>, major: Int) -> Content {
+        guard let nul = d.firstIndex(of: 0), d.endIndex - (nul + 1) >= 16 else { return .other }
+        let t = nul + 1
+        let start = uint(d[t..<(t + 4)]), end = uint(d[(t + 4)..<(t + 8)])
+        let sub = Array(d[(t + 16)...])
+        var q = 0
+        var title: String?
+        while q < sub.count, sub[q] != 0, let frame = parseFrame(sub, &q, end: sub.count, major: major) {
+            if let frame, frame.id == "TIT2", case .text(let strings) = frame.content, title == nil {
+                title = strings.first.map(stripped)
+            }
+        }
+        return .chapter(start: start, end: end, title: title)
     }
 
     /// An obsolete frame's first string (libid3tag's fixup reads it with its encoding byte).
@@ -442,6 +464,12 @@ package enum ID3Scan {
             guard case .uniqueID(let owner, let data) = f.content, owner == "http://musicbrainz.org" else { continue }
             meta.addTag(.musicBrainzTrackID, bytes: data)
         }
+        // Chapters in order of their starts (as FFmpeg lists them; a `CTOC`'s order is not
+        // followed), each ending where its frame says (nil when that is not after its start).
+        meta.chapters = frames.enumerated().compactMap { i, f -> (Int, Chapter)? in
+            guard case .chapter(let start, let end, let title) = f.content else { return nil }
+            return (i, Chapter(title: title, start: Double(start) / 1000, end: end > start ? Double(end) / 1000 : nil))
+        }.sorted { ($0.1.start, $0.0) < ($1.1.start, $1.0) }.map(\.1)
         meta.title = meta.values(.title).first
         meta.artist = meta.values(.artist).first
         meta.album = meta.values(.album).first

@@ -15,3 +15,18 @@ public struct Chapter: Sendable, Equatable, Codable {
         self.end = end
     }
 }
+
+extension Chapter {
+    /// The index of the chapter playing `seconds` into an item with `chapters` (in order of
+    /// their starts): the last one that starts at or before it; nil before the first start or
+    /// when there are none. A chapter's start is compared to a millisecond's precision, so a
+    /// position taken from frames lands in the chapter that starts on that frame.
+    public static func index(at seconds: Double, in chapters: [Chapter]) -> Int? {
+        guard seconds.isFinite else { return nil }
+        var found: Int?
+        for (i, c) in chapters.enumerated() {
+            if c.start <= seconds + 0.0005 { found = i } else { break }
+        }
+        return found
+    }
+}

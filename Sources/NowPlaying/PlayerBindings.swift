@@ -80,6 +80,8 @@ public final class NowPlayingBinding: Sendable {
             write()
         case .timedMetadata(let item, _) where item === player.currentItem:
             write()  // the stream's new title, as it is heard
+        case .chapterChanged(let item, _) where item === player.currentItem:
+            write()  // the chapter number, as its first sample is heard
         default:
             break
         }
@@ -118,6 +120,10 @@ public final class NowPlayingBinding: Sendable {
         info.artwork = m.artwork
         info.mediaType = .audio
         info.isLiveStream = item.isLive
+        if !m.chapters.isEmpty {
+            info.chapterCount = m.chapters.count
+            info.chapterNumber = player.currentChapterIndex
+        }
         info.elapsedPlaybackTime = player.currentTime()
         let status = player.timeControlStatus
         // Only audible playback advances: a waiting or paused player is written with rate 0,

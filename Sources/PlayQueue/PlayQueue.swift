@@ -35,6 +35,9 @@ public enum PlayQueueEvent: Sendable, Equatable {
     case seeked(id: Int, time: Double)
     /// The current entry's tags changed within it, heard now (a chained stream's next link).
     case metadata(id: Int, TrackMetadata)
+    /// The current entry's chapter changed, heard now: an index into its chapters (nil: before
+    /// the first one's start).
+    case chapter(id: Int, chapter: Int?)
 }
 
 /// A snapshot of the play queue for saving and restoring.

@@ -206,6 +206,8 @@ extension PlayQueue {
                 if let f = s.fed.first, f.item === item { post(.seeked(id: f.id, time: time)) }
             case .timedMetadata(let item, let metadata):
                 if let f = s.fed.first, f.item === item { post(.metadata(id: f.id, metadata)) }
+            case .chapterChanged(let item, let chapter):
+                if let f = s.fed.first, f.item === item { post(.chapter(id: f.id, chapter: chapter)) }
             case .itemStatusChanged(_, .failed):
                 refeed(&s)  // the decoder went on past it: what follows is fed now
             case .rateChanged, .timeControlStatusChanged:

@@ -121,6 +121,11 @@ public final class PlayerItem: Sendable, Hashable, CustomStringConvertible {
     /// Tags from the file; empty until loaded.
     public var metadata: TrackMetadata { state.withLock { $0.metadata } }
 
+    /// Its chapters once loaded, in order (AVAsset's `chapterMetadataGroups`: each a title over
+    /// a time range): from MP4/M4B chapter tracks, Matroska, ID3v2 `CHAP` frames, or Ogg
+    /// `CHAPTERnnn` comments. Empty when it has none or is not loaded yet.
+    public var chapters: [Chapter] { metadata.chapters }
+
     /// Title, else the file name: what a player shows for this item.
     public var displayName: String {
         let m = metadata

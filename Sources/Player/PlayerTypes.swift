@@ -115,6 +115,11 @@ public enum PlayerEvent: Sendable {
     /// The item's tags changed within it, heard now (AVPlayerItem's `timedMetadata`: a
     /// chained Ogg stream's next link); ``PlayerItem/metadata`` holds them from now on.
     case timedMetadata(PlayerItem, TrackMetadata)
+    /// The chapter heard changed: `chapter` is an index into the item's ``PlayerItem/chapters``
+    /// (nil: before the first one starts). Posted when the chapter's first sample is heard, when
+    /// an item with chapters starts, and when a seek lands in another chapter; never for an
+    /// item without chapters. ``QueuePlayer/currentChapterIndex`` holds it from now on.
+    case chapterChanged(PlayerItem, chapter: Int?)
 }
 
 /// An opaque token for a player's time observer or event handler; pass it back to the same

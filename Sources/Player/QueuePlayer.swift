@@ -64,6 +64,8 @@ public final class QueuePlayer: Sendable {
         /// The current item stalled (its network input behind, the device playing silence)
         /// and has not been heard again since.
         var stalled = false
+        /// The chapter heard last, and in which item.
+        var heardChapter: (item: PlayerItem, chapter: Int?)?
     }
 
     /// The background task held while the current item is stalled (a stream reconnecting),
@@ -120,6 +122,13 @@ public final class QueuePlayer: Sendable {
 
     /// The item being played (or about to be), nil when the queue is empty.
     public var currentItem: PlayerItem? { state.withLock { $0.items.first } }
+
+    /// The chapter of ``currentItem`` being heard: an index into its ``PlayerItem/chapters``, nil
+    /// when it has none or is before the first one's start. Changes are posted as
+    /// ``PlayerEvent/chapterChanged(_:chapter:)`` when heard.
+    public var currentChapterIndex: Int? {
+        state.withLock { s in s.heardChapter.flatMap { $0.item === s.items.first ? $0.chapter : nil } }
+    }
 
     /// Whether `item` can be inserted after `after` (nil: at the end): not when it is queued
     /// anywhere already (one item, one place), when it failed (terminal), or when `after` is not
@@ -859,6 +868,11 @@ public final class QueuePlayer: Sendable {
                 guard let item = s.engineItems[info.id] else { return }
                 item.updateMetadata(info.metadata)
                 post(&s, .timedMetadata(item, info.metadata))
+
+            case .chapterChanged(let id, let chapter):
+                guard let item = s.engineItems[id], item === s.items.first else { return }
+                s.heardChapter = (item, chapter)
+                post(&s, .chapterChanged(item, chapter: chapter))
             }
         }
     }

@@ -197,6 +197,7 @@ struct Ctl: ParsableCommand {
         case "sleep":
             if flag("--cancel") { try atMost(0); return SleepCommand(action: .cancel) }
             if flag("--end-of-item") { try atMost(0); return SleepCommand(action: .endOfItem) }
+            if flag("--end-of-chapter") { try atMost(0); return SleepCommand(action: .endOfChapter) }
             var values: [String: ArgumentValue] = [:]
             if let f = try option("--fade") { values["fade"] = .number(try number(f, "fade seconds")) }
             try atMost(1)

@@ -31,6 +31,7 @@ final class PlayKeys: Sendable {
     static let help = """
         keys: space/p pause · n/> next · b/< previous · ←/→ seek 5 s · ↓/↑ seek 30 s · 9/0 or -/+ volume · m mute
               j/l skip −15 / +30 s · [/] speed (0.5–3, the pitch kept) · backspace speed 1
+              PgUp/@ next chapter · PgDn/! previous chapter
               r repeat (off, all, one) · s shuffle
               i about this item · ? keys · q quit
         """
@@ -66,6 +67,8 @@ final class PlayKeys: Sendable {
             let target = ((playback.speed + step) * 10).rounded() / 10
             run(SpeedCommand(speed: min(3, max(0.5, target))))
         case .backspace: run(SpeedCommand(speed: 1))
+        case .pageUp, .character("@"): run(ChapterCommand(.next))
+        case .pageDown, .character("!"): run(ChapterCommand(.previous))
         case .character("r"):
             let next: RepeatMode = switch queue.repeatMode {
             case .off: .all
@@ -110,6 +113,8 @@ final class PlayKeys: Sendable {
         case .shuffle(let on): return "shuffle \(on ? "on" : "off")"
         case .position(let t): return "at \(formatTime(t))"
         case .speed(let r): return "speed \(CtlText.rateText(r))"
+        case .chapters(let list, let current?, _?):
+            return "chapter \(current + 1)/\(list.count)" + (list[current].title.map { ": \($0)" } ?? "")
         default: return nil
         }
     }
@@ -139,6 +144,11 @@ final class PlayKeys: Sendable {
         ]
         for (k, v) in tags { if let v, !v.isEmpty { lines.append("  \(k): \(v)") } }
         if let art = m.artwork { lines.append("  cover: \(art.mimeType), \(art.data.count) bytes") }
+        if !m.chapters.isEmpty {
+            let at = Chapter.index(at: playback.queue.elapsed, in: m.chapters)
+            let heard = at.map { i in "; now \(i + 1). \(m.chapters[i].title ?? "(untitled)") from \(formatTime(m.chapters[i].start))" } ?? ""
+            lines.append("  chapters: \(m.chapters.count)\(heard)")
+        }
         let audio = info.audio.map(String.init(describing:)) ?? "\(info.format)"
         lines.append("  audio: \(audio), \(formatTime(info.duration)) (\(info.durationFrames) frames)")
         let rg = playback.replayGain

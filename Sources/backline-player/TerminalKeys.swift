@@ -64,11 +64,13 @@ enum KeyTerminal {
 enum Key: Equatable, Sendable {
     case character(Character)
     case up, down, left, right
+    /// Page Up and Page Down (`ESC [ 5 ~`, `ESC [ 6 ~`).
+    case pageUp, pageDown
     /// Backspace (DEL, or ^H).
     case backspace
 
     /// The keys in `bytes` (what one read returned): printable characters and the arrow keys'
-    /// escape sequences (`ESC [ A` and `ESC O A` forms), backspace; anything else is dropped.
+    /// escape sequences (`ESC [ A` and `ESC O A` forms), Page Up and Down, backspace; anything else is dropped.
     static func parse(_ bytes: [UInt8]) -> [Key] {
         var keys: [Key] = []
         var i = 0
@@ -91,6 +93,9 @@ enum Key: Equatable, Sendable {
                     case UInt8(ascii: "D"): keys.append(.left)
                     default: break
                     }
+                } else if j < bytes.count, j == i + 3, bytes[j] == UInt8(ascii: "~") {
+                    if bytes[i + 2] == UInt8(ascii: "5") { keys.append(.pageUp) }
+                    if bytes[i + 2] == UInt8(ascii: "6") { keys.append(.pageDown) }
                 }
                 i = j + 1
                 continue

@@ -5,7 +5,7 @@ import MediaCore
 import Testing
 
 /// Chapters as the decoders read them, against FFmpeg's own reading (`ffprobe -show_chapters`).
-@Suite("chapters: an M4B's (MP4 chapters through FFmpeg) and an Opus file's CHAPTER comments, as ffprobe lists them", Harness.audioTools)
+@Suite("chapters: an M4B's (MP4 chapters through FFmpeg), an MP3's ID3v2 CHAP frames and an Opus file's CHAPTER comments, as ffprobe lists them", Harness.audioTools)
 struct ChapterTests {
     /// Three chapters over 30 s: 0–10 "Opening", 10–22.5 "Middle", 22.5–30 "End".
     static let expected = [("Opening", 0.0, 10.0), ("Middle", 10.0, 22.5), ("End", 22.5, 30.0)]
@@ -45,6 +45,39 @@ struct ChapterTests {
         for (c, p) in zip(chapters, probed) {
             #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)")
         }
+    }
+
+    @Test("an MP3 with ID3v2.3 and with ID3v2.4 CHAP frames (and a CTOC) as ffmpeg writes them: the decoder's chapters are ffprobe's; CHAP titles do not become the file's title", arguments: ["3", "4"])
+    func mp3(id3Version: String) throws {
+        let dir = try Harness.makeTemporaryDirectory("chapters-mp3")
+        let meta = dir.appendingPathComponent("chapters.txt")
+        var text = ";FFMETADATA1\ntitle=The Book\n"
+        for (title, start, end) in Self.expected {
+            text += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(Int(start * 1000))\nEND=\(Int(end * 1000))\ntitle=\(title)\n"
+        }
+        try text.write(to: meta, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("book.mp3")
+        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", try Self.source().path, "-i", meta.path,
+                                          "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1", "-c:a", "libmp3lame", "-b:a", "96k",
+                                          "-id3v2_version", id3Version, out.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let probed = try Self.ffprobe(out)
+        #expect(probed.map(\.title) == Self.expected.map(\.0), "ffprobe: \(probed)")
+        let metadata = try DecoderRegistry.standard.info(path: out.path).metadata
+        #expect(metadata.title == "The Book")
+        #expect(metadata.chapters.count == probed.count, "\(metadata.chapters)")
+        for (c, p) in zip(metadata.chapters, probed) {
+            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)")
+        }
+    }
+
+    @Test("the chapter at a time: none before the first start, each from its start (to the millisecond) until the next one's")
+    func index() {
+        let chapters = [Chapter(title: "a", start: 1), Chapter(title: "b", start: 10), Chapter(title: "c", start: 22.5)]
+        let cases: [(Double, Int?)] = [(0, nil), (0.998, nil), (0.9996, 0), (1, 0), (9.998, 0), (10, 1), (22.499, 1), (22.5, 2), (1e6, 2)]
+        for (t, expected) in cases { #expect(Chapter.index(at: t, in: chapters) == expected, "at \(t) s") }
+        #expect(Chapter.index(at: 5, in: []) == nil)
+        #expect(Chapter.index(at: .nan, in: chapters) == nil)
     }
 
     @Test("an Opus file with CHAPTER001…003 and their NAMEs (out of order): the decoder's chapters are ffprobe's; a malformed time is left out")

@@ -3,13 +3,16 @@ import PlayQueue
 
 // The sleep timer.
 
-/// Pauses after some minutes (with an optional fade) or at the end of the item; cancels; or reads it.
+/// Pauses after some minutes (with an optional fade), at the end of the item or of the chapter;
+/// cancels; or reads it.
 public struct SleepCommand: ControlCommand {
     public enum Action: Sendable, Equatable {
         case read
         case cancel
         case after(minutes: Double, fade: Double)
         case endOfItem
+        /// Pause where the next chapter starts (at the item's end when it has none).
+        case endOfChapter
     }
     public static let descriptor = CommandDescriptor(Self.self, .sleep, .sleep)
     public var action: Action
@@ -18,6 +21,11 @@ public struct SleepCommand: ControlCommand {
         if a.bool("cancel") == true { action = .cancel; return }
         let minutes = a.number("minutes")
         let endOfItem = a.bool("endOfItem") ?? false
+        if a.bool("endOfChapter") == true {
+            guard minutes == nil, !endOfItem else { throw .badArgument("sleep: give \"minutes\", \"endOfItem\" or \"endOfChapter\", one of them") }
+            action = .endOfChapter
+            return
+        }
         let fade = a.number("fade") ?? 0
         guard fade >= 0, fade <= Limits.fadeSeconds else { throw .badArgument("sleep: fade is 0 to \(Int(Limits.fadeSeconds)) seconds") }
         switch (minutes, endOfItem) {
@@ -36,6 +44,7 @@ public struct SleepCommand: ControlCommand {
         case .read: Arguments()
         case .cancel: Arguments(["cancel": .boolean(true)])
         case .endOfItem: Arguments(["endOfItem": .boolean(true)])
+        case .endOfChapter: Arguments(["endOfChapter": .boolean(true)])
         case .after(let m, let f): Arguments(["minutes": .number(m), "fade": .number(f)])
         }
     }
@@ -48,6 +57,7 @@ public struct SleepCommand: ControlCommand {
             p.post(.sleep(.cancelled))
             return .sleep(nil)
         case .endOfItem: p.setSleepAtEndOfItem()
+        case .endOfChapter: p.setSleepAtEndOfItem(orChapter: true)
         case .after(let m, let f): p.setSleep(minutes: m, fade: f)
         }
         return .sleep(p.sleepSnapshot)

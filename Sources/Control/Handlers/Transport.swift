@@ -1,8 +1,10 @@
 import BacklineSchema
+import MediaCore
 import PlayQueue
+import Platform
 import Player
 
-// Transport: play, pause, toggle, stop, next, previous, seek, skip, rate.
+// Transport: play, pause, toggle, stop, next, previous, seek, skip, chapter, rate.
 
 /// Plays (resumes when paused; from the current item's start when stopped), or plays `item`.
 public struct PlayCommand: ControlCommand {
@@ -177,6 +179,65 @@ public struct SkipCommand: ControlCommand {
         let by = seconds ?? (back ? -x.playback.skipIntervals.backward : x.playback.skipIntervals.forward)
         do throws(PlayQueueError) { try q.seek(to: max(0, q.elapsed + by)) } catch { throw CommandError(error) }
         return .position(q.elapsed)
+    }
+}
+
+/// The current item's chapters; or a move to the next, the previous or a given chapter's start
+/// (a seek there: heard from its first sample).
+public struct ChapterCommand: ControlCommand {
+    public static let descriptor = CommandDescriptor(Self.self, .chapter, .transport)
+    /// Where to go: nil lists.
+    public enum Target: Sendable, Equatable {
+        case next, previous
+        case index(Int)
+    }
+    public var target: Target?
+    public init(_ target: Target?) { self.target = target }
+    public init(_ a: Arguments) throws(CommandError) {
+        switch (a.string("to"), a.integer("index")) {
+        case (nil, nil): target = nil
+        case ("next"?, nil): target = .next
+        case ("previous"?, nil): target = .previous
+        case (nil, let i?): target = .index(i)
+        default: throw .badArgument("chapter: give \"to\" (next or previous) or \"index\", not both")
+        }
+    }
+    public var arguments: Arguments {
+        switch target {
+        case nil: Arguments()
+        case .next?: Arguments(["to": .string("next")])
+        case .previous?: Arguments(["to": .string("previous")])
+        case .index(let i)?: Arguments(["index": .integer(i)])
+        }
+    }
+    /// How far into a chapter `previous` goes back to its start rather than to the chapter
+    /// before (as ``PreviousCommand`` does with items).
+    public static let restartThreshold = 3.0
+
+    public func run(_ x: CommandContext) throws(CommandError) -> Reply {
+        let p = x.playback
+        let chapters = p.currentChapters
+        let elapsed = p.queue.elapsed
+        let heard = Chapter.index(at: elapsed, in: chapters)
+        guard let target else { return .chapters(chapters, current: heard, position: nil) }
+        guard let entry = p.queue.current else { throw .emptyQueue("chapter: nothing is current") }
+        guard !chapters.isEmpty else { throw .unsupported("chapter: \(Path.lastComponent(entry.path)) has no chapters") }
+        let to: Int
+        switch target {
+        case .next:
+            to = heard.map { $0 + 1 } ?? 0
+            guard to < chapters.count else { throw .badArgument("chapter: the last chapter is playing (\(chapters.count) of \(chapters.count))") }
+        case .previous:
+            guard let h = heard else { to = 0; break }
+            to = elapsed - chapters[h].start > Self.restartThreshold ? h : max(0, h - 1)
+        case .index(let i):
+            guard chapters.indices.contains(i) else {
+                throw .badArgument("chapter: no chapter \(i) (the item has \(chapters.count), 0 to \(chapters.count - 1))")
+            }
+            to = i
+        }
+        _ = try SeekCommand(target: .position(chapters[to].start)).run(x)
+        return .chapters(chapters, current: to, position: chapters[to].start)
     }
 }
 
