@@ -11,7 +11,7 @@ public enum Schema {
         .save, .load, .playlists, .playlist, .playlistAdd, .playlistDelete, .playlistMove, .playlistClear, .playlistRemove, .playlistRename,
         .browse,
         .update, .find, .search, .findAdd, .count, .ls, .stats,
-        .status, .nowPlaying,
+        .status, .nowPlaying, .bookmarks,
         .volume, .mute, .session, .lifecycle, .sleep, .alarm,
         .newPartition, .partition, .listPartitions, .deletePartition, .moveOutput, .outputs,
         .subscribe, .unsubscribe,
@@ -110,6 +110,7 @@ public enum Schema {
         case "stats": .stats
         case "status": .status
         case "now-playing": .nowPlaying
+        case "bookmarks": .bookmarks
         case "volume": .volume
         case "mute": .mute
         case "session": .session

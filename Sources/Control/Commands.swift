@@ -223,7 +223,7 @@ public enum CommandTable {
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
         UpdateCommand.descriptor, FindCommand.descriptor, SearchCommand.descriptor, FindAddCommand.descriptor, CountCommand.descriptor,
         LsCommand.descriptor, StatsCommand.descriptor,
-        StatusCommand.descriptor, NowPlayingCommand.descriptor,
+        StatusCommand.descriptor, NowPlayingCommand.descriptor, BookmarksCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
         SleepCommand.descriptor, AlarmCommand.descriptor,
         NewPartitionCommand.descriptor, PartitionCommand.descriptor, ListPartitionsCommand.descriptor, DeletePartitionCommand.descriptor,

@@ -76,6 +76,9 @@ public final class Playback: Sendable {
     public let playlists: PlaylistStore?
     /// The music library (nil without one).
     public let library: MusicLibrary?
+    /// Where podcasts and audiobooks were left (shared by the partitions), which the queue
+    /// starts them at when played again.
+    public let bookmarks: Bookmarks
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
     private let taps = Lock<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
@@ -183,6 +186,7 @@ public final class Playback: Sendable {
         self.partition = partition
         if let base {
             (session, application, resolver, library, tags) = (base.session, base.application, base.resolver, base.library, base.tags)
+            bookmarks = base.bookmarks
         } else {
             session = AudioSession(registryDirectory: configuration.registryDirectory)
             do {
@@ -190,6 +194,7 @@ public final class Playback: Sendable {
             } catch {
                 throw .sessionError("category: \(error)")
             }
+            bookmarks = Bookmarks()
             application = Application(configuration: ApplicationConfiguration(suspensionGracePeriod: configuration.backgroundGrace),
                                       handlerQueue: DispatchQueue(label: "backline.application.handlers"))
             resolver = PathResolver(musicDirectory: configuration.musicDirectory, allowAbsolutePaths: configuration.allowAbsolutePaths,
@@ -217,6 +222,7 @@ public final class Playback: Sendable {
         // interruption that ends with shouldResume, as an app's handler would.
         player.resumesAfterInterruption = true
         queue = PlayQueue(player: player, lookahead: configuration.lookahead)
+        queue.resumePositions = bookmarks
         nowPlaying = NowPlayingInfoCenter()
         nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying, identifier: { [queue] in
             queue.current.map { String($0.id) }
@@ -232,6 +238,8 @@ public final class Playback: Sendable {
             if case .timeControlStatusChanged(let status, let reason) = e {
                 self?.bufferingChanged(status == .waitingToPlayAtSpecifiedRate && reason == .toMinimizeStalls)
             }
+            // Heard to its end: it starts from the beginning next time.
+            if case .itemDidPlayToEnd(let item) = e { self?.bookmarks.forget([item.path]) }
         }
         // The session, the app and the library are told once, by the partition that owns them.
         guard base == nil else { return }

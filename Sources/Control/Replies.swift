@@ -194,6 +194,9 @@ public enum Reply: Sendable, Equatable {
     case speed(Double)
     /// The current item's chapters, the one heard (index), and where a move landed (seconds).
     case chapters([Chapter], current: Int?, position: Double?)
+    /// Where items were left, by path; or how many were forgotten.
+    case bookmarks([String: Bookmark])
+    case forgotten(Int)
     case added(ids: [Int], skipped: [SkippedPath])
     /// Items left in the queue.
     case count(Int)

@@ -309,6 +309,11 @@ public enum CtlCommands {
                 throw CtlUsage(cmd, "expected a rate from 0.5 to 3, got '\(s)'")
             }
             return .command(name: command, members: [("speed", .number(speed))])
+        case "bookmarks":
+            guard let first = a.first else { return .command(name: command, members: []) }
+            guard first == "clear" else { throw CtlUsage(cmd, "expected clear [PATH…], got '\(first)'") }
+            let paths = Array(a.dropFirst())
+            return .command(name: command, members: paths.isEmpty ? [("all", .bool(true))] : [("clear", .array(paths.map(JSON.string)))])
         case "chapter":
             try atMost(1)
             guard let s = a.first else { return .command(name: command, members: []) }

@@ -453,6 +453,14 @@ public enum CtlText {
         case "previous": ReplyWords(currentWords)
         case "seek": ReplyWords(positionWords)
         case "skip": ReplyWords(positionWords)
+        case "bookmarks": ReplyWords { r, sent, verbose in
+            if let n = r["forgotten"]?.int { return "forgot \(n) bookmark\(n == 1 ? "" : "s")\n" }
+            let list = r["bookmarks"]?.array ?? []
+            guard !list.isEmpty else { return "no bookmarks\n" }
+            return list.map { b in
+                "\(clock(b["position"]?.number)) / \(clock(b["duration"]?.number))  \(printable(b["path"]?.string ?? "?"))\n"
+            }.joined()
+        }
         case "chapter": ReplyWords { r, sent, verbose in
             let list = r["chapters"]?.array ?? []
             let current = r["chapter"]?.int

@@ -53,6 +53,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var crossfade: Double = 0
     /// How far a skip without seconds goes (`skip-forward`, `skip-backward`, 1–3600 s).
     public var skipForward = 30.0, skipBackward = 15.0
+    /// Which items remember where they were left (`resume-after`: at least this many minutes
+    /// long, 0 turns it off, default 10; `resume-rewind`: seconds played again, 0–60, default 5).
+    public var resume = ResumeSettings()
     /// Start playing when the saved state was playing (default: restore paused).
     public var restorePlaying = false
     /// Shell commands run on suspension and on resumption (state in the environment).
@@ -218,6 +221,11 @@ public struct DaemonConfig: Sendable, Equatable {
         case "crossfade": crossfade = try number(0, 3600)
         case "skip-forward": skipForward = try number(1, 3600)
         case "skip-backward": skipBackward = try number(1, 3600)
+        case "resume-after":
+            let minutes = try number(0, 24 * 60)
+            resume.enabled = minutes > 0
+            resume.minimumLength = minutes * 60
+        case "resume-rewind": resume.rewind = try number(0, 60)
         case "replay-gain-missing-preamp": replayGain.missingPreamp = try number(-60, 60)
         case "replay-gain-limit": replayGain.limit = try flag()
         case "restore":

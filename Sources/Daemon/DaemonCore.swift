@@ -138,6 +138,7 @@ public final class DaemonCore: Sendable {
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade
             playback.skipIntervals = (config.skipForward, config.skipBackward)
+            playback.bookmarks.settings = config.resume
         } catch {
             throw ProtocolError("bad-config", error.message)
         }
@@ -234,6 +235,7 @@ public final class DaemonCore: Sendable {
             if let rg = saved.replayGain { playback.replayGain = rg }
             if let seconds = saved.crossfade { playback.crossfade = seconds }
             if let speed = saved.speed { playback.speed = speed }
+            if let bookmarks = saved.bookmarks { playback.bookmarks.restore(bookmarks) }
             queue.restore(saved.queue, play: config.restorePlaying)
             for p in saved.partitions ?? [] {
                 do {
@@ -270,6 +272,8 @@ public final class DaemonCore: Sendable {
                                replayGain: playback.replayGain == config.replayGain ? nil : playback.replayGain,
                 crossfade: playback.crossfade == config.crossfade ? nil : playback.crossfade)
         state.speed = playback.speed == 1 ? nil : playback.speed
+        let bookmarks = playback.bookmarks.withCurrent(player.currentItem, at: queue.elapsed)
+        state.bookmarks = bookmarks.isEmpty ? nil : bookmarks
         let others = dispatcher.partitions.others
         state.partitions = others.isEmpty ? nil : others.map { o in
             SavedPartition(name: o.name, output: o.output, queue: o.playback.queue.snapshot(), volume: o.playback.player.volume,

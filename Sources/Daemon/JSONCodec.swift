@@ -126,6 +126,12 @@ public enum JSONCodec {
         case .alarms(let all): [("alarms", .array(all.map { .object(fields($0)) }))]
         case .rate(let r): [("rate", .number(r))]
         case .speed(let r): [("speed", .number(r))]
+        case .bookmarks(let all):
+            [("bookmarks", .array(all.sorted { ($0.value.saved, $0.key) > ($1.value.saved, $1.key) }.map { path, b in
+                .object([("path", .string(path)), ("position", ms(b.position)), ("duration", b.duration.map(ms) ?? .null),
+                         ("saved", .number(b.saved.rounded()))])
+            }))]
+        case .forgotten(let n): [("forgotten", .int(n))]
         case .chapters(let list, let current, let position):
             [("chapters", .array(list.map { .object(fields($0)) })), ("chapter", current.map(JSON.int) ?? .null)]
                 + (position.map { [("position", ms($0))] } ?? [])

@@ -38,6 +38,8 @@ public struct SavedState: Codable, Sendable, Equatable {
     public var crossfade: Double?
     /// The rate items play at (absent in files from before it, or at 1).
     public var speed: Double?
+    /// Where podcasts and audiobooks were left, by path (``Bookmarks``).
+    public var bookmarks: [String: Bookmark]?
     /// The partitions but the default (absent in files from before them, or when there are none).
     public var partitions: [SavedPartition]?
 
@@ -63,6 +65,9 @@ public struct SavedState: Codable, Sendable, Equatable {
         }
         if let c = crossfade, !(c.isFinite && (0...3600).contains(c)) { return "crossfade: not within 0…3600 s" }
         if let r = speed, !(r.isFinite && (0.5...3).contains(r)) { return "speed: not within 0.5…3" }
+        if let bad = bookmarks?.first(where: { !($0.value.position.isFinite && (0...Self.maximumPosition).contains($0.value.position)) }) {
+            return "bookmarks[\(bad.key)].position: not within 0…\(Int(Self.maximumPosition)) s"
+        }
         if let problem = Self.problem(queue, "queue") { return problem }
         if let partitions {
             guard partitions.count < Partitions.limit else { return "partitions: more than \(Partitions.limit - 1)" }
@@ -124,7 +129,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         self.crossfade = crossfade
     }
 
-    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade, speed, partitions }
+    private enum CodingKeys: String, CodingKey { case format, version, queue, volume, muted, alarms, replayGain, crossfade, speed, bookmarks, partitions }
 
     /// Reads the volume as a Double (then range-checked by ``problem``): a number too large for a
     /// Float is then reported as the volume out of range, not as a file that is not JSON.
@@ -140,6 +145,7 @@ public struct SavedState: Codable, Sendable, Equatable {
         replayGain = try c.decodeIfPresent(ReplayGainSettings.self, forKey: .replayGain)
         crossfade = try c.decodeIfPresent(Double.self, forKey: .crossfade)
         speed = try c.decodeIfPresent(Double.self, forKey: .speed)
+        bookmarks = try c.decodeIfPresent([String: Bookmark].self, forKey: .bookmarks)
         partitions = try c.decodeIfPresent([SavedPartition].self, forKey: .partitions)
     }
 }

@@ -155,6 +155,7 @@ public final class PlayQueue: Sendable {
         var failuresInARow = 0
         var lastState: PlaybackState = .stopped
         var pitchAlgorithm = TimePitchAlgorithm.timeDomain
+        var resume: (any ResumePositions)?
     }
 
     let state = Lock(State())
@@ -170,6 +171,13 @@ public final class PlayQueue: Sendable {
 
     /// How many items after the current one the player holds (decoded ahead, gapless).
     public let lookahead: Int
+
+    /// Where entries played from their beginning start, and who is told when one is left
+    /// before its end (nil: every entry starts at 0).
+    public var resumePositions: (any ResumePositions)? {
+        get { state.withLock { $0.resume } }
+        set { state.withLock { $0.resume = newValue } }
+    }
 
     /// How the items it feeds the player from now on are stretched at rates other than 1
     /// (`PlayerItem.audioTimePitchAlgorithm`).
@@ -343,6 +351,7 @@ public final class PlayQueue: Sendable {
             let gone = Set(ids)
             let first = s.queue.entries.firstIndex { gone.contains($0.id) } ?? s.queue.entries.count
             if let c = s.current, gone.contains(c) {
+                leaving(&s)
                 let order = s.queue.order
                 let i = order.firstIndex(of: c) ?? 0
                 let stopped = currentState(s) == .stopped
@@ -424,6 +433,7 @@ public final class PlayQueue: Sendable {
     /// Empties the queue and stops.
     public func clear() {
         state.withLock { s in
+            leaving(&s)
             s.queue.removeAll()
             s.current = nil
             stopPlayer(&s)
@@ -511,6 +521,7 @@ public final class PlayQueue: Sendable {
                 // The item after is loaded already: advance to it (AVQueuePlayer's
                 // advanceToNextItem: current at once).
                 played(&s, c)
+                leaving(&s)
                 s.fed.removeFirst()
                 s.current = succ
                 player.advanceToNextItem()

@@ -124,13 +124,16 @@ extension PlayQueue {
     /// Replaces what the player holds by the current entry (from `startingAt`) and its successor.
     func rebuild(_ s: inout State, startingAt time: Double = 0) {
         let wasPlaying = player.rate != 0
+        leaving(&s)
         s.fed = []
         guard let c = s.current, let item = s.stretched(s.queue.item(for: c)) else {
             player.removeAllItems()
             return
         }
+        // From the start: where the listener left it, if that is kept.
+        let start = time > 0 ? time : s.queue.entry(c).flatMap { s.resume?.start(for: $0) } ?? 0
         // One step: the device stays open, as for any other jump.
-        player.replaceAllItems(with: item, startingAt: time > 0 ? time : nil)
+        player.replaceAllItems(with: item, startingAt: start > 0 ? start : nil)
         s.fed = [(c, item)]
         refeed(&s)
         if wasPlaying { player.play() }
@@ -170,7 +173,19 @@ extension PlayQueue {
         s.fed += items.prefix(n)
     }
 
+    /// The item heard now is about to be let go of before its end: the resume positions hear
+    /// where (nothing when stopped, when nothing of it was heard yet, or at its end).
+    func leaving(_ s: inout State) {
+        guard !s.stopped, let f = s.fed.first, let resume = s.resume, player.currentItem === f.item,
+              let entry = s.queue.entry(f.id) else { return }
+        let time = player.currentTime()
+        guard time > 0 else { return }
+        if let d = f.item.duration, time >= d { return }
+        resume.left(entry, item: f.item, at: time)
+    }
+
     func stopPlayer(_ s: inout State) {
+        leaving(&s)
         s.stopped = true
         s.fed = []
         player.removeAllItems()
@@ -267,6 +282,12 @@ extension PlayQueue {
         if let first = s.fed.first {
             if frontChanged || first.id != s.current {
                 s.current = first.id
+                // Reached by automatic advance, fed from its start to join gaplessly: an entry
+                // left before goes on from where it was left.
+                if frontChanged, let entry = s.queue.entry(first.id), let start = s.resume?.start(for: entry), start > 0,
+                   player.currentItem === first.item {
+                    player.seek(to: start)
+                }
                 post(.current(s.queue.entry(first.id)))
             }
             refeed(&s)

@@ -218,7 +218,7 @@ struct CtlTests {
         #expect(try ctl("volume", "abc", status: 1) == "backline ctl volume: expected N (0–100), +N or -N, got 'abc'\nusage: backline ctl volume [N|+N|-N]\n")
         #expect(try ctl("insert", "0", "album/a.mp3", status: 1) == "backline ctl insert: expected a position (1 is the first), got '0'\nusage: backline ctl insert POS PATH…\n")
         #expect(try ctl("sleep", "-1", status: 1)
-                == "backline ctl sleep: MINUTES is from 0 (off) to 1440 (24 hours), got '-1'\nusage: backline ctl sleep [MINUTES [--fade S] | --end-of-item | --cancel]\n")
+                == "backline ctl sleep: MINUTES is from 0 (off) to 1440 (24 hours), got '-1'\nusage: backline ctl sleep [MINUTES [--fade S] | --end-of-item | --end-of-chapter | --cancel]\n")
         #expect(try d.request("sleep", [("minutes", 0)])["error"]?["message"]?.string
                 == "sleep: minutes must be more than 0 and at most 1440 (24 hours); to turn the timer off, cancel it")
         // The volume is clamped, as mpc does.

@@ -9,9 +9,9 @@ import Testing
 struct PersistenceTests {
     static let config = DaemonFixture.foreground
 
-    @Test("SIGTERM mid-play, then kill -9 mid-play: each restart restores the queue, the item and the position (±2 s), paused")
+    @Test("SIGTERM mid-play, then kill -9 mid-play: each restart restores the queue, the item and the position (±2 s), paused; left for another item, a long one is kept and played on from there, 5 s back")
     func restart() throws {
-        let d = try DaemonFixture.onSharedSink(config: Self.config)
+        let d = try DaemonFixture.onSharedSink(config: Self.config + "resume-after = 0.5\n")
         try d.start()
         try d.request("mute", [("on", true)])
         #expect(try d.request("add", [("paths", ["album", "long.mp3"])])["items"] == [1, 2, 3, 4])
@@ -47,6 +47,19 @@ struct PersistenceTests {
         // The restored item plays on from there.
         #expect(try d.request("play").ok)
         #expect(eventually { (try? d.request("status"))?["elapsed"]?.number ?? 0 > afterKill + 0.5 })
+
+        // Left for another item, the 60 s item (remembered from 30 s here) is kept where it was
+        // heard, and played again it goes on from there, 5 s back.
+        let leftAt = try d.request("status")["elapsed"]?.number ?? -1
+        #expect(try d.request("play", [("item", 1)]).ok)
+        let marks = try d.request("bookmarks")["bookmarks"]?.array ?? []
+        let kept = marks.first?["position"]?.number ?? -1
+        #expect(marks.count == 1 && marks.first?["path"]?.string?.hasSuffix("/long.mp3") == true && kept >= leftAt && kept - leftAt < 0.5,
+                "left at \(leftAt): \(marks)")
+        #expect(try d.request("play", [("item", 4)]).ok)
+        #expect(eventually { (try? d.request("status")).map { $0["current"]?["id"] == 4 && ($0["elapsed"]?.number ?? 0) > 0 } ?? false })
+        let resumed = try d.request("status")["elapsed"]?.number ?? -1
+        #expect(resumed >= kept - 5 && resumed < kept - 5 + 1, "kept at \(kept), resumed at \(resumed)")
         d.expectCleanStop()
     }
 

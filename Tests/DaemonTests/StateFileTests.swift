@@ -1,5 +1,6 @@
 import BacklineTestSupport
 import BacklineWire
+import Control
 import Daemon
 import Foundation
 import PlayQueue
@@ -63,6 +64,12 @@ struct StateFileTests {
         try JSONEncoder().encode(Self.valid()).write(to: URL(fileURLWithPath: path))
         guard case .state(let loaded) = store.load() else { Issue.record("the valid state did not load"); return }
         #expect(loaded == Self.valid())
+        // Bookmarks round-trip.
+        var marked = Self.valid()
+        marked.bookmarks = ["/m/book.m4b": Bookmark(position: 1234.5, duration: 7200, saved: 1_800_000_000)]
+        try store.save(marked)
+        guard case .state(let reloaded) = store.load() else { Issue.record("the state with bookmarks did not load"); return }
+        #expect(reloaded == marked)
 
         let cases: [(key: String, value: String, named: String)] = [
             ("queue.position", "2.2e14", "queue.position"), ("queue.position", "1e15", "queue.position"),
@@ -85,6 +92,8 @@ struct StateFileTests {
             ("queue.shuffleOrder", "[4,1,9]", "queue.shuffleOrder"), ("queue.shuffleOrder", "[4,4,1]", "queue.shuffleOrder"),
             ("queue.history", "[7]", "queue.history"), ("queue.repeatMode", #""sometimes""#, "repeatMode"),
             ("queue.state", "17", "state"), ("muted", #""yes""#, "muted"),
+            ("bookmarks", #"{"/m/book.m4b":{"position":-1,"saved":0}}"#, "bookmarks[/m/book.m4b].position"),
+            ("bookmarks", #"{"/m/book.m4b":{"position":1e15,"saved":0}}"#, "bookmarks[/m/book.m4b].position"),
         ]
         for c in cases {
             let text = try Self.json(setting: c.key, to: c.value)
