@@ -69,8 +69,9 @@ public enum EngineEvent: Sendable, Equatable {
     /// The item's tags changed within it (a chained Ogg stream's next link), heard now: the
     /// info carries the new tags (``PlaybackEngine/info(for:)`` answers them from now on).
     case metadataChanged(ItemInfo)
-    /// The item's chapter changed, heard now: `chapter` is the index in its tags' ``TrackMetadata/chapters``
-    /// of the chapter whose frames the listener hears (nil: before the first chapter's start).
+    /// The item's chapter changed, heard now: `chapter` is the index in its tags'
+    /// `TrackMetadata.chapters` of the chapter whose frames the listener hears (nil: before
+    /// the first chapter's start).
     /// Posted when an item with chapters starts (after its ``itemStarted(_:fromSeek:)``), when a
     /// chapter's first frame is heard, and after a seek lands in another chapter.
     case chapterChanged(ItemID, chapter: Int?)

@@ -51,7 +51,7 @@ public struct ResumeSettings: Sendable, Equatable {
 
 /// The resume positions of one daemon (or player): kept per item path (a file's path as queued,
 /// or a stream's URL), at most ``limit`` of them (the oldest go first). The queue asks them where
-/// an item starts and tells them where one was left (``ResumePositions``); an item heard to its
+/// an item starts and tells them where one was left (`ResumePositions`); an item heard to its
 /// end is forgotten.
 public final class Bookmarks: ResumePositions, Sendable {
     private let entries = Lock<[String: Bookmark]>([:])
