@@ -7,7 +7,7 @@ extension CommandSchema {
         mpd: ["status", "currentsong"])
     public static let nowPlaying = CommandSchema(
         "now-playing", .info, "The now-playing info (MPNowPlayingInfoCenter keys), elapsed extrapolated now.",
-        reply: "`item`, `info` (MPNowPlayingInfo keys: `title`, `artist`, `albumTitle`, `albumArtist`, `albumTrackNumber`, `albumTrackCount`, `discNumber`, `discCount`, `genre`, `playbackDuration`, `elapsedPlaybackTime` (extrapolated to now), `playbackRate`, `defaultPlaybackRate`, `playbackQueueIndex`, `playbackQueueCount`, `mediaType`, `artwork` {mimeType, bytes, base64}), `playbackState`",
+        reply: "`item`, `info` (MPNowPlayingInfo keys: `title`, `artist`, `albumTitle`, `albumArtist`, `albumTrackNumber`, `albumTrackCount`, `discNumber`, `discCount`, `genre`, `playbackDuration`, `elapsedPlaybackTime` (extrapolated to now), `playbackRate`, `defaultPlaybackRate`, `playbackQueueIndex`, `playbackQueueCount`, `chapterNumber` (the chapter heard, 0 the first) and `chapterCount` (an item with chapters), `mediaType`, `artwork` {mimeType, bytes, base64}), `playbackState`",
         ctl: CtlSyntax("now-playing", "What desktop media controls are shown."))
     public static let bookmarks = CommandSchema(
         "bookmarks", .info,

@@ -56,8 +56,6 @@ public struct ResumeSettings: Sendable, Equatable {
 public final class Bookmarks: ResumePositions, Sendable {
     private let entries = Lock<[String: Bookmark]>([:])
     private let settingsLock = Lock(ResumeSettings())
-    /// Called after each change (the daemon saves its state).
-    private let changed = Lock<(@Sendable () -> Void)?>(nil)
 
     /// How many items are remembered.
     public static let limit = 1000
@@ -69,9 +67,6 @@ public final class Bookmarks: ResumePositions, Sendable {
         get { settingsLock.withLock { $0 } }
         set { settingsLock.withLock { $0 = newValue } }
     }
-
-    /// Calls `handler` after every change.
-    public func onChange(_ handler: @escaping @Sendable () -> Void) { changed.withLock { $0 = handler } }
 
     /// Every remembered item.
     public var all: [String: Bookmark] { entries.withLock { $0 } }
@@ -88,21 +83,18 @@ public final class Bookmarks: ResumePositions, Sendable {
             e[path] = Bookmark(position: position, duration: duration, saved: Self.now())
             if e.count > Self.limit, let oldest = e.min(by: { $0.value.saved < $1.value.saved })?.key { e[oldest] = nil }
         }
-        changed.withLock { $0 }?()
     }
 
     /// Forgets `paths` (nil: all); returns how many were forgotten.
     @discardableResult
     public func forget(_ paths: [String]?) -> Int {
-        let n = entries.withLock { e -> Int in
+        entries.withLock { e -> Int in
             guard let paths else {
                 defer { e = [:] }
                 return e.count
             }
             return paths.reduce(0) { n, p in n + (e.removeValue(forKey: p) != nil ? 1 : 0) }
         }
-        if n > 0 { changed.withLock { $0 }?() }
-        return n
     }
 
     /// The remembered positions and where the current item is now, if it is remembered too:

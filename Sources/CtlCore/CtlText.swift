@@ -118,7 +118,7 @@ public enum CtlText {
         let count = c["count"]?.int ?? 0
         guard let i = c["chapter"]?.int else { return "chapter -/\(count) (before the first)" }
         let title = c["title"]?.string.map { ": " + printable($0) } ?? ""
-        return "chapter \(i + 1)/\(count)\(title) (from \(clock(c["start"]?.number)))"
+        return "chapter \(i + 1)/\(count)\(title) (from \(clock(c["start"]?.number, milliseconds: false)))"
     }
 
     public static func itemLine(_ i: JSON) -> String {
@@ -458,7 +458,7 @@ public enum CtlText {
             let list = r["bookmarks"]?.array ?? []
             guard !list.isEmpty else { return "no bookmarks\n" }
             return list.map { b in
-                "\(clock(b["position"]?.number)) / \(clock(b["duration"]?.number))  \(printable(b["path"]?.string ?? "?"))\n"
+                "\(clock(b["position"]?.number, milliseconds: false)) / \(clock(b["duration"]?.number, milliseconds: false))  \(printable(b["path"]?.string ?? "?"))\n"
             }.joined()
         }
         case "chapter": ReplyWords { r, sent, verbose in
@@ -466,12 +466,12 @@ public enum CtlText {
             let current = r["chapter"]?.int
             if let position = r["position"]?.number {
                 let title = current.flatMap { list.indices.contains($0) ? list[$0]["title"]?.string : nil }
-                return "chapter \((current ?? 0) + 1)/\(list.count)\(title.map { ": " + printable($0) } ?? "") (from \(clock(position)))\n"
+                return "chapter \((current ?? 0) + 1)/\(list.count)\(title.map { ": " + printable($0) } ?? "") (from \(clock(position, milliseconds: false)))\n"
             }
             guard !list.isEmpty else { return "no chapters\n" }
             var out = ""
             for (i, c) in list.enumerated() {
-                out += "\(i == current ? "▶" : " ") \(pad(i + 1, String(list.count).count)). \(clock(c["start"]?.number))  \(printable(c["title"]?.string ?? "(untitled)"))\n"
+                out += "\(i == current ? "▶" : " ") \(pad(i + 1, String(list.count).count)). \(clock(c["start"]?.number, milliseconds: false))  \(printable(c["title"]?.string ?? "(untitled)"))\n"
             }
             return out
         }

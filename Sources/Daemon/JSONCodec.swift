@@ -329,6 +329,8 @@ public enum JSONCodec {
         add("defaultPlaybackRate", i.defaultPlaybackRate.map(JSON.number))
         add("playbackQueueIndex", i.playbackQueueIndex.map(JSON.int))
         add("playbackQueueCount", i.playbackQueueCount.map(JSON.int))
+        add("chapterNumber", i.chapterNumber.map(JSON.int))
+        add("chapterCount", i.chapterCount.map(JSON.int))
         add("mediaType", i.mediaType.map { .string($0.name) })
         if let a = i.artwork {
             f.append(("artwork", .object([("mimeType", .string(a.mimeType)), ("bytes", .int(a.data.count)),

@@ -3,6 +3,7 @@ import BacklineTestSupport
 import Control
 import Foundation
 import MediaCore
+import NowPlaying
 import PlayQueue
 import Locking
 import Synchronization
@@ -64,6 +65,10 @@ struct ChapterCommandTests {
         #expect(cut != nil, "the recording is not the item's start and then chapter 1 from its first sample")
         guard case .success(.status(let s1)) = d.execute(StatusCommand()) else { Issue.record("status failed"); return }
         #expect(s1.chapter?.index == 1 && s1.chapter?.chapter?.title == "Tone", "\(String(describing: s1.chapter))")
+        // The now-playing info (MPNowPlayingInfoPropertyChapterNumber, zero-based, and the count).
+        #expect(eventually(timeout: 5) {
+            d.playback.nowPlaying.nowPlayingInfo.map { $0.chapterNumber == 1 && $0.chapterCount == 3 } ?? false
+        }, "\(String(describing: d.playback.nowPlaying.nowPlayingInfo))")
 
         // Previous 0.1 s into chapter 1: chapter 0. N: chapter 2; previous 0.1 s in: chapter 1.
         #expect(d.execute(ChapterCommand(.previous)) == .success(.chapters(list, current: 0, position: 0)))

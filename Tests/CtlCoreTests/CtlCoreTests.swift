@@ -52,6 +52,24 @@ struct CtlCoreTests {
         #expect(try CtlCommands.simple("seek", ["10"]) == nil)  // the typed builder's
     }
 
+    @Test("chapter and bookmarks: next, previous, N from 1 (an index from 0); 0 and words refused; bookmarks clear with and without paths")
+    func chapterAndBookmarks() throws {
+        func members(_ c: String, _ a: [String]) throws -> [String: JSON]? {
+            guard case .command(_, let m)? = try CtlCommands.simple(c, a) else { return nil }
+            return Dictionary(uniqueKeysWithValues: m)
+        }
+        #expect(try members("chapter", []) == [:])
+        #expect(try members("chapter", ["next"]) == ["to": .string("next")])
+        #expect(try members("chapter", ["previous"]) == ["to": .string("previous")])
+        #expect(try members("chapter", ["1"]) == ["index": .int(0)])
+        #expect(try members("chapter", ["40"]) == ["index": .int(39)])
+        for bad in [["0"], ["-1"], ["last"], ["1", "2"]] { #expect(throws: CtlUsage.self) { try CtlCommands.simple("chapter", bad) } }
+        #expect(try members("bookmarks", []) == [:])
+        #expect(try members("bookmarks", ["clear"]) == ["all": .bool(true)])
+        #expect(try members("bookmarks", ["clear", "/m/a.m4b", "/m/b.mp3"]) == ["clear": .array([.string("/m/a.m4b"), .string("/m/b.mp3")])])
+        #expect(throws: CtlUsage.self) { try CtlCommands.simple("bookmarks", ["forget"]) }
+    }
+
     @Test("every command without arguments in the schema is built here, under its own name")
     func argumentlessCommands() throws {
         for c in Schema.commands where c.arguments.isEmpty && c.ctl != nil && c.name != "help" {
@@ -79,6 +97,10 @@ struct CtlCoreTests {
                 == "failed: a.mp3: broken [id 3]")
         #expect(CtlText.eventLine(.object([("event", "queue"), ("version", 4), ("count", 1)])) == "queue: 1 item (version 4)")
         #expect(CtlText.eventLine(.object([("event", "lyrics"), ("line", "la")])) == "lyrics: line la")
+        #expect(CtlText.eventLine(.object([("event", "chapter"), ("item", 2), ("chapter", 1), ("count", 3), ("title", "Tone"), ("start", 1)]))
+                == "chapter 2/3: Tone (from 0:01) [id 2]")
+        #expect(CtlText.eventLine(.object([("event", "chapter"), ("item", 2), ("chapter", .null), ("count", 3), ("title", .null), ("start", .null)]))
+                == "chapter -/3 (before the first) [id 2]")
     }
 
     @Test("replies in words: ids as ranges, --format's fields, a control character escaped")
@@ -88,5 +110,12 @@ struct CtlCoreTests {
         let status: JSON = .object([("state", "playing"), ("index", 0), ("elapsed", 61.2),
                                     ("current", .object([("id", 9), ("title", "So What"), ("artist", "Miles\u{1B}[2J Davis")]))])
         #expect(CtlText.formatted("%position% %artist% - %title% %elapsed% %nothing%", status) == "1 Miles\\x1B[2J Davis - So What 1:01 %nothing%")
+        let chapters: JSON = .object([("chapters", .array([.object([("title", "Opening"), ("start", 0), ("end", 1)]),
+                                                            .object([("title", .null), ("start", 61), ("end", .null)])])),
+                                      ("chapter", 1)])
+        #expect(CtlText.human("chapter", chapters) == "  1. 0:00  Opening\n▶ 2. 1:01  (untitled)\n")
+        #expect(CtlText.human("bookmarks", .object([("bookmarks", .array([.object([("path", "/m/b.m4b"), ("position", 75.5), ("duration", 3600)])]))]))
+                == "1:16 / 1:00:00  /m/b.m4b\n")
+        #expect(CtlText.human("bookmarks", .object([("forgotten", 2)])) == "forgot 2 bookmarks\n")
     }
 }

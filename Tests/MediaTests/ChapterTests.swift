@@ -25,50 +25,41 @@ struct ChapterTests {
         try Fixtures.wav("chapters-src", seconds: 30, synth: ["sine", "300-900"], effects: ["gain", "-6"])
     }
 
-    @Test("an M4B made by ffmpeg with three chapters: the decoder's chapters are ffprobe's (titles, starts and ends within 1 ms)")
-    func m4b() throws {
+    /// ``source()`` encoded by ffmpeg to `name` with `codec` (its options), titled "The Book",
+    /// with ``expected``'s chapters from an FFMETADATA file; checks that ffprobe lists them, and
+    /// that the decoder's chapters are ffprobe's (titles, starts and ends within 1 ms).
+    static func checkEncoded(_ name: String, _ codec: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> TrackMetadata {
         let dir = try Harness.makeTemporaryDirectory("chapters")
         let meta = dir.appendingPathComponent("chapters.txt")
-        var text = ";FFMETADATA1\n"
-        for (title, start, end) in Self.expected {
+        var text = ";FFMETADATA1\ntitle=The Book\n"
+        for (title, start, end) in expected {
             text += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(Int(start * 1000))\nEND=\(Int(end * 1000))\ntitle=\(title)\n"
         }
         try text.write(to: meta, atomically: true, encoding: .utf8)
-        let out = dir.appendingPathComponent("book.m4b")
-        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", try Self.source().path, "-i", meta.path,
-                                          "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1", "-c:a", "aac", "-b:a", "96k", out.path])
-        #expect(r.status == 0, "\(r.stderr)")
-        let probed = try Self.ffprobe(out)
-        #expect(probed.map(\.title) == Self.expected.map(\.0), "ffprobe: \(probed)")
-        let chapters = try DecoderRegistry.standard.info(path: out.path).metadata.chapters
-        #expect(chapters.count == probed.count, "\(chapters)")
-        for (c, p) in zip(chapters, probed) {
-            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)")
+        let out = dir.appendingPathComponent(name)
+        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", try source().path, "-i", meta.path,
+                                          "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1"] + codec + [out.path])
+        #expect(r.status == 0, "\(r.stderr)", sourceLocation: sourceLocation)
+        let probed = try ffprobe(out)
+        #expect(probed.map(\.title) == expected.map(\.0), "ffprobe: \(probed)", sourceLocation: sourceLocation)
+        let metadata = try DecoderRegistry.standard.info(path: out.path).metadata
+        #expect(metadata.chapters.count == probed.count, "\(metadata.chapters)", sourceLocation: sourceLocation)
+        for (c, p) in zip(metadata.chapters, probed) {
+            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)",
+                    sourceLocation: sourceLocation)
         }
+        return metadata
+    }
+
+    @Test("an M4B made by ffmpeg with three chapters: the decoder's chapters are ffprobe's (titles, starts and ends within 1 ms)")
+    func m4b() throws {
+        _ = try Self.checkEncoded("book.m4b", ["-c:a", "aac", "-b:a", "96k"])
     }
 
     @Test("an MP3 with ID3v2.3 and with ID3v2.4 CHAP frames (and a CTOC) as ffmpeg writes them: the decoder's chapters are ffprobe's; CHAP titles do not become the file's title", arguments: ["3", "4"])
     func mp3(id3Version: String) throws {
-        let dir = try Harness.makeTemporaryDirectory("chapters-mp3")
-        let meta = dir.appendingPathComponent("chapters.txt")
-        var text = ";FFMETADATA1\ntitle=The Book\n"
-        for (title, start, end) in Self.expected {
-            text += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(Int(start * 1000))\nEND=\(Int(end * 1000))\ntitle=\(title)\n"
-        }
-        try text.write(to: meta, atomically: true, encoding: .utf8)
-        let out = dir.appendingPathComponent("book.mp3")
-        let r = try runProcess("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-i", try Self.source().path, "-i", meta.path,
-                                          "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1", "-c:a", "libmp3lame", "-b:a", "96k",
-                                          "-id3v2_version", id3Version, out.path])
-        #expect(r.status == 0, "\(r.stderr)")
-        let probed = try Self.ffprobe(out)
-        #expect(probed.map(\.title) == Self.expected.map(\.0), "ffprobe: \(probed)")
-        let metadata = try DecoderRegistry.standard.info(path: out.path).metadata
+        let metadata = try Self.checkEncoded("book.mp3", ["-c:a", "libmp3lame", "-b:a", "96k", "-id3v2_version", id3Version])
         #expect(metadata.title == "The Book")
-        #expect(metadata.chapters.count == probed.count, "\(metadata.chapters)")
-        for (c, p) in zip(metadata.chapters, probed) {
-            #expect(c.title == p.title && abs(c.start - p.start) <= 0.001 && abs((c.end ?? -1) - p.end) <= 0.001, "\(c) against \(p)")
-        }
     }
 
     @Test("the chapter at a time: none before the first start, each from its start (to the millisecond) until the next one's")
