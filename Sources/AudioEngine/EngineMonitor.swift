@@ -60,6 +60,7 @@ extension PlaybackEngine {
                 let info = ItemInfo(id: ItemID(rawValue: id), path: path, format: format,
                                     durationFrames: length, metadata: metadata, audio: audio, isLive: isLive)
                 s.infos[info.id] = info
+                if !metadata.chapters.isEmpty { s.chapterStarts[info.id] = metadata.chapters.map(\.start) }
                 s.immediate.append(.itemLoaded(info))
             case .failed(let id, let error):
                 s.failures[ItemID(rawValue: id)] = error
@@ -228,12 +229,12 @@ extension PlaybackEngine {
     /// the audible stretch), so the monitor wakes for it.
     fileprivate static func chapterHeard(_ s: inout State, heard: Int,
                                          due: inout [(frame: Int, rank: Int, event: EngineEvent)]) -> Int? {
-        guard let seg = s.segments.last(where: { $0.deviceFrame <= heard && $0.announced }),
-              let chapters = s.infos[seg.item]?.metadata.chapters, !chapters.isEmpty else { return nil }
+        guard !s.chapterStarts.isEmpty, let seg = s.segments.last(where: { $0.deviceFrame <= heard && $0.announced }),
+              let seconds = s.chapterStarts[seg.item] else { return nil }
         let rate = Double(max(1, seg.rate))
         let frame = seg.itemFrame(after: max(0, heard - seg.deviceFrame))
         // Chapter starts as frames (rounded as a seek to them is), compared with the heard frame.
-        let starts = chapters.map { Int(($0.start * rate).rounded()) }
+        let starts = seconds.map { Int(($0 * rate).rounded()) }
         let index = starts.lastIndex { $0 <= frame }
         if s.heardChapter?.item != seg.item || s.heardChapter?.chapter != index {
             s.heardChapter = (seg.item, index)

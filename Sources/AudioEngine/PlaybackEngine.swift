@@ -34,6 +34,9 @@ public final class PlaybackEngine: Sendable {
         /// The id the next enqueued item gets.
         var nextID: UInt64 = 1
         var infos: [ItemID: ItemInfo] = [:]
+        /// The chapter starts (seconds) of the items that have chapters: what the monitor looks
+        /// up at each wake, without copying an item's info and tags.
+        var chapterStarts: [ItemID: [Double]] = [:]
         /// Tag changes the decoder marked in the ring, by number, until the output reaches them
         /// (the oldest dropped past 64: those of flushed audio never arrive).
         var timedMetadata: [Int64: (ItemID, TrackMetadata)] = [:]
