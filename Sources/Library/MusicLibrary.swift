@@ -29,6 +29,8 @@ public final class MusicLibrary: Sendable {
     private let readers = Lock<[ConnectionBox]>([])
     /// The scan thread's state: the queue of jobs, the running one, the last one.
     let jobs = Lock<JobState>(JobState())
+    /// The connection stickers are written through, opened by the first write.
+    let stickerWriter = Lock<WriterBox?>(nil)
     /// Told of every scan's progress (a quarter second apart at most), start and end.
     let observers = Lock<[@Sendable (LibraryUpdate) -> Void]>([])
     /// The scanner process's command line (nil: scans run in this process).
@@ -157,6 +159,7 @@ public final class MusicLibrary: Sendable {
     /// with `answers`, the kept answers too.
     public func releaseMemory(answers dropAnswers: Bool = false) {
         readers.withLock { $0.removeAll() }
+        stickerWriter.withLock { $0 = nil }
         if dropAnswers { answers.withLock { $0.removeAll() } }
     }
 

@@ -11,7 +11,7 @@ import Glibc
 /// from the music directory); a missing index is made again in place.
 enum Schema {
     /// The version this build writes.
-    static let version = 1
+    static let version = 2
 
     /// Migrations, the first taking an empty file to version 1.
     static let migrations: [String] = [
@@ -64,6 +64,17 @@ enum Schema {
             path TEXT PRIMARY KEY,              -- as shown (a name that is not UTF-8 with \\xNN)
             reason TEXT NOT NULL
         ) WITHOUT ROWID;
+        """,
+        // 2: stickers, the listener's own values on songs (MPD's `sticker`): by song id, so
+        // they follow a song its id follows (a move, a rescan) and go with it.
+        """
+        CREATE TABLE stickers(
+            song INTEGER NOT NULL REFERENCES songs(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY(song, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX stickers_name ON stickers(name);
         """,
     ]
 
