@@ -49,4 +49,24 @@ extension CommandSchema {
         "stats", .library, "The library's artists, albums, songs and total time, and when it was last updated.",
         reply: "`artists`, `albums`, `songs`, `playtime`, `updated` (ISO 8601 or null), `unreadable` (files the scans could not use), `updating` (the running scan, as an `update` event, or null)",
         ctl: CtlSyntax("stats", "Songs, artists, albums and time in the library; when it was last updated."), mpd: ["stats"])
+    public static let sticker = CommandSchema(
+        "sticker", .library,
+        "The listener's values kept on songs of the library (MPD's stickers: the same values MPD clients read and write). The daemon keeps `playCount` and `lastPlayed` (a song heard to its end), `skipCount` and `lastSkipped` (left before its end by next, previous or another song chosen) and `elapsed` (where a podcast or audiobook was left, as `bookmarks`) itself, as myMPD names them; a rating is `rating` (0–10, as myMPD and Cantata keep it).",
+        arguments: [
+            ArgumentSchema("action", .string, "what to do (default: `list`)", allowed: ["get", "set", "inc", "dec", "delete", "list", "find", "names"]),
+            ArgumentSchema("path", .string, "the song (relative to the music directory, or absolute within it); for `find`, a directory (default: all of them)"),
+            ArgumentSchema("name", .string, "the sticker (`get`, `set`, `inc`, `dec`, `find`; `delete`: without it, all of the song's)"),
+            ArgumentSchema("value", .string, "`set`: the value (4,096 bytes at most, no control character); `find`: what `op` compares with"),
+            ArgumentSchema("by", .integer, "`inc`/`dec`: how much (default 1)", range: 0...Double(Int32.max)),
+            ArgumentSchema("op", .string, "`find`: how values compare with `value`: `=`, `<`, `>` as text, `eq`, `lt`, `gt` as integers, `contains`, `starts_with`",
+                           allowed: ["=", "<", ">", "eq", "lt", "gt", "contains", "starts_with"]),
+            ArgumentSchema("sort", .string, "`find`: `uri`, `value` or `value_int` (`-` before it: descending; default: by path)"),
+            ArgumentSchema("window", .string, "`find`: START:END of the sorted result"),
+        ],
+        note: "`set` needs `path`, `name`, `value`; `get`, `inc`, `dec` `path` and `name`; `find` `name` (and `op` with `value`)",
+        reply: "`stickers` [{path, name, value}] (`get`, `set`, `inc` and `dec`: the new value; `list`: by name; `find`: by `sort`); `names` [name] (`names`: every name in use)",
+        ctl: CtlSyntax("sticker list|get|set|inc|dec|delete|find|names [PATH] [NAME] [VALUE] [--op OP --value V] [--sort KEY] [--window A:B]",
+                       "Values kept on songs: list PATH; get PATH NAME; set PATH NAME VALUE; inc|dec PATH NAME [N]; delete PATH [NAME]; find NAME [DIR] (--op eq --value 5, --sort -value_int); names.",
+                       example: ["set", "Albums/a.flac", "rating", "8"]),
+        mpd: ["sticker", "stickernames"])
 }

@@ -10,7 +10,7 @@ public enum Schema {
         .add, .insert, .remove, .move, .priority, .clip, .clear, .shuffleQueue, .clearError, .list,
         .save, .load, .playlists, .playlist, .playlistAdd, .playlistDelete, .playlistMove, .playlistClear, .playlistRemove, .playlistRename,
         .browse,
-        .update, .find, .search, .findAdd, .count, .ls, .stats,
+        .update, .find, .search, .findAdd, .count, .ls, .stats, .sticker,
         .status, .nowPlaying, .bookmarks,
         .volume, .mute, .session, .lifecycle, .sleep, .alarm,
         .newPartition, .partition, .listPartitions, .deletePartition, .moveOutput, .outputs,
@@ -52,6 +52,7 @@ public enum Schema {
         EventSchema("hook", "`hook` (`on-suspend`/`on-resume`), `status` (exit status, null when it could not run or timed out)"),
         EventSchema("shutdown", "(the daemon is stopping)"),
         EventSchema("playlists", "`name` (a stored playlist saved, changed, renamed or deleted)"),
+        EventSchema("sticker", "`path` (the song, relative to the music directory), `name` (the sticker set, changed or deleted; null: all of the song's)"),
         EventSchema("update", "`job`, `path`, `rescan`, `done`, `scanned` (files looked at so far), `expected` (the files the last scan of this path saw, or null), `added`, `updated`, `removed`, `moved`, `failed` (files that could not be used), `read` (files opened for their tags: a hard link of a file already read in the scan takes its tags unopened), `error` (when the scan failed): at its start, four times a second at most while it runs, and at its end (`done`)"),
         EventSchema("partitions", "(a partition was made or deleted, or an output moved)"),
         EventSchema("message", "`channel`, `message`: a client-to-client message for this connection (channels, below)"),
@@ -108,6 +109,7 @@ public enum Schema {
         case "count": .count
         case "ls": .ls
         case "stats": .stats
+        case "sticker": .sticker
         case "status": .status
         case "now-playing": .nowPlaying
         case "bookmarks": .bookmarks

@@ -68,7 +68,7 @@ public func fileKind(_ mode: mode_t) -> String {
 /// non-frozen enums.
 public enum EventKind: String, CaseIterable, Sendable {
     case state, buffering, current, queue, modes, failed, seeked, chapter, position, volume
-    case session, lifecycle, sleep, alarm, hook, shutdown, playlists, update, partitions, message
+    case session, lifecycle, sleep, alarm, hook, shutdown, playlists, sticker, update, partitions, message
 }
 
 /// The kinds' names, in ``EventKind``'s order.

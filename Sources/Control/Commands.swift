@@ -222,7 +222,7 @@ public enum CommandTable {
         PlaylistAddCommand.descriptor, PlaylistDeleteCommand.descriptor, PlaylistMoveCommand.descriptor,
         PlaylistClearCommand.descriptor, PlaylistRemoveCommand.descriptor, PlaylistRenameCommand.descriptor, BrowseCommand.descriptor,
         UpdateCommand.descriptor, FindCommand.descriptor, SearchCommand.descriptor, FindAddCommand.descriptor, CountCommand.descriptor,
-        LsCommand.descriptor, StatsCommand.descriptor,
+        LsCommand.descriptor, StatsCommand.descriptor, StickerCommand.descriptor,
         StatusCommand.descriptor, NowPlayingCommand.descriptor, BookmarksCommand.descriptor,
         VolumeCommand.descriptor, MuteCommand.descriptor, SessionCommand.descriptor, LifecycleCommand.descriptor,
         SleepCommand.descriptor, AlarmCommand.descriptor,

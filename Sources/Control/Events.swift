@@ -42,6 +42,8 @@ public struct Subsystems: OptionSet, Sendable, Hashable {
     public static let update = Subsystems(rawValue: 1 << 14)
     /// A partition was made or deleted, or an output moved between partitions.
     public static let partition = Subsystems(rawValue: 1 << 15)
+    /// A song's stickers (MPD's `sticker` idle).
+    public static let sticker = Subsystems(rawValue: 1 << 16)
 }
 
 /// What the sleep timer did.
@@ -77,6 +79,9 @@ public enum ControlEvent: Sendable, Equatable {
     case shutdown
     /// A stored playlist was saved, changed, renamed or deleted.
     case playlists(name: String)
+    /// A song's sticker was set, changed or deleted (`name` nil: all of its stickers), by a
+    /// client or by the daemon (a play or skip counted, a position kept).
+    case sticker(path: String, name: String?)
     /// A library scan started, progressed or ended (`done`), with its counts.
     case update(LibraryUpdate)
     /// A partition was made or deleted, or an output moved (``Partitions``).
@@ -105,6 +110,7 @@ public enum ControlEvent: Sendable, Equatable {
         case .hook: .hook
         case .shutdown: .shutdown
         case .playlists: .playlists
+        case .sticker: .sticker
         case .update: .update
         case .partitions: .partitions
         }
@@ -116,7 +122,7 @@ public enum ControlEvent: Sendable, Equatable {
     public var isPartitionScoped: Bool {
         switch self {
         case .state, .buffering, .current, .queue, .modes, .failed, .seeked, .chapter, .position, .volume, .sleep: true
-        case .session, .lifecycle, .alarm, .hook, .shutdown, .playlists, .update, .partitions: false
+        case .session, .lifecycle, .alarm, .hook, .shutdown, .playlists, .sticker, .update, .partitions: false
         }
     }
 
@@ -142,6 +148,7 @@ public enum ControlEvent: Sendable, Equatable {
         // MPD has no chapters; its clients see the seek (`player`) a chapter move makes.
         case .chapter: []
         case .playlists: .storedPlaylist
+        case .sticker: .sticker
         // MPD tells a scan's start and end only (progress is the JSON event's).
         case .partitions: [.partition, .output]
         case .update(let u): u.done ? (u.changed ? [.update, .database] : .update) : u.scanned == 0 ? .update : []

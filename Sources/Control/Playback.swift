@@ -79,6 +79,8 @@ public final class Playback: Sendable {
     /// Where podcasts and audiobooks were left (shared by the partitions), which the queue
     /// starts them at when played again.
     public let bookmarks: Bookmarks
+    /// Plays, skips and resume positions kept as the library's stickers (with a library).
+    let listening: ListeningStickers?
     private let broadcaster = Broadcaster<ControlEvent>(buffering: 4096)
     private let taps = Lock<[@Sendable (ControlEvent) -> Void]>([])
     /// Timers and observers.
@@ -222,7 +224,8 @@ public final class Playback: Sendable {
         // interruption that ends with shouldResume, as an app's handler would.
         player.resumesAfterInterruption = true
         queue = PlayQueue(player: player, lookahead: configuration.lookahead)
-        queue.resumePositions = bookmarks
+        if let library { listening = ListeningStickers(library: library, bookmarks: bookmarks) } else { listening = nil }
+        queue.resumePositions = listening ?? bookmarks
         nowPlaying = NowPlayingInfoCenter()
         nowPlayingBinding = NowPlayingBinding(player: player, center: nowPlaying, identifier: { [queue] in
             queue.current.map { String($0.id) }
@@ -239,8 +242,13 @@ public final class Playback: Sendable {
                 self?.bufferingChanged(status == .waitingToPlayAtSpecifiedRate && reason == .toMinimizeStalls)
             }
             // Heard to its end: it starts from the beginning next time.
-            if case .itemDidPlayToEnd(let item) = e { self?.bookmarks.forget([item.path]) }
+            if case .itemDidPlayToEnd(let item) = e {
+                self?.bookmarks.forget([item.path])
+                self?.listening?.bookmark(item.path, position: nil)
+                self?.listening?.heardToEnd(item.path)
+            }
         }
+        listening?.changed.withLock { $0 = { [weak self] e in self?.post(e) } }
         // The session, the app and the library are told once, by the partition that owns them.
         guard base == nil else { return }
         _ = session.addObserver(queue: work) { [weak self] e in self?.post(.session(e)) }
@@ -326,9 +334,11 @@ public final class Playback: Sendable {
             // An end-of-item sleep timer has fired when the queue stops: cleared before the
             // state is told, so a client that reads the status on "stopped" sees it gone.
             if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
+            if s == .stopped { listening?.stopped() }
             post(.state(s))
         case .current(let entry):
             streamTags.withLock { if $0?.id != entry?.id { $0 = nil } }  // the stream's tags end with it
+            listening?.current(entry?.path)
             nowPlayingBinding.refresh()  // the index is the play queue's, which may settle after the player's event
             post(.current(entry.map { describe($0, index: queue.currentIndex, current: true) }))
         case .queue(let version, let count):
@@ -553,6 +563,7 @@ public final class Playback: Sendable {
         guard first else { return }
         player.pause()
         player.engine.shutdown()
+        listening?.flush()  // (a play counted just before the stop is kept)
         application.terminate()
     }
 

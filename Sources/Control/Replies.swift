@@ -211,6 +211,10 @@ public enum Reply: Sendable, Equatable {
     case directory([LibraryEntry])
     /// A library scan was queued: its job number.
     case update(job: Int)
+    /// Stickers: a song's (`path`, `name`, `value` each), or the songs holding one.
+    case stickers([StickerValue])
+    /// Every sticker name in use.
+    case stickerNames([String])
     /// Songs of the library (`find`, `search`).
     case songs([LibrarySong])
     /// A tag's values (`list TAG`): each row the group values, then the value.

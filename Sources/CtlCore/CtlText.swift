@@ -78,6 +78,7 @@ public enum CtlText {
             let status = e["status"]?.int.map { "exited \($0)" } ?? "could not run or timed out"
             return "hook: \(str("hook")) \(status)"
         case .playlists?: return "playlist changed: \(str("name"))"
+        case .sticker?: return "sticker: \(str("path")) \(e["name"]?.string ?? "(all)")"
         case .update?: return updateLine(e)
         case .shutdown?: return "the daemon is stopping"
         case .partitions?: return "partitions or outputs changed"
@@ -460,6 +461,17 @@ public enum CtlText {
             return list.map { b in
                 "\(clock(b["position"]?.number, milliseconds: false)) / \(clock(b["duration"]?.number, milliseconds: false))  \(printable(b["path"]?.string ?? "?"))\n"
             }.joined()
+        }
+        case "sticker": ReplyWords { r, sent, verbose in
+            if let names = r["names"]?.array { return names.isEmpty ? "(no stickers)\n" : names.map { printable($0.string ?? "") + "\n" }.joined() }
+            let list = r["stickers"]?.array ?? []
+            switch sent?["action"]?.string ?? "names" {
+            case "delete": return "deleted\n"
+            case "find":
+                return list.isEmpty ? "(none)\n" : list.map { "\(printable($0["value"]?.string ?? ""))  \(printable($0["path"]?.string ?? ""))\n" }.joined()
+            default:
+                return list.isEmpty ? "(no stickers)\n" : list.map { "\(printable($0["name"]?.string ?? ""))=\(printable($0["value"]?.string ?? ""))\n" }.joined()
+            }
         }
         case "chapter": ReplyWords { r, sent, verbose in
             let list = r["chapters"]?.array ?? []

@@ -155,6 +155,9 @@ public enum JSONCodec {
             }))]
         case .update(let job): [("job", .int(job))]
         case .songs(let songs): [("songs", .array(songs.map { .object(fields($0)) }))]
+        case .stickers(let all):
+            [("stickers", .array(all.map { .object([("path", .string($0.path)), ("name", .string($0.name)), ("value", .string($0.value))]) }))]
+        case .stickerNames(let names): [("names", .array(names.map(JSON.string)))]
         case .tagValues(let keys, let rows):
             [("tags", .array(keys.map { .string($0.mpdName) })), ("values", .array(rows.map { .array($0.map(JSON.string)) }))]
         case .counts(let group, let counts):
@@ -426,6 +429,7 @@ public enum JSONCodec {
         case .hook(let name, let status): [("hook", .string(name)), ("status", status.map { .int(Int($0)) } ?? .null)]
         case .shutdown, .partitions: []
         case .playlists(let name): [("name", .string(name))]
+        case .sticker(let path, let name): [("path", .string(path)), ("name", name.map(JSON.string) ?? .null)]
         case .update(let u): fields(u)
         }
     }

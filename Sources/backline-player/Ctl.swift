@@ -194,6 +194,37 @@ struct Ctl: ParsableCommand {
             try atMost(1)
             if let s = a.first, s != "foreground", s != "background" { throw CtlUsage(cmd, "expected foreground or background, got '\(s)'") }
             return try make("lifecycle", a.first.map { ["state": .string($0)] } ?? [:])
+        case "sticker":
+            // list PATH; get PATH NAME; set PATH NAME VALUE; inc|dec PATH NAME [N]; delete PATH [NAME];
+            // find NAME [DIR] [--op OP --value V] [--sort KEY] [--window A:B]; names.
+            let action = a.isEmpty ? "names" : a.removeFirst()
+            var v: [String: ArgumentValue] = ["action": .string(action)]
+            switch action {
+            case "names": break
+            case "list": v["path"] = .string(try required("a song"))
+            case "get": (v["path"], v["name"]) = (.string(try required("a song and a name")), .string(try required("a name after the song")))
+            case "set":
+                v["path"] = .string(try required("a song, a name and a value"))
+                v["name"] = .string(try required("a name and a value after the song"))
+                v["value"] = .string(try required("a value after the name"))
+            case "inc", "dec":
+                v["path"] = .string(try required("a song and a name"))
+                v["name"] = .string(try required("a name after the song"))
+                if let n = a.first { a.removeFirst(); v["by"] = .integer(try int(n, "a whole number to add")) }
+            case "delete":
+                v["path"] = .string(try required("a song"))
+                if let n = a.first { a.removeFirst(); v["name"] = .string(n) }
+            case "find":
+                if let op = try option("--op") { v["op"] = .string(op) }
+                if let value = try option("--value") { v["value"] = .string(value) }
+                if let sort = try option("--sort") { v["sort"] = .string(sort) }
+                if let window = try option("--window") { v["window"] = .string(window) }
+                v["name"] = .string(try required("a sticker name"))
+                if let dir = a.first { a.removeFirst(); v["path"] = .string(dir) }
+            default: throw CtlUsage(cmd, "expected list, get, set, inc, dec, delete, find or names, got '\(action)'")
+            }
+            try atMost(0)
+            return try make("sticker", v)
         case "sleep":
             if flag("--cancel") { try atMost(0); return SleepCommand(action: .cancel) }
             if flag("--end-of-item") { try atMost(0); return SleepCommand(action: .endOfItem) }

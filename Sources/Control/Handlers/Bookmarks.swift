@@ -31,10 +31,15 @@ public struct BookmarksCommand: ControlCommand {
     }
     public func run(_ x: CommandContext) throws(CommandError) -> Reply {
         let b = x.playback.bookmarks
+        // (The songs' `elapsed` stickers go with them.)
         switch action {
         case .list: return .bookmarks(b.all)
-        case .forget(let paths): return .forgotten(b.forget(paths))
-        case .forgetAll: return .forgotten(b.forget(nil))
+        case .forget(let paths):
+            for p in paths { x.playback.listening?.bookmark(p, position: nil) }
+            return .forgotten(b.forget(paths))
+        case .forgetAll:
+            for p in b.all.keys { x.playback.listening?.bookmark(p, position: nil) }
+            return .forgotten(b.forget(nil))
         }
     }
 }

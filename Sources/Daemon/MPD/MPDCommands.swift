@@ -414,6 +414,13 @@ package enum MPDCommandTable {
         MPDCommand("single", 1...1, inline: true) { p, r throws(MPDError) in try p.single(r) },
         MPDCommand("stats", 0...0) { p, _ throws(MPDError) in try p.stats() },
         MPDCommand("status", 0...0, inline: true, bytes: { p, _, out in p.status(into: &out) }),
+        MPDCommand("sticker", 3...3, unbounded: true, database: true) { p, r throws(MPDError) in try p.sticker(r) },
+        MPDCommand("stickernames", 0...0, database: true) { p, _ throws(MPDError) in try p.stickerNames() },
+        MPDCommand("stickernamestypes", 0...1, database: true) { p, r throws(MPDError) in try p.stickerNamesTypes(r) },
+        MPDCommand("stickertypes", 0...0, database: true) { p, _ throws(MPDError) in
+            guard p.playback.library != nil else { throw MPDError(.unknown, "sticker database is disabled") }
+            return "stickertype: song\n"
+        },
         MPDCommand("stop", 0...0, inline: true) { p, _ throws(MPDError) in _ = try p.run(StopCommand()); return "" },
         MPDCommand("subscribe", 1...1, inline: true) { p, r throws(MPDError) in _ = try p.runChannel(ChannelSubscribeCommand(channel: r.args[0]), r); return "" },
         MPDCommand("swap", 2...2, [.unsigned, .unsigned]) { p, r throws(MPDError) in

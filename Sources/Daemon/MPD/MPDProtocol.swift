@@ -101,7 +101,7 @@ package struct MPDProtocol: Sendable {
     /// Subsystem names for `idle`, and the command layer's subsystems they stand for.
     static let subsystems: [(String, Subsystems)] = [
         ("database", .database), ("stored_playlist", .storedPlaylist), ("playlist", .playlist), ("player", .player),
-        ("mixer", .mixer), ("output", .output), ("options", .options), ("update", .update), ("sticker", []),
+        ("mixer", .mixer), ("output", .output), ("options", .options), ("update", .update), ("sticker", .sticker),
         ("subscription", .subscription), ("message", .message), ("partition", .partition), ("neighbor", []), ("mount", []),
     ]
 
