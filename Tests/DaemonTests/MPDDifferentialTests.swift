@@ -45,6 +45,21 @@ struct MPDDifferentialTests {
         "tagtypes all",
         "add \"Alpha/01 first.mp3\"", "add Alpha/missing.mp3", "addid \"Beta/01 only.mp3\"", "addid loose.mp3 0", "add Alpha",
         "add", "add a b c",
+        // Stickers (before anything plays: Backline counts plays and skips as stickers too).
+        "sticker set song \"Alpha/01 first.mp3\" rating 8", "sticker set song \"Alpha/02 second.mp3\" rating 10",
+        "sticker set song \"Beta/01 only.mp3\" rating 3", "sticker set song loose.mp3 note \"hello world\"",
+        "sticker get song \"Alpha/01 first.mp3\" rating", "sticker get song \"Alpha/01 first.mp3\" nosuch",
+        "sticker get song Alpha/missing.mp3 rating", "sticker get song Alpha rating", "sticker list song \"Alpha/01 first.mp3\"",
+        "sticker set song \"Alpha/01 first.mp3\" comment \"a=b\"", "sticker list song \"Alpha/01 first.mp3\"",
+        "sticker list song loose.mp3", "sticker list song \"Beta/01 only.mp3\"",
+        "sticker find song Alpha rating", "sticker find song \"\" rating", "sticker find song \"\" rating = 10",
+        "sticker find song \"\" rating < 8", "sticker find song \"\" rating > 3", "sticker find song Beta rating",
+        "sticker find song Nowhere rating", "sticker find song \"\" nosuch", "sticker find song \"\" rating ~ 3",
+        "sticker find song \"\" rating =", "sticker delete song \"Alpha/01 first.mp3\" comment",
+        "sticker delete song \"Alpha/01 first.mp3\" comment", "sticker delete song loose.mp3", "sticker delete song loose.mp3",
+        "sticker list song loose.mp3", "sticker delete song nothing.mp3", "sticker set song nothing.mp3 a b",
+        "sticker get song", "sticker bogus song loose.mp3", "sticker get playlist x y", "sticker set song loose.mp3 a",
+        "sticker", "sticker list song loose.mp3 extra",
         "status", "playlistinfo", "playlistinfo -1", "playlistinfo 1", "playlistinfo 1:3", "playlistinfo 3:1", "playlistinfo 99",
         "playlistinfo x", "playlistid 2", "playlistid 999", "playlistid x", "currentsong",
         "rangeid 2 1.5:3", "playlistid 2", "rangeid 2 100:", "rangeid 2 100:200", "rangeid 2 0.5:100", "playlistid 2", "rangeid 2 :", "playlistid 2", "rangeid 2 0.25:", "playlistid 2", "rangeid 2 :0.75",
@@ -174,7 +189,7 @@ enum MPDDifferences {
 
     /// Whole replies that differ on purpose, by the script line that asks for them.
     static let deliberate: [String: String] = [
-        "commands": "No mounts (mount, unmount), no `kill` (an MPD client cannot stop the daemon; SIGTERM or `ctl` can), no `getfingerprint` (no Chromaprint)",
+        "commands": "No mounts (mount, unmount), no `kill` (an MPD client cannot stop the daemon; SIGTERM or `ctl` can), no `getfingerprint` (no Chromaprint); mpd 0.24's `stickernames`, `stickertypes` and `stickernamestypes`",
         "consume oneshot": "`consume oneshot` is accepted (mpd 0.24's, and the JSON protocol's); mpd 0.23 takes 0 or 1",
         "outputs": "Output 0 is the daemon's device (its name, `alsa`, `pulse` or `fifo`), then the `output` lines partitions play through, not mpd's configured outputs",
         "urlhandlers": "The schemes of Backline's own inputs: http:// and https:// (libcurl), where mpd's curl plugin also lists ftp, gopher and the rest of libcurl's",
@@ -201,6 +216,7 @@ final class MPDServer {
             db_file "\(dir.path)/db"
             playlist_directory "\(dir.path)/playlists"
             log_file "\(dir.path)/log"
+            sticker_file "\(dir.path)/sticker.sql"
             bind_to_address "127.0.0.1"
             port "\(port)"
             zeroconf_enabled "no"
