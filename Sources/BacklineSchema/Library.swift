@@ -65,8 +65,8 @@ extension CommandSchema {
         ],
         note: "`set` needs `path`, `name`, `value`; `get`, `inc`, `dec` `path` and `name`; `find` `name` (and `op` with `value`)",
         reply: "`stickers` [{path, name, value}] (`get`, `set`, `inc` and `dec`: the new value; `list`: by name; `find`: by `sort`); `names` [name] (`names`: every name in use)",
-        ctl: CtlSyntax("sticker list|get|set|inc|dec|delete|find|names [PATH] [NAME] [VALUE] [--op OP --value V] [--sort KEY] [--window A:B]",
-                       "Values kept on songs: list PATH; get PATH NAME; set PATH NAME VALUE; inc|dec PATH NAME [N]; delete PATH [NAME]; find NAME [DIR] (--op eq --value 5, --sort -value_int); names.",
+        ctl: CtlSyntax("sticker ACTION [PATH] [NAME] [VALUE]",
+                       "Values kept on songs: list PATH; get PATH NAME; set PATH NAME VALUE; inc|dec PATH NAME [N]; delete PATH [NAME]; find NAME [DIR] [--op OP --value V] [--sort KEY] [--window A:B]; names.",
                        example: ["set", "Albums/a.flac", "rating", "8"]),
         mpd: ["sticker", "stickernames"])
 }
