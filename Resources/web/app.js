@@ -306,6 +306,22 @@ async function renderChapter(c) {
   if (c && c.chapter != null) menu.value = String(c.chapter);
 }
 
+/** The current song's rating and plays (its stickers); hidden for what the library lacks. */
+async function renderStickers(item) {
+  const box = $('song-stickers');
+  const r = item && !isStream(item.path) ? await call('sticker', { action: 'list', path: item.path }).catch(() => null) : null;
+  if (player.current?.path !== item?.path) return; // another item since
+  box.hidden = !r;
+  if (!r) return;
+  const values = Object.fromEntries(r.stickers.map((s) => [s.name, s.value]));
+  const rating = Number(values.rating ?? 0);
+  const menu = $('rating');
+  const option = rating > 0 ? String(Math.min(10, Math.max(2, Math.round(rating / 2) * 2))) : '';
+  menu.value = option;
+  const plays = Number(values.playCount ?? 0);
+  $('plays').textContent = plays ? `Played ${plays} time${plays === 1 ? '' : 's'}` : 'Not played to the end yet';
+}
+
 const chapterGo = (args) => act('chapter', args).then((r) => r && r.position != null && anchor(r.position));
 
 /** The speed menu, and how fast the bar moves: a speed the menu lacks is added to it. */
@@ -347,6 +363,7 @@ function renderCurrent(item) {
   $('mini-title').textContent = title;
   $('mini-artist').textContent = artist;
   if (item?.id !== previousId) setCover(item?.id);
+  if (item?.id !== previousId) renderStickers(item);
   markCurrent(item);
   updateDocumentTitle();
 }
@@ -577,6 +594,13 @@ function wireTransport() {
   $('skip-back').addEventListener('click', () => act('skip', { back: true }).then((r) => r && anchor(r.position)));
   $('skip-forward').addEventListener('click', () => act('skip').then((r) => r && anchor(r.position)));
   $('chapter').addEventListener('change', () => chapterGo({ index: Number($('chapter').value) }));
+  $('rating').addEventListener('change', () => {
+    const path = player.current?.path;
+    const value = $('rating').value;
+    if (!path) return;
+    if (value) act('sticker', { action: 'set', path, name: 'rating', value });
+    else call('sticker', { action: 'delete', path, name: 'rating' }).catch(() => {}); // (none to delete: nothing to do)
+  });
   $('speed').addEventListener('change', () => act('speed', { speed: Number($('speed').value) }).then((r) => r && renderSpeed(r.speed)));
   $('mini-open').addEventListener('click', () => selectTab('now', true));
   const cover = $('cover');
@@ -899,8 +923,7 @@ function renderBrowseActions(label, add) {
 
 function setBrowseMode(mode) {
   lib.mode = mode;
-  $('browse-artists').setAttribute('aria-pressed', String(mode === 'artists'));
-  $('browse-folders').setAttribute('aria-pressed', String(mode === 'folders'));
+  for (const m of ['artists', 'folders', 'played', 'rated']) $(`browse-${m}`).setAttribute('aria-pressed', String(mode === m));
   showBrowse();
 }
 
@@ -909,7 +932,10 @@ async function showBrowse(fromTop = true) {
   const seq = ++lib.browseSeq;
   const note = $('browse-note');
   try {
-    const view = lib.mode === 'artists' ? await browseArtists() : await browseFolder(lib.dir);
+    const view = lib.mode === 'artists' ? await browseArtists()
+      : lib.mode === 'played' ? await browseBySticker('playCount', 'Most played', (n) => `${n}×`)
+      : lib.mode === 'rated' ? await browseBySticker('rating', 'Top rated', (n) => `${n}/10`)
+      : await browseFolder(lib.dir);
     if (seq !== lib.browseSeq) return;
     renderCrumbs(view.crumbs);
     renderBrowseActions(view.label, view.add);
@@ -952,6 +978,22 @@ async function browseArtists() {
     label: album || 'this album',
     add: () => act('find-add', { terms }),
   };
+}
+
+/** The songs holding the sticker `name`, the highest value first (its songs' tags from `find`). */
+async function browseBySticker(name, label, show) {
+  const found = (await call('sticker', { action: 'find', name, sort: '-value_int', window: '0:100' })).stickers;
+  const songs = new Map();
+  await Promise.all(found.map(async (s) => {
+    const r = await call('find', { terms: ['file', s.path] }).catch(() => null);
+    songs.set(s.path, r?.songs?.[0] ?? { path: s.path });
+  }));
+  const rows = found.map((s) => {
+    const li = songRow(songs.get(s.path));
+    li.querySelector('.row-time').textContent = show(s.value);
+    return li;
+  });
+  return { crumbs: [{ label, go: () => showBrowse() }], rows, empty: name === 'rating' ? 'No song is rated yet.' : 'No song was played to its end yet.' };
 }
 
 async function browseFolder(dir) {
@@ -1019,6 +1061,8 @@ function wireLibrary() {
   });
   $('browse-artists').addEventListener('click', () => setBrowseMode('artists'));
   $('browse-folders').addEventListener('click', () => setBrowseMode('folders'));
+  $('browse-played').addEventListener('click', () => setBrowseMode('played'));
+  $('browse-rated').addEventListener('click', () => setBrowseMode('rated'));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1087,6 +1131,10 @@ const EVENTS = {
   },
   chapter(e) {
     if (e.item === player.current?.id) renderChapter(e);
+  },
+  sticker(e) {
+    const path = player.current?.path;
+    if (path && (path === e.path || path.endsWith(`/${e.path}`))) renderStickers(player.current);
   },
   position(e) {
     if (e.item !== player.current?.id) return;

@@ -21,7 +21,7 @@ struct WebRemoteRealtimeTests {
         return try Fixtures.mp3(from: w, name: name, lameArgs: ["-b", "128", "--tt", title, "--ta", "The Testers", "--tl", "Browser Album"])
     }
 
-    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); the page sends nothing while it plays untouched (no polling); another client's ctl next reaches the page by its events; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds; the `p` key pauses and plays; every control has a name for screen readers",
+    @Test("the page shows the title and cover of what plays; clicking pause is heard as silence and play as sound again; dragging the progress bar seeks to where it was dropped (heard there); the page sends nothing while it plays untouched (no polling); another client's ctl next reaches the page by its events; a rating chosen on the page is the song's sticker, another client's is shown, and Top rated lists it; a queue row dragged to the top moves in the daemon's queue; a search plays what it finds; the `p` key pauses and plays; every control has a name for screen readers",
           .enabled(if: browserReady || Harness.isCI, "needs chromium and chromedriver"))
     func browser() throws {
         try PulseNullSink.exclusive { sink in
@@ -100,6 +100,12 @@ struct WebRemoteRealtimeTests {
             #expect(next["title"] == "Second Noise", "\(next.text)")
             // (How soon is printed, not asserted: a speed, for a benchmark, not a test.)
             if let ms = next["after_reply_ms"]?.number { print("web remote: the page showed another client's next \(Int(ms)) ms after its reply") }
+
+            // The rating: the page's choice is the song's sticker; another client's is shown.
+            let rating = try #require(steps["rating"])
+            #expect(rating["page"] == "rating=8" && rating["shown"] == "4", "\(rating.text)")
+            let rated = steps["rated"]?["rows"]?.array?.compactMap(\.string) ?? []
+            #expect(rated.count == 1 && rated.first?.contains("Second Noise") == true && rated.first?.contains("4/10") == true, "\(rated)")
 
             // The queue: the dragged row is first in the daemon's queue too.
             let reorder = try #require(steps["reorder"])

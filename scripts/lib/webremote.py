@@ -22,6 +22,7 @@ import time
 from headless import chromium
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
 
 URL, BACKLINE, SOCKET, ARTIFACTS = sys.argv[1:5]
 
@@ -116,6 +117,18 @@ try:
     changed = driver.execute_script("return window.__changed")
     say("next", title=new_title, after_command_ms=changed - before, after_reply_ms=changed - answered)
 
+    # The rating: chosen on the page, it is the song's sticker; set by another client, the page
+    # shows it (through the sticker event).
+    def ctl(*args):
+        return subprocess.run([BACKLINE, "ctl", "--socket", SOCKET, *args], capture_output=True, text=True).stdout.strip()
+    until("the rating menu", lambda: driver.find_element(By.ID, "rating").is_displayed())
+    Select(driver.find_element(By.ID, "rating")).select_by_value("8")
+    by_page = until("the rating sticker", lambda: (lambda v: v if v == "rating=8" else None)(ctl("sticker", "get", "02-second.mp3", "rating")))
+    ctl("sticker", "set", "02-second.mp3", "rating", "4")
+    shown = until("the page to show the other client's rating",
+                  lambda: (lambda v: v if v == "4" else None)(driver.find_element(By.ID, "rating").get_attribute("value")))
+    say("rating", page=by_page, shown=shown)
+
     # The queue: drag the last row's handle to the top.
     tab("queue")
     rows = lambda: [r.get_attribute("data-id") for r in driver.find_elements(By.CSS_SELECTOR, "#queue li[data-id]")]
@@ -147,6 +160,14 @@ try:
     playing = until("the found song to play", lambda: (lambda t: t if "Glove" in t else None)(
         driver.find_element(By.ID, "title").text.strip()))
     say("search", result=text, playing=playing)
+    # The library by rating: the song rated above, with its rating.
+    tab("library")
+    driver.execute_script("const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input'));")
+    until("the browse view", lambda: driver.find_element(By.ID, "browse-rated").is_displayed())
+    driver.find_element(By.ID, "browse-rated").click()
+    rated = until("the top rated songs", lambda: [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#browse li")] or None)
+    say("rated", rows=rated)
+    tab("now")
     # The terminal player's keys: `p` pauses and plays again (the button follows the daemon's state).
     body = driver.find_element(By.TAG_NAME, "body")
     button = driver.find_element(By.ID, "play-pause")
