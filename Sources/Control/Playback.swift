@@ -309,6 +309,9 @@ public final class Playback: Sendable {
 
     /// Whether the last `buffering` event said so.
     private let buffering = Lock(false)
+    /// The item and chapter the last `chapter` event told (an end-of-chapter sleep waits for
+    /// the next one).
+    private let heardChapter = Lock<(id: Int, index: Int?)?>(nil)
 
     /// Seconds spent playing so far, and since when it has been playing (monotonic ns).
     private let played = Lock<(total: Double, since: Int?)>((0, nil))
@@ -485,7 +488,6 @@ public final class Playback: Sendable {
         try? queue.seek(to: chapters[to].start)
         post(.sleep(.fired))
     }
-    private let heardChapter = Lock<(id: Int, index: Int?)?>(nil)
 
     /// Cancels the sleep timer (and the stop at the end of the item it set).
     func cancelSleep() {

@@ -103,4 +103,20 @@ struct BookmarkTests {
         #expect(r.remembers(path: "/b.M4B", duration: 60, genre: nil))
         #expect(!ResumeSettings(enabled: false).remembers(path: "/b.m4b", duration: 6000, genre: "Podcast"))
     }
+
+    @Test("at most 1,000 kept: the 999th and 1,000th are kept, the 1,001st sends the oldest away, not another")
+    func limit() {
+        let b = Bookmarks()
+        // (Saved times given, so the oldest is known: 1…998.)
+        b.restore(Dictionary(uniqueKeysWithValues: (1...998).map { ("/m/\($0).mp3", Bookmark(position: 60, duration: 700, saved: Double($0))) }))
+        b.set("/m/999.mp3", position: 60, duration: 700)
+        #expect(b.all.count == 999)
+        b.set("/m/1000.mp3", position: 60, duration: 700)
+        #expect(b.all.count == Bookmarks.limit && b.bookmark(for: "/m/1.mp3") != nil)
+        b.set("/m/1001.mp3", position: 60, duration: 700)
+        #expect(b.all.count == Bookmarks.limit)
+        #expect(b.bookmark(for: "/m/1.mp3") == nil && b.bookmark(for: "/m/2.mp3") != nil && b.bookmark(for: "/m/1001.mp3") != nil)
+        b.set("/m/1000.mp3", position: 90, duration: 700)  // one kept, moved on: nothing goes
+        #expect(b.all.count == Bookmarks.limit && b.bookmark(for: "/m/2.mp3") != nil && b.bookmark(for: "/m/1000.mp3")?.position == 90)
+    }
 }

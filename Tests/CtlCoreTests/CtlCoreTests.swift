@@ -34,12 +34,14 @@ struct CtlCoreTests {
         #expect(parseTime("1:2:3:4") == nil)
     }
 
+    /// The members of the request `ctl C A…` makes (nil: the typed builder's).
+    func members(_ c: String, _ a: [String]) throws -> [String: JSON]? {
+        guard case .command(_, let m)? = try CtlCommands.simple(c, a) else { return nil }
+        return Dictionary(uniqueKeysWithValues: m)
+    }
+
     @Test("simple requests: no arguments, an item id, on/off, positions from 1 made indexes from 0")
     func simpleRequests() throws {
-        func members(_ c: String, _ a: [String]) throws -> [String: JSON]? {
-            guard case .command(_, let m)? = try CtlCommands.simple(c, a) else { return nil }
-            return Dictionary(uniqueKeysWithValues: m)
-        }
         #expect(try members("pause", []) == [:])
         #expect(try members("play", ["7"]) == ["item": .int(7)])
         #expect(try members("shuffle", ["off"]) == ["on": .bool(false)])
@@ -54,10 +56,6 @@ struct CtlCoreTests {
 
     @Test("chapter and bookmarks: next, previous, N from 1 (an index from 0); 0 and words refused; bookmarks clear with and without paths")
     func chapterAndBookmarks() throws {
-        func members(_ c: String, _ a: [String]) throws -> [String: JSON]? {
-            guard case .command(_, let m)? = try CtlCommands.simple(c, a) else { return nil }
-            return Dictionary(uniqueKeysWithValues: m)
-        }
         #expect(try members("chapter", []) == [:])
         #expect(try members("chapter", ["next"]) == ["to": .string("next")])
         #expect(try members("chapter", ["previous"]) == ["to": .string("previous")])

@@ -1,3 +1,4 @@
+import Control
 import Daemon
 import Testing
 
@@ -43,5 +44,21 @@ struct ConfigFileTests {
         }
         #expect(Self.error("skip-forward = 0\n")?.message.hasPrefix("skip-forward: expected a decimal number from 1 to 3600") == true)
         #expect(Self.error("skip-backward = 3601\n")?.message.hasPrefix("skip-backward: expected a decimal number from 1 to 3600") == true)
+    }
+
+    @Test("resume: `resume-after` 0 turns it off, 1440 (a day) is taken, -1 and 1441 refused; `resume-rewind` 0 and 60 taken, -0.1 and 60.1 refused, each naming the key")
+    func resumeSettings() throws {
+        var config = DaemonConfig.defaults(environment: ["HOME": "/nonexistent"])
+        #expect(config.resume.enabled && config.resume.minimumLength == 600 && config.resume.rewind == 5)
+        try config.apply(configText: "resume-after = 0\nresume-rewind = 0\n", file: "daemon.conf")
+        #expect(!config.resume.enabled && config.resume.rewind == 0)
+        try config.apply(configText: "resume-after = 1440\nresume-rewind = 60\n", file: "daemon.conf")
+        #expect(config.resume.enabled && config.resume.minimumLength == 86_400 && config.resume.rewind == 60)
+        for bad in ["resume-after = -1", "resume-after = 1441"] {
+            #expect(Self.error(bad)?.message.hasPrefix("resume-after: expected a decimal number from 0 to 1440") == true, "\(bad)")
+        }
+        for bad in ["resume-rewind = -0.1", "resume-rewind = 60.1"] {
+            #expect(Self.error(bad)?.message.hasPrefix("resume-rewind: expected a decimal number from 0 to 60") == true, "\(bad)")
+        }
     }
 }

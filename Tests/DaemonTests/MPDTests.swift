@@ -170,7 +170,9 @@ struct MPDTests {
         #expect(event?["item"]?["path"]?.string?.hasSuffix("album/a.mp3") == true, "ctl watch sees mpc's next: \(event?.text ?? "nothing")")
 
         // The other way round: the JSON protocol's next wakes mpc idle.
-        let second = try SpawnedProcess("/usr/bin/mpc", ["idle"], environment: ["MPD_HOST": sock])
+        // (`idle player`: the skip the first next counted is written as a sticker meanwhile, and
+        // `idle` without a subsystem would wake for that.)
+        let second = try SpawnedProcess("/usr/bin/mpc", ["idle", "player"], environment: ["MPD_HOST": sock])
         usleep(300_000)
         #expect(try d.request("next").ok)
         #expect(try second.wait(timeout: 5) == 0)

@@ -62,6 +62,31 @@ struct ChapterTests {
         #expect(metadata.title == "The Book")
     }
 
+    /// An ID3v2.4 tag of `frames` (each an id and its data).
+    static func id3v24(_ frames: [(String, [UInt8])]) -> [UInt8] {
+        func syncsafe(_ n: Int) -> [UInt8] { [UInt8((n >> 21) & 0x7F), UInt8((n >> 14) & 0x7F), UInt8((n >> 7) & 0x7F), UInt8(n & 0x7F)] }
+        let body: [UInt8] = frames.flatMap { (id: String, data: [UInt8]) -> [UInt8] in Array(id.utf8) + syncsafe(data.count) + [0, 0] + data }
+        return Array("ID3".utf8) + [4, 0, 0] + syncsafe(body.count) + body
+    }
+
+    /// A `CHAP` frame's data: `element` NUL, then `times` bytes of its times (16 in a whole one), then `sub`.
+    static func chap(_ element: String, start: UInt32, end: UInt32, times: Int = 16, sub: [UInt8] = []) -> [UInt8] {
+        func be(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+        return Array(element.utf8) + [0] + Array((be(start) + be(end) + [UInt8](repeating: 0xFF, count: 8)).prefix(times)) + sub
+    }
+
+    @Test("a CHAP frame at its 16 bytes of times is a chapter; one byte short it is none, and its neighbours stay")
+    func shortChapterFrame() {
+        let title = [UInt8]("TIT2".utf8) + [0, 0, 0, 5, 0, 0] + [3] + Array("Two".utf8) + [0]
+        let tag = Self.id3v24([("CHAP", Self.chap("a", start: 0, end: 1000)),
+                               ("CHAP", Self.chap("b", start: 500, end: 900, times: 15)),
+                               ("CHAP", Self.chap("c", start: 1000, end: 2000, sub: title))])
+        let m = ID3Scan.metadata(bytes: tag[...])
+        #expect(m.chapters == [Chapter(title: nil, start: 0, end: 1), Chapter(title: "Two", start: 1, end: 2)], "\(m.chapters)")
+        let alone = ID3Scan.metadata(bytes: Self.id3v24([("CHAP", Self.chap("b", start: 500, end: 900, times: 15))])[...])
+        #expect(alone.chapters.isEmpty)
+    }
+
     @Test("the chapter at a time: none before the first start, each from its start (to the millisecond) until the next one's")
     func index() {
         let chapters = [Chapter(title: "a", start: 1), Chapter(title: "b", start: 10), Chapter(title: "c", start: 22.5)]
