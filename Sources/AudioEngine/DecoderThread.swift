@@ -374,6 +374,13 @@ final class DecoderThread: @unchecked Sendable {
             }
             producer.commit(bytes)
             writtenFrames += bytes / bytesPerFrame
+            if let trimmer = decoder as? SilenceTrimmingDecoder, let content = trimmer.takeCut() {
+                // Marked at the ring position of the first frame after the cut.
+                while !pushMarker(.resumed, item: item, format: decoder.format, itemFrame: Int64(content)) {
+                    if shared.generation.load(ordering: .acquiring) != generation { return false }
+                    sleep(millis: 5)
+                }
+            }
             if !tail.isEmpty {
                 return beginCrossfade(length: fadePlan ?? 0, pending: tail, ended: status == .done)
             }
@@ -475,8 +482,22 @@ final class DecoderThread: @unchecked Sendable {
             remaining = nil
             frames = frames.map { Int((Double($0) / speed).rounded()) }
         }
+        // Long silences shortened (a clip's end counts output frames: a clip is played whole).
+        if !source.isLive, item.clip == nil, trims(item.path, metadata) {
+            played = SilenceTrimmingDecoder(played, trimming: SilenceTrimming(), speed: speed, firstFrame: item.startFrame)
+            frames = nil  // (its length is not known ahead: it joins the next without a crossfade)
+        }
         return Opened(item: item, decoder: played, remaining: remaining, frames: frames, lengthFrames: clipLength ?? 0, audio: audio,
                       metadata: metadata, isLive: source.isLive, speed: speed)
+    }
+
+    /// Whether the item at `path` with `metadata` has its long silences shortened.
+    private func trims(_ path: String, _ metadata: TrackMetadata) -> Bool {
+        switch SilenceTrimMode(rawValue: shared.silenceTrimMode.load(ordering: .relaxed)) ?? .off {
+        case .off: false
+        case .all: true
+        case .spoken: SpokenWord.matches(path: path, genre: metadata.genre)
+        }
     }
 
     private func openNext() -> Bool {

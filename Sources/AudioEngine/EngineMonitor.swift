@@ -147,6 +147,14 @@ extension PlaybackEngine {
                     s.pausedByDropFrames = Int(e.itemFrame)
                 case .cutMissed:
                     replan = true
+                case .resumed:
+                    // A silence cut: the item goes on from a later content frame here.
+                    if let seg = s.segments.last(where: { $0.item == id && $0.deviceFrame <= e.deviceFrame }) {
+                        let expected = seg.itemFrame(after: e.deviceFrame - seg.deviceFrame)
+                        s.infos[id]?.silenceTrimmed += Double(max(0, Int(e.itemFrame) - expected)) / Double(max(1, e.rate))
+                    }
+                    s.segments.append(Segment(deviceFrame: e.deviceFrame, item: id, itemFrame: Int(e.itemFrame), rate: Int(e.rate),
+                                           announced: false, seek: false, frozen: false, continuation: true, speed: e.speed))
                 case .metadataChanged:
                     if let (item, metadata) = s.timedMetadata.removeValue(forKey: e.itemFrame), item == id, var info = s.infos[id] {
                         info.metadata = metadata

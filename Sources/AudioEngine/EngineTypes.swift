@@ -29,6 +29,9 @@ public struct ItemInfo: Sendable, Equatable {
     public var replayGainScale: Float = 1
     /// A live stream (an Icecast mount): no end and no length (``durationFrames`` is 0), no seeking.
     public var isLive = false
+    /// Seconds of silence cut from it so far, as the output reached each cut (the item's long
+    /// silences shortened: ``PlaybackEngine/silenceTrimming``).
+    public var silenceTrimmed: Double = 0
     /// Duration in seconds.
     public var duration: Double { Double(durationFrames) / Double(format.rate) }
 }

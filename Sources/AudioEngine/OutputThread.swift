@@ -438,6 +438,11 @@ final class OutputThread<Device: AudioOutput>: OutputThreadHandle, @unchecked Se
             emit(.itemFailed, item: m.item)
         case .metadata:
             emit(.metadataChanged, item: m.item, itemFrame: m.itemFrame)
+        case .resumed:
+            // Content time jumps over the cut: the item's frames count from here anew.
+            segmentStartFrame = Int(m.itemFrame)
+            segmentStartPosition = consumer.position
+            emit(.resumed, item: m.item, itemFrame: m.itemFrame)
         case .pad:
             segmentGeneration = .max  // discard the filler up to the next marker
         }

@@ -286,6 +286,16 @@ public final class PlaybackEngine: Sendable {
         state.withLock { $0.paused = false }
     }
 
+    /// Which items have their long silences shortened on the decoder thread (off by default):
+    /// a silence longer than 0.3 s keeps its first and last 0.15 s (``SilenceTrimming``). The
+    /// position stays content time (it jumps over each cut as it is heard); what was cut is
+    /// each item's ``ItemInfo/silenceTrimmed``. Items opened from now on follow it (those
+    /// already decoded ahead keep theirs); a clipped item or a live stream is never trimmed.
+    public var silenceTrimming: SilenceTrimMode {
+        get { SilenceTrimMode(rawValue: shared.silenceTrimMode.load(ordering: .relaxed)) ?? .off }
+        set { shared.silenceTrimMode.store(newValue.rawValue, ordering: .relaxed) }
+    }
+
     /// The rate items play at, 0.5…3 (1: as decoded, bit-exact): each item's audio stretched on
     /// the decoder thread by its ``EngineItem/pitchAlgorithm``; ``position`` stays content time.
     /// A change is heard at once: what is buffered is replaced from the frame heard, as a seek

@@ -24,6 +24,9 @@ struct Marker: BitwiseCopyable {
         case pad = 4
         /// `item`'s tags change here (their number, from the decoder's report, in `itemFrame`).
         case metadata = 5
+        /// `item` goes on here from its content frame `itemFrame`: the frames before it were
+        /// cut (a silence shortened, ``SilenceTrimmingDecoder``).
+        case resumed = 6
     }
     var kind: Kind
     var generation: UInt32
@@ -64,6 +67,8 @@ struct OutputEvent: BitwiseCopyable {
         case stalled = 11
         /// Enough is buffered again: `item` goes on from `itemFrame` at `deviceFrame`.
         case stallEnded = 12
+        /// `item` goes on from `itemFrame` at `deviceFrame`, after a cut (a silence shortened).
+        case resumed = 13
     }
     var kind: Kind
     var generation: UInt32
@@ -186,6 +191,9 @@ final class EngineShared: Sendable {
     /// Control → decoder: the rate items play at (Double bit pattern; 1: as decoded), read
     /// when the decoder opens an item: a change re-plans from the frame heard.
     let speedBits = Atomic<UInt64>(1.0.bitPattern)
+    /// Control → decoder: which items have their silences shortened (``SilenceTrimMode``),
+    /// read when the decoder opens an item.
+    let silenceTrimMode = Atomic<UInt8>(0)
     /// The rate items play at (``speedBits``).
     var speed: Double { Double(bitPattern: speedBits.load(ordering: .relaxed)) }
     /// Decoder → output: the PCM ring's read position at which the decoder, asleep on a full

@@ -38,14 +38,13 @@ public struct ResumeSettings: Sendable, Equatable {
     }
 
     /// Genres (case-insensitive) that make an item spoken word whatever its length.
-    public static let spokenGenres: Set<String> = ["podcast", "podcasts", "audiobook", "audiobooks", "audio book", "speech", "spoken word", "spoken"]
+    public static let spokenGenres: Set<String> = SpokenWord.genres
 
     /// Whether an item at `path` with `duration` and `genre` is remembered.
     public func remembers(path: String, duration: Double?, genre: String?) -> Bool {
         guard enabled else { return false }
         if let duration, duration >= minimumLength { return true }
-        if let g = genre?.lowercased(), Self.spokenGenres.contains(g) { return true }
-        return path.lowercased().hasSuffix(".m4b")
+        return SpokenWord.matches(path: path, genre: genre)
     }
 }
 
