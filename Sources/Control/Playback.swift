@@ -141,6 +141,13 @@ public final class Playback: Sendable {
     }
     private let skipSetting = Lock((forward: 30.0, backward: 15.0))
 
+    /// Which items have their long silences shortened (the engine's `silenceTrimming`: off,
+    /// spoken word, all): items opened from now on.
+    public var silenceTrimming: SilenceTrimMode {
+        get { player.engine.silenceTrimming }
+        set { player.engine.silenceTrimming = newValue }
+    }
+
     /// The rate items play at, 0.5…3 (the player's default rate): playing, heard at once (the
     /// engine replaces what it buffered from the frame heard); paused, from the next play.
     public var speed: Double {
@@ -424,7 +431,9 @@ public final class Playback: Sendable {
             audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
             replayGain: replayGain,
             replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
-            crossfade: crossfade, speed: speed, chapter: ChapterPosition(currentChapters, at: queue.elapsed),
+            crossfade: crossfade, speed: speed,
+            silenceTrimmed: player.engine.position.flatMap { player.engine.info(for: $0.item)?.silenceTrimmed } ?? 0,
+            chapter: ChapterPosition(currentChapters, at: queue.elapsed),
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)
     }

@@ -120,6 +120,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var crossfade: Double
     /// The rate items play at (1: as recorded), playing or not.
     public var speed: Double = 1
+    /// Seconds of silence cut so far from the item heard (``Playback/silenceTrimming``).
+    public var silenceTrimmed: Double = 0
     /// The current item's chapter at ``elapsed``, when it has chapters.
     public var chapter: ChapterPosition? = nil
     public var underruns: Int

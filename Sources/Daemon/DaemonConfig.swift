@@ -1,3 +1,4 @@
+import AudioEngine
 import BacklineWire
 import Control
 import MediaCore
@@ -53,6 +54,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var crossfade: Double = 0
     /// How far a skip without seconds goes (`skip-forward`, `skip-backward`, 1–3600 s).
     public var skipForward = 30.0, skipBackward = 15.0
+    /// Which items have their long silences shortened (`trim-silence`: off, spoken, all).
+    public var trimSilence = SilenceTrimMode.off
     /// Which items remember where they were left (`resume-after`: at least this many minutes
     /// long, 0 turns it off, default 10; `resume-rewind`: seconds played again, 0–60, default 5).
     public var resume = ResumeSettings()
@@ -219,6 +222,13 @@ public struct DaemonConfig: Sendable, Equatable {
             replayGain.mode = mode
         case "replay-gain-preamp": replayGain.preamp = try number(-60, 60)
         case "crossfade": crossfade = try number(0, 3600)
+        case "trim-silence":
+            switch value {
+            case "off": trimSilence = .off
+            case "spoken": trimSilence = .spoken
+            case "all": trimSilence = .all
+            default: throw BadValue(message: "trim-silence: expected off, spoken or all, got '\(value)'")
+            }
         case "skip-forward": skipForward = try number(1, 3600)
         case "skip-backward": skipBackward = try number(1, 3600)
         case "resume-after":

@@ -138,6 +138,7 @@ public final class DaemonCore: Sendable {
             playback.replayGain = config.replayGain
             playback.crossfade = config.crossfade
             playback.skipIntervals = (config.skipForward, config.skipBackward)
+            playback.silenceTrimming = config.trimSilence
             playback.bookmarks.settings = config.resume
         } catch {
             throw ProtocolError("bad-config", error.message)

@@ -265,6 +265,7 @@ public enum JSONCodec {
             ("replayGainDecibels", s.replayGainScale.flatMap { $0 > 0 ? .number(20 * log10(Double($0))) : nil } ?? .null),
             ("crossfade", .number(s.crossfade)),
             ("speed", .number(s.speed)),
+            ("silenceTrimmed", .number((s.silenceTrimmed * 1000).rounded() / 1000)),
             ("chapter", s.chapter.map { .object(fields($0)) } ?? .null),
             ("underruns", .int(s.underruns)),
             ("sleep", sleep(s.sleep)),

@@ -133,17 +133,17 @@ struct SilenceTrimTests {
         let engine = makeEngine(device: clock.device)
         defer { engine.shutdown() }
         engine.silenceTrimming = .all
-        _ = engine.enqueue(items: [EngineItem(path: file.path)])
+        let id = try #require(engine.enqueue(items: [EngineItem(path: file.path)]).first)
         // Heard: into the second phrase, then into the third (each after a cut).
         let longPauses = zip(speech, speech.dropFirst()).filter { $1.lowerBound - $0.upperBound > 44100 }.map(\.1)
         try #require(longPauses.count == 2)
         var heardSoFar = 0.0
-        var trimmedBefore = 0
+        var trimmedBefore = 0, lead = 0
         for (k, phrase) in longPauses.enumerated() {
             // The output time of 0.2 s into the phrase: its content time less what was cut before it.
             let gapsBefore = zip(speech, speech.dropFirst()).filter { $1.lowerBound <= phrase.lowerBound }.map { $1.lowerBound - $0.upperBound }
             trimmedBefore = gapsBefore.reduce(0) { $0 + max(0, $1 - Self.kept) }
-            let lead = speech.first!.lowerBound - min(speech.first!.lowerBound, Self.kept)
+            lead = speech.first!.lowerBound - min(speech.first!.lowerBound, Self.kept)
             let target = Double(phrase.lowerBound - trimmedBefore - lead) / 44100 + 0.2
             #expect(clock.hear(seconds: target - heardSoFar))
             heardSoFar = target
@@ -166,6 +166,9 @@ struct SilenceTrimTests {
             // The content heard now: the end of the window.
             let heardFrame = at / 2 + 2205
             #expect(abs(p.frame - heardFrame) <= 2205, "after cut \(k + 1): reported \(p.frame), heard \(heardFrame)")
+            // What the item says was cut so far: the pauses heard (and the lead-in), to the frame.
+            let saved = try #require(engine.info(for: id)).silenceTrimmed
+            #expect(abs(saved - Double(trimmedBefore + lead) / 44100) < 1.0 / 44100 * 2, "after cut \(k + 1): \(saved) s saved")
         }
     }
 }

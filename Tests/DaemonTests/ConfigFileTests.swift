@@ -1,3 +1,4 @@
+import AudioEngine
 import Control
 import Daemon
 import Testing
@@ -44,6 +45,17 @@ struct ConfigFileTests {
         }
         #expect(Self.error("skip-forward = 0\n")?.message.hasPrefix("skip-forward: expected a decimal number from 1 to 3600") == true)
         #expect(Self.error("skip-backward = 3601\n")?.message.hasPrefix("skip-backward: expected a decimal number from 1 to 3600") == true)
+    }
+
+    @Test("trim-silence: off unless set; off, spoken and all taken; another word refused naming the key and the words")
+    func trimSilence() throws {
+        var config = DaemonConfig.defaults(environment: ["HOME": "/nonexistent"])
+        #expect(config.trimSilence == .off)
+        for (word, mode) in [("spoken", SilenceTrimMode.spoken), ("all", .all), ("off", .off)] {
+            try config.apply(configText: "trim-silence = \(word)\n", file: "daemon.conf")
+            #expect(config.trimSilence == mode)
+        }
+        #expect(Self.error("trim-silence = yes\n")?.message.hasPrefix("trim-silence: expected off, spoken or all, got 'yes'") == true)
     }
 
     @Test("resume: `resume-after` 0 turns it off, 1440 (a day) is taken, -1 and 1441 refused; `resume-rewind` 0 and 60 taken, -0.1 and 60.1 refused, each naming the key")
