@@ -75,6 +75,8 @@ final class DecoderThread: @unchecked Sendable {
     private var index = 0
     private var generation: UInt32 = 0
     private var current: (any AudioDecoder)?
+    /// `current` when it shortens silences (its cuts are marked in the ring).
+    private var trimmer: SilenceTrimmingDecoder?
     /// The decoder a re-plan replaced, for the plan's first open (see `.load`).
     private var reusable: (path: String, decoder: any AudioDecoder)?
     /// Chooses each item's decoder by content.
@@ -185,6 +187,7 @@ final class DecoderThread: @unchecked Sendable {
             }
         }
         current = nil
+        trimmer = nil
         fading = nil
         prepared = nil
     }
@@ -207,6 +210,7 @@ final class DecoderThread: @unchecked Sendable {
             index = 0
             generation = g
             current = nil
+            trimmer = nil
             currentItem = nil
             shared.endPosition.store(-1, ordering: .releasing)
             // A flush: the listener waits for this plan's first samples, so decode at once
@@ -252,6 +256,7 @@ final class DecoderThread: @unchecked Sendable {
                     return
                 }
                 current = nil
+                trimmer = nil
                 currentItem = nil
                 fading = nil  // (a fade into an item the cut removes is gone with it)
                 index = a + 1
@@ -374,7 +379,7 @@ final class DecoderThread: @unchecked Sendable {
             }
             producer.commit(bytes)
             writtenFrames += bytes / bytesPerFrame
-            if let trimmer = decoder as? SilenceTrimmingDecoder, let content = trimmer.takeCut() {
+            if let trimmer, let content = trimmer.takeCut() {
                 // Marked at the ring position of the first frame after the cut.
                 while !pushMarker(.resumed, item: item, format: decoder.format, itemFrame: Int64(content)) {
                     if shared.generation.load(ordering: .acquiring) != generation { return false }
@@ -417,6 +422,7 @@ final class DecoderThread: @unchecked Sendable {
         currentFrames = nil
         remainingFrames = nil
         current = nil
+        trimmer = nil
         currentItem = nil
         index += 1
     }
@@ -557,6 +563,7 @@ final class DecoderThread: @unchecked Sendable {
             sleep(millis: 5)
         }
         current = decoder
+        trimmer = decoder as? SilenceTrimmingDecoder
         currentItem = item
         fading = nil  // (a crossfade sets its own after this)
         fadedOut.remove(item.id)

@@ -3,6 +3,7 @@ import BacklineTestSupport
 import Foundation
 import MediaCore
 import Synchronization
+import Testing
 import Locking
 
 /// Collects an engine's events and lets a test wait for one.
@@ -67,4 +68,19 @@ extension EngineEvent {
         if case .itemFailed(_, let path, _) = self { return path }
         return nil
     }
+}
+
+/// The engine's position once the output has taken in the last step of `clock`: it has written
+/// the device full again (and published the reading after that write), and three reads agree.
+func settledPosition(_ engine: PlaybackEngine, _ clock: PacedClock, sourceLocation: SourceLocation = #_sourceLocation) -> PlaybackPosition? {
+    #expect(clock.waitUntilHolding(clock.bufferFrames / 2), "the output refills the device", sourceLocation: sourceLocation)
+    var last: PlaybackPosition?
+    var same = 0
+    _ = eventually(timeout: 10, every: 0.01) {
+        let p = engine.position
+        same = p == last ? same + 1 : 0
+        last = p
+        return same >= 3
+    }
+    return last
 }

@@ -117,22 +117,8 @@ struct RatePositionTests {
         var itemB = EngineItem(path: b.path)
         itemB.pitchAlgorithm = .spectral
         let ids = engine.enqueue(items: [EngineItem(path: a.path), itemB])
-        /// The position once the output has taken in the last step: it has written the device
-        /// full again (and published the reading after that write), and three reads agree.
-        func settled() -> PlaybackPosition? {
-            #expect(clock.waitUntilHolding(clock.bufferFrames / 2), "the output refills the device")
-            var last: PlaybackPosition?
-            var same = 0
-            _ = eventually(timeout: 10, every: 0.01) {
-                let p = engine.position
-                same = p == last ? same + 1 : 0
-                last = p
-                return same >= 3
-            }
-            return last
-        }
         func check(_ step: String, speed: Double) {
-            guard let p = settled() else {
+            guard let p = settledPosition(engine, clock) else {
                 Issue.record("\(step): no position")
                 return
             }

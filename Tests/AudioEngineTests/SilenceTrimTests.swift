@@ -147,16 +147,7 @@ struct SilenceTrimTests {
             let target = Double(phrase.lowerBound - trimmedBefore - lead) / 44100 + 0.2
             #expect(clock.hear(seconds: target - heardSoFar))
             heardSoFar = target
-            #expect(clock.waitUntilHolding(clock.bufferFrames / 2), "the output refills the device")
-            var last: PlaybackPosition?
-            var same = 0
-            _ = eventually(timeout: 10, every: 0.01) {
-                let p = engine.position
-                same = p == last ? same + 1 : 0
-                last = p
-                return same >= 3
-            }
-            guard let p = last else { Issue.record("no position after cut \(k + 1)"); continue }
+            guard let p = settledPosition(engine, clock) else { Issue.record("no position after cut \(k + 1)"); continue }
             let (samples, _) = recording.heard(clock)
             let window = Array(samples.suffix(2 * 2205))
             guard let at = Self.find(window, in: reference, from: 0) else {

@@ -85,7 +85,7 @@ struct PlayCommandTests {
         #expect(r.stderr.contains("\(bad["empty"]!.path): unsupported format: empty file\n"), "\(r.stderr)")
         #expect(r.stderr.contains("\(bad["text"]!.path): unsupported format: no MPEG audio frames found (libmpg123)\n"), "\(r.stderr)")
         // Six good items played, each announced.
-        #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.contains("cli-good.mp3") }.count == 6)
+        #expect(r.stdoutText.components(separatedBy: "\n").filter { $0.contains("cli-good.mp3") }.count == 6, "\(r.stdoutText)")
         // The device was never reopened (same format), so the capture holds every good copy in full.
         let ref = try ReferenceDecoder.decodeF32(good)
         let got = try cap.f32()

@@ -40,6 +40,17 @@ extension MPDProtocol {
         var position: QueueTarget?
     }
 
+    /// Takes `window START:END` from the end of `args` when it is there (and `args` has at least
+    /// `minimum` words with it), as mpd does.
+    func takeWindow(_ args: inout [String], minimum: Int = 2) throws(MPDError) -> Range<Int>? {
+        guard args.count >= minimum, args[args.count - 2] == "window" else { return nil }
+        let w = args[args.count - 1]
+        try MPDArgument.range.check(w)
+        let window = try range(w, count: Int(Int32.max), clamp: true)
+        args.removeLast(2)
+        return window
+    }
+
     func selection(_ r: MPDRequest, fold: Bool, position allowed: Bool = false, from start: Int = 0) throws(MPDError) -> Selection {
         var args = Array(r.args.dropFirst(start))
         var position: QueueTarget?
@@ -47,13 +58,7 @@ extension MPDProtocol {
             position = try target(args[args.count - 1])
             args.removeLast(2)
         }
-        var window: Range<Int>?
-        if args.count >= 2, args[args.count - 2] == "window" {
-            let w = args[args.count - 1]
-            try MPDArgument.range.check(w)
-            window = try range(w, count: Int(Int32.max), clamp: true)
-            args.removeLast(2)
-        }
+        let window = try takeWindow(&args)
         var sort: SongSort?
         if args.count >= 2, args[args.count - 2] == "sort" {
             do { sort = try SongSort(mpd: args[args.count - 1]) } catch { throw Self.error(error) }

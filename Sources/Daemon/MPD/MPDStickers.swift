@@ -29,13 +29,7 @@ extension MPDProtocol {
             command = .add(path: uri, name: args[3], amount: action == "inc" ? n : -n)
         case ("delete", 3), ("delete", 4): command = .delete(path: uri, name: args.count == 4 ? args[3] : nil)
         case ("find", 4...):
-            var window: Range<Int>?
-            if args.count >= 6, args[args.count - 2] == "window" {
-                let w = args[args.count - 1]
-                try MPDArgument.range.check(w)
-                window = try range(w, count: Int(Int32.max), clamp: true)
-                args.removeLast(2)
-            }
+            let window = try takeWindow(&args, minimum: 6)
             var sort: StickerSort?
             if args.count >= 6, args[args.count - 2] == "sort" {
                 guard let s = StickerSort(mpd: args[args.count - 1]) else { throw MPDError(.arg, "Unknown sort tag \"\(args[args.count - 1])\"") }
