@@ -323,10 +323,11 @@ struct DispatcherTests {
     func table() {
         let names = CommandTable.all.map(\.name)
         #expect(Set(names).count == names.count)
-        // (Reading the library, or scanning it, wakes nothing: a phone browsing does not resume the daemon.)
+        // (Reading the library, scanning it or rating a song wakes nothing: a phone browsing does not resume the daemon.)
         #expect(CommandTable.all.filter { !$0.wakes }.map(\.name).sorted()
                 == ["auth", "channel-read", "channel-send", "channel-subscribe", "channel-unsubscribe", "channels", "count", "find", "help",
-                    "list-partitions", "ls", "outputs", "partition", "ping", "search", "stats", "subscribe", "unsubscribe", "update", "version"])
+                    "list-partitions", "ls", "outputs", "partition", "ping", "search", "stats", "sticker", "subscribe", "unsubscribe", "update",
+                    "version"])
         // Off the event loop: what touches the file system (paths, tags, stored playlists, the library), and
         // what starts or stops a partition's player. No descriptor runs on a thread of its own:
         // a request naming a playlist URL does (never the shared pool's threads), any other on the pool.
