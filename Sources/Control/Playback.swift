@@ -418,6 +418,8 @@ public final class Playback: Sendable {
 
     public var status: StatusSnapshot {
         let c = queue.current
+        // (The item heard, looked up once: its format, ReplayGain scale and silence cut.)
+        let heard = player.engine.position.flatMap { player.engine.info(for: $0.item) }
         return StatusSnapshot(
             state: queue.playbackState,
             buffering: player.timeControlStatus == .waitingToPlayAtSpecifiedRate && player.reasonForWaitingToPlay == .toMinimizeStalls,
@@ -428,11 +430,11 @@ public final class Playback: Sendable {
             stopAfterEach: queue.stopAfterEach, consume: queue.consume,
             session: sessionSnapshot, app: application.applicationState, device: configuration.device,
             output: player.engine.deviceConfiguration,
-            audio: player.engine.position.flatMap { player.engine.info(for: $0.item)?.audio },
+            audio: heard?.audio,
             replayGain: replayGain,
-            replayGainScale: player.engine.position.flatMap { player.engine.info(for: $0.item)?.replayGainScale },
+            replayGainScale: heard?.replayGainScale,
             crossfade: crossfade, speed: speed,
-            silenceTrimmed: player.engine.position.flatMap { player.engine.info(for: $0.item)?.silenceTrimmed } ?? 0,
+            silenceTrimmed: heard?.silenceTrimmed ?? 0,
             chapter: ChapterPosition(currentChapters, at: queue.elapsed),
             underruns: player.engine.underrunCount, sleep: sleepSnapshot,
             musicDirectory: resolver.root ?? resolver.musicDirectory)

@@ -9,7 +9,7 @@ import Synchronization
 
 /// How ``MusicLibrary/findStickers(_:under:matching:sort:window:)`` compares a sticker's value
 /// (MPD's operators: `=`, `<`, `>` compare text; mpd 0.24's `eq`, `lt`, `gt` compare integers,
-/// `contains` and `starts_with` text).
+/// `contains` and `starts_with` text, ignoring the case of A–Z as mpd's SQL `LIKE` does).
 public enum StickerOperator: String, Sendable, CaseIterable {
     case equals = "="
     case less = "<"
@@ -29,8 +29,9 @@ public enum StickerOperator: String, Sendable, CaseIterable {
         case .equalsInteger: "CAST(\(column) AS INTEGER) = CAST(\(parameter) AS INTEGER)"
         case .lessInteger: "CAST(\(column) AS INTEGER) < CAST(\(parameter) AS INTEGER)"
         case .greaterInteger: "CAST(\(column) AS INTEGER) > CAST(\(parameter) AS INTEGER)"
-        case .contains: "instr(\(column), \(parameter)) > 0"
-        case .startsWith: "substr(\(column), 1, length(\(parameter))) = \(parameter)"
+        // (Letters A–Z matched either case, as mpd's LIKE does; `%` and `_` are themselves.)
+        case .contains: "instr(lower(\(column)), lower(\(parameter))) > 0"
+        case .startsWith: "substr(lower(\(column)), 1, length(\(parameter))) = lower(\(parameter))"
         }
     }
 }

@@ -58,7 +58,7 @@ import Testing
         #expect(try Set(found((.lessInteger, "9"))) == ["2", "abc"])  // "abc" is 0
         #expect(try found((.equalsInteger, "100")) == ["100"])
         #expect(try Set(found((.contains, "0"))) == ["10", "100"])
-        #expect(try found((.startsWith, "ab")) == ["abc"])
+        #expect(try found((.startsWith, "ab")) == ["abc"] && found((.contains, "BC")) == ["abc"] && found((.startsWith, "AB")) == ["abc"])
         #expect(try found((.startsWith, "%")).isEmpty && found((.contains, "_")).isEmpty)  // no wildcards
         #expect(try found(sort: StickerSort(.integerValue)) == ["abc", "2", "9", "10", "100"])
         #expect(try found(sort: StickerSort(.integerValue, descending: true)) == ["100", "10", "9", "2", "abc"])
