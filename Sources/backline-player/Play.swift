@@ -83,6 +83,9 @@ struct Play: ParsableCommand {
     @Option(name: .customLong("pitch-algorithm"), help: "How --speed stretches: timeDomain (the pitch kept, made for speech; the default), spectral (the pitch kept, music's quality, more CPU) or varispeed (the pitch follows the rate).")
     var pitchAlgorithm = PlayOptions.defaults.pitchAlgorithm
 
+    @Option(name: .customLong("trim-silence"), help: "Shorten pauses over 0.3 s to 0.3 s: spoken (podcasts and audiobooks: their genre, or .m4b), all, or off (the default). The words are untouched; times stay the file's.")
+    var trimSilence = PlayOptions.defaults.trimSilence
+
     @Option(name: .long, help: "Volume in percent, 0–100.")
     var volume: Int?
 
@@ -114,7 +117,7 @@ struct Play: ParsableCommand {
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
         PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
-                    crossfade: crossfade, speed: speed, pitchAlgorithm: pitchAlgorithm, shuffle: shuffle, repeat: self.repeat,
+                    crossfade: crossfade, speed: speed, pitchAlgorithm: pitchAlgorithm, trimSilence: trimSilence, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -140,6 +143,7 @@ struct PlayOptions: Equatable {
     var crossfade = 0.0
     var speed = 1.0
     var pitchAlgorithm = "timeDomain"
+    var trimSilence = "off"
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -154,6 +158,8 @@ struct PlayOptions: Equatable {
 
     /// Every option's default (`Play`'s declarations take theirs from here).
     static let defaults = PlayOptions()
+    /// `--trim-silence`'s words.
+    static let trimModes: [String: SilenceTrimMode] = ["off": .off, "spoken": .spoken, "all": .all]
 
     func validate() throws {
         guard (20...5000).contains(bufferMs) else { throw ValidationError("--buffer-ms must be 20…5000") }
@@ -166,6 +172,7 @@ struct PlayOptions: Equatable {
         guard TimePitchAlgorithm(rawValue: pitchAlgorithm) != nil else {
             throw ValidationError("--pitch-algorithm must be timeDomain, spectral or varispeed")
         }
+        guard Self.trimModes[trimSilence] != nil else { throw ValidationError("--trim-silence must be off, spoken or all") }
         guard backgroundGrace >= 0 else { throw ValidationError("--background-grace must be ≥ 0") }
         guard SessionCategory(rawValue: category) != nil else {
             throw ValidationError("--category must be playback, soloAmbient or ambient")
@@ -249,6 +256,7 @@ struct PlayOptions: Equatable {
         playback.crossfade = crossfade
         playback.queue.pitchAlgorithm = TimePitchAlgorithm(rawValue: pitchAlgorithm) ?? .timeDomain
         if speed != 1 { playback.speed = speed }
+        playback.silenceTrimming = Self.trimModes[trimSilence] ?? .off
         return (playback, CommandDispatcher(playback: playback, version: Backline.version))
     }
 
@@ -324,10 +332,11 @@ extension PlayOptions {
                 case "notify": notify = true
                 default: noMPRIS = true
                 }
-            case "device", "format", "repeat", "start", "category", "replay-gain", "pitch-algorithm":
+            case "device", "format", "repeat", "start", "category", "replay-gain", "pitch-algorithm", "trim-silence":
                 guard let v = value(inline) else { return nil }
                 switch name {
                 case "pitch-algorithm": pitchAlgorithm = v
+                case "trim-silence": trimSilence = v
                 case "replay-gain": replayGain = v
                 case "device": device = v
                 case "format": format = v

@@ -65,6 +65,29 @@ struct PlayCommandTests {
         #expect(r.stdoutText.contains("▶ Sunrise Chord — Backline  [0:08]"))
     }
 
+    @Test("--trim-silence all: 0.5 s of tone, 2 s of silence, 0.5 s of tone play as 1.3 s (the pause cut to 0.3 s); spoken leaves an untagged file whole; another word is refused")
+    func trimSilence() throws {
+        let dir = try Harness.makeTemporaryDirectory("trim-cli")
+        let tone = dir.path + "/tone.wav", pause = dir.path + "/pause.wav", file = dir.path + "/paused.wav"
+        for args in [["-n", "-r", "44100", "-c", "2", "-b", "16", tone, "synth", "0.5", "sine", "660", "gain", "-6"],
+                     ["-n", "-r", "44100", "-c", "2", "-b", "16", pause, "trim", "0", "2"], [tone, pause, tone, file]] {
+            let r = try runProcess("sox", args)
+            try #require(r.status == 0, "\(r.stderr)")
+        }
+        func played(_ mode: String) throws -> Int {
+            let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+            let r = try runProcess(backline, ["play", "--device", cap.device, "--trim-silence", mode, file], environment: try isolated())
+            #expect(r.status == 0, "\(r.stderr)")
+            return try cap.f32().count / 2
+        }
+        // (The tone's zero crossings are single quiet frames: kept; the pause keeps 0.3 s.)
+        let trimmed = try played("all")
+        #expect(abs(trimmed - (22050 + 13230 + 22050)) <= 4, "\(trimmed) frames")
+        #expect(try played("spoken") >= 3 * 44100)
+        let bad = try runProcess(backline, ["play", "--device", "null", "--trim-silence", "yes", file], environment: try isolated())
+        #expect(bad.status != 0 && bad.stderr.contains("--trim-silence must be off, spoken or all"), "\(bad.stderr)")
+    }
+
     @Test("bad inputs: each named with its reason on stderr, the good items still play gaplessly, exit 2")
     func badInputs() throws {
         let bad = try Fixtures.badInputs()
