@@ -59,6 +59,9 @@ struct Play: ParsableCommand {
     @Option(name: .long, help: "Device sample format to try first: float32 or s16.")
     var format = PlayOptions.defaults.format
 
+    @Flag(name: .long, help: "Play podcasts and audiobooks on from where play left them (less 5 s), and keep where they are left (items at least 10 minutes long, or spoken word: genre, .m4b) in $XDG_STATE_HOME/backline/play-bookmarks.json.")
+    var resume = PlayOptions.defaults.resume
+
     @Flag(name: .long, help: "Play the items in a random order.")
     var shuffle = PlayOptions.defaults.shuffle
 
@@ -117,7 +120,7 @@ struct Play: ParsableCommand {
     /// The options as parsed, for ``PlayOptions/run()``.
     var options: PlayOptions {
         PlayOptions(device: device, bufferMs: bufferMs, format: format, channels: channels, replayGain: replayGain, preamp: preamp,
-                    crossfade: crossfade, speed: speed, pitchAlgorithm: pitchAlgorithm, trimSilence: trimSilence, shuffle: shuffle, repeat: self.repeat,
+                    crossfade: crossfade, speed: speed, pitchAlgorithm: pitchAlgorithm, trimSilence: trimSilence, resume: resume, shuffle: shuffle, repeat: self.repeat,
                     volume: volume, start: start, noKeys: noKeys, category: category,
                     backgroundGrace: backgroundGrace, verbose: verbose, notify: notify, noMPRIS: noMPRIS,
                     files: files)
@@ -144,6 +147,7 @@ struct PlayOptions: Equatable {
     var speed = 1.0
     var pitchAlgorithm = "timeDomain"
     var trimSilence = "off"
+    var resume = false
     var shuffle = false
     var `repeat`: String?
     var volume: Int?
@@ -189,6 +193,7 @@ struct PlayOptions: Equatable {
         let (tty, color) = prepareProcess()
         let files = try inputFiles()
         let (playback, dispatcher) = try makePlayback()
+        if resume { PlayBookmarks.load(bookmarksFile, into: playback.bookmarks) }
         queueItems(files, on: playback, dispatcher)
         let run = PlayRun(options: self, playback: playback, dispatcher: dispatcher, tty: tty, color: color)
         let desktop = run.publishOnDesktop()
@@ -269,6 +274,9 @@ struct PlayOptions: Equatable {
         if let v = volume { _ = dispatcher.execute(VolumeCommand(change: .set(Double(v)))) }
     }
 
+    /// Where `--resume` keeps its bookmarks.
+    var bookmarksFile: String { PlayBookmarks.path(ProcessInfo.processInfo.environment) }
+
     /// Ends the process by `sig`'s default action (its exit status is 128 + `sig` to a shell).
     static func die(of sig: Int32) -> Never {
         signal(sig, SIG_DFL)
@@ -323,10 +331,11 @@ extension PlayOptions {
             let name = String(body.prefix { $0 != "=" })
             let inline = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
             switch name {
-            case "shuffle", "no-keys", "verbose", "notify", "no-mpris":
+            case "shuffle", "no-keys", "verbose", "notify", "no-mpris", "resume":
                 guard inline == nil else { return nil }
                 switch name {
                 case "shuffle": shuffle = true
+                case "resume": resume = true
                 case "no-keys": noKeys = true
                 case "verbose": verbose = true
                 case "notify": notify = true

@@ -311,6 +311,9 @@ final class PlayRun: Sendable {
     func shutDown(reader: KeyReader?, mpris: MPRISService?, signals: [any DispatchSourceSignal], jobs: JobControl) {
         reader?.stop()
         mpris?.stop()
+        if options.resume {
+            PlayBookmarks.save(playback.bookmarks, current: playback.player.currentItem, at: playback.queue.elapsed, to: options.bookmarksFile)
+        }
         playback.player.removeAllItems()
         playback.player.engine.shutdown()
         Terminal.finish(tty: tty)

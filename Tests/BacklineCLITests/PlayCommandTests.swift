@@ -133,6 +133,56 @@ struct PlayCommandTests {
         #expect(d.stderr.contains("audio device no_such_device_xyz"))
     }
 
+    @Test("--resume: a podcast stopped by SIGTERM keeps where it was heard in play-bookmarks.json; played again with --resume it starts there less 5 s (heard: that second's tone); heard to its end, it is forgotten")
+    func resume() throws {
+        // 20 s, second k a tone of 300 + 100·k Hz, tagged as a podcast (remembered whatever its length).
+        let dir = try Harness.makeTemporaryDirectory("resume-cli")
+        let wav = dir.path + "/steps.wav", flac = dir.path + "/episode.flac"
+        var synth: [String] = []
+        for k in 0..<20 {
+            if k > 0 { synth.append(":") }
+            synth += ["synth", "1", "sine", String(300 + 100 * k), "gain", "-6"]
+        }
+        var r = try runProcess("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", wav] + synth)
+        try #require(r.status == 0, "\(r.stderr)")
+        r = try runProcess("flac", ["-s", "-f", "--tag=GENRE=Podcast", "-o", flac, wav])
+        try #require(r.status == 0, "\(r.stderr)")
+        let state = try Harness.makeTemporaryDirectory("resume-state").path
+        let file = state + "/backline/play-bookmarks.json"
+        func bookmarks() throws -> [String: [String: Double]] {
+            guard let data = FileManager.default.contents(atPath: file) else { return [:] }
+            return (try JSONSerialization.jsonObject(with: data) as? [String: [String: Any]] ?? [:]).mapValues { $0.compactMapValues { $0 as? Double } }
+        }
+        try PulseNullSink.exclusive { sink in
+            let p = try SpawnedProcess(backline, ["play", "--resume", "--device", sink.alsaDevice, flac],
+                                       environment: try isolated(sink.environment.merging(["XDG_STATE_HOME": state]) { a, _ in a }))
+            let deadline = Date().addingTimeInterval(10)
+            while !p.stdout.contains("▶"), Date() < deadline { usleep(20_000) }
+            usleep(7_000_000)
+            p.signal(SIGTERM)
+            #expect(try p.wait(timeout: 5) == 143)
+        }
+        let position = try #require(try bookmarks()[flac]?["position"], "no bookmark in \(file)")
+        #expect(position > 5.5 && position < 12, "left at \(position) s")
+        // Again, with --resume, into a capture: the first tenth of a second is second ⌊position − 5⌋'s tone.
+        let cap = ALSAFileCapture(in: try Harness.makeTemporaryDirectory())
+        r = try runProcess(backline, ["play", "--resume", "--device", cap.device, flac],
+                           environment: try isolated(["XDG_STATE_HOME": state]))
+        #expect(r.status == 0, "\(r.stderr)")
+        let samples = try cap.f32()
+        try #require(samples.count > 8820)
+        var crossings = 0
+        for i in stride(from: 2, to: 8820, by: 2) where samples[i - 2] < 0 && samples[i] >= 0 { crossings += 1 }
+        let step = Int((Double(crossings * 10 - 300) / 100).rounded())
+        let start = position - 5
+        let expected = start - start.rounded(.down) > 0.85 ? [Int(start), Int(start) + 1] : [Int(start)]
+        #expect(expected.contains(step), "started in second \(step) (\(crossings * 10) Hz), left at \(position) s")
+        #expect(abs(Double(samples.count / 2) / 44100 - (20 - start)) < 0.1, "played \(samples.count / 2) frames from \(start) s")
+        // Heard to its end: forgotten.
+        let after = try bookmarks()
+        #expect(after[flac] == nil, "\(after)")
+    }
+
     @Test("Ctrl-C stops at once: device closed, exit 130")
     func interrupt() throws {
         try PulseNullSink.exclusive { sink in

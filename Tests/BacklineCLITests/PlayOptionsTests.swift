@@ -16,7 +16,7 @@ struct PlayOptionsTests {
               ["a.mp3", "--volume=0", "b.mp3", "--", "--not-an-option.mp3"],
               ["--device", "null", "--device", "default", "a.mp3"],
               ["--crossfade", "2.5", "--replay-gain=track", "--preamp", "3", "a.mp3"],
-              ["--speed", "1.5", "--trim-silence", "spoken", "--pitch-algorithm=spectral", "book.m4b"],
+              ["--speed", "1.5", "--trim-silence", "spoken", "--pitch-algorithm=spectral", "--resume", "book.m4b"],
           ])
     func same(_ arguments: [String]) throws {
         let fast = try #require(PlayOptions(fastParsing: arguments[...]))
