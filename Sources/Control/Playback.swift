@@ -87,12 +87,22 @@ public final class Playback: Sendable {
     let work = DispatchQueue(label: "backline.playback")
 
     struct SleepState {
-        var deadline: Double?  // monotonic seconds
-        var endOfItem: Bool
+        /// When it pauses.
+        enum Until: Equatable {
+            /// At this monotonic time (seconds).
+            case time(Double)
+            case endOfItem
+            /// Where the next chapter starts, or at the end of the item, whichever is heard first.
+            case endOfChapter
+        }
+        var until: Until
         var fade: Double  // seconds of fade-out (0: stop at once)
         var timer: (any DispatchSourceTimer)?
-        /// Also pause where the next chapter starts.
-        var endOfChapter = false
+        /// Whether the queue stops after the current item for it.
+        var stopsAfterItem: Bool {
+            if case .time = until { return false }
+            return true
+        }
     }
 
     private struct Timers {
@@ -343,7 +353,7 @@ public final class Playback: Sendable {
             }
             // An end-of-item sleep timer has fired when the queue stops: cleared before the
             // state is told, so a client that reads the status on "stopped" sees it gone.
-            if s == .stopped, timers.withLock({ $0.sleep?.endOfItem == true }) { sleepFired(fade: 0) }
+            if s == .stopped, timers.withLock({ $0.sleep?.stopsAfterItem == true }) { sleepFired(fade: 0) }
             if s == .stopped { listening?.stopped() }
             post(.state(s))
         case .current(let entry):
@@ -457,9 +467,10 @@ public final class Playback: Sendable {
 
     public var sleepSnapshot: SleepSnapshot? {
         timers.withLock { t in
-            t.sleep.map {
-                SleepSnapshot(remaining: $0.deadline.map { max(0, $0 - Self.now()) }, endOfItem: $0.endOfItem && !$0.endOfChapter,
-                              endOfChapter: $0.endOfChapter, fade: $0.fade)
+            t.sleep.map { s in
+                var remaining: Double?
+                if case .time(let deadline) = s.until { remaining = max(0, deadline - Self.now()) }
+                return SleepSnapshot(remaining: remaining, endOfItem: s.until == .endOfItem, endOfChapter: s.until == .endOfChapter, fade: s.fade)
             }
         }
     }
@@ -471,7 +482,7 @@ public final class Playback: Sendable {
             let timer = DispatchSource.makeTimerSource(queue: work)
             timer.schedule(deadline: .now() + max(0, minutes * 60 - fade))  // the fade ends at the deadline
             timer.setEventHandler { [weak self] in self?.sleepFired(fade: fade) }
-            t.sleep = SleepState(deadline: Self.now() + minutes * 60, endOfItem: false, fade: fade, timer: timer)
+            t.sleep = SleepState(until: .time(Self.now() + minutes * 60), fade: fade, timer: timer)
             timer.resume()
         }
         post(.sleep(.set(minutes: minutes, endOfItem: false)))
@@ -482,7 +493,7 @@ public final class Playback: Sendable {
     func setSleepAtEndOfItem(orChapter: Bool = false) {
         cancelSleep()
         queue.setStopAfterCurrent(true)
-        timers.withLock { $0.sleep = SleepState(deadline: nil, endOfItem: true, fade: 0, timer: nil, endOfChapter: orChapter) }
+        timers.withLock { $0.sleep = SleepState(until: orChapter ? .endOfChapter : .endOfItem, fade: 0, timer: nil) }
         post(.sleep(orChapter ? .setAtEndOfChapter : .set(minutes: nil, endOfItem: true)))
     }
 
@@ -492,7 +503,7 @@ public final class Playback: Sendable {
     /// so play resumes with all of it.
     private func chapterAdvanced(id: Int, from: (id: Int, index: Int?)?, to: Int?, chapters: [Chapter]) {
         guard let to, let from, from.id == id, to == (from.index.map { $0 + 1 } ?? 0),
-              timers.withLock({ $0.sleep?.endOfChapter == true }) else { return }
+              timers.withLock({ $0.sleep?.until == .endOfChapter }) else { return }
         timers.withLock { $0.sleep = nil }
         queue.setStopAfterCurrent(false)
         queue.pause()
@@ -507,7 +518,7 @@ public final class Playback: Sendable {
             t.fading?.cancel()
             t.fading = nil
             defer { t.sleep = nil }
-            return t.sleep?.endOfItem ?? false
+            return t.sleep?.stopsAfterItem ?? false
         }
         if endOfItem { queue.setStopAfterCurrent(false) }
     }
