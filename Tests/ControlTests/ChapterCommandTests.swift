@@ -14,8 +14,19 @@ import Testing
 /// timer's end of chapter.
 @Suite("chapter: list, next, previous and N, heard from the chapter's first sample; the status and event; sleep at the end of the chapter (paced device)", Harness.audioTools)
 struct ChapterCommandTests {
-    /// A playback of ``FormatFixtures/chaptered()`` (chapters at 0, 1 and 2.5 s), playing.
-    static func make() throws -> (CommandDispatcher, PacedClock, PacedRecording, Int, [Float]) {
+    /// A playback of ``FormatFixtures/chaptered()`` (chapters at 0, 1 and 2.5 s), playing from
+    /// its first sample heard, its events collected from before the play.
+    struct Playing {
+        let d: CommandDispatcher
+        let clock: PacedClock
+        let recording: PacedRecording
+        let id: Int
+        /// The item's reference decode (interleaved stereo).
+        let reference: [Float]
+        let events: DispatcherTests.Events
+    }
+
+    static func playing() throws -> Playing {
         let music = try Harness.makeTemporaryDirectory("backline-chapters").path
         let book = try FormatFixtures.chaptered()
         try FileManager.default.copyItem(atPath: book.path, toPath: music + "/book.flac")
@@ -28,18 +39,19 @@ struct ChapterCommandTests {
         guard case .success(.added(let ids, _)) = d.execute(AddCommand(paths: ["book.flac"])), let id = ids.first else {
             throw HarnessError("add failed")
         }
-        return (d, clock, recording, id, try FormatReference.flac(book, bits: 16))
+        let events = DispatcherTests.Events(playback)
+        #expect(d.execute(PlayCommand(item: id)) == .success(.state(.playing)))
+        DispatcherTests.hearStart(clock)
+        return Playing(d: d, clock: clock, recording: recording, id: id, reference: try FormatReference.flac(book, bits: 16), events: events)
     }
 
     static let titles: [String?] = ["Opening", "Tone", "Later"]
 
     @Test("listed with the one heard; next lands on chapter 1's first sample (the recording is the reference decode from the start to the jump, then from 1 s, sample for sample) and its event follows; previous within 3 s goes to the chapter before, past 3 s to the chapter's start; N; past the ends refused")
     func moves() throws {
-        let (d, clock, recording, id, reference) = try Self.make()
+        let p = try Self.playing()
+        let (d, clock, recording, id, reference, events) = (p.d, p.clock, p.recording, p.id, p.reference, p.events)
         defer { d.playback.shutdown() }
-        let events = DispatcherTests.Events(d.playback)
-        #expect(d.execute(PlayCommand(item: id)) == .success(.state(.playing)))
-        DispatcherTests.hearStart(clock)
         guard case .success(.chapters(let list, let current, nil)) = d.execute(ChapterCommand(nil)) else {
             Issue.record("chapter: no list")
             return
@@ -87,10 +99,9 @@ struct ChapterCommandTests {
     @Test("previous: 2.9 s and exactly 3 s into a chapter, the chapter before; 3.1 s in, the chapter's own start (the threshold is 3 s, as previous's)")
     func previousThreshold() throws {
         #expect(ChapterCommand.restartThreshold == 3)
-        let (d, clock, _, id, _) = try Self.make()
+        let p = try Self.playing()
+        let d = p.d
         defer { d.playback.shutdown() }
-        #expect(d.execute(PlayCommand(item: id)) == .success(.state(.playing)))
-        DispatcherTests.hearStart(clock)
         #expect(d.execute(PauseCommand()) == .success(.state(.paused)))
         let list = d.playback.currentChapters
         #expect(list.count == 3)
@@ -107,11 +118,9 @@ struct ChapterCommandTests {
 
     @Test("sleep at the end of the chapter: set in chapter 1, it pauses when chapter 2 is heard, back at chapter 2's start; the status and event say so")
     func sleepAtEndOfChapter() throws {
-        let (d, clock, _, id, _) = try Self.make()
+        let p = try Self.playing()
+        let (d, clock, id, events) = (p.d, p.clock, p.id, p.events)
         defer { d.playback.shutdown() }
-        let events = DispatcherTests.Events(d.playback)
-        #expect(d.execute(PlayCommand(item: id)) == .success(.state(.playing)))
-        DispatcherTests.hearStart(clock)
         guard case .success(.chapters(let list, _, _)) = d.execute(ChapterCommand(.index(1))) else { Issue.record("chapter 1"); return }
         #expect(clock.run(timeout: 10) { events.seen.withLock { $0.contains(.chapter(item: id, ChapterPosition(list, index: 1))) } })
         guard case .success(.sleep(let snapshot?)) = d.execute(SleepCommand(action: .endOfChapter)) else { Issue.record("sleep failed"); return }
