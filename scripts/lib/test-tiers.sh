@@ -15,8 +15,10 @@
 # reader by filling a late chunk with silence: on a loaded machine either would break the
 # sample-for-sample comparison; here they do not. PipeOutputTests likewise: a pipe is played in
 # real time; its exact comparison failed once in three runs beside two busy loops while the
-# driver still said `prepared` when its queue ran dry.
-quiet_suites='JumpTests|RealtimeTests|StreamRealtimeTests|RealtimePlayerTests|PersistenceTests|LoadTests|SilenceTests|DeviceReturnTests|IOSStyleClientTests|PlayerTests.QueueTests|DispatcherTests|PlayTerminalTests|SnapcastTests|PipeOutputTests'
+# driver still said `prepared` when its queue ran dry. BackgroundAudioTests records the sink's
+# monitor while a 1.5 s tone plays and the app is suspended after it: in the parallel pass the
+# recording once held 1.12 s of it (the monitor's reader or the player starved on 2 busy cores).
+quiet_suites='JumpTests|RealtimeTests|StreamRealtimeTests|RealtimePlayerTests|PersistenceTests|LoadTests|SilenceTests|DeviceReturnTests|IOSStyleClientTests|PlayerTests.QueueTests|DispatcherTests|PlayTerminalTests|SnapcastTests|PipeOutputTests|BackgroundAudioTests'
 
 # long: endurance runs and a package build, which scripts/check (CI) runs after the suite, one
 # at a time: SoakTests (two minutes of traffic, then memory given back), ChaosTests (three
