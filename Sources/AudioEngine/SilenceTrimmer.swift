@@ -4,13 +4,13 @@ import MediaCore
 public enum SilenceTrimMode: UInt8, Sendable, CaseIterable {
     /// None (the default): every item as decoded.
     case off = 0
-    /// Spoken word (``SpokenWord``: a podcast's or audiobook's genre, an `.m4b`).
+    /// Spoken word (MediaCore's `SpokenWord`: a podcast's or audiobook's genre, an `.m4b`).
     case spoken = 1
     /// Every item but live streams.
     case all = 2
 }
 
-/// How silences are shortened in an item that asks for it (``EngineItem/trimsSilence``): a run
+/// How silences are shortened in the items ``PlaybackEngine/silenceTrimming`` takes: a run
 /// of frames whose every sample is below ``threshold`` that lasts longer than ``kept`` is cut
 /// to its first and last ``kept``/2 (so a word's quiet start and end, below the threshold, are
 /// never cut, and a pause still sounds like one).
