@@ -162,4 +162,25 @@ struct SilenceTrimTests {
             #expect(abs(saved - Double(trimmedBefore + lead) / 44100) < 1.0 / 44100 * 2, "after cut \(k + 1): \(saved) s saved")
         }
     }
+
+    @Test("the threshold of 0.3 s (13,230 frames): a silence of 13,229 or 13,230 frames between two square-wave tones is kept whole, one of 13,231 loses exactly one frame")
+    func keptAtTheThreshold() throws {
+        let dir = try Harness.makeTemporaryDirectory("trim-edge")
+        let tone = dir.path + "/tone.wav"
+        var r = try runProcess("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", tone, "synth", "0.2", "square", "660", "gain", "-6"])
+        try #require(r.status == 0, "\(r.stderr)")
+        for frames in [Self.kept - 1, Self.kept, Self.kept + 1] {
+            let pause = dir.path + "/pause-\(frames).wav", file = dir.appendingPathComponent("edge-\(frames).wav")
+            // (The rate given for the null input too: its samples are counted at its own rate.)
+            r = try runProcess("sox", ["-r", "44100", "-c", "2", "-n", "-r", "44100", "-c", "2", "-b", "16", pause, "trim", "0", "\(frames)s"])
+            try #require(r.status == 0, "\(r.stderr)")
+            r = try runProcess("sox", [tone, pause, tone, file.path])
+            try #require(r.status == 0, "\(r.stderr)")
+            // (Where the second tone starts: a capture ends at the device's last whole period.)
+            let whole = try #require(try Self.sounds(Self.capture(file, .off)).dropFirst().first).lowerBound
+            let trimmed = try #require(try Self.sounds(Self.capture(file, .all)).dropFirst().first).lowerBound
+            #expect(whole == 8820 + frames && whole - trimmed == max(0, frames - Self.kept), "a pause of \(frames) frames: \(whole - trimmed) cut, the tone at \(whole)")
+        }
+    }
+
 }
